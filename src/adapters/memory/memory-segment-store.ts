@@ -1,0 +1,93 @@
+/** An in-process SegmentStore: for tests, embedding and single-process use without persistence. */
+import { TagExistsError, TagNotFoundError, UnavailableError } from '../../core/errors.js';
+import { MAX_ID } from '../../core/id.js';
+import type { Allocation, NewTag, SegmentStore, TagInfo, TagUpdate } from '../../ports/segment-store.js';
+import { DEFAULT_START, DEFAULT_STEP } from '../../ports/segment-store.js';
+
+interface Row {
+  maxId: bigint;
+  step: number;
+  description: string;
+  updatedAt: Date;
+  fenceEpoch: number;
+}
+
+export class MemorySegmentStore implements SegmentStore {
+  readonly kind = 'memory';
+  private readonly rows = new Map<string, Row>();
+
+  async init(): Promise<void> {}
+
+  async allocate(tag: string, step?: number): Promise<Allocation> {
+    const row = this.rows.get(tag);
+    if (!row) throw new TagNotFoundError(tag);
+    const s = step ?? row.step;
+    const next = row.maxId + BigInt(s);
+    if (next > MAX_ID) throw exhausted(tag);
+    row.maxId = next;
+    row.updatedAt = new Date();
+    return { maxId: next, step: s, storedStep: row.step, fenceEpoch: row.fenceEpoch };
+  }
+
+  async getTag(tag: string): Promise<TagInfo | undefined> {
+    const row = this.rows.get(tag);
+    return row ? info(tag, row) : undefined;
+  }
+
+  async listTags(): Promise<TagInfo[]> {
+    return [...this.rows.entries()].sort(([a], [b]) => (a < b ? -1 : 1)).map(([t, r]) => info(t, r));
+  }
+
+  async createTag(t: NewTag): Promise<TagInfo> {
+    if (this.rows.has(t.tag)) throw new TagExistsError(t.tag);
+    const row: Row = {
+      maxId: t.start ?? DEFAULT_START,
+      step: t.step ?? DEFAULT_STEP,
+      description: t.description ?? '',
+      updatedAt: new Date(),
+      fenceEpoch: 0,
+    };
+    this.rows.set(t.tag, row);
+    return info(t.tag, row);
+  }
+
+  async updateTag(tag: string, update: TagUpdate): Promise<TagInfo> {
+    const row = this.rows.get(tag);
+    if (!row) throw new TagNotFoundError(tag);
+    if (update.step !== undefined) row.step = update.step;
+    if (update.description !== undefined) row.description = update.description;
+    row.updatedAt = new Date();
+    return info(tag, row);
+  }
+
+  async deleteTag(tag: string): Promise<void> {
+    if (!this.rows.delete(tag)) throw new TagNotFoundError(tag);
+  }
+
+  async fence(tag: string, to: bigint): Promise<TagInfo> {
+    const row = this.rows.get(tag);
+    if (!row) throw new TagNotFoundError(tag);
+    if (to > row.maxId) row.maxId = to;
+    row.fenceEpoch += 1;
+    row.updatedAt = new Date();
+    return info(tag, row);
+  }
+
+  /** Test-only: overwrite max_id, as a restore from an old backup would. */
+  restore(tag: string, maxId: bigint): void {
+    const row = this.rows.get(tag);
+    if (!row) throw new TagNotFoundError(tag);
+    row.maxId = maxId;
+  }
+
+  async ping(): Promise<void> {}
+  async close(): Promise<void> {}
+}
+
+export function exhausted(tag: string): UnavailableError {
+  return new UnavailableError('ID_SPACE_EXHAUSTED', `tag ${JSON.stringify(tag)} would pass 2^63-1; it never wraps`);
+}
+
+function info(tag: string, r: Row): TagInfo {
+  return { tag, maxId: r.maxId, step: r.step, description: r.description, updatedAt: r.updatedAt, fenceEpoch: r.fenceEpoch };
+}

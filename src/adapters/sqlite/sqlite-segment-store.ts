@@ -1,0 +1,200 @@
+/**
+ * SegmentStore on an embedded SQLite file (better-sqlite3). Several processes
+ * may share one file: WAL lets readers run beside the writer, and every
+ * allocation is a `BEGIN IMMEDIATE` transaction, so writers queue on the file
+ * lock (bounded by the busy timeout) instead of failing on upgrade.
+ *
+ * max_id is read and written as a 64-bit integer (safeIntegers) and the sum is
+ * checked in bigint before it is written: SQLite silently turns an overflowing
+ * integer sum into a REAL, which would lose precision.
+ */
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import Database from 'better-sqlite3';
+import { SequoiaError, TagExistsError, TagNotFoundError, UnavailableError } from '../../core/errors.js';
+import { MAX_ID } from '../../core/id.js';
+import type { Allocation, NewTag, SegmentStore, TagInfo, TagUpdate } from '../../ports/segment-store.js';
+import { DEFAULT_START, DEFAULT_STEP } from '../../ports/segment-store.js';
+import { exhausted } from '../memory/memory-segment-store.js';
+
+export interface SqliteSegmentStoreOptions {
+  /** File path, or ':memory:'. */
+  readonly path: string;
+  /** How long a writer waits for another process's lock, ms. Default 2000. */
+  readonly busyTimeoutMs?: number;
+}
+
+interface Row {
+  tag: string;
+  max_id: bigint;
+  step: bigint;
+  description: string;
+  updated_at: bigint;
+  fence_epoch: bigint;
+}
+
+const SCHEMA_VERSION = 1;
+
+export class SqliteSegmentStore implements SegmentStore {
+  readonly kind = 'sqlite';
+  private db: Database.Database | undefined;
+  private readonly path: string;
+  private readonly busyTimeoutMs: number;
+
+  constructor(options: SqliteSegmentStoreOptions) {
+    this.path = options.path;
+    this.busyTimeoutMs = options.busyTimeoutMs ?? 2000;
+  }
+
+  async init(): Promise<void> {
+    if (this.db) return;
+    try {
+      if (this.path !== ':memory:') mkdirSync(dirname(this.path), { recursive: true });
+      const db = new Database(this.path, { timeout: this.busyTimeoutMs });
+      db.defaultSafeIntegers(true);
+      db.pragma('journal_mode = WAL');
+      db.pragma('synchronous = FULL');
+      db.transaction(() => {
+        db.exec(`CREATE TABLE IF NOT EXISTS sequoia_schema (version INTEGER NOT NULL)`);
+        const row = db.prepare('SELECT version FROM sequoia_schema').get() as { version: bigint } | undefined;
+        const version = row ? Number(row.version) : 0;
+        if (version < 1) {
+          db.exec(`CREATE TABLE IF NOT EXISTS sequoia_alloc (
+            tag TEXT PRIMARY KEY NOT NULL,
+            max_id INTEGER NOT NULL,
+            step INTEGER NOT NULL,
+            description TEXT NOT NULL DEFAULT '',
+            updated_at INTEGER NOT NULL,
+            fence_epoch INTEGER NOT NULL DEFAULT 0
+          )`);
+        }
+        if (row) db.prepare('UPDATE sequoia_schema SET version = ?').run(SCHEMA_VERSION);
+        else db.prepare('INSERT INTO sequoia_schema (version) VALUES (?)').run(SCHEMA_VERSION);
+      }).immediate();
+      this.db = db;
+    } catch (e) {
+      throw wrap(e);
+    }
+  }
+
+  async allocate(tag: string, step?: number): Promise<Allocation> {
+    const db = this.open();
+    try {
+      return db
+        .transaction((): Allocation => {
+          const row = db.prepare('SELECT max_id, step, fence_epoch FROM sequoia_alloc WHERE tag = ?').get(tag) as
+            | Pick<Row, 'max_id' | 'step' | 'fence_epoch'>
+            | undefined;
+          if (!row) throw new TagNotFoundError(tag);
+          const storedStep = Number(row.step);
+          const s = step ?? storedStep;
+          const next = row.max_id + BigInt(s);
+          if (next > MAX_ID) throw exhausted(tag);
+          db.prepare('UPDATE sequoia_alloc SET max_id = ?, updated_at = ? WHERE tag = ?').run(next, BigInt(Date.now()), tag);
+          return { maxId: next, step: s, storedStep, fenceEpoch: Number(row.fence_epoch) };
+        })
+        .immediate();
+    } catch (e) {
+      throw wrap(e);
+    }
+  }
+
+  async getTag(tag: string): Promise<TagInfo | undefined> {
+    const row = this.run(() => this.open().prepare('SELECT * FROM sequoia_alloc WHERE tag = ?').get(tag) as Row | undefined);
+    return row ? toInfo(row) : undefined;
+  }
+
+  async listTags(): Promise<TagInfo[]> {
+    const rows = this.run(() => this.open().prepare('SELECT * FROM sequoia_alloc ORDER BY tag').all() as Row[]);
+    return rows.map(toInfo);
+  }
+
+  async createTag(t: NewTag): Promise<TagInfo> {
+    const db = this.open();
+    try {
+      db.prepare(
+        'INSERT INTO sequoia_alloc (tag, max_id, step, description, updated_at, fence_epoch) VALUES (?, ?, ?, ?, ?, 0)',
+      ).run(t.tag, t.start ?? DEFAULT_START, BigInt(t.step ?? DEFAULT_STEP), t.description ?? '', BigInt(Date.now()));
+    } catch (e) {
+      if ((e as { code?: string }).code === 'SQLITE_CONSTRAINT_PRIMARYKEY') throw new TagExistsError(t.tag);
+      throw wrap(e);
+    }
+    return this.mustGet(t.tag);
+  }
+
+  async updateTag(tag: string, update: TagUpdate): Promise<TagInfo> {
+    const changes = this.run(
+      () =>
+        this.open()
+          .prepare(
+            'UPDATE sequoia_alloc SET step = COALESCE(?, step), description = COALESCE(?, description), updated_at = ? WHERE tag = ?',
+          )
+          .run(update.step === undefined ? null : BigInt(update.step), update.description ?? null, BigInt(Date.now()), tag).changes,
+    );
+    if (changes === 0) throw new TagNotFoundError(tag);
+    return this.mustGet(tag);
+  }
+
+  async deleteTag(tag: string): Promise<void> {
+    const changes = this.run(() => this.open().prepare('DELETE FROM sequoia_alloc WHERE tag = ?').run(tag).changes);
+    if (changes === 0) throw new TagNotFoundError(tag);
+  }
+
+  async fence(tag: string, to: bigint): Promise<TagInfo> {
+    const changes = this.run(
+      () =>
+        this.open()
+          .prepare(
+            'UPDATE sequoia_alloc SET max_id = MAX(max_id, ?), fence_epoch = fence_epoch + 1, updated_at = ? WHERE tag = ?',
+          )
+          .run(to, BigInt(Date.now()), tag).changes,
+    );
+    if (changes === 0) throw new TagNotFoundError(tag);
+    return this.mustGet(tag);
+  }
+
+  async ping(): Promise<void> {
+    this.run(() => this.open().prepare('SELECT 1').get());
+  }
+
+  async close(): Promise<void> {
+    this.db?.close();
+    this.db = undefined;
+  }
+
+  private async mustGet(tag: string): Promise<TagInfo> {
+    const info = await this.getTag(tag);
+    if (!info) throw new TagNotFoundError(tag);
+    return info;
+  }
+
+  private open(): Database.Database {
+    if (!this.db) throw new UnavailableError('STORE_UNAVAILABLE', 'the SQLite store is not open');
+    return this.db;
+  }
+
+  private run<T>(fn: () => T): T {
+    try {
+      return fn();
+    } catch (e) {
+      throw wrap(e);
+    }
+  }
+}
+
+function toInfo(r: Row): TagInfo {
+  return {
+    tag: r.tag,
+    maxId: r.max_id,
+    step: Number(r.step),
+    description: r.description,
+    updatedAt: new Date(Number(r.updated_at)),
+    fenceEpoch: Number(r.fence_epoch),
+  };
+}
+
+function wrap(e: unknown): SequoiaError {
+  if (e instanceof SequoiaError) return e;
+  const code = (e as { code?: string }).code ?? 'unknown';
+  return new UnavailableError('STORE_UNAVAILABLE', `SQLite store error (${code})`, { cause: e, retryAfterMs: 1000 });
+}

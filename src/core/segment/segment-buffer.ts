@@ -1,0 +1,188 @@
+/**
+ * Leaf's double buffer, without I/O. A segment is the half-open interval
+ * [start, end) of IDs stepping by `stride` (1 for one store; N for the
+ * multi-store set, where store i hands out IDs ≡ i mod N). The buffer holds the
+ * current segment and at most one ready next segment.
+ *
+ * Hot path: `take()` is a compare and an add on doubles while the segment
+ * lies below 2^53; above, it adds a small offset to a bigint base. It never
+ * allocates below 2^53 and never loses precision above.
+ *
+ * When more than 10% of the current segment is used and no next segment is
+ * ready, the buffer calls `onRefillNeeded` once; the owner loads the next
+ * segment (the buffer does no I/O) and hands it back with `offer()`.
+ */
+import { type Id, MAX_SAFE, toId } from '../id.js';
+
+export interface Segment {
+  readonly start: bigint;
+  /** Exclusive. */
+  readonly end: bigint;
+  readonly stride: number;
+  /** The step this segment was allocated with (its length in store units). */
+  readonly step: number;
+  /** Clock time (ms) at which the segment arrived. */
+  readonly loadedAt: number;
+}
+
+/** Fraction of a segment used before the next one is loaded (Leaf: 10%). */
+export const PREFETCH_FRACTION = 0.1;
+
+export class SegmentBuffer {
+  // Hot fields first. In small mode `cursor`/`limit` are the ID values; in big
+  // mode they are offsets from `base`.
+  private cursor = 0;
+  private limit = 0;
+  private stride = 1;
+  private prefetchAt = Number.POSITIVE_INFINITY;
+  private small = true;
+  private base = 0n;
+
+  private currentSeg: Segment | undefined;
+  private nextSeg: Segment | undefined;
+
+  /** Called (synchronously, from take) at most once per current segment. */
+  onRefillNeeded: () => void = () => {};
+
+  get current(): Segment | undefined {
+    return this.currentSeg;
+  }
+
+  get next(): Segment | undefined {
+    return this.nextSeg;
+  }
+
+  /** Returns the next ID, or undefined when neither segment has one left. */
+  take(): Id | undefined {
+    const v = this.cursor;
+    if (v < this.limit) {
+      this.cursor = v + this.stride;
+      if (v >= this.prefetchAt) this.fireRefill();
+      return this.small ? v : toId(this.base + BigInt(v));
+    }
+    return this.swapAndTake();
+  }
+
+  /**
+   * Appends up to `n` IDs to `out` and returns how many it appended; fewer
+   * than `n` only when both segments are used up.
+   */
+  takeInto(n: number, out: Id[]): number {
+    let taken = 0;
+    while (taken < n) {
+      if (this.cursor >= this.limit && !this.swap()) break;
+      const avail = Math.ceil((this.limit - this.cursor) / this.stride);
+      const k = Math.min(avail, n - taken);
+      const s = this.stride;
+      let v = this.cursor;
+      if (this.small) {
+        for (let i = 0; i < k; i++, v += s) out.push(v);
+      } else {
+        for (let i = 0; i < k; i++, v += s) out.push(toId(this.base + BigInt(v)));
+      }
+      this.cursor = v;
+      taken += k;
+      if (v > this.prefetchAt) this.fireRefill();
+    }
+    return taken;
+  }
+
+  /** IDs left in the current segment. */
+  remainingCurrent(): number {
+    if (this.cursor >= this.limit) return 0;
+    return Math.ceil((this.limit - this.cursor) / this.stride);
+  }
+
+  /** IDs left in both segments. */
+  remaining(): number {
+    return this.remainingCurrent() + (this.nextSeg ? segmentSize(this.nextSeg) : 0);
+  }
+
+  /** The next ID `take()` would return from the current segment, if any. */
+  peekCurrent(): bigint | undefined {
+    if (this.cursor >= this.limit) return undefined;
+    return this.small ? BigInt(this.cursor) : this.base + BigInt(this.cursor);
+  }
+
+  hasNext(): boolean {
+    return this.nextSeg !== undefined;
+  }
+
+  /**
+   * Accepts a loaded segment: it becomes current when the current one is used
+   * up (or absent), otherwise next. Throws if a next segment is already held,
+   * since that would silently drop IDs the owner believes are buffered.
+   */
+  offer(seg: Segment): void {
+    if (seg.end <= seg.start || seg.stride < 1) throw new RangeError('empty segment');
+    if (this.cursor >= this.limit && this.nextSeg === undefined) {
+      this.install(seg);
+      return;
+    }
+    if (this.nextSeg !== undefined) throw new Error('next segment already loaded');
+    this.nextSeg = seg;
+    this.prefetchAt = Number.POSITIVE_INFINITY;
+  }
+
+  /**
+   * Lets the refill callback fire again at the next take (after a failed load).
+   */
+  rearm(): void {
+    if (this.nextSeg === undefined && this.currentSeg !== undefined) {
+      this.prefetchAt = Math.min(this.prefetchAt, this.cursor);
+    }
+  }
+
+  /** Drops every buffered ID (after a rollback is detected, or a tag deleted). */
+  clear(): void {
+    this.currentSeg = undefined;
+    this.nextSeg = undefined;
+    this.cursor = 0;
+    this.limit = 0;
+    this.small = true;
+    this.base = 0n;
+    this.prefetchAt = Number.POSITIVE_INFINITY;
+  }
+
+  private swapAndTake(): Id | undefined {
+    return this.swap() ? this.take() : undefined;
+  }
+
+  private swap(): boolean {
+    const n = this.nextSeg;
+    if (n === undefined) return false;
+    this.nextSeg = undefined;
+    this.install(n);
+    return true;
+  }
+
+  private install(seg: Segment): void {
+    this.currentSeg = seg;
+    this.stride = seg.stride;
+    const len = Number(seg.end - seg.start);
+    if (seg.end - 1n <= MAX_SAFE) {
+      this.small = true;
+      this.base = 0n;
+      this.cursor = Number(seg.start);
+      this.limit = Number(seg.end);
+    } else {
+      this.small = false;
+      this.base = seg.start;
+      this.cursor = 0;
+      this.limit = len;
+    }
+    // "More than 10% used": after taking the value at offset floor(len/10),
+    // floor(len/10) + 1 IDs are used, which is the first count above len/10.
+    this.prefetchAt = this.cursor + Math.floor(len * PREFETCH_FRACTION);
+    if (this.nextSeg !== undefined) this.prefetchAt = Number.POSITIVE_INFINITY;
+  }
+
+  private fireRefill(): void {
+    this.prefetchAt = Number.POSITIVE_INFINITY;
+    this.onRefillNeeded();
+  }
+}
+
+export function segmentSize(seg: Segment): number {
+  return Math.ceil(Number(seg.end - seg.start) / seg.stride);
+}

@@ -1,0 +1,33 @@
+/** Input rules shared by the server, the CLI and the stores. */
+import { InvalidArgumentError } from './errors.js';
+import { MAX_ID, parseDecimalId } from './id.js';
+
+export const TAG_PATTERN = /^[A-Za-z0-9_.-]{1,128}$/;
+/** Steps are stored as 32-bit integers in every backend. */
+export const MAX_STORED_STEP = 2_000_000_000;
+
+export function assertTag(tag: unknown, field = 'tag'): string {
+  if (typeof tag !== 'string' || !TAG_PATTERN.test(tag)) {
+    throw new InvalidArgumentError(`${field} must match ${TAG_PATTERN.source} (1-128 letters, digits, _ . -)`);
+  }
+  return tag;
+}
+
+export function assertStep(step: unknown, field = 'step'): number {
+  if (typeof step !== 'number' || !Number.isSafeInteger(step) || step < 1 || step > MAX_STORED_STEP) {
+    throw new InvalidArgumentError(`${field} must be an integer from 1 to ${MAX_STORED_STEP}`);
+  }
+  return step;
+}
+
+/** Accepts a decimal string (or a safe integer number) and returns a bigint in [0, 2^63-1]. */
+export function assertIdValue(value: unknown, field: string): bigint {
+  let v: bigint | undefined;
+  if (typeof value === 'string') v = parseDecimalId(value);
+  else if (typeof value === 'number' && Number.isSafeInteger(value) && value >= 0) v = BigInt(value);
+  else if (typeof value === 'bigint' && value >= 0n && value <= MAX_ID) v = value;
+  if (v === undefined) {
+    throw new InvalidArgumentError(`${field} must be a decimal integer from 0 to 9223372036854775807`);
+  }
+  return v;
+}

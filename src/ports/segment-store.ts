@@ -1,0 +1,72 @@
+/**
+ * The store behind segment mode: one row per tag holding `max_id` (the end of
+ * the last handed-out range) and `step` (the minimum step). Every adapter must
+ * make `allocate` one atomic operation: `max_id = max_id + step`, then read back.
+ */
+export interface TagInfo {
+  readonly tag: string;
+  /** End (exclusive) of the last range handed out; the next range starts here. */
+  readonly maxId: bigint;
+  /** The stored step: the minimum segment length. */
+  readonly step: number;
+  readonly description: string;
+  readonly updatedAt: Date;
+  /** Bumped by every `fence`; see the rollback guard. */
+  readonly fenceEpoch: number;
+}
+
+export interface Allocation {
+  /** The new max_id: the segment is [maxId - step, maxId). */
+  readonly maxId: bigint;
+  /** The step applied to this allocation. */
+  readonly step: number;
+  /** The tag's stored (minimum) step at the time of the allocation. */
+  readonly storedStep: number;
+  readonly fenceEpoch: number;
+}
+
+export interface NewTag {
+  readonly tag: string;
+  /** Default 1000. */
+  readonly step?: number | undefined;
+  /** Where the first ID is; default 1. */
+  readonly start?: bigint | undefined;
+  readonly description?: string | undefined;
+}
+
+export interface TagUpdate {
+  readonly step?: number | undefined;
+  readonly description?: string | undefined;
+}
+
+export interface SegmentStore {
+  /** A short name for logs and status, without credentials. */
+  readonly kind: string;
+  /** Creates or migrates the schema. Idempotent. */
+  init(): Promise<void>;
+  /**
+   * Atomically advances the tag's max_id by `step` (or the stored step) and
+   * returns the new value. Throws TAG_NOT_FOUND, ID_SPACE_EXHAUSTED when the
+   * range would pass 2^63-1, STORE_UNAVAILABLE when the store cannot be reached.
+   */
+  allocate(tag: string, step?: number): Promise<Allocation>;
+  getTag(tag: string): Promise<TagInfo | undefined>;
+  listTags(): Promise<TagInfo[]>;
+  /** Throws TAG_EXISTS. */
+  createTag(tag: NewTag): Promise<TagInfo>;
+  /** Throws TAG_NOT_FOUND. */
+  updateTag(tag: string, update: TagUpdate): Promise<TagInfo>;
+  /** Throws TAG_NOT_FOUND. */
+  deleteTag(tag: string): Promise<void>;
+  /**
+   * Raises max_id to at least `to` and bumps the fence epoch, accepting the
+   * store's state as safe again. Never lowers max_id.
+   */
+  fence(tag: string, to: bigint): Promise<TagInfo>;
+  /** Resolves when the store answers a trivial query. */
+  ping(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export const DEFAULT_STEP = 1000;
+export const DEFAULT_START = 1n;

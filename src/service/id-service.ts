@@ -1,0 +1,229 @@
+/**
+ * IdService: the segment-mode registry. Tags are loaded lazily on first use;
+ * an unknown tag is looked up in the store before TAG_NOT_FOUND (so a tag
+ * created while servers run is served at once), with a short negative cache
+ * and a global cap on such look-ups so random names cannot flood the store.
+ * A periodic refresh drops tags deleted elsewhere.
+ */
+import { InvalidArgumentError, TagNotFoundError } from '../core/errors.js';
+import type { Id } from '../core/id.js';
+import { assertIdValue, assertStep, assertTag } from '../core/validate.js';
+import { type Clock, systemClock } from '../ports/clock.js';
+import type { HighWaterMarkStore } from '../ports/high-water-mark-store.js';
+import { type Logger, silentLogger } from '../ports/logger.js';
+import type { NewTag, SegmentStore, TagInfo, TagUpdate } from '../ports/segment-store.js';
+import {
+  DEFAULT_ALLOCATOR_OPTIONS,
+  TagAllocator,
+  type TagAllocatorOptions,
+  type TagAllocatorSnapshot,
+} from './tag-allocator.js';
+
+export interface IdServiceOptions {
+  readonly store: SegmentStore;
+  readonly marks: HighWaterMarkStore;
+  readonly clock?: Clock;
+  readonly logger?: Logger;
+  readonly allocator?: Partial<TagAllocatorOptions>;
+  /** How often the tag list is re-read from the store. Default 60,000 ms; 0 disables. */
+  readonly refreshIntervalMs?: number;
+  /** How long "no such tag" is remembered. Default 1000 ms. */
+  readonly negativeCacheMs?: number;
+  /** Store look-ups of unknown tags allowed per second, over all tags. Default 50. */
+  readonly unknownTagLookupsPerSecond?: number;
+  readonly onLoad?: (tag: string, ok: boolean, seconds: number) => void;
+}
+
+const NEGATIVE_CACHE_MAX = 10_000;
+
+export class IdService {
+  readonly store: SegmentStore;
+  private readonly marks: HighWaterMarkStore;
+  private readonly clock: Clock;
+  private readonly logger: Logger;
+  private readonly allocatorOptions: TagAllocatorOptions;
+  private readonly refreshIntervalMs: number;
+  private readonly negativeCacheMs: number;
+  private readonly lookupsPerSecond: number;
+  private readonly onLoad: IdServiceOptions['onLoad'];
+  private readonly allocators = new Map<string, TagAllocator>();
+  private readonly resolving = new Map<string, Promise<TagAllocator>>();
+  private readonly missing = new Map<string, number>();
+  private lookupWindowStart = 0;
+  private lookupsInWindow = 0;
+  private refreshTimer: NodeJS.Timeout | undefined;
+  private started = false;
+  readonly startedAt: number;
+
+  constructor(options: IdServiceOptions) {
+    this.store = options.store;
+    this.marks = options.marks;
+    this.clock = options.clock ?? systemClock;
+    this.logger = options.logger ?? silentLogger;
+    this.allocatorOptions = { ...DEFAULT_ALLOCATOR_OPTIONS, ...options.allocator };
+    this.refreshIntervalMs = options.refreshIntervalMs ?? 60_000;
+    this.negativeCacheMs = options.negativeCacheMs ?? 1000;
+    this.lookupsPerSecond = options.unknownTagLookupsPerSecond ?? 50;
+    this.onLoad = options.onLoad;
+    this.startedAt = this.clock.now();
+  }
+
+  async start(): Promise<void> {
+    if (this.started) return;
+    await this.store.init();
+    this.started = true;
+    if (this.refreshIntervalMs > 0) {
+      this.refreshTimer = setInterval(() => {
+        this.refresh().catch((e: unknown) => this.logger.warn({ err: String(e) }, 'tag refresh failed'));
+      }, this.refreshIntervalMs);
+      this.refreshTimer.unref();
+    }
+  }
+
+  /** The next ID of `tag`: the value itself on the hot path, a promise when the store must be asked. */
+  next(tag: string): Id | Promise<Id> {
+    const a = this.allocators.get(tag);
+    return a ? a.next() : this.resolve(tag).then((x) => x.next());
+  }
+
+  /** `count` IDs of `tag`, or an error: all or nothing. */
+  nextMany(tag: string, count: number): Id[] | Promise<Id[]> {
+    const a = this.allocators.get(tag);
+    return a ? a.nextMany(count) : this.resolve(tag).then((x) => x.nextMany(count));
+  }
+
+  /** Re-reads the tag list: allocators of tags gone from the store are dropped. */
+  async refresh(): Promise<void> {
+    const tags = await this.store.listTags();
+    const present = new Set(tags.map((t) => t.tag));
+    for (const [tag, a] of this.allocators) {
+      if (!present.has(tag)) this.drop(tag, a);
+    }
+    for (const t of tags) this.missing.delete(t.tag);
+  }
+
+  async createTag(input: NewTag): Promise<TagInfo> {
+    const tag = assertTag(input.tag);
+    const step = input.step === undefined ? undefined : assertStep(input.step);
+    const start = input.start === undefined ? undefined : assertIdValue(input.start, 'start');
+    const description = input.description === undefined ? undefined : assertDescription(input.description);
+    const info = await this.store.createTag({ tag, step, start, description });
+    this.missing.delete(tag);
+    this.logger.info({ tag, step: info.step, start: String(info.maxId) }, 'tag created');
+    return info;
+  }
+
+  async getTag(tag: string): Promise<TagInfo> {
+    const info = await this.store.getTag(assertTag(tag));
+    if (!info) throw new TagNotFoundError(tag);
+    return info;
+  }
+
+  listTags(): Promise<TagInfo[]> {
+    return this.store.listTags();
+  }
+
+  async updateTag(tag: string, update: TagUpdate): Promise<TagInfo> {
+    assertTag(tag);
+    const step = update.step === undefined ? undefined : assertStep(update.step);
+    const description = update.description === undefined ? undefined : assertDescription(update.description);
+    if (step === undefined && description === undefined) {
+      throw new InvalidArgumentError('give at least one of step, description');
+    }
+    const info = await this.store.updateTag(tag, { step, description });
+    this.logger.info({ tag, step: info.step }, 'tag updated');
+    return info;
+  }
+
+  async deleteTag(tag: string): Promise<void> {
+    assertTag(tag);
+    await this.store.deleteTag(tag);
+    const a = this.allocators.get(tag);
+    if (a) this.drop(tag, a);
+    this.logger.info({ tag }, 'tag deleted');
+  }
+
+  /**
+   * Raises the store's max_id to `to` and accepts the store's state again on
+   * this server. Refuses a bound below what this server itself handed out.
+   */
+  async fence(tag: string, toValue: unknown): Promise<TagInfo> {
+    assertTag(tag);
+    const to = assertIdValue(toValue, 'to');
+    const mark = this.marks.get(tag);
+    if (mark && to < mark.mark) {
+      throw new InvalidArgumentError(
+        `to must be at least ${mark.mark}: this server has already handed out IDs up to ${mark.mark - 1n}`,
+      );
+    }
+    const info = await this.store.fence(tag, to);
+    this.marks.put(tag, { mark: mark ? mark.mark : 0n });
+    this.allocators.get(tag)?.resetRefusal();
+    this.logger.warn({ tag, to: String(to), maxId: String(info.maxId), fenceEpoch: info.fenceEpoch }, 'tag fenced');
+    return info;
+  }
+
+  /** Resolves when the store answers. */
+  ping(): Promise<void> {
+    return this.store.ping();
+  }
+
+  snapshot(): TagAllocatorSnapshot[] {
+    return [...this.allocators.values()].map((a) => a.snapshot());
+  }
+
+  async close(): Promise<void> {
+    if (this.refreshTimer) clearInterval(this.refreshTimer);
+    for (const [tag, a] of this.allocators) this.drop(tag, a);
+    await this.store.close();
+  }
+
+  private drop(tag: string, a: TagAllocator): void {
+    a.close();
+    this.allocators.delete(tag);
+  }
+
+  private resolve(tag: string): Promise<TagAllocator> {
+    const pending = this.resolving.get(tag);
+    if (pending) return pending;
+    const p = this.lookUp(tag).finally(() => this.resolving.delete(tag));
+    this.resolving.set(tag, p);
+    return p;
+  }
+
+  private async lookUp(tag: string): Promise<TagAllocator> {
+    if (!this.started) throw new InvalidArgumentError('the service is not started');
+    assertTag(tag);
+    const now = this.clock.now();
+    const missAt = this.missing.get(tag);
+    if (missAt !== undefined && now - missAt < this.negativeCacheMs) throw new TagNotFoundError(tag);
+    if (now - this.lookupWindowStart >= 1000) {
+      this.lookupWindowStart = now;
+      this.lookupsInWindow = 0;
+    }
+    if (++this.lookupsInWindow > this.lookupsPerSecond) throw new TagNotFoundError(tag);
+    const info = await this.store.getTag(tag);
+    if (!info) {
+      if (this.missing.size >= NEGATIVE_CACHE_MAX) this.missing.clear();
+      this.missing.set(tag, now);
+      throw new TagNotFoundError(tag);
+    }
+    const existing = this.allocators.get(tag);
+    if (existing) return existing;
+    const a = new TagAllocator(tag, {
+      store: this.store,
+      marks: this.marks,
+      clock: this.clock,
+      logger: this.logger,
+      options: this.allocatorOptions,
+      onLoad: this.onLoad,
+    });
+    this.allocators.set(tag, a);
+    return a;
+  }
+}
+
+function assertDescription(d: unknown): string {
+  if (typeof d !== 'string' || d.length > 1024) throw new InvalidArgumentError('description must be a string of at most 1024 characters');
+  return d;
+}

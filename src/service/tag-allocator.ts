@@ -1,0 +1,272 @@
+/**
+ * One tag's allocator: a SegmentBuffer plus the I/O around it: background
+ * loads (one at a time), the step policy, the rollback guard, bounded waiting
+ * when both segments are used up, and backoff after a failed load.
+ *
+ * `next()` returns the ID itself while the buffer has one (no promise, no
+ * allocation) and a promise only when it has to wait for the store; `await`
+ * works on both.
+ */
+import { SequoiaError, UnavailableError } from '../core/errors.js';
+import type { Id } from '../core/id.js';
+import { checkAnswer } from '../core/segment/rollback-guard.js';
+import { type Segment, SegmentBuffer } from '../core/segment/segment-buffer.js';
+import { nextStep } from '../core/segment/step-policy.js';
+import type { Clock } from '../ports/clock.js';
+import type { HighWaterMarkStore } from '../ports/high-water-mark-store.js';
+import type { Logger } from '../ports/logger.js';
+import type { SegmentStore } from '../ports/segment-store.js';
+
+export interface TagAllocatorOptions {
+  /** Cap for the dynamic step. Default 1,000,000. */
+  readonly maxStep: number;
+  /** How long a caller waits for an in-flight load when both segments are empty. Default 3000 ms. */
+  readonly loadTimeoutMs: number;
+  /** First retry delay after a failed load; doubles up to `maxRetryDelayMs`. Default 100 ms. */
+  readonly minRetryDelayMs: number;
+  /** Default 5000 ms. */
+  readonly maxRetryDelayMs: number;
+}
+
+export const DEFAULT_ALLOCATOR_OPTIONS: TagAllocatorOptions = {
+  maxStep: 1_000_000,
+  loadTimeoutMs: 3000,
+  minRetryDelayMs: 100,
+  maxRetryDelayMs: 5000,
+};
+
+export interface TagAllocatorDeps {
+  readonly store: SegmentStore;
+  readonly marks: HighWaterMarkStore;
+  readonly clock: Clock;
+  readonly logger: Logger;
+  readonly options: TagAllocatorOptions;
+  /** Called after every load attempt (for metrics). */
+  readonly onLoad?: (tag: string, ok: boolean, seconds: number) => void;
+}
+
+/** A point-in-time view for /v1/status and the monitoring page. */
+export interface TagAllocatorSnapshot {
+  readonly tag: string;
+  readonly current: { readonly start: bigint; readonly end: bigint; readonly next: bigint | undefined } | undefined;
+  readonly next: { readonly start: bigint; readonly end: bigint } | undefined;
+  readonly remaining: number;
+  readonly remainingCurrent: number;
+  readonly nextReady: boolean;
+  readonly loading: boolean;
+  readonly step: number | undefined;
+  readonly storedStep: number | undefined;
+  readonly lastLoadAt: number | undefined;
+  readonly lastLoadMs: number | undefined;
+  readonly loads: number;
+  readonly loadFailures: number;
+  readonly lastError: { readonly code: string; readonly message: string } | undefined;
+  readonly refusing: string | undefined;
+}
+
+export class TagAllocator {
+  readonly tag: string;
+  private readonly buffer = new SegmentBuffer();
+  private readonly deps: TagAllocatorDeps;
+  private inflight: Promise<void> | undefined;
+  /** A failure that no retry can fix without an operator (rollback) or a new tag (deleted). */
+  private refusal: SequoiaError | undefined;
+  private lastError: SequoiaError | undefined;
+  private consecutiveFailures = 0;
+  private nextLoadAllowedAt = 0;
+  private retryTimer: NodeJS.Timeout | undefined;
+  private lastStep: number | undefined;
+  private lastLoadAt: number | undefined;
+  private lastLoadMs: number | undefined;
+  private storedStep: number | undefined;
+  private loads = 0;
+  private loadFailures = 0;
+  private closed = false;
+
+  constructor(tag: string, deps: TagAllocatorDeps) {
+    this.tag = tag;
+    this.deps = deps;
+    this.buffer.onRefillNeeded = () => {
+      void this.load();
+    };
+  }
+
+  /** The next ID: the value itself from the buffer, or a promise when the store must be asked. */
+  next(): Id | Promise<Id> {
+    const v = this.buffer.take();
+    return v !== undefined ? v : this.nextSlow();
+  }
+
+  /** `n` IDs or an error: never fewer. IDs taken before a failure are dropped (a gap, never a repeat). */
+  nextMany(n: number): Id[] | Promise<Id[]> {
+    const out: Id[] = [];
+    if (this.buffer.takeInto(n, out) === n) return out;
+    return this.fill(n, out);
+  }
+
+  /** Starts a load unless one is in flight; resolves when it ends (it never rejects). */
+  load(): Promise<void> {
+    if (this.inflight) return this.inflight;
+    if (this.refusal || this.closed) return Promise.resolve();
+    const p = this.doLoad().finally(() => {
+      this.inflight = undefined;
+    });
+    this.inflight = p;
+    return p;
+  }
+
+  /** After an operator's fence: forget the refusal so the next load is tried. */
+  resetRefusal(): void {
+    this.refusal = undefined;
+    this.lastError = undefined;
+    this.nextLoadAllowedAt = 0;
+  }
+
+  /** Stops background work and drops the buffer (the unused IDs become a gap). */
+  close(): void {
+    this.closed = true;
+    this.buffer.clear();
+    if (this.retryTimer) clearTimeout(this.retryTimer);
+  }
+
+  snapshot(): TagAllocatorSnapshot {
+    const cur = this.buffer.current;
+    const nxt = this.buffer.next;
+    const remainingCurrent = this.buffer.remainingCurrent();
+    return {
+      tag: this.tag,
+      current: cur && { start: cur.start, end: cur.end, next: this.buffer.peekCurrent() },
+      next: nxt && { start: nxt.start, end: nxt.end },
+      remaining: this.buffer.remaining(),
+      remainingCurrent,
+      nextReady: this.buffer.hasNext(),
+      loading: this.inflight !== undefined,
+      step: this.lastStep,
+      storedStep: this.storedStep,
+      lastLoadAt: this.lastLoadAt,
+      lastLoadMs: this.lastLoadMs,
+      loads: this.loads,
+      loadFailures: this.loadFailures,
+      lastError: this.lastError && { code: this.lastError.code, message: this.lastError.message },
+      refusing: this.refusal?.code,
+    };
+  }
+
+  private async nextSlow(): Promise<Id> {
+    const out: Id[] = [];
+    await this.fill(1, out);
+    return out[0] as Id;
+  }
+
+  private async fill(n: number, out: Id[]): Promise<Id[]> {
+    const { clock, options } = this.deps;
+    const deadline = clock.now() + options.loadTimeoutMs;
+    for (;;) {
+      if (this.refusal) throw this.refusal;
+      if (this.closed) throw new UnavailableError('STORE_UNAVAILABLE', 'the service is shutting down');
+      if (out.length < n) this.buffer.takeInto(n - out.length, out);
+      if (out.length === n) return out;
+      if (!this.inflight) {
+        const now = clock.now();
+        if (now < this.nextLoadAllowedAt) throw this.failure(this.nextLoadAllowedAt - now);
+        void this.load();
+      }
+      const left = deadline - clock.now();
+      if (left <= 0 || !(await settlesWithin(this.inflight, left))) {
+        throw new UnavailableError(
+          'SEGMENTS_EXHAUSTED',
+          `tag ${JSON.stringify(this.tag)}: both segments are used up and the store did not answer within ${options.loadTimeoutMs} ms`,
+          { retryAfterMs: 1000, cause: this.lastError },
+        );
+      }
+    }
+  }
+
+  private failure(retryAfterMs: number): SequoiaError {
+    const e = this.lastError;
+    if (e && (e.code === 'TAG_NOT_FOUND' || e.code === 'ID_SPACE_EXHAUSTED')) return e;
+    return new UnavailableError(
+      'SEGMENTS_EXHAUSTED',
+      `tag ${JSON.stringify(this.tag)}: both segments are used up and the last load failed${e ? ` (${e.code})` : ''}`,
+      { retryAfterMs: Math.max(1, Math.ceil(retryAfterMs)), cause: e },
+    );
+  }
+
+  private async doLoad(): Promise<void> {
+    const { store, marks, clock, logger, options } = this.deps;
+    const startedAt = clock.now();
+    const t0 = performance.now();
+    const step = nextStep({
+      previousStep: this.lastStep,
+      previousLoadAt: this.lastLoadAt,
+      now: startedAt,
+      storedStep: this.storedStep ?? 1,
+      maxStep: options.maxStep,
+    });
+    try {
+      // The first load of a tag uses the stored step: we do not know it yet.
+      const alloc = await store.allocate(this.tag, this.lastStep === undefined ? undefined : step);
+      const ms = performance.now() - t0;
+      if (this.closed) return;
+      const start = alloc.maxId - BigInt(alloc.step);
+      const verdict = checkAnswer(marks.get(this.tag), start, alloc.maxId, alloc.fenceEpoch);
+      // Durable before any of these IDs can be handed out.
+      marks.put(this.tag, verdict.record);
+      if (!verdict.ok) {
+        this.refusal = new UnavailableError('STORE_ROLLBACK_DETECTED', `tag ${JSON.stringify(this.tag)}: ${verdict.reason}`);
+        this.lastError = this.refusal;
+        this.buffer.clear();
+        this.loadFailures++;
+        this.deps.onLoad?.(this.tag, false, ms / 1000);
+        logger.error({ tag: this.tag, start: String(start), end: String(alloc.maxId), code: this.refusal.code }, verdict.reason);
+        return;
+      }
+      const seg: Segment = { start, end: alloc.maxId, stride: 1, step: alloc.step, loadedAt: clock.now() };
+      this.buffer.offer(seg);
+      this.storedStep = alloc.storedStep;
+      this.lastStep = alloc.step;
+      this.lastLoadAt = startedAt;
+      this.lastLoadMs = ms;
+      this.loads++;
+      this.consecutiveFailures = 0;
+      this.lastError = undefined;
+      this.deps.onLoad?.(this.tag, true, ms / 1000);
+      logger.info(
+        { tag: this.tag, start: String(start), end: String(alloc.maxId), step: alloc.step, ms: Math.round(ms * 10) / 10 },
+        'segment loaded',
+      );
+    } catch (e) {
+      const err =
+        e instanceof SequoiaError
+          ? e
+          : new UnavailableError('STORE_UNAVAILABLE', 'segment load failed', { cause: e, retryAfterMs: 1000 });
+      this.lastError = err;
+      this.loadFailures++;
+      this.consecutiveFailures++;
+      const delay = Math.min(options.maxRetryDelayMs, options.minRetryDelayMs * 2 ** (this.consecutiveFailures - 1));
+      this.nextLoadAllowedAt = clock.now() + delay;
+      this.deps.onLoad?.(this.tag, false, (performance.now() - t0) / 1000);
+      logger.warn({ tag: this.tag, code: err.code, err: err.message, retryInMs: delay }, 'segment load failed');
+      if (this.retryTimer) clearTimeout(this.retryTimer);
+      this.retryTimer = setTimeout(() => {
+        this.retryTimer = undefined;
+        this.buffer.rearm();
+      }, delay);
+      this.retryTimer.unref();
+    }
+  }
+}
+
+/** Resolves true when `p` settles within `ms`, false on timeout. */
+async function settlesWithin(p: Promise<unknown> | undefined, ms: number): Promise<boolean> {
+  if (!p) return true;
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<false>((resolve) => {
+    timer = setTimeout(() => resolve(false), ms);
+  });
+  try {
+    return await Promise.race([p.then(() => true), timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
