@@ -23,6 +23,20 @@ export interface Allocation {
   /** The tag's stored (minimum) step at the time of the allocation. */
   readonly storedStep: number;
   readonly fenceEpoch: number;
+  /**
+   * Distance between consecutive IDs of the segment; default 1. A multi-store
+   * set of N stores answers with stride N: the segment's IDs are
+   * `maxId - step * stride + k * stride` for 0 <= k < step, i.e. the half-open
+   * range [maxId - step * stride, maxId) stepping by `stride`.
+   */
+  readonly stride?: number | undefined;
+  /**
+   * Every ID of the segment is ≡ offset (mod stride); default 0. It names the
+   * store of a multi-store set that answered (store i hands out IDs ≡ i mod N),
+   * so the rollback guard can keep one high-water mark per (tag, stride, offset):
+   * each store is monotonic on its own, not against the others.
+   */
+  readonly offset?: number | undefined;
 }
 
 export interface NewTag {

@@ -36,6 +36,11 @@ export interface IdServiceOptions {
 
 const NEGATIVE_CACHE_MAX = 10_000;
 
+/** A new tag as callers give it: `start` may be a bigint, a safe integer or a decimal string. */
+export interface CreateTagInput extends Omit<NewTag, 'start'> {
+  readonly start?: bigint | number | string | undefined;
+}
+
 export class IdService {
   readonly store: SegmentStore;
   private readonly marks: HighWaterMarkStore;
@@ -102,7 +107,7 @@ export class IdService {
     for (const t of tags) this.missing.delete(t.tag);
   }
 
-  async createTag(input: NewTag): Promise<TagInfo> {
+  async createTag(input: CreateTagInput): Promise<TagInfo> {
     const tag = assertTag(input.tag);
     const step = input.step === undefined ? undefined : assertStep(input.step);
     const start = input.start === undefined ? undefined : assertIdValue(input.start, 'start');

@@ -1,0 +1,100 @@
+/**
+ * Server configuration: flags beat environment (SEQUOIA_*) beat the config
+ * file (JSON, camelCase keys) beat defaults. Every field is validated on its
+ * own, so each bad field gets one message naming the field and where its
+ * value came from.
+ */
+import { readFileSync } from 'node:fs';
+import { z } from 'zod';
+import { DEFAULT_STORE_URL } from '../adapters/create-store.js';
+import { InvalidArgumentError } from '../core/errors.js';
+
+const intFrom = (min: number, max: number) =>
+  z.preprocess(
+    (v) => (typeof v === 'string' && /^[0-9]+$/.test(v.trim()) ? Number(v.trim()) : v),
+    z.number({ error: `must be an integer from ${min} to ${max}` }).int(`must be an integer from ${min} to ${max}`).min(min, `must be at least ${min}`).max(max, `must be at most ${max}`),
+  );
+
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+
+export const FIELDS = {
+  host: { schema: z.string().min(1, 'must not be empty'), default: '127.0.0.1', env: 'SEQUOIA_HOST', flag: '--host', doc: 'address to listen on' },
+  port: { schema: intFrom(0, 65535), default: 8080, env: 'SEQUOIA_PORT', flag: '--port', doc: 'TCP port (0 picks a free one)' },
+  store: { schema: z.string().min(1, 'must not be empty'), default: DEFAULT_STORE_URL, env: 'SEQUOIA_STORE', flag: '--store', doc: 'store URL: sqlite:PATH, postgres://…, mysql://…, redis://…, or several comma-separated' },
+  stateDir: { schema: z.string().min(1, 'must not be empty'), default: './data', env: 'SEQUOIA_STATE_DIR', flag: '--state-dir', doc: 'local state directory (high-water marks)' },
+  adminToken: { schema: z.string().min(8, 'must be at least 8 characters').optional(), default: undefined, env: 'SEQUOIA_ADMIN_TOKEN', flag: '--admin-token', doc: 'bearer token for the admin routes; unset leaves them open' },
+  logLevel: { schema: z.enum(LOG_LEVELS, { error: `must be one of ${LOG_LEVELS.join(', ')}` }), default: 'info', env: 'SEQUOIA_LOG_LEVEL', flag: '--log-level', doc: 'pino log level' },
+  maxStep: { schema: intFrom(1, 2_000_000_000), default: 1_000_000, env: 'SEQUOIA_MAX_STEP', flag: '--max-step', doc: 'cap of the dynamic step' },
+  refreshIntervalMs: { schema: intFrom(0, 86_400_000), default: 60_000, env: 'SEQUOIA_REFRESH_INTERVAL_MS', flag: '--refresh-interval-ms', doc: 'how often the tag list is re-read (0: never)' },
+  loadTimeoutMs: { schema: intFrom(1, 600_000), default: 3000, env: 'SEQUOIA_LOAD_TIMEOUT_MS', flag: '--load-timeout-ms', doc: 'how long a request waits for the store when both segments are empty' },
+  shutdownTimeoutMs: { schema: intFrom(0, 600_000), default: 10_000, env: 'SEQUOIA_SHUTDOWN_TIMEOUT_MS', flag: '--shutdown-timeout-ms', doc: 'how long SIGTERM waits for in-flight requests' },
+} as const;
+
+export type FieldName = keyof typeof FIELDS;
+
+export interface ServeConfig {
+  host: string;
+  port: number;
+  store: string;
+  stateDir: string;
+  adminToken: string | undefined;
+  logLevel: (typeof LOG_LEVELS)[number];
+  maxStep: number;
+  refreshIntervalMs: number;
+  loadTimeoutMs: number;
+  shutdownTimeoutMs: number;
+}
+
+/** Bad configuration: one message per field. */
+export class ConfigError extends InvalidArgumentError {
+  readonly problems: string[];
+  constructor(problems: string[]) {
+    super(`invalid configuration:\n  ${problems.join('\n  ')}`);
+    this.name = 'ConfigError';
+    this.problems = problems;
+  }
+}
+
+export function resolveConfig(
+  flags: Partial<Record<FieldName, unknown>>,
+  env: NodeJS.ProcessEnv,
+  configFile: string | undefined,
+): ServeConfig {
+  const problems: string[] = [];
+  let file: Record<string, unknown> = {};
+  const path = configFile ?? env.SEQUOIA_CONFIG;
+  if (path) {
+    try {
+      const parsed: unknown = JSON.parse(readFileSync(path, 'utf8'));
+      if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) throw new Error('the file must hold a JSON object');
+      file = parsed as Record<string, unknown>;
+      for (const key of Object.keys(file)) {
+        if (!Object.hasOwn(FIELDS, key)) problems.push(`${key} (from ${path}): unknown field; known: ${Object.keys(FIELDS).join(', ')}`);
+      }
+    } catch (e) {
+      throw new ConfigError([`config (${path}): cannot read: ${e instanceof Error ? e.message : String(e)}`]);
+    }
+  }
+  const out: Record<string, unknown> = {};
+  for (const [name, f] of Object.entries(FIELDS) as [FieldName, (typeof FIELDS)[FieldName]][]) {
+    let value: unknown = f.default;
+    let source = 'default';
+    if (Object.hasOwn(file, name)) {
+      value = file[name];
+      source = path as string;
+    }
+    if (env[f.env] !== undefined && env[f.env] !== '') {
+      value = env[f.env];
+      source = f.env;
+    }
+    if (flags[name] !== undefined) {
+      value = flags[name];
+      source = f.flag;
+    }
+    const r = (f.schema as z.ZodType).safeParse(value);
+    if (r.success) out[name] = r.data;
+    else problems.push(`${name} (from ${source}): ${r.error.issues[0]?.message ?? 'invalid'}, got ${JSON.stringify(value)}`);
+  }
+  if (problems.length) throw new ConfigError(problems);
+  return out as unknown as ServeConfig;
+}

@@ -1,0 +1,133 @@
+#!/usr/bin/env node
+/**
+ * The `sequoia` command. Bad input exits 2 with one message per problem;
+ * a store that cannot be reached exits 1; success exits 0.
+ */
+import { Command, CommanderError } from 'commander';
+import { createStore } from '../adapters/create-store.js';
+import { FileHighWaterMarkStore } from '../adapters/state-dir/file-high-water-mark-store.js';
+import { InvalidArgumentError, SequoiaError } from '../core/errors.js';
+import { MAX_STORED_STEP } from '../core/validate.js';
+import { startServer } from '../server/start-server.js';
+import { IdService } from '../service/id-service.js';
+import { VERSION } from '../version.js';
+import { FIELDS, type FieldName, resolveConfig } from './config.js';
+
+const program = new Command();
+program
+  .name('sequoia')
+  .description('Distributed unique-ID service: segments, snowflakes, UUIDv7')
+  .version(VERSION)
+  .exitOverride()
+  .configureOutput({ outputError: (str, write) => write(`sequoia: ${str.replace(/^error: /, '')}`) });
+
+const serve = program.command('serve').description('run the HTTP ID server');
+for (const [name, f] of Object.entries(FIELDS) as [FieldName, (typeof FIELDS)[FieldName]][]) {
+  // commander names the option's attribute after the flag: --state-dir → stateDir, matching FIELDS.
+  serve.option(`${f.flag} <value>`, `${f.doc} (env ${f.env}; default ${f.default ?? 'none'})`);
+  void name;
+}
+serve.option('--config <file>', 'JSON config file (env SEQUOIA_CONFIG)');
+serve.action(async (opts: Record<string, unknown>) => {
+  const { config: file, ...flags } = opts;
+  const config = resolveConfig(flags as Partial<Record<FieldName, unknown>>, process.env, file as string | undefined);
+  await startServer(config, { handleSignals: true });
+});
+
+interface StoreOpts {
+  store?: string;
+  stateDir?: string;
+}
+
+function storeOption(cmd: Command): Command {
+  return cmd
+    .option('--store <url>', `store URL (env SEQUOIA_STORE; default ${FIELDS.store.default})`)
+    .option('--state-dir <dir>', `local state directory (env SEQUOIA_STATE_DIR; default ${FIELDS.stateDir.default})`);
+}
+
+/** A service for one-shot admin commands: no refresh timer, no HTTP. */
+async function withService<T>(opts: StoreOpts, fn: (s: IdService) => Promise<T>): Promise<T> {
+  const config = resolveConfig({ store: opts.store, stateDir: opts.stateDir }, process.env, undefined);
+  const service = new IdService({
+    store: createStore(config.store),
+    marks: new FileHighWaterMarkStore(config.stateDir),
+    refreshIntervalMs: 0,
+  });
+  await service.start();
+  try {
+    return await fn(service);
+  } finally {
+    await service.close();
+  }
+}
+
+function parseIntArg(name: string, max: number) {
+  return (v: string): number => {
+    if (!/^[0-9]+$/.test(v) || Number(v) < 1 || Number(v) > max) {
+      throw new InvalidArgumentError(`${name} must be an integer from 1 to ${max}, got ${JSON.stringify(v)}`);
+    }
+    return Number(v);
+  };
+}
+
+const tag = program.command('tag').description('manage segment tags (works while servers run)');
+storeOption(tag.command('create <tag>').description('create a tag'))
+  .option('--step <n>', 'minimum segment length (default 1000)', parseIntArg('--step', MAX_STORED_STEP))
+  .option('--start <n>', 'the first ID (default 1)')
+  .option('--description <text>', 'free text')
+  .action(async (name: string, o: StoreOpts & { step?: number; start?: string; description?: string }) => {
+    const info = await withService(o, (s) => s.createTag({ tag: name, step: o.step, start: o.start, description: o.description }));
+    console.log(`created ${info.tag}: next ID ${info.maxId}, step ${info.step}`);
+  });
+storeOption(tag.command('list').description('list tags'))
+  .option('--json', 'print JSON')
+  .action(async (o: StoreOpts & { json?: boolean }) => {
+    const tags = await withService(o, (s) => s.listTags());
+    if (o.json) {
+      console.log(JSON.stringify(tags.map((t) => ({ ...t, maxId: t.maxId.toString() })), null, 2));
+      return;
+    }
+    console.log(['TAG', 'NEXT_ID', 'STEP', 'DESCRIPTION'].join('\t'));
+    for (const t of tags) console.log([t.tag, t.maxId.toString(), t.step, t.description].join('\t'));
+  });
+storeOption(tag.command('update <tag>').description('change a tag\'s step or description'))
+  .option('--step <n>', 'new minimum step', parseIntArg('--step', MAX_STORED_STEP))
+  .option('--description <text>', 'new description')
+  .action(async (name: string, o: StoreOpts & { step?: number; description?: string }) => {
+    const info = await withService(o, (s) => s.updateTag(name, { step: o.step, description: o.description }));
+    console.log(`updated ${info.tag}: step ${info.step}`);
+  });
+storeOption(tag.command('delete <tag>').description('delete a tag'))
+  .action(async (name: string, o: StoreOpts) => {
+    await withService(o, (s) => s.deleteTag(name));
+    console.log(`deleted ${name}`);
+  });
+
+storeOption(
+  program
+    .command('fence <tag>')
+    .description('after a restore: raise the stored max_id to --to and accept the store again')
+    .requiredOption('--to <n>', 'a bound above every ID that may have been handed out'),
+).action(async (name: string, o: StoreOpts & { to: string }) => {
+  const info = await withService(o, (s) => s.fence(name, o.to));
+  console.log(`fenced ${info.tag}: next ID ${info.maxId} (fence epoch ${info.fenceEpoch})`);
+});
+
+try {
+  await program.parseAsync(process.argv);
+} catch (e) {
+  process.exitCode = exitCodeFor(e);
+}
+
+function exitCodeFor(e: unknown): number {
+  if (e instanceof CommanderError) {
+    if (e.code === 'commander.helpDisplayed' || e.code === 'commander.version' || e.exitCode === 0) return 0;
+    return 2;
+  }
+  if (e instanceof SequoiaError) {
+    console.error(`sequoia: ${e.code}: ${e.message}`);
+    return e.code === 'INVALID_ARGUMENT' || e.code === 'TAG_NOT_FOUND' || e.code === 'TAG_EXISTS' ? 2 : 1;
+  }
+  console.error(`sequoia: ${e instanceof Error ? e.message : String(e)}`);
+  return 1;
+}

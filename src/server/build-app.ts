@@ -1,0 +1,140 @@
+/**
+ * The HTTP app factory: one fastify instance, each area a plugin, one error
+ * handler that maps SequoiaError codes to the design's statuses. Clients never
+ * see a stack trace, a path or SQL: unexpected errors answer INTERNAL with the
+ * request id that the log line also carries.
+ */
+import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import type { Logger as PinoLogger } from 'pino';
+import { SequoiaError } from '../core/errors.js';
+import type { IdService } from '../service/id-service.js';
+import { makeTokenCheck } from './auth.js';
+import { ERROR_STATUS } from './error-status.js';
+import { healthRoutes } from './routes/health-routes.js';
+import { segmentRoutes } from './routes/segment-routes.js';
+import { tagRoutes } from './routes/tag-routes.js';
+
+export interface AppOptions {
+  readonly service: IdService;
+  /** Bearer token for the admin routes; none means they are open (bind to localhost). */
+  readonly adminToken?: string | undefined;
+  /** pino logger; omitted means silent. */
+  readonly logger?: PinoLogger | undefined;
+  readonly version?: string;
+}
+
+const ALL_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS'] as const;
+
+interface RouteFlags {
+  leaf?: boolean;
+  admin?: boolean;
+  hot?: boolean;
+}
+
+export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
+  const app: FastifyInstance = Fastify({
+    ...(opts.logger ? { loggerInstance: opts.logger as unknown as FastifyBaseLogger } : { logger: false }),
+    disableRequestLogging: true,
+    bodyLimit: 16 * 1024,
+    // Tags may be `__proto__`: never turn JSON keys into prototype changes.
+    onProtoPoisoning: 'error',
+    onConstructorPoisoning: 'error',
+    routerOptions: { maxParamLength: 200, ignoreTrailingSlash: false },
+    return503OnClosing: true,
+    forceCloseConnections: 'idle',
+  });
+
+  // Route table, kept to answer 405 on known paths with other methods.
+  const methodsByPath = new Map<string, Set<string>>();
+  app.addHook('onRoute', (r) => {
+    const set = methodsByPath.get(r.url) ?? new Set<string>();
+    for (const m of Array.isArray(r.method) ? r.method : [r.method]) set.add(m);
+    methodsByPath.set(r.url, set);
+  });
+
+  app.setErrorHandler((err: FastifyError | SequoiaError | Error, req, reply) => sendError(err, req, reply));
+  app.setNotFoundHandler((req, reply) => {
+    void sendError(new SequoiaError('NOT_FOUND', `no route ${req.method} ${req.url.split('?')[0]}`), req, reply);
+  });
+
+  app.addHook('onResponse', (req, reply, done) => {
+    const flags = (req.routeOptions.config ?? {}) as RouteFlags;
+    const s = reply.statusCode;
+    if (s >= 500 || s >= 400 || flags.admin) {
+      req.log[s >= 500 ? 'error' : 'info']({ method: req.method, url: req.url, status: s, ms: reply.elapsedTime }, 'request');
+    } else if (!flags.hot || req.log.level === 'debug' || req.log.level === 'trace') {
+      req.log.debug({ method: req.method, url: req.url, status: s, ms: reply.elapsedTime }, 'request');
+    }
+    done();
+  });
+
+  const checkAdmin = makeTokenCheck(opts.adminToken);
+  await app.register(segmentRoutes, { service: opts.service });
+  await app.register(tagRoutes, { service: opts.service, checkAdmin });
+  await app.register(healthRoutes, { service: opts.service, version: opts.version ?? '0.0.0' });
+
+  // Generators that are not enabled answer an error, never a placeholder ID.
+  app.get('/api/snowflake/get/:tag', { config: { leaf: true } }, async () => {
+    throw new SequoiaError('NOT_FOUND', 'the snowflake generator is not enabled on this server');
+  });
+
+  await app.after();
+  for (const [url, methodSet] of [...methodsByPath]) {
+    const methods = [...methodSet].filter((m) => m !== 'HEAD');
+    const others = ALL_METHODS.filter((m) => !methodSet.has(m));
+    if (others.length === 0) continue;
+    app.route({
+      method: others,
+      url,
+      handler: async (req) => {
+        throw new SequoiaError('METHOD_NOT_ALLOWED', `${req.method} is not allowed on ${url}; use ${methods.join(', ')}`);
+      },
+    });
+  }
+  return app;
+}
+
+function sendError(err: Error, req: FastifyRequest, reply: FastifyReply): FastifyReply {
+  let code: string;
+  let status: number;
+  let message: string;
+  if (err instanceof SequoiaError) {
+    code = err.code;
+    status = ERROR_STATUS[err.code];
+    message = err.message;
+    if (err.retryAfterMs !== undefined || status === 503 || status === 429) {
+      void reply.header('retry-after', String(Math.max(1, Math.ceil((err.retryAfterMs ?? 1000) / 1000))));
+    }
+    if (status >= 500) req.log.warn({ code, err: err.message, cause: String(err.cause ?? '') }, 'request refused');
+  } else {
+    const sc = (err as FastifyError).statusCode;
+    if (sc !== undefined && sc >= 400 && sc < 500) {
+      code = sc === 404 ? 'NOT_FOUND' : 'INVALID_ARGUMENT';
+      status = sc === 413 || sc === 404 ? sc : 400;
+      message = clientMessage(err as FastifyError);
+    } else {
+      code = 'INTERNAL';
+      status = 500;
+      message = `internal error (request id ${req.id})`;
+      req.log.error({ err, reqId: req.id }, 'internal error');
+    }
+  }
+  const flags = (req.routeOptions?.config ?? {}) as RouteFlags;
+  void reply.code(status);
+  if (flags.leaf) return reply.type('text/plain; charset=utf-8').send(`${code}: ${message}`);
+  return reply.type('application/json; charset=utf-8').send(JSON.stringify({ error: { code, message } }));
+}
+
+/** fastify's own client-error messages, minus anything that could name internals. */
+function clientMessage(err: FastifyError): string {
+  switch (err.code) {
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return 'the body must not be empty when content-type is application/json';
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return 'unsupported content-type; send application/json';
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return 'the body is too large';
+    default:
+      return err.message.length < 200 ? err.message.replace(/\s*at .*$/s, '') : 'malformed request';
+  }
+}

@@ -1,0 +1,65 @@
+/** Tag administration: /v1/tags. Admin token required when configured. */
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { z } from 'zod';
+import type { TagInfo } from '../../ports/segment-store.js';
+import type { IdService } from '../../service/id-service.js';
+import { parseBody } from '../body.js';
+import { checkTag } from './segment-routes.js';
+
+const idValue = z.union([z.string(), z.number()]);
+const createBody = z
+  .object({
+    tag: z.string(),
+    step: z.number().optional(),
+    start: idValue.optional(),
+    description: z.string().optional(),
+  })
+  .strict();
+const updateBody = z.object({ step: z.number().optional(), description: z.string().optional() }).strict();
+const fenceBody = z.object({ to: idValue }).strict();
+
+export function tagJson(t: TagInfo): Record<string, unknown> {
+  return {
+    tag: t.tag,
+    maxId: t.maxId.toString(),
+    step: t.step,
+    description: t.description,
+    updatedAt: t.updatedAt.toISOString(),
+    fenceEpoch: t.fenceEpoch,
+  };
+}
+
+export async function tagRoutes(
+  app: FastifyInstance,
+  opts: { service: IdService; checkAdmin: (req: FastifyRequest) => void },
+): Promise<void> {
+  const { service, checkAdmin } = opts;
+  app.addHook('onRequest', async (req) => checkAdmin(req));
+
+  app.get('/v1/tags', { config: { admin: true } }, async () => ({ tags: (await service.listTags()).map(tagJson) }));
+
+  app.post('/v1/tags', { config: { admin: true } }, async (req, reply) => {
+    const b = parseBody(createBody, req.body);
+    const info = await service.createTag(b);
+    return reply.code(201).send(tagJson(info));
+  });
+
+  app.get<{ Params: { tag: string } }>('/v1/tags/:tag', { config: { admin: true } }, async (req) =>
+    tagJson(await service.getTag(checkTag(req.params.tag))),
+  );
+
+  app.patch<{ Params: { tag: string } }>('/v1/tags/:tag', { config: { admin: true } }, async (req) => {
+    const b = parseBody(updateBody, req.body);
+    return tagJson(await service.updateTag(checkTag(req.params.tag), b));
+  });
+
+  app.delete<{ Params: { tag: string } }>('/v1/tags/:tag', { config: { admin: true } }, async (req, reply) => {
+    await service.deleteTag(checkTag(req.params.tag));
+    return reply.code(204).send();
+  });
+
+  app.post<{ Params: { tag: string } }>('/v1/tags/:tag/fence', { config: { admin: true } }, async (req) => {
+    const b = parseBody(fenceBody, req.body);
+    return tagJson(await service.fence(checkTag(req.params.tag), b.to));
+  });
+}

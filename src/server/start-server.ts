@@ -1,0 +1,70 @@
+/**
+ * Wires a configured server: store, state directory, IdService, HTTP app,
+ * and graceful shutdown (stop accepting, finish in-flight requests, close the
+ * store) on SIGTERM/SIGINT.
+ */
+import { pino } from 'pino';
+import { createStore, redactStoreUrl } from '../adapters/create-store.js';
+import { FileHighWaterMarkStore } from '../adapters/state-dir/file-high-water-mark-store.js';
+import type { ServeConfig } from '../cli/config.js';
+import { IdService } from '../service/id-service.js';
+import { VERSION } from '../version.js';
+import { buildApp } from './build-app.js';
+
+export interface RunningServer {
+  readonly url: string;
+  readonly service: IdService;
+  close(): Promise<void>;
+}
+
+export async function startServer(config: ServeConfig, options: { handleSignals?: boolean } = {}): Promise<RunningServer> {
+  const logger = pino({ level: config.logLevel, base: { pid: process.pid } });
+  const store = createStore(config.store);
+  const marks = new FileHighWaterMarkStore(config.stateDir);
+  const service = new IdService({
+    store,
+    marks,
+    logger,
+    refreshIntervalMs: config.refreshIntervalMs,
+    allocator: { maxStep: config.maxStep, loadTimeoutMs: config.loadTimeoutMs },
+  });
+  await service.start();
+  const app = await buildApp({ service, adminToken: config.adminToken, logger, version: VERSION });
+  await app.listen({ host: config.host, port: config.port });
+  const addr = app.server.address();
+  const port = typeof addr === 'object' && addr ? addr.port : config.port;
+  const host = config.host.includes(':') ? `[${config.host}]` : config.host;
+  const url = `http://${host}:${port}`;
+  logger.info({ url, store: redactStoreUrl(config.store), stateDir: config.stateDir, version: VERSION }, 'listening');
+
+  let closing: Promise<void> | undefined;
+  const close = (): Promise<void> => {
+    closing ??= (async () => {
+      const timer = setTimeout(() => {
+        logger.warn({ timeoutMs: config.shutdownTimeoutMs }, 'shutdown timed out; closing connections');
+        app.server.closeAllConnections();
+      }, config.shutdownTimeoutMs);
+      timer.unref();
+      await app.close();
+      await service.close();
+      clearTimeout(timer);
+      logger.info({}, 'stopped');
+    })();
+    return closing;
+  };
+  if (options.handleSignals) {
+    const onSignal = (signal: string) => {
+      logger.info({ signal }, 'shutting down');
+      close().then(
+        () => process.exit(0),
+        (e: unknown) => {
+          logger.error({ err: String(e) }, 'shutdown failed');
+          process.exit(1);
+        },
+      );
+    };
+    process.once('SIGTERM', onSignal);
+    process.once('SIGINT', onSignal);
+  }
+  return { url, service, close };
+}
