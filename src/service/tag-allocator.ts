@@ -205,7 +205,14 @@ export class TagAllocator {
     });
     try {
       // The first load of a tag uses the stored step: we do not know it yet.
-      const alloc = await store.allocate(this.tag, this.lastStep === undefined ? undefined : step);
+      const wanted = this.lastStep === undefined ? undefined : step;
+      // Near 2^63-1 a doubled step may not fit where the stored one still does.
+      const alloc = await store.allocate(this.tag, wanted).catch((e: unknown) => {
+        if (wanted !== undefined && e instanceof SequoiaError && e.code === 'ID_SPACE_EXHAUSTED') {
+          return store.allocate(this.tag);
+        }
+        throw e;
+      });
       const ms = performance.now() - t0;
       if (this.closed) return;
       const start = alloc.maxId - BigInt(alloc.step);

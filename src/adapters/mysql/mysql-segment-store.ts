@@ -120,7 +120,7 @@ export class MysqlSegmentStore implements SegmentStore {
               tag VARCHAR(128) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL PRIMARY KEY,
               max_id BIGINT NOT NULL,
               step INT NOT NULL,
-              description VARCHAR(1024) NOT NULL DEFAULT '',
+              description TEXT NOT NULL,
               updated_at DATETIME(3) NOT NULL,
               fence_epoch INT NOT NULL DEFAULT 0
             ) ENGINE=InnoDB`,

@@ -1,0 +1,311 @@
+/**
+ * SegmentStore on Redis (`ioredis`, a single primary; Redis Cluster is not
+ * supported because the scripts touch a tag's hash and the tag set together).
+ *
+ * Layout: one hash per tag at `<keyPrefix><tag>` (default `sequoia:tag:`) with
+ * the fields max_id, step, description, updated_at (ms) and fence_epoch, and
+ * one set of tag names at `tagsKey` (default `sequoia:tags`) for listTags.
+ * Every write is a Lua script, so it is atomic. Allocation checks that
+ * max_id + step stays at or below 2^63-1 and then HINCRBYs max_id. Lua numbers
+ * are doubles, exact only below 2^53, so the check splits the decimal max_id
+ * into its last 9 digits and the rest (both exact in a double) and compares
+ * against 9223372036|854775807; HINCRBY itself is exact 64-bit arithmetic, and
+ * max_id travels back as a string (a Lua number would round it). `fence`
+ * compares decimal strings by length, then lexicographically.
+ *
+ * PERSISTENCE: THE GUARANTEE IS ONLY AS GOOD AS THE SERVER'S DURABILITY.
+ * - `appendonly yes` + `appendfsync always`: an allocation Redis answered is
+ *   on disk first; a crash loses none, so no range is ever answered twice.
+ * - `appendonly yes` + `appendfsync everysec` (the common default): a crash of
+ *   the Redis host can lose up to about one second of HINCRBYs. After the
+ *   restart max_id is lower than a range already handed out, and the store
+ *   WILL ANSWER THAT RANGE AGAIN. Every Sequoia server that received one of
+ *   the lost ranges holds it in its durable high-water mark and refuses the
+ *   repeat with STORE_ROLLBACK_DETECTED; but a server that never saw those
+ *   ranges (a new one, or one whose state directory was lost) cannot know. So
+ *   after a Redis crash an operator must `sequoia fence TAG --to N` every tag
+ *   with N above anything handed out (e.g. current max_id + the largest step
+ *   × servers × a margin) before relying on it again.
+ * - RDB snapshots only (or no persistence): minutes of allocations are lost on
+ *   a crash; the same applies, with a much larger window. Not recommended.
+ * - Replica promotion (Sentinel failover) loses whatever the replica had not
+ *   received yet: treat it like a crash. `WAIT` is not used.
+ *
+ * Availability: the client never queues commands while disconnected
+ * (enableOfflineQueue false) and retries a command at most once, so a down
+ * Redis answers STORE_UNAVAILABLE within the connect/command timeouts instead
+ * of hanging; it reconnects by itself in the background.
+ */
+import { createHash } from 'node:crypto';
+import { Redis } from 'ioredis';
+import { InvalidArgumentError, SequoiaError, TagExistsError, TagNotFoundError, UnavailableError } from '../../core/errors.js';
+import { MAX_ID } from '../../core/id.js';
+import type { Allocation, NewTag, SegmentStore, TagInfo, TagUpdate } from '../../ports/segment-store.js';
+import { DEFAULT_START, DEFAULT_STEP } from '../../ports/segment-store.js';
+import { exhausted } from '../memory/memory-segment-store.js';
+
+export interface RedisSegmentStoreOptions {
+  /** `redis://[:password@]host:port[/db]`. */
+  readonly url: string;
+  /** Prefix of each tag's hash key. Default `sequoia:tag:`. */
+  readonly keyPrefix?: string;
+  /** Key of the set of tag names. Default `sequoia:tags`. Must not start with keyPrefix. */
+  readonly tagsKey?: string;
+  /** Default 2000 ms. */
+  readonly connectTimeoutMs?: number;
+  /** Default 2000 ms. */
+  readonly commandTimeoutMs?: number;
+  /** Called with connection errors (the client reconnects by itself). Default: ignored. */
+  readonly onError?: (err: Error) => void;
+}
+
+const ALLOCATE = `
+local h = redis.call('HMGET', KEYS[1], 'max_id', 'step', 'fence_epoch')
+if not h[1] then return {'NOT_FOUND'} end
+local stored = h[2]
+local step = ARGV[1]
+if step == '' then step = stored end
+local m = h[1]
+local n = string.len(m)
+local hi = 0
+if n > 9 then hi = tonumber(string.sub(m, 1, n - 9)) end
+local lo = tonumber(string.sub(m, -9)) + tonumber(step)
+local carry = math.floor(lo / 1000000000)
+lo = lo - carry * 1000000000
+hi = hi + carry
+if hi > 9223372036 or (hi == 9223372036 and lo > 854775807) then return {'EXHAUSTED'} end
+redis.call('HINCRBY', KEYS[1], 'max_id', step)
+redis.call('HSET', KEYS[1], 'updated_at', ARGV[2])
+return {'OK', redis.call('HGET', KEYS[1], 'max_id'), step, stored, h[3] or '0'}
+`;
+
+const CREATE = `
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+redis.call('HSET', KEYS[1], 'max_id', ARGV[2], 'step', ARGV[3], 'description', ARGV[4], 'updated_at', ARGV[5], 'fence_epoch', '0')
+redis.call('SADD', KEYS[2], ARGV[1])
+return 1
+`;
+
+const UPDATE = `
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+if ARGV[1] ~= '' then redis.call('HSET', KEYS[1], 'step', ARGV[1]) end
+if ARGV[2] == '1' then redis.call('HSET', KEYS[1], 'description', ARGV[3]) end
+redis.call('HSET', KEYS[1], 'updated_at', ARGV[4])
+return 1
+`;
+
+const DELETE = `
+local n = redis.call('DEL', KEYS[1])
+redis.call('SREM', KEYS[2], ARGV[1])
+return n
+`;
+
+const FENCE = `
+local m = redis.call('HGET', KEYS[1], 'max_id')
+if not m then return 0 end
+local to = ARGV[1]
+if string.len(to) > string.len(m) or (string.len(to) == string.len(m) and to > m) then
+  redis.call('HSET', KEYS[1], 'max_id', to)
+end
+redis.call('HINCRBY', KEYS[1], 'fence_epoch', 1)
+redis.call('HSET', KEYS[1], 'updated_at', ARGV[2])
+return 1
+`;
+
+export class RedisSegmentStore implements SegmentStore {
+  readonly kind = 'redis';
+  readonly keyPrefix: string;
+  readonly tagsKey: string;
+  private readonly redis: Redis;
+  private readonly shas = new Map<string, string>();
+  private initialised = false;
+
+  constructor(options: RedisSegmentStoreOptions) {
+    this.keyPrefix = options.keyPrefix ?? 'sequoia:tag:';
+    this.tagsKey = options.tagsKey ?? 'sequoia:tags';
+    if (this.keyPrefix === '' || this.tagsKey.startsWith(this.keyPrefix)) {
+      throw new InvalidArgumentError('store: the Redis tagsKey must not start with keyPrefix (a tag could collide with it)');
+    }
+    this.redis = new Redis(options.url, {
+      lazyConnect: true,
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 1,
+      connectTimeout: options.connectTimeoutMs ?? 2000,
+      commandTimeout: options.commandTimeoutMs ?? 2000,
+      retryStrategy: (times) => Math.min(times * 100, 2000),
+    });
+    const onError = options.onError ?? (() => {});
+    this.redis.on('error', onError);
+  }
+
+  async init(): Promise<void> {
+    if (this.initialised) return;
+    try {
+      if (this.redis.status === 'wait') await this.redis.connect();
+      else if (this.redis.status !== 'ready') await this.waitReady();
+      await this.redis.ping();
+    } catch (e) {
+      throw wrap(e);
+    }
+    this.initialised = true;
+  }
+
+  async allocate(tag: string, step?: number): Promise<Allocation> {
+    if (step !== undefined && (!Number.isSafeInteger(step) || step < 1)) throw new InvalidArgumentError('step must be a positive integer');
+    const r = (await this.script(ALLOCATE, [this.key(tag)], [step === undefined ? '' : String(step), String(Date.now())])) as string[];
+    if (r[0] === 'NOT_FOUND') throw new TagNotFoundError(tag);
+    if (r[0] === 'EXHAUSTED') throw exhausted(tag);
+    const [, maxId, applied, stored, epoch] = r;
+    return { maxId: BigInt(maxId as string), step: Number(applied), storedStep: Number(stored), fenceEpoch: Number(epoch) };
+  }
+
+  async getTag(tag: string): Promise<TagInfo | undefined> {
+    const h = await this.call(() => this.redis.hgetall(this.key(tag)));
+    return toInfo(tag, h);
+  }
+
+  async listTags(): Promise<TagInfo[]> {
+    const tags = (await this.call(() => this.redis.smembers(this.tagsKey))).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+    if (tags.length === 0) return [];
+    const pipeline = this.redis.pipeline();
+    for (const t of tags) pipeline.hgetall(this.key(t));
+    const results = await this.call(() => pipeline.exec());
+    const out: TagInfo[] = [];
+    tags.forEach((t, i) => {
+      const [err, h] = results?.[i] ?? [new Error('no reply'), undefined];
+      if (err) throw wrap(err);
+      const info = toInfo(t, h as Record<string, string>);
+      if (info) out.push(info);
+    });
+    return out;
+  }
+
+  async createTag(t: NewTag): Promise<TagInfo> {
+    const start = t.start ?? DEFAULT_START;
+    if (start < 0n || start > MAX_ID) throw new InvalidArgumentError('start must be from 0 to 2^63-1');
+    const created = await this.script(
+      CREATE,
+      [this.key(t.tag), this.tagsKey],
+      [t.tag, start.toString(), String(t.step ?? DEFAULT_STEP), t.description ?? '', String(Date.now())],
+    );
+    if (Number(created) !== 1) throw new TagExistsError(t.tag);
+    return this.mustGet(t.tag);
+  }
+
+  async updateTag(tag: string, update: TagUpdate): Promise<TagInfo> {
+    const ok = await this.script(
+      UPDATE,
+      [this.key(tag)],
+      [
+        update.step === undefined ? '' : String(update.step),
+        update.description === undefined ? '0' : '1',
+        update.description ?? '',
+        String(Date.now()),
+      ],
+    );
+    if (Number(ok) !== 1) throw new TagNotFoundError(tag);
+    return this.mustGet(tag);
+  }
+
+  async deleteTag(tag: string): Promise<void> {
+    const n = await this.script(DELETE, [this.key(tag), this.tagsKey], [tag]);
+    if (Number(n) === 0) throw new TagNotFoundError(tag);
+  }
+
+  async fence(tag: string, to: bigint): Promise<TagInfo> {
+    if (to < 0n || to > MAX_ID) throw new InvalidArgumentError('to must be from 0 to 2^63-1');
+    const ok = await this.script(FENCE, [this.key(tag)], [to.toString(), String(Date.now())]);
+    if (Number(ok) !== 1) throw new TagNotFoundError(tag);
+    return this.mustGet(tag);
+  }
+
+  async ping(): Promise<void> {
+    await this.call(() => this.redis.ping());
+  }
+
+  async close(): Promise<void> {
+    this.initialised = false;
+    if (this.redis.status === 'ready') {
+      try {
+        await this.redis.quit();
+        return;
+      } catch {
+        // fall through to a hard disconnect
+      }
+    }
+    this.redis.disconnect();
+  }
+
+  /** The hash key of a tag (exported for tests that write the store directly). */
+  key(tag: string): string {
+    return this.keyPrefix + tag;
+  }
+
+  private async mustGet(tag: string): Promise<TagInfo> {
+    const info = await this.getTag(tag);
+    if (!info) throw new TagNotFoundError(tag);
+    return info;
+  }
+
+  /** EVALSHA, loading the script with EVAL the first time (or after a SCRIPT FLUSH). */
+  private async script(body: string, keys: string[], args: string[]): Promise<unknown> {
+    let sha = this.shas.get(body);
+    if (sha === undefined) {
+      sha = createHash('sha1').update(body).digest('hex');
+      this.shas.set(body, sha);
+    }
+    const s = sha;
+    return this.call(async () => {
+      try {
+        return await this.redis.evalsha(s, keys.length, ...keys, ...args);
+      } catch (e) {
+        if (!String((e as Error).message).startsWith('NOSCRIPT')) throw e;
+        return this.redis.eval(body, keys.length, ...keys, ...args);
+      }
+    });
+  }
+
+  private async call<T>(fn: () => Promise<T>): Promise<T> {
+    try {
+      return await fn();
+    } catch (e) {
+      throw wrap(e);
+    }
+  }
+
+  private waitReady(): Promise<void> {
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        cleanup();
+        reject(new Error(`Redis not ready (status ${this.redis.status})`));
+      }, 3000);
+      const onReady = () => {
+        cleanup();
+        resolve();
+      };
+      const cleanup = () => {
+        clearTimeout(timer);
+        this.redis.off('ready', onReady);
+      };
+      this.redis.on('ready', onReady);
+    });
+  }
+}
+
+function toInfo(tag: string, h: Record<string, string> | undefined): TagInfo | undefined {
+  if (!h || h.max_id === undefined) return undefined;
+  return {
+    tag,
+    maxId: BigInt(h.max_id),
+    step: Number(h.step),
+    description: h.description ?? '',
+    updatedAt: new Date(Number(h.updated_at ?? 0)),
+    fenceEpoch: Number(h.fence_epoch ?? 0),
+  };
+}
+
+function wrap(e: unknown): SequoiaError {
+  if (e instanceof SequoiaError) return e;
+  const msg = e instanceof Error ? e.message : String(e);
+  return new UnavailableError('STORE_UNAVAILABLE', `Redis store error (${msg})`, { cause: e, retryAfterMs: 1000 });
+}

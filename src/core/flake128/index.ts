@@ -1,0 +1,1 @@
+export * from './flake128.js';

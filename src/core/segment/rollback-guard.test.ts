@@ -1,0 +1,23 @@
+import { describe, expect, it } from 'vitest';
+import { checkAnswer } from './rollback-guard.js';
+
+describe('checkAnswer', () => {
+  it('accepts the first answer and raises the mark', () => {
+    expect(checkAnswer(undefined, 0n, 100n, 0)).toEqual({ ok: true, record: { mark: 100n } });
+    expect(checkAnswer({ mark: 100n }, 100n, 200n, 0)).toEqual({ ok: true, record: { mark: 200n } });
+  });
+
+  it('trips on an answer that starts below the mark and stays tripped for the same epoch', () => {
+    const v = checkAnswer({ mark: 200n }, 150n, 250n, 3);
+    expect(v.ok).toBe(false);
+    expect(v.record).toEqual({ mark: 200n, trippedAtEpoch: 3 });
+    // even a later, higher answer is refused until the store is fenced
+    expect(checkAnswer(v.record, 500n, 600n, 3).ok).toBe(false);
+  });
+
+  it('accepts again after a fence (newer epoch) when the answer clears the mark', () => {
+    const tripped = { mark: 200n, trippedAtEpoch: 3 };
+    expect(checkAnswer(tripped, 1000n, 1100n, 4)).toEqual({ ok: true, record: { mark: 1100n } });
+    expect(checkAnswer(tripped, 100n, 150n, 4).ok).toBe(false);
+  });
+});
