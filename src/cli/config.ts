@@ -93,7 +93,10 @@ export function resolveConfig(
     }
     const r = (f.schema as z.ZodType).safeParse(value);
     if (r.success) out[name] = r.data;
-    else problems.push(`${name} (from ${source}): ${r.error.issues[0]?.message ?? 'invalid'}, got ${JSON.stringify(value)}`);
+    else {
+      const shown = name === 'adminToken' ? '' : `, got ${JSON.stringify(value)}`; // never echo a secret
+      problems.push(`${name} (from ${source}): ${r.error.issues[0]?.message ?? 'invalid'}${shown}`);
+    }
   }
   if (problems.length) throw new ConfigError(problems);
   return out as unknown as ServeConfig;

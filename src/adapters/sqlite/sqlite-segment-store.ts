@@ -73,7 +73,10 @@ export class SqliteSegmentStore implements SegmentStore {
       }).immediate();
       this.db = db;
     } catch (e) {
-      throw wrap(e);
+      if (e instanceof SequoiaError) throw e;
+      throw new UnavailableError('STORE_UNAVAILABLE', `cannot open SQLite file ${this.path} (${(e as { code?: string }).code ?? String(e)})`, {
+        cause: e,
+      });
     }
   }
 

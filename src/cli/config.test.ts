@@ -1,0 +1,37 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ConfigError, resolveConfig } from './config.js';
+
+describe('resolveConfig', () => {
+  it('uses defaults', () => {
+    expect(resolveConfig({}, {}, undefined)).toMatchObject({ host: '127.0.0.1', port: 8080, store: 'sqlite:./data/sequoia.db', stateDir: './data', maxStep: 1_000_000 });
+  });
+
+  it('flags beat env beat file beat defaults', () => {
+    const file = join(mkdtempSync(join(tmpdir(), 'sequoia-cfg-')), 'c.json');
+    writeFileSync(file, JSON.stringify({ port: 1000, host: '0.0.0.0', stateDir: '/f', maxStep: 10 }));
+    const c = resolveConfig({ port: '3000' }, { SEQUOIA_PORT: '2000', SEQUOIA_HOST: '::1' }, file);
+    expect(c.port).toBe(3000);
+    expect(c.host).toBe('::1');
+    expect(c.stateDir).toBe('/f');
+    expect(c.maxStep).toBe(10);
+    expect(c.logLevel).toBe('info');
+  });
+
+  it('reports every bad field at once', () => {
+    try {
+      resolveConfig({ port: '-1', loadTimeoutMs: '1.5' }, { SEQUOIA_ADMIN_TOKEN: 'short' }, undefined);
+      expect.unreachable();
+    } catch (e) {
+      expect(e).toBeInstanceOf(ConfigError);
+      const p = (e as ConfigError).problems;
+      expect(p).toHaveLength(3);
+      expect(p.join('\n')).toMatch(/port \(from --port\)/);
+      expect(p.join('\n')).toMatch(/loadTimeoutMs \(from --load-timeout-ms\)/);
+      expect(p.join('\n')).toMatch(/adminToken \(from SEQUOIA_ADMIN_TOKEN\): must be at least 8 characters/);
+      expect(p.join('\n')).not.toMatch(/short/); // a secret is never echoed
+    }
+  });
+});

@@ -1,0 +1,132 @@
+/**
+ * Test harnesses for the server-backed stores. Each run uses its own table or
+ * key prefix (pid + random), since other test files use the same servers at
+ * the same time, and drops it afterwards. Servers come from the environment:
+ * SEQUOIA_TEST_POSTGRES_URL, SEQUOIA_TEST_MYSQL_URL, SEQUOIA_TEST_REDIS_URL.
+ */
+import { randomBytes } from 'node:crypto';
+import { Redis } from 'ioredis';
+import mysql from 'mysql2/promise';
+import pg from 'pg';
+import { MysqlSegmentStore } from '../../src/adapters/mysql/mysql-segment-store.js';
+import { PostgresSegmentStore } from '../../src/adapters/postgres/postgres-segment-store.js';
+import { RedisSegmentStore } from '../../src/adapters/redis/redis-segment-store.js';
+import type { ContractHarness } from './segment-store-contract.js';
+
+export const POSTGRES_URL = process.env.SEQUOIA_TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+export const MYSQL_URL = process.env.SEQUOIA_TEST_MYSQL_URL ?? 'mysql://root@127.0.0.1:3306/test';
+export const REDIS_URL = process.env.SEQUOIA_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
+
+export function uniqueName(base: string): string {
+  return `${base}_${process.pid}_${randomBytes(4).toString('hex')}`;
+}
+
+export async function probePostgres(): Promise<void> {
+  const c = new pg.Client({ connectionString: POSTGRES_URL, connectionTimeoutMillis: 2000 });
+  try {
+    await c.connect();
+    await c.query('SELECT 1');
+  } finally {
+    await c.end().catch(() => {});
+  }
+}
+
+export async function probeMysql(): Promise<void> {
+  const c = await mysql.createConnection({ uri: MYSQL_URL, connectTimeout: 2000 });
+  try {
+    await c.query('SELECT 1');
+  } finally {
+    await c.end().catch(() => {});
+  }
+}
+
+export async function probeRedis(): Promise<void> {
+  const r = new Redis(REDIS_URL, { lazyConnect: true, connectTimeout: 2000, maxRetriesPerRequest: 0, retryStrategy: () => null });
+  r.on('error', () => {});
+  try {
+    await r.connect();
+    await r.ping();
+  } finally {
+    r.disconnect();
+  }
+}
+
+function withParams(url: string, params: Record<string, string>): string {
+  const u = new URL(url);
+  for (const [k, v] of Object.entries(params)) u.searchParams.set(k, v);
+  return u.toString();
+}
+
+export async function postgresHarness(): Promise<ContractHarness> {
+  const table = uniqueName('sq_test');
+  const store = new PostgresSegmentStore({ connectionString: POSTGRES_URL, table });
+  const admin = new pg.Pool({ connectionString: POSTGRES_URL, max: 2 });
+  admin.on('error', () => {});
+  return {
+    store,
+    url: withParams(POSTGRES_URL, { table }),
+    snapshot: async (tag) => (await admin.query(`SELECT max_id::text AS m FROM ${table} WHERE tag = $1`, [tag])).rows[0]?.m as string,
+    restore: async (tag, snap) => {
+      await admin.query(`UPDATE ${table} SET max_id = $2::bigint WHERE tag = $1`, [tag, snap as string]);
+    },
+    reopen: async () => new PostgresSegmentStore({ connectionString: POSTGRES_URL, table }),
+    cleanup: async () => {
+      await store.close();
+      await admin.query(`DROP TABLE IF EXISTS ${table}`);
+      await admin.query('DELETE FROM sequoia_schema WHERE component = $1', [table]).catch(() => {});
+      await admin.end();
+    },
+  };
+}
+
+export async function mysqlHarness(): Promise<ContractHarness> {
+  const table = uniqueName('sq_test');
+  const store = new MysqlSegmentStore({ uri: MYSQL_URL, table });
+  const admin = mysql.createPool({ uri: MYSQL_URL, connectionLimit: 2, supportBigNumbers: true, bigNumberStrings: true });
+  return {
+    store,
+    url: withParams(MYSQL_URL, { table }),
+    snapshot: async (tag) => {
+      const [rows] = await admin.query<mysql.RowDataPacket[]>(`SELECT max_id FROM ${table} WHERE tag = ?`, [tag]);
+      return rows[0]?.max_id as string;
+    },
+    restore: async (tag, snap) => {
+      await admin.query(`UPDATE ${table} SET max_id = CAST(? AS SIGNED) WHERE tag = ?`, [snap as string, tag]);
+    },
+    reopen: async () => new MysqlSegmentStore({ uri: MYSQL_URL, table }),
+    cleanup: async () => {
+      await store.close();
+      await admin.query(`DROP TABLE IF EXISTS ${table}`);
+      await admin.query('DELETE FROM sequoia_schema WHERE component = ?', [table]).catch(() => {});
+      await admin.end();
+    },
+  };
+}
+
+export async function redisHarness(): Promise<ContractHarness> {
+  const ns = uniqueName('sequoia-test');
+  const keyPrefix = `${ns}:tag:`;
+  const tagsKey = `${ns}:tags`;
+  const store = new RedisSegmentStore({ url: REDIS_URL, keyPrefix, tagsKey });
+  const admin = new Redis(REDIS_URL);
+  admin.on('error', () => {});
+  return {
+    store,
+    url: withParams(REDIS_URL, { keyPrefix, tagsKey }),
+    snapshot: async (tag) => admin.hget(keyPrefix + tag, 'max_id'),
+    restore: async (tag, snap) => {
+      await admin.hset(keyPrefix + tag, 'max_id', snap as string);
+    },
+    reopen: async () => new RedisSegmentStore({ url: REDIS_URL, keyPrefix, tagsKey }),
+    cleanup: async () => {
+      await store.close();
+      let cursor = '0';
+      do {
+        const [next, keys] = await admin.scan(cursor, 'MATCH', `${ns}:*`, 'COUNT', 500);
+        cursor = next;
+        if (keys.length > 0) await admin.del(...keys);
+      } while (cursor !== '0');
+      admin.disconnect();
+    },
+  };
+}

@@ -1,0 +1,422 @@
+/**
+ * The one contract every SegmentStore runs (memory, SQLite, PostgreSQL,
+ * MySQL/MariaDB, Redis, multi-store). Each store's test file supplies a
+ * factory; stores that several processes can share also give a URL, and then
+ * the suite spawns child processes that allocate against the same store at
+ * once and checks that no ID is answered twice.
+ */
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { SequoiaError } from '../../src/core/errors.js';
+import { MAX_ID } from '../../src/core/id.js';
+import type { Allocation, SegmentStore } from '../../src/ports/segment-store.js';
+import { ensureDist } from './ensure-dist.js';
+
+export interface ContractHarness {
+  readonly store: SegmentStore;
+  /** Reads the raw stored state of a tag, for `restore` (as a backup would). */
+  snapshot(tag: string): Promise<unknown>;
+  /** Writes a snapshot back directly (SQL / Redis / in memory), as a restore from backup would. */
+  restore(tag: string, snap: unknown): Promise<void>;
+  /** A URL other processes can open to reach the same store (createStore syntax); none for private stores. */
+  readonly url?: string;
+  /** IDs per store unit: N for a multi-store set of N, else 1. */
+  readonly stride?: number;
+  /** A second, independent instance on the same backend (stores other processes can share). */
+  reopen?(): Promise<SegmentStore>;
+  /** Drops tables / keys and closes. */
+  cleanup(): Promise<void>;
+}
+
+export type ContractFactory = () => Promise<ContractHarness>;
+
+/** The IDs of one allocation, as the allocator would hand them out. */
+export function idsOf(a: Allocation): bigint[] {
+  const stride = BigInt(a.stride ?? 1);
+  const out: bigint[] = [];
+  for (let k = 0n, v = a.maxId - BigInt(a.step) * stride; k < BigInt(a.step); k++, v += stride) out.push(v);
+  return out;
+}
+
+async function codeOf(p: Promise<unknown>): Promise<string | undefined> {
+  try {
+    await p;
+    return undefined;
+  } catch (e) {
+    return (e as SequoiaError).code;
+  }
+}
+
+function expectDisjoint(allocs: Allocation[]): Set<string> {
+  const seen = new Set<string>();
+  let total = 0;
+  for (const a of allocs) {
+    for (const id of idsOf(a)) seen.add(id.toString());
+    total += a.step;
+  }
+  expect(seen.size).toBe(total);
+  return seen;
+}
+
+let uniq = 0;
+
+export function runSegmentStoreContract(name: string, factory: ContractFactory): void {
+  describe(`SegmentStore contract: ${name}`, () => {
+    let h: ContractHarness;
+    let store: SegmentStore;
+    let stride: number;
+    /** A tag name unique to this test run. */
+    const tag = (base: string) => `${base}-${process.pid}-${++uniq}`;
+
+    beforeAll(async () => {
+      h = await factory();
+      store = h.store;
+      stride = h.stride ?? 1;
+      await store.init();
+      await store.init(); // idempotent
+    });
+    afterAll(async () => {
+      await h?.cleanup();
+    });
+
+    describe('tag lifecycle', () => {
+      it('creates, gets, lists, updates and deletes', async () => {
+        const t = tag('life');
+        const created = await store.createTag({ tag: t, step: 10, start: 5n, description: 'orders' });
+        expect(created).toMatchObject({ tag: t, step: 10, description: 'orders', fenceEpoch: 0 });
+        expect(created.updatedAt).toBeInstanceOf(Date);
+        expect(Number.isNaN(created.updatedAt.getTime())).toBe(false);
+        if (stride === 1) expect(created.maxId).toBe(5n);
+
+        const got = await store.getTag(t);
+        expect(got).toMatchObject({ tag: t, step: 10, description: 'orders' });
+        expect(got?.maxId).toBe(created.maxId);
+
+        const listed = (await store.listTags()).filter((i) => i.tag === t);
+        expect(listed).toHaveLength(1);
+        expect(listed[0]?.maxId).toBe(created.maxId);
+
+        const updated = await store.updateTag(t, { step: 20 });
+        expect(updated).toMatchObject({ step: 20, description: 'orders' });
+        const described = await store.updateTag(t, { description: '' });
+        expect(described).toMatchObject({ step: 20, description: '' });
+        expect((await store.getTag(t))?.step).toBe(20);
+
+        await store.deleteTag(t);
+        expect(await store.getTag(t)).toBeUndefined();
+        expect((await store.listTags()).some((i) => i.tag === t)).toBe(false);
+      });
+
+      it('defaults: step 1000, start 1, empty description', async () => {
+        const t = tag('defaults');
+        const c = await store.createTag({ tag: t });
+        expect(c).toMatchObject({ step: 1000, description: '', fenceEpoch: 0 });
+        const a = await store.allocate(t);
+        expect(a.step).toBe(1000);
+        const ids = idsOf(a);
+        expect(ids.every((id) => id >= 1n)).toBe(true);
+        if (stride === 1) expect(ids[0]).toBe(1n);
+      });
+
+      it('lists in tag order', async () => {
+        const names = [tag('ord-b'), tag('ord-a'), tag('ord-C')];
+        for (const n of names) await store.createTag({ tag: n, step: 1 });
+        const listed = (await store.listTags()).map((i) => i.tag).filter((t) => names.includes(t));
+        expect(listed).toEqual([...names].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)));
+      });
+
+      it('TAG_EXISTS on a duplicate, leaving the first untouched', async () => {
+        const t = tag('dup');
+        await store.createTag({ tag: t, step: 7, description: 'first' });
+        expect(await codeOf(store.createTag({ tag: t, step: 9, description: 'second' }))).toBe('TAG_EXISTS');
+        expect(await store.getTag(t)).toMatchObject({ step: 7, description: 'first' });
+      });
+
+      it('tags are case-sensitive', async () => {
+        const t = tag('Case');
+        await store.createTag({ tag: t, step: 3 });
+        await store.createTag({ tag: t.toLowerCase(), step: 4 });
+        expect((await store.getTag(t))?.step).toBe(3);
+        expect((await store.getTag(t.toLowerCase()))?.step).toBe(4);
+      });
+
+      it('TAG_NOT_FOUND on every operation for a missing tag', async () => {
+        const t = tag('missing');
+        expect(await store.getTag(t)).toBeUndefined();
+        expect(await codeOf(store.allocate(t))).toBe('TAG_NOT_FOUND');
+        expect(await codeOf(store.allocate(t, 5))).toBe('TAG_NOT_FOUND');
+        expect(await codeOf(store.updateTag(t, { step: 5 }))).toBe('TAG_NOT_FOUND');
+        expect(await codeOf(store.deleteTag(t))).toBe('TAG_NOT_FOUND');
+        expect(await codeOf(store.fence(t, 100n))).toBe('TAG_NOT_FOUND');
+        // and none of them created it
+        expect(await store.getTag(t)).toBeUndefined();
+      });
+
+      it.each(['__proto__', 'constructor', '..', 'toString', 'hasOwnProperty'])('the tag %j is data and works', async (base) => {
+        // These names are shared by the parallel runs of other stores' suites
+        // on the same server only through their own table / key prefix.
+        const t = base;
+        await store.createTag({ tag: t, step: 4, description: base });
+        expect(await store.getTag(t)).toMatchObject({ tag: t, step: 4, description: base });
+        expect((await store.listTags()).filter((i) => i.tag === t)).toHaveLength(1);
+        const a = await store.allocate(t);
+        expect(a.step).toBe(4);
+        await store.fence(t, 1000n);
+        await store.deleteTag(t);
+        expect(await store.getTag(t)).toBeUndefined();
+        expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+      });
+    });
+
+    describe('allocate', () => {
+      it('hands out [start, start+step), then the next range, each once', async () => {
+        const t = tag('seq');
+        await store.createTag({ tag: t, step: 10, start: 100n });
+        const a1 = await store.allocate(t);
+        const a2 = await store.allocate(t);
+        const a3 = await store.allocate(t);
+        for (const a of [a1, a2, a3]) {
+          expect(a.step).toBe(10);
+          expect(a.storedStep).toBe(10);
+          expect(a.fenceEpoch).toBe(0);
+          expect(typeof a.maxId).toBe('bigint');
+        }
+        const seen = expectDisjoint([a1, a2, a3]);
+        expect([...seen].every((id) => BigInt(id) >= 100n)).toBe(true);
+        if (stride === 1) {
+          expect([a1.maxId, a2.maxId, a3.maxId]).toEqual([110n, 120n, 130n]);
+          expect(idsOf(a1)[0]).toBe(100n);
+          expect((await store.getTag(t))?.maxId).toBe(130n);
+        } else {
+          expect(a1.stride).toBe(stride);
+          expect((await store.getTag(t))!.maxId > 100n).toBe(true);
+        }
+      });
+
+      it('start 0 hands out 0 first', async () => {
+        const t = tag('zero');
+        await store.createTag({ tag: t, step: 3, start: 0n });
+        const all: Allocation[] = [];
+        for (let i = 0; i < stride; i++) all.push(await store.allocate(t));
+        const ids = [...expectDisjoint(all)].map(BigInt);
+        expect(ids.includes(0n)).toBe(true);
+        expect(ids.every((id) => id >= 0n)).toBe(true);
+      });
+
+      it('a custom step per allocation (the dynamic step) overrides the stored step once', async () => {
+        const t = tag('dyn');
+        await store.createTag({ tag: t, step: 10, start: 1n });
+        const big = await store.allocate(t, 40);
+        expect(big).toMatchObject({ step: 40, storedStep: 10 });
+        const again = await store.allocate(t);
+        expect(again).toMatchObject({ step: 10, storedStep: 10 });
+        const small = await store.allocate(t, 1);
+        expect(small).toMatchObject({ step: 1, storedStep: 10 });
+        expectDisjoint([big, again, small]);
+        if (stride === 1) expect([big.maxId, again.maxId, small.maxId]).toEqual([41n, 51n, 52n]);
+        // the stored step is untouched by overrides; an update changes the default
+        expect((await store.getTag(t))?.step).toBe(10);
+        await store.updateTag(t, { step: 25 });
+        expect(await store.allocate(t)).toMatchObject({ step: 25, storedStep: 25 });
+      });
+
+      it('concurrent allocations from many promises are disjoint', async () => {
+        const t = tag('conc');
+        await store.createTag({ tag: t, step: 7, start: 1n });
+        const allocs = await Promise.all(Array.from({ length: 60 }, (_, i) => store.allocate(t, i % 3 === 0 ? 11 : undefined)));
+        expectDisjoint(allocs);
+        if (stride === 1) {
+          const total = allocs.reduce((s, a) => s + a.step, 0);
+          expect((await store.getTag(t))?.maxId).toBe(1n + BigInt(total));
+        }
+      });
+
+      it('near 2^63-1: exact bigints, then ID_SPACE_EXHAUSTED, never a wrap', async () => {
+        const t = tag('edge');
+        const step = 1000;
+        const start = MAX_ID - BigInt(2 * step * stride);
+        await store.createTag({ tag: t, step, start });
+        const ok: Allocation[] = [];
+        for (let i = 0; i < 2 * stride; i++) ok.push(await store.allocate(t));
+        const ids = [...expectDisjoint(ok)].map(BigInt);
+        expect(ids).toHaveLength(2 * step * stride);
+        expect(ids.every((id) => id >= start && id <= MAX_ID)).toBe(true);
+        if (stride === 1) {
+          expect(ok[0]?.maxId).toBe(MAX_ID - BigInt(step));
+          expect(ok[1]?.maxId).toBe(MAX_ID);
+          expect(ok[1]?.maxId.toString()).toBe('9223372036854775807');
+        }
+        expect(await codeOf(store.allocate(t))).toBe('ID_SPACE_EXHAUSTED');
+        expect(await codeOf(store.allocate(t, 1))).toBe('ID_SPACE_EXHAUSTED');
+        expect(await codeOf(store.allocate(t))).toBe('ID_SPACE_EXHAUSTED');
+        const after = await store.getTag(t);
+        expect(after!.maxId >= MAX_ID - BigInt(stride)).toBe(true);
+        if (stride === 1) expect(after?.maxId).toBe(MAX_ID);
+      });
+
+      it('a step that would pass 2^63-1 is refused while a smaller one still fits', async () => {
+        const t = tag('edge2');
+        const start = MAX_ID - BigInt(15 * stride);
+        await store.createTag({ tag: t, step: 10, start });
+        const a = await store.allocate(t);
+        expect(a.step).toBe(10);
+        // 5 units left per class at most: 10 does not fit, and the refusal writes nothing
+        const before = await store.getTag(t);
+        if (stride === 1) {
+          expect(await codeOf(store.allocate(t))).toBe('ID_SPACE_EXHAUSTED');
+          expect((await store.getTag(t))?.maxId).toBe(before?.maxId);
+          const b = await store.allocate(t, 5);
+          expect(b.maxId).toBe(MAX_ID);
+        }
+      });
+
+      it('start at exactly 2^63-1 - step allows one allocation ending at 2^63-1', async () => {
+        if (stride !== 1) return;
+        const t = tag('edge3');
+        await store.createTag({ tag: t, step: 1, start: MAX_ID - 1n });
+        expect((await store.allocate(t)).maxId).toBe(MAX_ID);
+        expect(await codeOf(store.allocate(t))).toBe('ID_SPACE_EXHAUSTED');
+      });
+    });
+
+    describe('fence', () => {
+      it('raises max_id, never lowers it, and bumps the epoch each time', async () => {
+        const t = tag('fence');
+        await store.createTag({ tag: t, step: 10, start: 1n });
+        await store.allocate(t);
+        const f1 = await store.fence(t, 5000n);
+        expect(f1.fenceEpoch).toBe(1);
+        expect(f1.maxId >= 5000n).toBe(true);
+        if (stride === 1) expect(f1.maxId).toBe(5000n);
+        const a = await store.allocate(t);
+        expect(a.fenceEpoch).toBe(1);
+        expect(idsOf(a).every((id) => id >= 5000n)).toBe(true);
+        if (stride === 1) expect(a.maxId).toBe(5010n);
+
+        const before = await store.getTag(t);
+        const f2 = await store.fence(t, 10n); // lower: max_id stays
+        expect(f2.fenceEpoch).toBe(2);
+        expect(f2.maxId).toBe(before?.maxId);
+        const b = await store.allocate(t);
+        expect(b.fenceEpoch).toBe(2);
+        expectDisjoint([a, b]);
+        expect(idsOf(b).every((id) => id >= 5000n)).toBe(true);
+      });
+
+      it('fences to values beyond 2^53 exactly', async () => {
+        const t = tag('fence-big');
+        await store.createTag({ tag: t, step: 10, start: 1n });
+        const to = 9007199254740993n; // 2^53 + 1: not a double
+        const f = await store.fence(t, to);
+        expect(f.maxId >= to).toBe(true);
+        if (stride === 1) expect(f.maxId).toBe(to);
+        const a = await store.allocate(t);
+        expect(idsOf(a).every((id) => id >= to)).toBe(true);
+        if (stride === 1) expect(a.maxId).toBe(to + 10n);
+      });
+    });
+
+    describe('rollback scenario', () => {
+      it('after a restore of an old max_id the store answers the old range again (the guard is in the service)', async () => {
+        const t = tag('rollback');
+        await store.createTag({ tag: t, step: 10, start: 1n });
+        await store.allocate(t);
+        const snap = await h.snapshot(t);
+        const handedOut: Allocation[] = [];
+        for (let i = 0; i < 3 * stride; i++) handedOut.push(await store.allocate(t));
+        const seen = expectDisjoint(handedOut);
+        await h.restore(t, snap);
+        const again = await store.allocate(t);
+        // the store did what it was told: it answers IDs it has answered before
+        expect(idsOf(again).some((id) => seen.has(id.toString()))).toBe(true);
+        if (stride === 1) {
+          expect(again.maxId).toBe(handedOut[0]?.maxId);
+          expect(again.fenceEpoch).toBe(0);
+        }
+        // the operator's fence then moves it above everything handed out
+        let top = 0n;
+        for (const a of handedOut) if (a.maxId > top) top = a.maxId;
+        const f = await store.fence(t, top);
+        expect(f.fenceEpoch).toBe(1);
+        const after = await store.allocate(t);
+        expect(after.fenceEpoch).toBe(1);
+        expect(idsOf(after).every((id) => !seen.has(id.toString()) && id >= top)).toBe(true);
+      });
+    });
+
+    describe('reachability', () => {
+      it('ping resolves', async () => {
+        await expect(store.ping()).resolves.toBeUndefined();
+      });
+    });
+
+    const url = () => h.url;
+    describe('several processes', () => {
+      it('four processes allocating at once get disjoint ranges', async (ctx) => {
+        if (url() === undefined) {
+          ctx.skip();
+          return;
+        }
+        const dist = await ensureDist();
+        const t = tag('procs');
+        await store.createTag({ tag: t, step: 3, start: 1n });
+        const script = fileURLToPath(new URL('./allocate-child.mjs', import.meta.url));
+        const runs = await Promise.all(
+          Array.from({ length: 4 }, () => runChild(script, [dist, url() as string, t, '150', '8'])),
+        );
+        const allocs: Allocation[] = runs.flat();
+        expect(allocs).toHaveLength(600);
+        expectDisjoint(allocs);
+        if (stride === 1) expect((await store.getTag(t))?.maxId).toBe(1n + 600n * 3n);
+      }, 120_000);
+    });
+
+    describe('close', () => {
+      it('a second instance on the same backend sees the state; close resolves, twice', async (ctx) => {
+        if (!h.reopen) {
+          ctx.skip();
+          return;
+        }
+        const t = tag('reopen');
+        await store.createTag({ tag: t, step: 5, start: 1n });
+        const a = await store.allocate(t);
+        const other = await h.reopen();
+        await other.init();
+        const b = await other.allocate(t);
+        expectDisjoint([a, b]);
+        expect((await other.getTag(t))?.step).toBe(5);
+        await other.close();
+        await other.close();
+      });
+    });
+  });
+}
+
+interface ChildAllocation {
+  maxId: string;
+  step: number;
+  storedStep: number;
+  fenceEpoch: number;
+  stride?: number;
+  offset?: number;
+}
+
+function runChild(script: string, args: string[]): Promise<Allocation[]> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [script, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    let err = '';
+    child.stdout.setEncoding('utf8').on('data', (d: string) => (out += d));
+    child.stderr.setEncoding('utf8').on('data', (d: string) => (err += d));
+    child.on('error', reject);
+    child.on('close', (code) => {
+      if (code !== 0) {
+        reject(new Error(`child exited with ${code}: ${err}`));
+        return;
+      }
+      const parsed = JSON.parse(out) as ChildAllocation[];
+      resolve(parsed.map((a) => ({ ...a, maxId: BigInt(a.maxId) })));
+    });
+  });
+}
