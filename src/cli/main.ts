@@ -8,7 +8,6 @@ import { createStore } from '../adapters/create-store.js';
 import { FileHighWaterMarkStore } from '../adapters/state-dir/file-high-water-mark-store.js';
 import { InvalidArgumentError, SequoiaError } from '../core/errors.js';
 import { MAX_STORED_STEP } from '../core/validate.js';
-import { startServer } from '../server/start-server.js';
 import { IdService } from '../service/id-service.js';
 import { VERSION } from '../version.js';
 import { FIELDS, type FieldName, resolveConfig } from './config.js';
@@ -31,6 +30,8 @@ serve.option('--config <file>', 'JSON config file (env SEQUOIA_CONFIG)');
 serve.action(async (opts: Record<string, unknown>) => {
   const { config: file, ...flags } = opts;
   const config = resolveConfig(flags as Partial<Record<FieldName, unknown>>, process.env, file as string | undefined);
+  // Loaded only here: the admin commands stay quick without fastify and pino.
+  const { startServer } = await import('../server/start-server.js');
   await startServer(config, { handleSignals: true });
 });
 

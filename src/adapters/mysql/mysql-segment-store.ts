@@ -84,8 +84,10 @@ export class MysqlSegmentStore implements SegmentStore {
     });
     // A pooled connection that dies while idle emits 'error'; without a
     // listener Node would throw it and kill the process. The pool drops it.
+    // (mysql2 passes the core connection here, whatever the promise typings say.)
     this.pool.on('connection', (conn) => {
-      conn.connection.on('error', () => {});
+      const target = ((conn as { connection?: unknown }).connection ?? conn) as { on?: (e: string, f: () => void) => void };
+      target.on?.('error', () => {});
     });
   }
 
