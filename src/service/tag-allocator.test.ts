@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { MemoryHighWaterMarkStore } from '../adapters/state-dir/file-high-water-mark-store.js';
-import { SequoiaError } from '../core/errors.js';
+import type { SequoiaError } from '../core/errors.js';
 import { type Id, MAX_ID } from '../core/id.js';
 import { silentLogger } from '../ports/logger.js';
 import { ControlledStore, ManualClock, tick } from '../../test/helpers/fakes.js';
@@ -81,7 +81,7 @@ describe('TagAllocator', () => {
   it('a failed load gives SEGMENTS_EXHAUSTED with a retry delay, then recovers', async () => {
     const { alloc, store, clock } = await setup(10);
     store.down = true;
-    const err = await alloc.next().then(
+    const err = await Promise.resolve(alloc.next()).then(
       () => undefined,
       (e: SequoiaError) => e,
     );

@@ -7,7 +7,7 @@
  * allocation) and a promise only when it has to wait for the store; `await`
  * works on both.
  */
-import { SequoiaError, UnavailableError } from '../core/errors.js';
+import { SequoiaError, TagNotFoundError, UnavailableError } from '../core/errors.js';
 import type { Id } from '../core/id.js';
 import { checkAnswer } from '../core/segment/rollback-guard.js';
 import { type Segment, SegmentBuffer } from '../core/segment/segment-buffer.js';
@@ -125,6 +125,7 @@ export class TagAllocator {
   /** Stops background work and drops the buffer (the unused IDs become a gap). */
   close(): void {
     this.closed = true;
+    this.refusal ??= new TagNotFoundError(this.tag);
     this.buffer.clear();
     if (this.retryTimer) clearTimeout(this.retryTimer);
   }

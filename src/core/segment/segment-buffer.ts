@@ -5,8 +5,8 @@
  * current segment and at most one ready next segment.
  *
  * Hot path: `take()` is a compare and an add on doubles while the segment
- * lies below 2^53; above, it adds a small offset to a bigint base. It never
- * allocates below 2^53 and never loses precision above.
+ * lies below 2^53; above, a slower branch adds a small offset to a bigint
+ * base. It never allocates below 2^53 and never loses precision above.
  *
  * When more than 10% of the current segment is used and no next segment is
  * ready, the buffer calls `onRefillNeeded` once; the owner loads the next
@@ -29,14 +29,20 @@ export interface Segment {
 export const PREFETCH_FRACTION = 0.1;
 
 export class SegmentBuffer {
-  // Hot fields first. In small mode `cursor`/`limit` are the ID values; in big
-  // mode they are offsets from `base`.
+  // Hot fields. Below 2^53 (small mode) `cursor`/`limit` are the ID values
+  // themselves. `fastLimit` is the lower of `limit` and the prefetch point, or
+  // -1 where the fast path does not apply (big mode, stride > 1): one compare
+  // and one add serve every other call. Above 2^53 (big mode) takeSlow()
+  // works on offsets from the bigint `base`.
   private cursor = 0;
-  private limit = 0;
+  private fastLimit = -1;
+  private limit = -1;
   private stride = 1;
   private prefetchAt = Number.POSITIVE_INFINITY;
   private small = true;
   private base = 0n;
+  private offset = 0;
+  private length = 0;
 
   private currentSeg: Segment | undefined;
   private nextSeg: Segment | undefined;
@@ -55,12 +61,11 @@ export class SegmentBuffer {
   /** Returns the next ID, or undefined when neither segment has one left. */
   take(): Id | undefined {
     const v = this.cursor;
-    if (v < this.limit) {
-      this.cursor = v + this.stride;
-      if (v >= this.prefetchAt) this.fireRefill();
-      return this.small ? v : toId(this.base + BigInt(v));
+    if (v < this.fastLimit) {
+      this.cursor = v + 1;
+      return v;
     }
-    return this.swapAndTake();
+    return this.takeSlow();
   }
 
   /**
@@ -70,27 +75,29 @@ export class SegmentBuffer {
   takeInto(n: number, out: Id[]): number {
     let taken = 0;
     while (taken < n) {
-      if (this.cursor >= this.limit && !this.swap()) break;
-      const avail = Math.ceil((this.limit - this.cursor) / this.stride);
-      const k = Math.min(avail, n - taken);
+      if (this.remainingCurrent() === 0 && !this.swap()) break;
+      const k = Math.min(this.remainingCurrent(), n - taken);
       const s = this.stride;
-      let v = this.cursor;
       if (this.small) {
+        let v = this.cursor;
         for (let i = 0; i < k; i++, v += s) out.push(v);
+        this.cursor = v;
+        if (v - s >= this.prefetchAt) this.fireRefill();
       } else {
-        for (let i = 0; i < k; i++, v += s) out.push(toId(this.base + BigInt(v)));
+        let o = this.offset;
+        for (let i = 0; i < k; i++, o += s) out.push(toId(this.base + BigInt(o)));
+        this.offset = o;
+        if (o - s >= this.prefetchAt) this.fireRefill();
       }
-      this.cursor = v;
       taken += k;
-      if (v > this.prefetchAt) this.fireRefill();
     }
     return taken;
   }
 
   /** IDs left in the current segment. */
   remainingCurrent(): number {
-    if (this.cursor >= this.limit) return 0;
-    return Math.ceil((this.limit - this.cursor) / this.stride);
+    const left = this.small ? this.limit - this.cursor : this.length - this.offset;
+    return left > 0 ? Math.ceil(left / this.stride) : 0;
   }
 
   /** IDs left in both segments. */
@@ -100,8 +107,8 @@ export class SegmentBuffer {
 
   /** The next ID `take()` would return from the current segment, if any. */
   peekCurrent(): bigint | undefined {
-    if (this.cursor >= this.limit) return undefined;
-    return this.small ? BigInt(this.cursor) : this.base + BigInt(this.cursor);
+    if (this.remainingCurrent() === 0) return undefined;
+    return this.small ? BigInt(this.cursor) : this.base + BigInt(this.offset);
   }
 
   hasNext(): boolean {
@@ -115,21 +122,21 @@ export class SegmentBuffer {
    */
   offer(seg: Segment): void {
     if (seg.end <= seg.start || seg.stride < 1) throw new RangeError('empty segment');
-    if (this.cursor >= this.limit && this.nextSeg === undefined) {
+    if (this.remainingCurrent() === 0 && this.nextSeg === undefined) {
       this.install(seg);
       return;
     }
     if (this.nextSeg !== undefined) throw new Error('next segment already loaded');
     this.nextSeg = seg;
     this.prefetchAt = Number.POSITIVE_INFINITY;
+    this.updateFastLimit();
   }
 
-  /**
-   * Lets the refill callback fire again at the next take (after a failed load).
-   */
+  /** Lets the refill callback fire again at the next take (after a failed load). */
   rearm(): void {
     if (this.nextSeg === undefined && this.currentSeg !== undefined) {
-      this.prefetchAt = Math.min(this.prefetchAt, this.cursor);
+      this.prefetchAt = Math.min(this.prefetchAt, this.small ? this.cursor : this.offset);
+      this.updateFastLimit();
     }
   }
 
@@ -137,14 +144,32 @@ export class SegmentBuffer {
   clear(): void {
     this.currentSeg = undefined;
     this.nextSeg = undefined;
-    this.cursor = 0;
-    this.limit = 0;
     this.small = true;
+    this.cursor = 0;
+    this.limit = -1;
     this.base = 0n;
+    this.offset = 0;
+    this.length = 0;
     this.prefetchAt = Number.POSITIVE_INFINITY;
+    this.updateFastLimit();
   }
 
-  private swapAndTake(): Id | undefined {
+  private takeSlow(): Id | undefined {
+    if (this.small) {
+      const v = this.cursor;
+      if (v < this.limit) {
+        this.cursor = v + this.stride;
+        if (v >= this.prefetchAt) this.fireRefill();
+        return v;
+      }
+    } else {
+      const o = this.offset;
+      if (o < this.length) {
+        this.offset = o + this.stride;
+        if (o >= this.prefetchAt) this.fireRefill();
+        return toId(this.base + BigInt(o));
+      }
+    }
     return this.swap() ? this.take() : undefined;
   }
 
@@ -160,25 +185,34 @@ export class SegmentBuffer {
     this.currentSeg = seg;
     this.stride = seg.stride;
     const len = Number(seg.end - seg.start);
-    if (seg.end - 1n <= MAX_SAFE) {
-      this.small = true;
-      this.base = 0n;
-      this.cursor = Number(seg.start);
-      this.limit = Number(seg.end);
-    } else {
-      this.small = false;
-      this.base = seg.start;
-      this.cursor = 0;
-      this.limit = len;
-    }
     // "More than 10% used": after taking the value at offset floor(len/10),
     // floor(len/10) + 1 IDs are used, which is the first count above len/10.
-    this.prefetchAt = this.cursor + Math.floor(len * PREFETCH_FRACTION);
+    const threshold = Math.floor(len * PREFETCH_FRACTION);
+    if (seg.end - 1n <= MAX_SAFE) {
+      this.small = true;
+      this.cursor = Number(seg.start);
+      this.limit = Number(seg.end);
+      this.prefetchAt = this.cursor + threshold;
+    } else {
+      this.small = false;
+      this.cursor = 0;
+      this.limit = -1;
+      this.base = seg.start;
+      this.offset = 0;
+      this.length = len;
+      this.prefetchAt = threshold;
+    }
     if (this.nextSeg !== undefined) this.prefetchAt = Number.POSITIVE_INFINITY;
+    this.updateFastLimit();
+  }
+
+  private updateFastLimit(): void {
+    this.fastLimit = this.small && this.stride === 1 ? Math.min(this.limit, this.prefetchAt) : -1;
   }
 
   private fireRefill(): void {
     this.prefetchAt = Number.POSITIVE_INFINITY;
+    this.updateFastLimit();
     this.onRefillNeeded();
   }
 }

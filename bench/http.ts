@@ -1,0 +1,66 @@
+/** HTTP throughput and latency with wrk: Sequoia against bare node:http, same machine, same run. */
+import { execFileSync, spawnSync } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { median, startChild, stopChild } from './util.js';
+
+export interface WrkResult {
+  rps: number;
+  p50ms: number;
+  p99ms: number;
+}
+
+function toMs(v: string): number {
+  const m = /^([\d.]+)(us|ms|s)$/.exec(v.trim());
+  if (!m) return Number.NaN;
+  const x = Number(m[1]);
+  return m[2] === 'us' ? x / 1000 : m[2] === 's' ? x * 1000 : x;
+}
+
+export function wrk(url: string, connections: number, seconds: number): WrkResult {
+  const out = execFileSync('wrk', ['-t2', `-c${connections}`, `-d${seconds}s`, '--latency', url], { encoding: 'utf8' });
+  const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1]);
+  const p50 = /\s50%\s+(\S+)/.exec(out)?.[1] ?? '';
+  const p99 = /\s99%\s+(\S+)/.exec(out)?.[1] ?? '';
+  const non2xx = /Non-2xx or 3xx responses: (\d+)/.exec(out);
+  if (non2xx) throw new Error(`wrk saw ${non2xx[1]} error responses from ${url}`);
+  return { rps, p50ms: toMs(p50), p99ms: toMs(p99) };
+}
+
+export function haveWrk(): boolean {
+  return spawnSync('wrk', ['--version']).error === undefined;
+}
+
+const root = fileURLToPath(new URL('../..', import.meta.url));
+
+export async function benchHttp(rounds: number, seconds: number) {
+  const dir = mkdtempSync(join(tmpdir(), 'sequoia-bench-'));
+  const store = `sqlite:${join(dir, 'bench.db')}`;
+  const cli = join(root, 'dist', 'cli', 'main.js');
+  execFileSync(process.execPath, [cli, 'tag', 'create', 'bench', '--step', '1000000', '--store', store, '--state-dir', dir]);
+  const seq = await startChild([cli, 'serve', '--port', '0', '--store', store, '--state-dir', dir, '--log-level', 'info']);
+  const bare = await startChild([join(root, 'dist-bench', 'bench', 'bare-http.js')]);
+  const res = { seqSingle: [] as WrkResult[], bareSingle: [] as WrkResult[], seqBatch: [] as WrkResult[], bareBatch: [] as WrkResult[] };
+  try {
+    // warm up both
+    wrk(`${seq.url}/api/segment/get/bench`, 50, 2);
+    wrk(`${bare.url}/`, 50, 2);
+    for (let r = 0; r < rounds; r++) {
+      res.bareSingle.push(wrk(`${bare.url}/`, 50, seconds));
+      res.seqSingle.push(wrk(`${seq.url}/api/segment/get/bench`, 50, seconds));
+      res.bareBatch.push(wrk(`${bare.url}/batch`, 50, seconds));
+      res.seqBatch.push(wrk(`${seq.url}/v1/segment/bench?count=1000`, 50, seconds));
+    }
+  } finally {
+    await stopChild(seq.child);
+    await stopChild(bare.child);
+  }
+  const med = (xs: WrkResult[]): WrkResult => ({
+    rps: median(xs.map((x) => x.rps)),
+    p50ms: median(xs.map((x) => x.p50ms)),
+    p99ms: median(xs.map((x) => x.p99ms)),
+  });
+  return { seqSingle: med(res.seqSingle), bareSingle: med(res.bareSingle), seqBatch: med(res.seqBatch), bareBatch: med(res.bareBatch) };
+}

@@ -1,0 +1,42 @@
+/**
+ * `npm run bench [-- section…]`: sections core, http (default: all).
+ * Prints Markdown for BENCHMARKS.md. Every ratio compares numbers measured in
+ * this same run; each figure is the median of several rounds.
+ */
+import { cpus } from 'node:os';
+import { benchCore } from './core.js';
+import { benchHttp, haveWrk } from './http.js';
+import { fmt, pct } from './util.js';
+
+const args = process.argv.slice(2);
+const want = (s: string) => args.length === 0 || args.includes(s);
+const rounds = Number(process.env.BENCH_ROUNDS ?? 5);
+
+console.log(`# Sequoia benchmark run ${new Date().toISOString()}`);
+console.log(`node ${process.version}, ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}; medians of ${rounds} rounds\n`);
+
+if (want('core')) {
+  const r = await benchCore(rounds);
+  console.log('## In-process segment next()\n');
+  console.log('| what | IDs/s | vs bare counter |');
+  console.log('| --- | ---: | ---: |');
+  console.log(`| bare counter \`() => ++n\` | ${fmt(r.counter)} | 100% |`);
+  console.log(`| Sequoia \`allocator.next()\` (tag handle, buffered segment) | ${fmt(r.handle)} | ${pct(r.handle, r.counter)} |`);
+  console.log(`| Sequoia \`service.next(tag)\` (tag looked up per call) | ${fmt(r.byTag)} | ${pct(r.byTag, r.counter)} |\n`);
+}
+
+if (want('http')) {
+  if (!haveWrk()) {
+    console.log('## HTTP\n\nskipped: `wrk` is not installed (`apt-get install wrk`)\n');
+  } else {
+    const hr = Math.max(3, Math.round(rounds * 0.6));
+    const r = await benchHttp(hr, 5);
+    console.log(`## HTTP (wrk -t2 -c50 -d5s, ${hr} rounds, wrk on the same 2 cores)\n`);
+    console.log('| route | requests/s | p50 ms | p99 ms | vs bare node:http (rps) | p99 vs bare |');
+    console.log('| --- | ---: | ---: | ---: | ---: | ---: |');
+    console.log(`| bare node:http counter | ${fmt(r.bareSingle.rps)} | ${r.bareSingle.p50ms} | ${r.bareSingle.p99ms} | 100% | 1.00× |`);
+    console.log(`| Sequoia \`GET /api/segment/get/{tag}\` | ${fmt(r.seqSingle.rps)} | ${r.seqSingle.p50ms} | ${r.seqSingle.p99ms} | ${pct(r.seqSingle.rps, r.bareSingle.rps)} | ${(r.seqSingle.p99ms / r.bareSingle.p99ms).toFixed(2)}× |`);
+    console.log(`| bare node:http, 1000 numbers as JSON | ${fmt(r.bareBatch.rps)} (${fmt(r.bareBatch.rps * 1000)} IDs/s) | ${r.bareBatch.p50ms} | ${r.bareBatch.p99ms} | 100% | 1.00× |`);
+    console.log(`| Sequoia \`GET /v1/segment/{tag}?count=1000\` | ${fmt(r.seqBatch.rps)} (${fmt(r.seqBatch.rps * 1000)} IDs/s) | ${r.seqBatch.p50ms} | ${r.seqBatch.p99ms} | ${pct(r.seqBatch.rps, r.bareBatch.rps)} | ${(r.seqBatch.p99ms / r.bareBatch.p99ms).toFixed(2)}× |\n`);
+  }
+}
