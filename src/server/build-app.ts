@@ -4,7 +4,7 @@
  * see a stack trace, a path or SQL: unexpected errors answer INTERNAL with the
  * request id that the log line also carries.
  */
-import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { Logger as PinoLogger } from 'pino';
 import { SequoiaError } from '../core/errors.js';
 import type { IdService } from '../service/id-service.js';
@@ -34,7 +34,8 @@ interface RouteFlags {
 export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   const app: FastifyInstance = Fastify({
     ...(opts.logger ? { loggerInstance: opts.logger as unknown as FastifyBaseLogger } : { logger: false }),
-    disableRequestLogging: true,
+    // Our own onResponse hook logs requests: hot ID routes only at debug.
+    logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: 16 * 1024,
     // Tags may be `__proto__`: never turn JSON keys into prototype changes.
     onProtoPoisoning: 'error',
