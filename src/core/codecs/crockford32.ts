@@ -15,6 +15,8 @@ export const CROCKFORD32_ALPHABET = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
 export const CROCKFORD32_CHECK_ALPHABET = '0123456789ABCDEFGHJKMNPQRSTVWXYZ*~$=U';
 const SYMBOLS: readonly string[] = CROCKFORD32_ALPHABET.split('');
 const CHECK_SYMBOLS: readonly string[] = CROCKFORD32_CHECK_ALPHABET.split('');
+/** `SYMBOL_PAIRS[v]` is the two symbols of a 10-bit value. */
+const SYMBOL_PAIRS: readonly string[] = Array.from({ length: 1024 }, (_, v) => SYMBOLS[v >>> 5]! + SYMBOLS[v & 31]!);
 
 /** Symbol value for char codes < 128; -1 when not a data symbol. */
 const VALUE = new Int8Array(128).fill(-1);
@@ -38,7 +40,6 @@ export function crockford32ValueAt(text: string, index: number): number {
   return c < 128 ? VALUE[c]! : -1;
 }
 
-const TWO32_MOD_37 = 2 ** 32 % 37;
 const MAX_TEXT = 1024;
 
 export interface Crockford32Options {
@@ -60,14 +61,18 @@ export function crockford32CheckSymbol(value: bigint | number): string {
  * `5 * width` must be zero; the caller guarantees it (no check on this path).
  */
 export function encodeCrockford32Parts(hi: number, lo: number, width: number, check: boolean): string {
-  let s = '';
-  if (check) s = CHECK_SYMBOLS[((hi % 37) * TWO32_MOD_37 + (lo % 37)) % 37]!;
-  for (let i = 0; i < width; i++) {
-    s = SYMBOLS[lo & 31]! + s;
-    lo = ((lo >>> 5) | (hi << 27)) >>> 0;
-    hi >>>= 5;
+  // (hi·2^32 + lo) mod 37 from 16-bit pieces (2^16 ≡ 9, 2^32 ≡ 7, 2^48 ≡ 26 mod 37): small-integer arithmetic only.
+  let s = check
+    ? CHECK_SYMBOLS[((hi >>> 16) * 26 + (hi & 0xffff) * 7 + (lo >>> 16) * 9 + (lo & 0xffff)) % 37]!
+    : '';
+  let i = width;
+  // Two symbols (10 bits) per step: half the string concatenations.
+  for (; i >= 2; i -= 2) {
+    s = SYMBOL_PAIRS[lo & 1023]! + s;
+    lo = ((lo >>> 10) | (hi << 22)) >>> 0;
+    hi >>>= 10;
   }
-  return s;
+  return i === 1 ? SYMBOLS[lo & 31]! + s : s;
 }
 
 /**

@@ -152,19 +152,28 @@ export class FeistelPermutation {
 
   /** Splits an input into halves; throws unless 0 ≤ x < size. */
   private load(x: number | bigint): void {
+    let hi: number;
+    let lo: number;
     if (typeof x === 'number') {
       if (!Number.isSafeInteger(x) || x < 0 || (this.numberSafe && x >= this.sizeNumber)) {
         throw new InvalidArgumentError(`value must be an integer from 0 to ${this.size - 1n}`);
       }
-      const r = x % this.halfScale;
-      this.l = (x - r) / this.halfScale;
-      this.r = r;
+      lo = x >>> 0; // x mod 2^32, exact for safe integers
+      hi = (x - lo) / 4294967296;
     } else {
       if (typeof x !== 'bigint' || x < 0n || x >= this.size) {
         throw new InvalidArgumentError(`value must be an integer from 0 to ${this.size - 1n}`);
       }
-      this.l = Number(x >> this.halfBig);
-      this.r = Number(x & this.halfMaskBig);
+      lo = Number(x & 0xffffffffn);
+      hi = Number(x >> 32n);
+    }
+    // value = hi·2^32 + lo < 2^E = 2^(2h): split into h-bit halves.
+    if (this.half === 32) {
+      this.l = hi;
+      this.r = lo;
+    } else {
+      this.l = ((hi << (32 - this.half)) | (lo >>> this.half)) >>> 0;
+      this.r = (lo & this.halfMask) >>> 0;
     }
   }
 
