@@ -1,16 +1,19 @@
 /**
- * The multi-process contract test runs children on the built code (dist/).
- * Builds it once when dist/ lacks the store code or is older than src/. A lock
- * directory keeps parallel test files from running tsc at the same time.
+ * The multi-process contract test runs children on built code. It is built
+ * (tsconfig.build.json) into a private directory, test-artifacts/contract-dist,
+ * not dist/: other people's builds rewrite dist/ at any moment, and a child
+ * importing a half-written file fails for no fault of the store. It is rebuilt
+ * only when the store sources are newer than the build. A lock directory keeps
+ * parallel test files from running tsc at the same time.
  */
 import { execFile } from 'node:child_process';
-import { mkdirSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 
 const root = resolve(fileURLToPath(new URL('../..', import.meta.url)));
-const dist = join(root, 'dist');
+const dist = join(root, 'test-artifacts', 'contract-dist');
 const NEEDED = [
   'adapters/create-store',
   'adapters/postgres/postgres-segment-store',
@@ -40,15 +43,16 @@ function newestSrc(dir: string): number {
 }
 
 function fresh(): boolean {
-  const src = newestSrc(join(root, 'src/adapters'));
+  const src = Math.max(...['adapters', 'core', 'ports'].map((d) => newestSrc(join(root, 'src', d))));
   return NEEDED.every((n) => mtime(join(dist, `${n}.js`)) >= mtime(join(root, 'src', `${n}.ts`)) && mtime(join(dist, `${n}.js`)) > 0) &&
     mtime(join(dist, 'adapters/create-store.js')) >= src;
 }
 
 /** Returns the dist directory, building it first when needed. */
 export async function ensureDist(): Promise<string> {
-  if (fresh()) return dist;
-  const lock = join(root, 'test-artifacts', 'dist-build.lock');
+  const lock = join(root, 'test-artifacts', 'contract-dist.lock');
+  // While another test file builds, its half-written output may look fresh: wait for the lock.
+  if (!existsSync(lock) && fresh()) return dist;
   mkdirSync(join(root, 'test-artifacts'), { recursive: true });
   const deadline = Date.now() + 180_000;
   for (;;) {
@@ -57,18 +61,17 @@ export async function ensureDist(): Promise<string> {
       break;
     } catch {
       if (mtime(lock) > 0 && Date.now() - mtime(lock) > 170_000) rmSync(lock, { recursive: true, force: true });
-      if (Date.now() > deadline) throw new Error('timed out waiting for another test to build dist/');
+      if (Date.now() > deadline) throw new Error('timed out waiting for another test to build the store code');
       await new Promise((r) => setTimeout(r, 500));
-      if (fresh()) return dist;
     }
   }
   try {
     if (!fresh()) {
       // tsc emits even when unrelated files being edited elsewhere fail to type-check.
-      await promisify(execFile)(process.execPath, [join(root, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json'], {
+      await promisify(execFile)(process.execPath, [join(root, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json', '--outDir', dist, '--declaration', 'false', '--sourceMap', 'false'], {
         cwd: root,
       }).catch(() => undefined);
-      if (!NEEDED.every((n) => mtime(join(dist, `${n}.js`)) > 0)) throw new Error('building dist/ did not produce the store code');
+      if (!NEEDED.every((n) => mtime(join(dist, `${n}.js`)) > 0)) throw new Error(`building ${dist} did not produce the store code`);
     }
   } finally {
     rmSync(lock, { recursive: true, force: true });
