@@ -7,7 +7,8 @@
  */
 import { InvalidArgumentError, TagNotFoundError } from '../core/errors.js';
 import type { Id } from '../core/id.js';
-import { assertIdValue, assertStep, assertTag } from '../core/validate.js';
+import { assertIdValue, assertStep, assertTag, TAG_PATTERN } from '../core/validate.js';
+import { MULTI_META_TAG } from '../adapters/multi/multi-segment-store.js';
 import { type Clock, systemClock } from '../ports/clock.js';
 import type { HighWaterMarkStore } from '../ports/high-water-mark-store.js';
 import { type Logger, silentLogger } from '../ports/logger.js';
@@ -76,6 +77,12 @@ export class IdService {
   async start(): Promise<void> {
     if (this.started) return;
     await this.store.init();
+    if (!this.store.kind.startsWith('multi(') && (await this.store.getTag(MULTI_META_TAG))) {
+      // Its counters are units of a multi-store set, not IDs: serving them alone would repeat.
+      throw new InvalidArgumentError(
+        `store: this ${this.store.kind} store is a member of a multi-store set; configure the whole comma-separated list`,
+      );
+    }
     this.started = true;
     if (this.refreshIntervalMs > 0) {
       this.refreshTimer = setInterval(() => {
@@ -137,8 +144,8 @@ export class IdService {
     return info;
   }
 
-  listTags(): Promise<TagInfo[]> {
-    return this.store.listTags();
+  async listTags(): Promise<TagInfo[]> {
+    return (await this.store.listTags()).filter((t) => TAG_PATTERN.test(t.tag));
   }
 
   async updateTag(tag: string, update: TagUpdate): Promise<TagInfo> {

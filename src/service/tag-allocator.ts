@@ -10,7 +10,7 @@
 import { SequoiaError, TagNotFoundError, UnavailableError } from '../core/errors.js';
 import type { Id } from '../core/id.js';
 import { checkAnswer } from '../core/segment/rollback-guard.js';
-import { type Segment, SegmentBuffer } from '../core/segment/segment-buffer.js';
+import { type Segment, SegmentBuffer, segmentSize } from '../core/segment/segment-buffer.js';
 import { nextStep } from '../core/segment/step-policy.js';
 import type { Clock } from '../ports/clock.js';
 import type { HighWaterMarkStore } from '../ports/high-water-mark-store.js';
@@ -62,10 +62,25 @@ export interface TagAllocatorSnapshot {
   readonly loadFailures: number;
   readonly lastError: { readonly code: string; readonly message: string } | undefined;
   readonly refusing: string | undefined;
+  /** IDs the current / next segment holds in all (for "how full" bars). */
+  readonly currentSize: number;
+  readonly nextSize: number;
+  /**
+   * IDs taken out of this allocator's buffer since it was created: IDs loaded
+   * minus IDs still buffered minus IDs dropped (rollback, close). Monotonic for
+   * the allocator's life; metrics and rates derive from it at read time, so
+   * the hot path counts nothing.
+   */
+  readonly issued: number;
+  /** Distinguishes allocators of the same tag (a tag deleted and created again), so totals can carry over. */
+  readonly instance: number;
 }
+
+let instances = 0;
 
 export class TagAllocator {
   readonly tag: string;
+  private readonly instance = ++instances;
   private readonly buffer = new SegmentBuffer();
   private readonly deps: TagAllocatorDeps;
   private inflight: Promise<void> | undefined;
@@ -81,6 +96,9 @@ export class TagAllocator {
   private storedStep: number | undefined;
   private loads = 0;
   private loadFailures = 0;
+  /** IDs accepted into the buffer, and IDs dropped from it unused: see `issued`. */
+  private loadedIds = 0;
+  private droppedIds = 0;
   private closed = false;
 
   constructor(tag: string, deps: TagAllocatorDeps) {
@@ -126,6 +144,7 @@ export class TagAllocator {
   close(): void {
     this.closed = true;
     this.refusal ??= new TagNotFoundError(this.tag);
+    this.droppedIds += this.buffer.remaining();
     this.buffer.clear();
     if (this.retryTimer) clearTimeout(this.retryTimer);
   }
@@ -150,6 +169,10 @@ export class TagAllocator {
       loadFailures: this.loadFailures,
       lastError: this.lastError && { code: this.lastError.code, message: this.lastError.message },
       refusing: this.refusal?.code,
+      currentSize: cur ? segmentSize(cur) : 0,
+      nextSize: nxt ? segmentSize(nxt) : 0,
+      issued: this.loadedIds - this.droppedIds - this.buffer.remaining(),
+      instance: this.instance,
     };
   }
 
@@ -216,21 +239,32 @@ export class TagAllocator {
       });
       const ms = performance.now() - t0;
       if (this.closed) return;
-      const start = alloc.maxId - BigInt(alloc.step);
-      const verdict = checkAnswer(marks.get(this.tag), start, alloc.maxId, alloc.fenceEpoch);
+      const stride = alloc.stride ?? 1;
+      const start = alloc.maxId - BigInt(alloc.step) * BigInt(stride);
+      // Each store of a multi-store set rises only within its own residue
+      // class, so each class keeps its own mark ('#' and ':' are not legal in
+      // tags); the plain mark then only summarises, for fence.
+      const markKey = stride === 1 ? this.tag : `${this.tag}#${stride}:${alloc.offset ?? 0}`;
+      const verdict = checkAnswer(marks.get(markKey), start, alloc.maxId, alloc.fenceEpoch);
       // Durable before any of these IDs can be handed out.
-      marks.put(this.tag, verdict.record);
+      marks.put(markKey, verdict.record);
+      if (stride !== 1 && verdict.ok) {
+        const summary = marks.get(this.tag);
+        if (!summary || summary.mark < alloc.maxId) marks.put(this.tag, { mark: alloc.maxId });
+      }
       if (!verdict.ok) {
         this.refusal = new UnavailableError('STORE_ROLLBACK_DETECTED', `tag ${JSON.stringify(this.tag)}: ${verdict.reason}`);
         this.lastError = this.refusal;
+        this.droppedIds += this.buffer.remaining();
         this.buffer.clear();
         this.loadFailures++;
         this.deps.onLoad?.(this.tag, false, ms / 1000);
         logger.error({ tag: this.tag, start: String(start), end: String(alloc.maxId), code: this.refusal.code }, verdict.reason);
         return;
       }
-      const seg: Segment = { start, end: alloc.maxId, stride: 1, step: alloc.step, loadedAt: clock.now() };
+      const seg: Segment = { start, end: alloc.maxId, stride, step: alloc.step, loadedAt: clock.now() };
       this.buffer.offer(seg);
+      this.loadedIds += segmentSize(seg);
       this.storedStep = alloc.storedStep;
       this.lastStep = alloc.step;
       this.lastLoadAt = startedAt;
