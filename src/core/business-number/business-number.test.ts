@@ -1,6 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { type BusinessNumberFormat, createBusinessNumberCodec, validateBusinessNumberFormat } from './business-number.js';
+import {
+  type BusinessNumberFormat,
+  createBusinessNumberCodec,
+  resolveBusinessNumberFormat,
+  validateBusinessNumberFormat,
+} from './business-number.js';
 import { MAX_ID } from '../id.js';
 import { InvalidArgumentError, SequoiaError } from '../errors.js';
 
@@ -108,5 +113,26 @@ describe('business-number codecs', () => {
     expect(() => createBusinessNumberCodec({ kind: 'hex' }).decode('8000000000000000')).toThrow(InvalidArgumentError);
     expect(() => createBusinessNumberCodec({ kind: 'decimal' }).decode('9223372036854775808')).toThrow(SequoiaError);
     expect(() => createBusinessNumberCodec({ kind: 'nope' } as unknown as BusinessNumberFormat)).toThrow(InvalidArgumentError);
+  });
+});
+
+describe('resolveBusinessNumberFormat', () => {
+  it('resolves names first, then key-less specs', () => {
+    const named = new Map<string, BusinessNumberFormat>([['order', ORDER]]);
+    expect(resolveBusinessNumberFormat('order', named)).toEqual(ORDER);
+    expect(resolveBusinessNumberFormat('decimal')).toEqual({ kind: 'decimal' });
+    expect(resolveBusinessNumberFormat('hex:16')).toEqual({ kind: 'hex', width: 16 });
+    expect(resolveBusinessNumberFormat('base62')).toEqual({ kind: 'base62' });
+    expect(resolveBusinessNumberFormat('crockford32:13:check')).toEqual({ kind: 'crockford32', width: 13, check: true });
+    expect(resolveBusinessNumberFormat('crockford32:check', named)).toEqual({ kind: 'crockford32', check: true });
+  });
+
+  it('rejects the rest with INVALID_ARGUMENT', () => {
+    for (const bad of ['', 'order', 'permuted-base32', 'base62:0', 'base62:12', 'decimal:3', 'hex:check', 'BASE62', '__proto__', 'constructor']) {
+      expect(() => resolveBusinessNumberFormat(bad, new Map())).toThrow(InvalidArgumentError);
+    }
+    expect(thrownMessage(() => resolveBusinessNumberFormat('x', new Map([['order', ORDER]]), 'query.format'))).toMatch(
+      /^query\.format .*order/,
+    );
   });
 });

@@ -16,6 +16,7 @@
  *   const codec = createBusinessNumberCodec(validateBusinessNumberFormat(json)); // once
  *   codec.encode(id)     // string; id: number (safe) or bigint, 0..2^63-1
  *   codec.decode(text)   // bigint, for `sequoia explain` / `/v1/explain`
+ *   resolveBusinessNumberFormat('base62:8' | 'order', tagFormats)  // a `?format=` value → format
  *
  * Errors: a malformed format or text, or an ID that is not an integer in
  * [0, 2^63-1], throws InvalidArgumentError (INVALID_ARGUMENT) naming the field.
@@ -265,4 +266,37 @@ export function createBusinessNumberCodec(input: BusinessNumberFormat): Business
       };
     }
   }
+}
+
+const SPEC = /^(decimal|hex|base62|crockford32)(?::([0-9]{1,2}))?(?::(check))?$/;
+
+/**
+ * Resolves a `?format=` value (or a CLI `--format`): first a name in `named`
+ * (e.g. the tag's configured formats, such as `order` → a permuted-base32
+ * format with its key), else a key-less kind with an optional width and, for
+ * crockford32, `:check`: `decimal`, `hex`, `hex:16`, `base62`, `base62:11`,
+ * `crockford32`, `crockford32:13`, `crockford32:13:check`. A permuted format
+ * is only reachable by name (its key never travels in a URL).
+ * Throws InvalidArgumentError naming `field`.
+ */
+export function resolveBusinessNumberFormat(
+  spec: string,
+  named?: ReadonlyMap<string, BusinessNumberFormat>,
+  field = 'format',
+): BusinessNumberFormat {
+  if (typeof spec !== 'string') throw new InvalidArgumentError(`${field} must be a string`);
+  const configured = named?.get(spec);
+  if (configured !== undefined) return validateBusinessNumberFormat(configured, field);
+  const m = SPEC.exec(spec);
+  if (m === null || (m[3] !== undefined && m[1] !== 'crockford32') || (m[2] !== undefined && m[1] === 'decimal')) {
+    const names = named === undefined || named.size === 0 ? '' : ` or one of ${[...named.keys()].join(', ')}`;
+    throw new InvalidArgumentError(
+      `${field} must be decimal, hex[:width], base62[:width] or crockford32[:width][:check]${names}`,
+    );
+  }
+  const kind = m[1] as 'decimal' | 'hex' | 'base62' | 'crockford32';
+  const candidate: Record<string, unknown> = { kind };
+  if (m[2] !== undefined) candidate['width'] = Number(m[2]);
+  if (m[3] !== undefined) candidate['check'] = true;
+  return validateBusinessNumberFormat(candidate, field);
 }
