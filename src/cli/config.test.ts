@@ -34,4 +34,17 @@ describe('resolveConfig', () => {
       expect(p.join('\n')).not.toMatch(/short/); // a secret is never echoed
     }
   });
+
+  it('validates named business-number formats and never echoes them (they hold keys)', () => {
+    const ok = resolveConfig({}, { SEQUOIA_FORMATS: JSON.stringify({ order: { kind: 'permuted-base32', bits: 60, key: 'k'.repeat(20) } }) }, undefined);
+    expect(ok.formats?.order).toMatchObject({ kind: 'permuted-base32', bits: 60 });
+    try {
+      resolveConfig({ formats: JSON.stringify({ order: { kind: 'permuted-base32', bits: 99, key: 'secret-key-1234567890' } }) }, {}, undefined);
+      expect.unreachable();
+    } catch (e) {
+      const msg = (e as ConfigError).problems.join('\n');
+      expect(msg).toMatch(/formats \(from --formats\): formats\.order\.bits/);
+      expect(msg).not.toMatch(/secret-key/);
+    }
+  });
 });

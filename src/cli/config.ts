@@ -7,6 +7,7 @@
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { DEFAULT_STORE_URL } from '../adapters/create-store.js';
+import { type BusinessNumberFormat, validateBusinessNumberFormat } from '../core/business-number/index.js';
 import { InvalidArgumentError } from '../core/errors.js';
 
 const intFrom = (min: number, max: number) =>
@@ -14,6 +15,31 @@ const intFrom = (min: number, max: number) =>
     (v) => (typeof v === 'string' && /^[0-9]+$/.test(v.trim()) ? Number(v.trim()) : v),
     z.number({ error: `must be an integer from ${min} to ${max}` }).int(`must be an integer from ${min} to ${max}`).min(min, `must be at least ${min}`).max(max, `must be at most ${max}`),
   );
+
+/** Named business-number formats: a JSON object (or its text, from a flag or the environment). */
+const formatsSchema = z.preprocess(
+  (v) => {
+    if (typeof v !== 'string') return v;
+    try {
+      return JSON.parse(v) as unknown;
+    } catch {
+      return v;
+    }
+  },
+  z
+    .record(z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/, 'names are 1-64 letters, digits, _ . -'), z.unknown(), {
+      error: 'must be a JSON object of name → format',
+    })
+    .superRefine((rec, ctx) => {
+      for (const [name, f] of Object.entries(rec)) {
+        try {
+          validateBusinessNumberFormat(f, `formats.${name}`);
+        } catch (e) {
+          ctx.addIssue({ code: 'custom', message: e instanceof Error ? e.message : String(e) });
+        }
+      }
+    }),
+);
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
@@ -27,6 +53,7 @@ export const FIELDS = {
   maxStep: { schema: intFrom(1, 2_000_000_000), default: 1_000_000, env: 'SEQUOIA_MAX_STEP', flag: '--max-step', doc: 'cap of the dynamic step' },
   refreshIntervalMs: { schema: intFrom(0, 86_400_000), default: 60_000, env: 'SEQUOIA_REFRESH_INTERVAL_MS', flag: '--refresh-interval-ms', doc: 'how often the tag list is re-read (0: never)' },
   loadTimeoutMs: { schema: intFrom(1, 600_000), default: 3000, env: 'SEQUOIA_LOAD_TIMEOUT_MS', flag: '--load-timeout-ms', doc: 'how long a request waits for the store when both segments are empty' },
+  formats: { schema: formatsSchema.optional(), default: undefined, env: 'SEQUOIA_FORMATS', flag: '--formats', doc: 'named business-number formats, JSON {"order":{"kind":"permuted-base32",…}}; holds keys: prefer the config file or env' },
   shutdownTimeoutMs: { schema: intFrom(0, 600_000), default: 10_000, env: 'SEQUOIA_SHUTDOWN_TIMEOUT_MS', flag: '--shutdown-timeout-ms', doc: 'how long SIGTERM waits for in-flight requests' },
 } as const;
 
@@ -43,6 +70,7 @@ export interface ServeConfig {
   refreshIntervalMs: number;
   loadTimeoutMs: number;
   shutdownTimeoutMs: number;
+  formats: Record<string, BusinessNumberFormat> | undefined;
 }
 
 /** Bad configuration: one message per field. */
@@ -94,7 +122,7 @@ export function resolveConfig(
     const r = (f.schema as z.ZodType).safeParse(value);
     if (r.success) out[name] = r.data;
     else {
-      const shown = name === 'adminToken' ? '' : `, got ${JSON.stringify(value)}`; // never echo a secret
+      const shown = name === 'adminToken' || name === 'formats' ? '' : `, got ${JSON.stringify(value)}`; // never echo a secret
       problems.push(`${name} (from ${source}): ${r.error.issues[0]?.message ?? 'invalid'}${shown}`);
     }
   }

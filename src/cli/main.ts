@@ -11,6 +11,7 @@ import { MAX_STORED_STEP } from '../core/validate.js';
 import { IdService } from '../service/id-service.js';
 import { VERSION } from '../version.js';
 import { FIELDS, type FieldName, resolveConfig } from './config.js';
+import { registerGenAndExplain } from './gen-explain.js';
 
 const program = new Command();
 program
@@ -113,6 +114,8 @@ storeOption(
   const info = await withService(o, (s) => s.fence(name, o.to));
   console.log(`fenced ${info.tag}: next ID ${info.maxId} (fence epoch ${info.fenceEpoch})`);
 });
+
+registerGenAndExplain(program);
 
 try {
   await program.parseAsync(process.argv);

@@ -12,6 +12,8 @@ import { makeTokenCheck } from './auth.js';
 import { ERROR_STATUS } from './error-status.js';
 import { healthRoutes } from './routes/health-routes.js';
 import { segmentRoutes } from './routes/segment-routes.js';
+import { uuidRoutes } from './routes/uuid-routes.js';
+import { FormatRegistry } from './formats.js';
 import { tagRoutes } from './routes/tag-routes.js';
 
 export interface AppOptions {
@@ -21,6 +23,8 @@ export interface AppOptions {
   /** pino logger; omitted means silent. */
   readonly logger?: PinoLogger | undefined;
   readonly version?: string;
+  /** Named business-number formats for `?format=`. */
+  readonly formats?: FormatRegistry | undefined;
 }
 
 const ALL_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS'] as const;
@@ -79,7 +83,8 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   }
 
   const checkAdmin = makeTokenCheck(opts.adminToken);
-  await app.register(segmentRoutes, { service: opts.service });
+  await app.register(segmentRoutes, { service: opts.service, formats: opts.formats ?? new FormatRegistry() });
+  await app.register(uuidRoutes, {});
   await app.register(tagRoutes, { service: opts.service, checkAdmin });
   await app.register(healthRoutes, { service: opts.service, version: opts.version ?? '0.0.0' });
 

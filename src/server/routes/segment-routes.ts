@@ -6,7 +6,9 @@ import type { FastifyInstance, FastifyReply } from 'fastify';
 import { InvalidArgumentError } from '../../core/errors.js';
 import type { Id } from '../../core/id.js';
 import { TAG_PATTERN } from '../../core/validate.js';
+import type { BusinessNumberCodec } from '../../core/business-number/index.js';
 import type { IdService } from '../../service/id-service.js';
+import type { FormatRegistry } from '../formats.js';
 
 export const MAX_COUNT = 10_000;
 const COUNT = /^[1-9][0-9]{0,4}$/;
@@ -34,27 +36,42 @@ function idsJson(tag: string, ids: Id[]): string {
   return `{"tag":${JSON.stringify(tag)},"ids":["${ids.join('","')}"]}`;
 }
 
-export async function segmentRoutes(app: FastifyInstance, opts: { service: IdService }): Promise<void> {
-  const service = opts.service;
+function formattedJson(tag: string, ids: Id[], codec: BusinessNumberCodec): string {
+  return JSON.stringify({ tag, ids: ids.map((id) => codec.encode(id)) });
+}
 
-  app.get<{ Params: { tag: string } }>(
+export async function segmentRoutes(app: FastifyInstance, opts: { service: IdService; formats: FormatRegistry }): Promise<void> {
+  const { service, formats } = opts;
+
+  app.get<{ Params: { tag: string }; Querystring: { format?: string } }>(
     '/api/segment/get/:tag',
     { config: { leaf: true, hot: true } },
     (req, reply) => {
-      const v = service.next(checkTag(req.params.tag));
+      const tag = checkTag(req.params.tag);
+      const f = req.query.format;
+      if (f !== undefined) {
+        const codec = formats.codec(f);
+        return Promise.resolve(service.next(tag)).then((id) => reply.type('text/plain; charset=utf-8').send(codec.encode(id)));
+      }
+      const v = service.next(tag);
       if (typeof v !== 'object') return sendText(reply, v);
       return v.then((id) => sendText(reply, id));
     },
   );
 
-  app.get<{ Params: { tag: string }; Querystring: { count?: string } }>(
+  app.get<{ Params: { tag: string }; Querystring: { count?: string; format?: string } }>(
     '/v1/segment/:tag',
     { config: { hot: true } },
     (req, reply) => {
       const tag = checkTag(req.params.tag);
       const count = parseCount(req.query.count);
-      const r = service.nextMany(tag, count);
       reply.type('application/json; charset=utf-8');
+      if (req.query.format !== undefined) {
+        // Resolved before any ID is taken: a bad format costs no IDs.
+        const codec = formats.codec(req.query.format);
+        return Promise.resolve(service.nextMany(tag, count)).then((ids) => reply.send(formattedJson(tag, ids, codec)));
+      }
+      const r = service.nextMany(tag, count);
       if (!(r instanceof Promise)) return reply.send(idsJson(tag, r));
       return r.then((ids) => reply.send(idsJson(tag, ids)));
     },

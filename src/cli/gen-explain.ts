@@ -1,0 +1,106 @@
+/**
+ * `sequoia gen` and `sequoia explain` for the coordination-free generators and
+ * business numbers. Output is JSON for explain, one ID per line for gen.
+ */
+import type { Command } from 'commander';
+import { createBusinessNumberCodec, resolveBusinessNumberFormat } from '../core/business-number/index.js';
+import { InvalidArgumentError } from '../core/errors.js';
+import { decomposeFlake128, parseFlake128 } from '../core/flake128/index.js';
+import { ObjectIdGenerator, parseObjectId } from '../core/objectid/index.js';
+import { describeUuid, ulidTimestampMs, ulidToUuid, UuidV4Generator, UuidV7Generator } from '../core/uuid/index.js';
+import { systemClock } from '../ports/clock.js';
+import { systemRandom } from '../ports/random.js';
+import { resolveConfig } from './config.js';
+
+export const GEN_KINDS = ['uuid', 'uuid4', 'ulid', 'objectid'] as const;
+export const EXPLAIN_LAYOUTS = ['uuid', 'ulid', 'objectid', 'flake128'] as const;
+
+export function parseCountArg(v: string): number {
+  if (!/^[1-9][0-9]{0,5}$/.test(v) || Number(v) > 100_000) {
+    throw new InvalidArgumentError(`--count must be an integer from 1 to 100000, got ${JSON.stringify(v)}`);
+  }
+  return Number(v);
+}
+
+export function generate(kind: string, count: number): string[] {
+  const out: string[] = [];
+  if (kind === 'uuid' || kind === 'ulid') {
+    const g = new UuidV7Generator({ clock: systemClock, random: systemRandom });
+    for (let i = 0; i < count; i++) out.push(kind === 'ulid' ? g.nextUlid() : g.next());
+  } else if (kind === 'uuid4') {
+    const g = new UuidV4Generator({ random: systemRandom });
+    for (let i = 0; i < count; i++) out.push(g.next());
+  } else if (kind === 'objectid') {
+    const g = new ObjectIdGenerator({ clock: systemClock, random: systemRandom });
+    for (let i = 0; i < count; i++) out.push(g.next());
+  } else {
+    throw new InvalidArgumentError(`kind must be one of ${GEN_KINDS.join(', ')}`);
+  }
+  return out;
+}
+
+const UUID_LIKE = /^(urn:uuid:)?\{?[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}\}?$/i;
+const ULID_LIKE = /^[0-9A-HJKMNP-TV-Z]{26}$/i;
+const OBJECTID_LIKE = /^[0-9a-f]{24}$/i;
+
+/** Decodes an ID of a coordination-free layout, or a business number with `format`. */
+export function explain(id: string, opts: { layout?: string; format?: string; formats?: Record<string, unknown> }): Record<string, unknown> {
+  if (opts.format !== undefined) {
+    const named = new Map(Object.entries(opts.formats ?? {})) as Parameters<typeof resolveBusinessNumberFormat>[1];
+    const codec = createBusinessNumberCodec(resolveBusinessNumberFormat(opts.format, named, '--format'));
+    return { id, format: opts.format, value: codec.decode(id).toString() };
+  }
+  const layout = opts.layout ?? (UUID_LIKE.test(id) ? 'uuid' : ULID_LIKE.test(id) ? 'ulid' : OBJECTID_LIKE.test(id) ? 'objectid' : undefined);
+  switch (layout) {
+    case 'uuid': {
+      const d = describeUuid(id);
+      return { ...d, ...(d.timestampMs !== undefined ? { time: new Date(d.timestampMs).toISOString() } : {}) };
+    }
+    case 'ulid': {
+      const ms = ulidTimestampMs(id);
+      return { id, layout: 'ulid', time: new Date(ms).toISOString(), timestampMs: ms, uuid: ulidToUuid(id) };
+    }
+    case 'objectid': {
+      const o = parseObjectId(id);
+      return {
+        id: o.text,
+        layout: 'objectid',
+        time: new Date(o.timestampSeconds * 1000).toISOString(),
+        timestampMs: o.timestampSeconds * 1000,
+        processUnique: o.processUnique,
+        counter: o.counter,
+      };
+    }
+    case 'flake128': {
+      const f = decomposeFlake128(parseFlake128(id));
+      return { id, layout: 'flake128', ...jsonSafe(f) };
+    }
+    default:
+      throw new InvalidArgumentError(`cannot tell the layout of ${JSON.stringify(id)}: give --layout (${EXPLAIN_LAYOUTS.join(', ')}) or --format`);
+  }
+}
+
+function jsonSafe(o: object): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(o).map(([k, v]) => [k, typeof v === 'bigint' ? v.toString() : v]));
+}
+
+export function registerGenAndExplain(program: Command): void {
+  program
+    .command('gen <kind>')
+    .description(`print new IDs: ${GEN_KINDS.join(' | ')}`)
+    .option('--count <n>', 'how many (default 1)', parseCountArg)
+    .action((kind: string, o: { count?: number }) => {
+      console.log(generate(kind, o.count ?? 1).join('\n'));
+    });
+
+  program
+    .command('explain <id>')
+    .description('decode an ID: its time, node and sequence fields, or a business number back to its ID')
+    .option('--layout <layout>', `${EXPLAIN_LAYOUTS.join(' | ')} (guessed from the text when omitted)`)
+    .option('--format <name>', 'a business-number format: a configured name (formats from --config / SEQUOIA_FORMATS) or e.g. base62, crockford32:13:check')
+    .option('--config <file>', 'JSON config file with `formats`')
+    .action((id: string, o: { layout?: string; format?: string; config?: string }) => {
+      const formats = o.format !== undefined ? resolveConfig({}, process.env, o.config).formats : undefined;
+      console.log(JSON.stringify(explain(id, { layout: o.layout, format: o.format, formats }), null, 2));
+    });
+}

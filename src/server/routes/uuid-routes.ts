@@ -1,0 +1,24 @@
+/** Coordination-free IDs: UUIDv7 (time-ordered, RFC 9562) and UUIDv4. One generator of each per process. */
+import type { FastifyInstance } from 'fastify';
+import { InvalidArgumentError } from '../../core/errors.js';
+import { UuidV4Generator, UuidV7Generator } from '../../core/uuid/index.js';
+import { type Clock, systemClock } from '../../ports/clock.js';
+import { type Random, systemRandom } from '../../ports/random.js';
+import { parseCount } from './segment-routes.js';
+
+export async function uuidRoutes(app: FastifyInstance, opts: { clock?: Clock; random?: Random }): Promise<void> {
+  const v7 = new UuidV7Generator({ clock: opts.clock ?? systemClock, random: opts.random ?? systemRandom });
+  const v4 = new UuidV4Generator({ random: opts.random ?? systemRandom });
+
+  app.get<{ Querystring: { version?: string; count?: string; format?: string } }>('/v1/uuid', (req, reply) => {
+    const version = req.query.version ?? '7';
+    if (version !== '7' && version !== '4') throw new InvalidArgumentError('version must be 7 or 4');
+    const format = req.query.format ?? 'uuid';
+    if (format !== 'uuid' && format !== 'ulid') throw new InvalidArgumentError('format must be uuid or ulid');
+    if (format === 'ulid' && version !== '7') throw new InvalidArgumentError('format=ulid needs version 7 (a ULID carries its time)');
+    const count = parseCount(req.query.count);
+    const ids = new Array<string>(count);
+    for (let i = 0; i < count; i++) ids[i] = version === '4' ? v4.next() : format === 'ulid' ? v7.nextUlid() : v7.next();
+    return reply.type('application/json; charset=utf-8').send(`{"version":${version},"ids":["${ids.join('","')}"]}`);
+  });
+}
