@@ -1,10 +1,11 @@
 /**
- * `npm run bench [-- section…]`: sections core, http (default: all).
+ * `npm run bench [-- section…]`: sections core, generators, http (default: all).
  * Prints Markdown for BENCHMARKS.md. Every ratio compares numbers measured in
  * this same run; each figure is the median of several rounds.
  */
 import { cpus } from 'node:os';
 import { benchCore } from './core.js';
+import { benchGenerators } from './generators.js';
 import { benchHttp, haveWrk } from './http.js';
 import { fmt, pct } from './util.js';
 
@@ -23,6 +24,16 @@ if (want('core')) {
   console.log(`| bare counter \`() => ++n\` | ${fmt(r.counter)} | 100% |`);
   console.log(`| Sequoia \`allocator.next()\` (tag handle, buffered segment) | ${fmt(r.handle)} | ${pct(r.handle, r.counter)} |`);
   console.log(`| Sequoia \`service.next(tag)\` (tag looked up per call) | ${fmt(r.byTag)} | ${pct(r.byTag, r.counter)} |\n`);
+}
+
+if (want('generators')) {
+  const rows = await benchGenerators({ rounds, durationMs: 400 });
+  const base = rows.find((r) => r.name === 'crypto.randomUUID')?.idsPerSec ?? Number.NaN;
+  console.log('## Coordination-free generators (text form), one process\n');
+  console.log('| generator | IDs/s | vs crypto.randomUUID |');
+  console.log('| --- | ---: | ---: |');
+  for (const r of rows) console.log(`| ${r.name} | ${fmt(r.idsPerSec)} | ${(r.idsPerSec / base).toFixed(2)}× |`);
+  console.log('');
 }
 
 if (want('http')) {
