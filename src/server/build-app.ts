@@ -10,7 +10,9 @@ import { SequoiaError } from '../core/errors.js';
 import type { IdService } from '../service/id-service.js';
 import { makeTokenCheck } from './auth.js';
 import { ERROR_STATUS } from './error-status.js';
+import { SequoiaMetrics } from './metrics.js';
 import { healthRoutes } from './routes/health-routes.js';
+import { statusRoutes } from './routes/status-routes.js';
 import { segmentRoutes } from './routes/segment-routes.js';
 import { uuidRoutes } from './routes/uuid-routes.js';
 import { FormatRegistry } from './formats.js';
@@ -25,6 +27,13 @@ export interface AppOptions {
   readonly version?: string;
   /** Named business-number formats for `?format=`. */
   readonly formats?: FormatRegistry | undefined;
+  /**
+   * Metrics and status figures. Default: a new SequoiaMetrics attached to the
+   * service (give your own to wire `onLoad` into the IdService for the load
+   * histogram). `false`: no GET /metrics, no sampler, no process metrics;
+   * /v1/status still answers, without rates.
+   */
+  readonly metrics?: SequoiaMetrics | false | undefined;
 }
 
 const ALL_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS'] as const;
@@ -57,9 +66,15 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     methodsByPath.set(r.url, set);
   });
 
-  app.setErrorHandler((err: FastifyError | SequoiaError | Error, req, reply) => sendError(err, req, reply));
+  const metrics =
+    opts.metrics === false ? new SequoiaMetrics({ sampleIntervalMs: 0, defaultMetrics: false }) : (opts.metrics ?? new SequoiaMetrics());
+  metrics.attach(opts.service);
+  app.addHook('onClose', async () => metrics.close());
+  const onError = (e: ErrorRecord) => metrics.recordError(e);
+
+  app.setErrorHandler((err: FastifyError | SequoiaError | Error, req, reply) => sendError(err, req, reply, onError));
   app.setNotFoundHandler((req, reply) => {
-    void sendError(new SequoiaError('NOT_FOUND', `no route ${req.method} ${req.url.split('?')[0]}`), req, reply);
+    void sendError(new SequoiaError('NOT_FOUND', `no route ${req.method} ${req.url.split('?')[0]}`), req, reply, onError);
   });
 
   // Request logging. A hook on every request costs the hot routes about a
@@ -76,7 +91,8 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     app.addHook('onResponse', (req, reply, done) => {
       const s = reply.statusCode;
       if (s >= 400 || ((req.routeOptions.config ?? {}) as RouteFlags).admin) {
-        req.log[s >= 500 ? 'error' : 'info']({ method: req.method, url: req.url, status: s, ms: reply.elapsedTime }, 'request');
+        // One line per error answer, with its code (set by sendError).
+        req.log[s >= 500 ? 'error' : 'info']({ method: req.method, url: req.url, status: s, code: errorCodes.get(req), ms: reply.elapsedTime }, 'request');
       }
       done();
     });
@@ -87,6 +103,14 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   await app.register(uuidRoutes, {});
   await app.register(tagRoutes, { service: opts.service, checkAdmin });
   await app.register(healthRoutes, { service: opts.service, version: opts.version ?? '0.0.0' });
+  await app.register(statusRoutes, {
+    service: opts.service,
+    version: opts.version ?? '0.0.0',
+    metrics,
+    exposeMetrics: opts.metrics !== false,
+    adminToken: opts.adminToken,
+    checkAdmin,
+  });
 
   // Generators that are not enabled answer an error, never a placeholder ID.
   app.get('/api/snowflake/get/:tag', { config: { leaf: true } }, async () => {
@@ -109,7 +133,12 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   return app;
 }
 
-function sendError(err: Error, req: FastifyRequest, reply: FastifyReply): FastifyReply {
+type ErrorRecord = Parameters<SequoiaMetrics['recordError']>[0];
+
+/** The code of each error answer, for the request log line (error path only: the hot path never touches it). */
+const errorCodes = new WeakMap<FastifyRequest, string>();
+
+function sendError(err: Error, req: FastifyRequest, reply: FastifyReply, onError: (e: ErrorRecord) => void): FastifyReply {
   let code: string;
   let status: number;
   let message: string;
@@ -134,6 +163,8 @@ function sendError(err: Error, req: FastifyRequest, reply: FastifyReply): Fastif
       req.log.error({ err, reqId: req.id }, 'internal error');
     }
   }
+  errorCodes.set(req, code);
+  onError({ code: code as ErrorRecord['code'], status, method: req.method, path: req.url.split('?')[0]?.slice(0, 200) ?? '', message });
   const flags = (req.routeOptions?.config ?? {}) as RouteFlags;
   void reply.code(status);
   if (flags.leaf) return reply.type('text/plain; charset=utf-8').send(`${code}: ${message}`);

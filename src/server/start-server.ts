@@ -10,6 +10,7 @@ import type { ServeConfig } from '../cli/config.js';
 import { IdService } from '../service/id-service.js';
 import { VERSION } from '../version.js';
 import { buildApp } from './build-app.js';
+import { SequoiaMetrics } from './metrics.js';
 import { FormatRegistry } from './formats.js';
 
 export interface RunningServer {
@@ -22,7 +23,9 @@ export async function startServer(config: ServeConfig, options: { handleSignals?
   const logger = pino({ level: config.logLevel, base: { pid: process.pid } });
   const store = createStore(config.store);
   const marks = new FileHighWaterMarkStore(config.stateDir);
+  const metrics = new SequoiaMetrics();
   const service = new IdService({
+    onLoad: metrics.onLoad,
     store,
     marks,
     logger,
@@ -30,7 +33,7 @@ export async function startServer(config: ServeConfig, options: { handleSignals?
     allocator: { maxStep: config.maxStep, loadTimeoutMs: config.loadTimeoutMs },
   });
   await service.start();
-  const app = await buildApp({ service, adminToken: config.adminToken, formats: new FormatRegistry(config.formats ?? {}), logger, version: VERSION });
+  const app = await buildApp({ service, adminToken: config.adminToken, formats: new FormatRegistry(config.formats ?? {}), logger, version: VERSION, metrics });
   await app.listen({ host: config.host, port: config.port });
   const addr = app.server.address();
   const port = typeof addr === 'object' && addr ? addr.port : config.port;

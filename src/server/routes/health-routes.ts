@@ -25,26 +25,5 @@ export async function healthRoutes(app: FastifyInstance, opts: { service: IdServ
     }
     return { status: 'ready', store: service.store.kind };
   });
-
-  app.get('/v1/status', async () => ({
-    version: opts.version,
-    uptimeSeconds: Math.round((Date.now() - service.startedAt) / 1000),
-    store: { kind: service.store.kind },
-    tags: service.snapshot().map((s) => ({
-      tag: s.tag,
-      current: s.current && { start: String(s.current.start), end: String(s.current.end), next: s.current.next === undefined ? null : String(s.current.next) },
-      next: s.next ? { start: String(s.next.start), end: String(s.next.end) } : null,
-      remaining: s.remaining,
-      nextReady: s.nextReady,
-      loading: s.loading,
-      step: s.step ?? null,
-      storedStep: s.storedStep ?? null,
-      lastLoadAt: s.lastLoadAt === undefined ? null : new Date(s.lastLoadAt).toISOString(),
-      lastLoadMs: s.lastLoadMs ?? null,
-      loads: s.loads,
-      loadFailures: s.loadFailures,
-      lastError: s.lastError ?? null,
-      refusing: s.refusing ?? null,
-    })),
-  }));
+  // GET /v1/status lives in status-routes.ts with /metrics and /ui.
 }

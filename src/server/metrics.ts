@@ -1,0 +1,401 @@
+/**
+ * Observability without a cost on the hot path: nothing here runs per ID.
+ *
+ * IDs issued, load failures, buffer levels and rates are all read from the
+ * allocators' own snapshots (`TagAllocatorSnapshot.issued` is derived from
+ * segments loaded minus IDs still buffered), either by a 1 s sampler timer
+ * (for the exponentially weighted rate and the sparkline history) or by
+ * prom-client `collect()` callbacks at scrape time. Only the error path
+ * (`recordError`, from the server's error handler) and segment loads
+ * (`onLoad`, a few per minute) touch counters directly.
+ *
+ * Metric names are the design's (DESIGN.md "Metrics"); the snowflake ones are
+ * registered only once a generator reports through `registerSnowflakeSource`.
+ */
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { ERROR_CODES, type ErrorCode } from '../core/errors.js';
+import { type Clock, systemClock } from '../ports/clock.js';
+import type { IdService } from '../service/id-service.js';
+import type { TagAllocatorSnapshot } from '../service/tag-allocator.js';
+
+/** Cover at or above this is healthy (green). */
+export const COVER_OK_SECONDS = 300;
+/** Cover below this is critical (red); between the two, a warning (amber). */
+export const COVER_CRITICAL_SECONDS = 60;
+
+export type Health = 'ok' | 'warn' | 'critical';
+
+/** One tag as /v1/status and the page see it: the allocator's snapshot plus rates. */
+export interface TagStatus {
+  readonly snapshot: TagAllocatorSnapshot;
+  /** IDs handed out by this server for the tag since it started (survives the allocator being recreated). */
+  readonly issuedTotal: number;
+  /** Load failures since the server started (same). */
+  readonly loadFailuresTotal: number;
+  /** Exponentially weighted IDs per second. */
+  readonly ratePerSecond: number;
+  /** Seconds the buffered IDs last at `ratePerSecond`: 0 when nothing is buffered, Infinity when idle. */
+  readonly coverSeconds: number;
+  /** IDs per second over each of the last sampler intervals, oldest first. */
+  readonly rateHistory: readonly number[];
+  readonly health: Health;
+  readonly healthReason: string;
+}
+
+export interface RecentError {
+  readonly at: number;
+  readonly code: ErrorCode;
+  readonly status: number;
+  readonly method: string;
+  readonly path: string;
+  readonly message: string;
+}
+
+/**
+ * What a snowflake generator reports, per worker, for the design's snowflake
+ * metrics. Counters must be monotonic for the life of the process.
+ */
+export interface SnowflakeWorkerReport {
+  /** Label `generator`, e.g. the layout name. */
+  readonly generator: string;
+  readonly workerId: number;
+  /** Last tick issued, in the layout's time unit since its epoch. */
+  readonly lastTick: number;
+  readonly clockBackwardsTotal: number;
+  readonly sequenceExhaustedTotal: number;
+  /** Wall-clock ms at which the worker-id lease expires; undefined for providers without leases. */
+  readonly leaseExpiresAtMs?: number | undefined;
+  /** IDs issued by this worker so far (sequoia_ids_issued_total{generator,tag=""}). */
+  readonly issuedTotal?: number | undefined;
+}
+
+export interface SnowflakeMetricsSource {
+  /** Called at scrape time; must be cheap and must not touch the hot path. */
+  report(): readonly SnowflakeWorkerReport[];
+}
+
+export interface SequoiaMetricsOptions {
+  readonly clock?: Clock;
+  /** Sampler period for rates and history. Default 1000 ms; 0 disables the timer (tests call `sample()`). */
+  readonly sampleIntervalMs?: number;
+  /** Time constant of the weighted rate. Default 30 s. */
+  readonly rateTauSeconds?: number;
+  /** Samples kept for the sparkline. Default 60. */
+  readonly historyLength?: number;
+  /** Register prom-client's default process metrics. Default true. */
+  readonly defaultMetrics?: boolean;
+}
+
+const RECENT_ERRORS = 50;
+const MAX_TRACKED_TAGS = 10_000;
+const LOAD_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+
+/** Per-tag running totals, continued across allocator instances (a tag deleted and recreated). */
+interface Track {
+  instance: number;
+  issuedBase: number;
+  issuedLast: number;
+  failuresBase: number;
+  failuresLast: number;
+  sampledTotal: number;
+  sampledAt: number;
+  rate: number;
+  history: number[];
+}
+
+/** Seconds of cover: how long `remaining` IDs last at `rate` per second. */
+export function coverSeconds(remaining: number, rate: number): number {
+  if (remaining <= 0) return 0;
+  if (!(rate > 0)) return Number.POSITIVE_INFINITY;
+  return remaining / rate;
+}
+
+/**
+ * A tag's colour on the page and in /v1/status:
+ * - critical: the tag refuses (rollback, deleted); or the store is failing and
+ *   the buffers are low (nothing left, cover < 60 s, or no next segment and
+ *   less than half the current one left); or cover < 60 s;
+ * - warn: the first load is still in flight; the last load failed (but the
+ *   buffers still hold); or cover < 300 s;
+ * - ok otherwise (an idle tag with IDs buffered has infinite cover).
+ */
+export function tagHealth(
+  s: Pick<TagAllocatorSnapshot, 'remaining' | 'remainingCurrent' | 'currentSize' | 'nextReady' | 'loads' | 'lastError' | 'refusing'>,
+  cover: number,
+): { health: Health; reason: string } {
+  if (s.refusing) return { health: 'critical', reason: `refusing: ${s.refusing}` };
+  const failing = s.lastError !== undefined;
+  if (failing) {
+    const low = s.remaining === 0 || cover < COVER_CRITICAL_SECONDS || (!s.nextReady && s.remainingCurrent * 2 < s.currentSize);
+    if (low) return { health: 'critical', reason: `store failing (${s.lastError?.code}) and buffers low` };
+  }
+  if (s.loads === 0 && s.remaining === 0) return { health: 'warn', reason: 'first segment loading' };
+  if (cover < COVER_CRITICAL_SECONDS) return { health: 'critical', reason: `cover below ${COVER_CRITICAL_SECONDS} s` };
+  if (failing) return { health: 'warn', reason: `last load failed (${s.lastError?.code})` };
+  if (cover < COVER_OK_SECONDS) return { health: 'warn', reason: `cover below ${COVER_OK_SECONDS} s` };
+  return { health: 'ok', reason: Number.isFinite(cover) ? 'cover ok' : 'idle' };
+}
+
+/**
+ * The server's metrics and status figures.
+ *
+ * @example
+ * const metrics = new SequoiaMetrics();
+ * const service = new IdService({ store, marks, onLoad: metrics.onLoad });
+ * metrics.attach(service);
+ * const app = await buildApp({ service, metrics });
+ */
+export class SequoiaMetrics {
+  readonly registry = new Registry();
+  private readonly clock: Clock;
+  private readonly sampleIntervalMs: number;
+  private readonly tauSeconds: number;
+  private readonly historyLength: number;
+  private service: IdService | undefined;
+  private timer: NodeJS.Timeout | undefined;
+  private readonly tracks = new Map<string, Track>();
+  private readonly errorCounts = new Map<ErrorCode, number>();
+  private readonly recent: RecentError[] = [];
+  private readonly errorsTotal: Counter<'code'>;
+  private readonly loadSeconds: Histogram<'tag'>;
+  private snowflakeSources: SnowflakeMetricsSource[] | undefined;
+
+  constructor(options: SequoiaMetricsOptions = {}) {
+    this.clock = options.clock ?? systemClock;
+    this.sampleIntervalMs = options.sampleIntervalMs ?? 1000;
+    this.tauSeconds = options.rateTauSeconds ?? 30;
+    this.historyLength = options.historyLength ?? 60;
+    const registers = [this.registry];
+    if (options.defaultMetrics ?? true) collectDefaultMetrics({ register: this.registry });
+
+    // Read at scrape time from the allocators; see the file comment.
+    const statuses = () => this.tagStatuses();
+    const snowflakeIssued = (c: Counter<'generator' | 'tag'>) => this.collectSnowflakeIssued(c);
+    new Counter({
+      name: 'sequoia_ids_issued_total',
+      help: 'IDs handed out, by generator and tag (read from the allocators at scrape time).',
+      labelNames: ['generator', 'tag'] as const,
+      registers,
+      collect: function (this: Counter<'generator' | 'tag'>) {
+        this.reset();
+        for (const s of statuses()) this.inc({ generator: 'segment', tag: s.snapshot.tag }, s.issuedTotal);
+        snowflakeIssued(this);
+      },
+    });
+    this.errorsTotal = new Counter({
+      name: 'sequoia_errors_total',
+      help: 'Requests answered with an error, by error code.',
+      labelNames: ['code'] as const,
+      registers,
+    });
+    for (const code of ERROR_CODES) this.errorsTotal.inc({ code }, 0);
+    const gauge = (name: string, help: string, value: (s: TagStatus) => number | undefined) =>
+      new Gauge({
+        name,
+        help,
+        labelNames: ['tag'] as const,
+        registers,
+        collect: function (this: Gauge<'tag'>) {
+          this.reset();
+          for (const s of statuses()) {
+            const v = value(s);
+            if (v !== undefined) this.set({ tag: s.snapshot.tag }, v);
+          }
+        },
+      });
+    gauge('sequoia_segment_remaining', 'IDs left in the current and next segments.', (s) => s.snapshot.remaining);
+    gauge('sequoia_segment_next_ready', '1 when the next segment is loaded, else 0.', (s) => (s.snapshot.nextReady ? 1 : 0));
+    gauge('sequoia_segment_step', 'Step (segment length) of the last load, after the dynamic step policy.', (s) => s.snapshot.step);
+    gauge(
+      'sequoia_segment_cover_seconds',
+      'Seconds the buffered IDs (current + next) last at the exponentially weighted recent rate; +Inf when idle.',
+      (s) => s.coverSeconds,
+    );
+    this.loadSeconds = new Histogram({
+      name: 'sequoia_segment_load_seconds',
+      help: 'Duration of segment loads from the store, successful or not.',
+      labelNames: ['tag'] as const,
+      buckets: LOAD_BUCKETS,
+      registers,
+    });
+    new Counter({
+      name: 'sequoia_segment_load_failures_total',
+      help: 'Segment loads that failed (store error, timeout, rollback detected).',
+      labelNames: ['tag'] as const,
+      registers,
+      collect: function (this: Counter<'tag'>) {
+        this.reset();
+        for (const s of statuses()) this.inc({ tag: s.snapshot.tag }, s.loadFailuresTotal);
+      },
+    });
+  }
+
+  /** Pass as `IdServiceOptions.onLoad`: observes each load's duration. */
+  readonly onLoad = (tag: string, _ok: boolean, seconds: number): void => {
+    this.loadSeconds.observe({ tag }, seconds);
+  };
+
+  /** Starts reading `service`'s allocators (and the sampler timer). */
+  attach(service: IdService): void {
+    this.service = service;
+    this.sample();
+    if (this.sampleIntervalMs > 0 && !this.timer) {
+      this.timer = setInterval(() => this.sample(), this.sampleIntervalMs);
+      this.timer.unref();
+    }
+  }
+
+  close(): void {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = undefined;
+  }
+
+  /** Counts one error answer (called from the server's error handler, never per ID). */
+  recordError(e: Omit<RecentError, 'at'>): void {
+    this.errorsTotal.inc({ code: e.code });
+    this.errorCounts.set(e.code, (this.errorCounts.get(e.code) ?? 0) + 1);
+    this.recent.push({ ...e, at: this.clock.now() });
+    if (this.recent.length > RECENT_ERRORS) this.recent.shift();
+  }
+
+  /** Errors answered since start, by code (codes never seen are left out). */
+  errorsByCode(): Record<string, number> {
+    return Object.fromEntries([...this.errorCounts].sort((a, b) => (a[0] < b[0] ? -1 : 1)));
+  }
+
+  /** The last errors answered, newest first. */
+  recentErrors(): readonly RecentError[] {
+    return [...this.recent].reverse();
+  }
+
+  /**
+   * Hook for the snowflake generator (not built yet): registers
+   * sequoia_snowflake_worker_id, sequoia_snowflake_last_tick,
+   * sequoia_snowflake_clock_backwards_total,
+   * sequoia_snowflake_sequence_exhausted_total and
+   * sequoia_worker_lease_expiry_seconds (seconds until the lease expires), all
+   * labelled by `generator`, read from `source.report()` at scrape time. Until
+   * a generator calls this, none of them is exposed (no placeholder values).
+   */
+  registerSnowflakeSource(source: SnowflakeMetricsSource): void {
+    if (this.snowflakeSources) {
+      this.snowflakeSources.push(source);
+      return;
+    }
+    const sources: SnowflakeMetricsSource[] = [source];
+    this.snowflakeSources = sources;
+    const reports = () => sources.flatMap((s) => s.report());
+    const registers = [this.registry];
+    const now = () => this.clock.now();
+    const each = (m: Gauge<'generator'> | Counter<'generator'>, f: (r: SnowflakeWorkerReport) => number | undefined) => {
+      m.reset();
+      for (const r of reports()) {
+        const v = f(r);
+        if (v === undefined) continue;
+        if (m instanceof Gauge) m.set({ generator: r.generator }, v);
+        else m.inc({ generator: r.generator }, v);
+      }
+    };
+    new Gauge({ name: 'sequoia_snowflake_worker_id', help: 'Worker id in use.', labelNames: ['generator'] as const, registers, collect() { each(this, (r) => r.workerId); } });
+    new Gauge({ name: 'sequoia_snowflake_last_tick', help: 'Last tick issued (layout time units since its epoch).', labelNames: ['generator'] as const, registers, collect() { each(this, (r) => r.lastTick); } });
+    new Counter({ name: 'sequoia_snowflake_clock_backwards_total', help: 'Times the clock was seen behind the last tick.', labelNames: ['generator'] as const, registers, collect() { each(this, (r) => r.clockBackwardsTotal); } });
+    new Counter({ name: 'sequoia_snowflake_sequence_exhausted_total', help: 'Ticks whose sequence ran out (callers waited for the next tick).', labelNames: ['generator'] as const, registers, collect() { each(this, (r) => r.sequenceExhaustedTotal); } });
+    new Gauge({
+      name: 'sequoia_worker_lease_expiry_seconds',
+      help: 'Seconds until the worker-id lease expires (negative: expired).',
+      labelNames: ['generator'] as const,
+      registers,
+      collect() {
+        each(this, (r) => (r.leaseExpiresAtMs === undefined ? undefined : (r.leaseExpiresAtMs - now()) / 1000));
+      },
+    });
+  }
+
+  /** Prometheus text exposition. */
+  metricsText(): Promise<string> {
+    return this.registry.metrics();
+  }
+
+  /**
+   * Takes one sample of every tag: advances the weighted rates and the
+   * history. Runs from the timer; exported for tests.
+   */
+  sample(): void {
+    if (!this.service) return;
+    const now = this.clock.now();
+    const alive = new Set<string>();
+    for (const snap of this.service.snapshot()) {
+      alive.add(snap.tag);
+      const t = this.track(snap);
+      const total = t.issuedBase + snap.issued;
+      const dt = (now - t.sampledAt) / 1000;
+      if (dt > 0) {
+        const inst = Math.max(0, total - t.sampledTotal) / dt;
+        // The first interval seeds the average, so a new tag's cover is not
+        // overstated while the average warms up.
+        const alpha = t.history.length === 0 ? 1 : 1 - Math.exp(-dt / this.tauSeconds);
+        t.rate += alpha * (inst - t.rate);
+        t.history.push(inst);
+        if (t.history.length > this.historyLength) t.history.shift();
+      }
+      t.sampledTotal = total;
+      t.sampledAt = now;
+    }
+    if (this.tracks.size > MAX_TRACKED_TAGS) {
+      for (const tag of this.tracks.keys()) if (!alive.has(tag)) this.tracks.delete(tag);
+    }
+  }
+
+  /** Every live tag with totals, rate, cover and health: what /v1/status and the gauges read. */
+  tagStatuses(): TagStatus[] {
+    if (!this.service) return [];
+    return this.service.snapshot().map((snap) => {
+      const t = this.track(snap);
+      const cover = coverSeconds(snap.remaining, t.rate);
+      const h = tagHealth(snap, cover);
+      return {
+        snapshot: snap,
+        issuedTotal: t.issuedBase + snap.issued,
+        loadFailuresTotal: t.failuresBase + snap.loadFailures,
+        ratePerSecond: t.rate,
+        coverSeconds: cover,
+        rateHistory: [...t.history],
+        health: h.health,
+        healthReason: h.reason,
+      };
+    });
+  }
+
+  /** The tag's running totals, carried over when its allocator was replaced. */
+  private track(snap: TagAllocatorSnapshot): Track {
+    let t = this.tracks.get(snap.tag);
+    if (!t) {
+      t = {
+        instance: snap.instance,
+        issuedBase: 0,
+        issuedLast: 0,
+        failuresBase: 0,
+        failuresLast: 0,
+        sampledTotal: snap.issued,
+        sampledAt: this.clock.now(),
+        rate: 0,
+        history: [],
+      };
+      this.tracks.set(snap.tag, t);
+    } else if (t.instance !== snap.instance) {
+      t.issuedBase += t.issuedLast;
+      t.failuresBase += t.failuresLast;
+      t.instance = snap.instance;
+    }
+    t.issuedLast = snap.issued;
+    t.failuresLast = snap.loadFailures;
+    return t;
+  }
+
+  private collectSnowflakeIssued(c: Counter<'generator' | 'tag'>): void {
+    if (!this.snowflakeSources) return;
+    for (const r of this.snowflakeSources.flatMap((s) => s.report())) {
+      if (r.issuedTotal !== undefined) c.inc({ generator: r.generator, tag: '' }, r.issuedTotal);
+    }
+  }
+}

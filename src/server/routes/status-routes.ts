@@ -1,0 +1,166 @@
+/**
+ * Observability routes: GET /v1/status (JSON), GET /metrics (Prometheus text)
+ * and the live page GET /ui (+ its script and stylesheet). The page reads
+ * /v1/status only: a snapshot, never live internals.
+ *
+ * Admin details (error messages, request paths) are shown only to a caller
+ * with the admin token when the server has one; without a token the status is
+ * a read-only summary, and a wrong token is refused (403) so the page can say so.
+ */
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { IdService } from '../../service/id-service.js';
+import { COVER_CRITICAL_SECONDS, COVER_OK_SECONDS, type SequoiaMetrics } from '../metrics.js';
+import { UI_CSS, UI_HTML, UI_JS } from '../ui/page.js';
+
+const PING_TIMEOUT_MS = 1000;
+/** The store is pinged at most once per this period, however many pages poll. */
+const PING_CACHE_MS = 1000;
+
+export interface StatusRoutesOptions {
+  readonly service: IdService;
+  readonly version: string;
+  readonly metrics: SequoiaMetrics;
+  /** Whether GET /metrics is served. */
+  readonly exposeMetrics: boolean;
+  readonly adminToken: string | undefined;
+  readonly checkAdmin: (req: FastifyRequest) => void;
+}
+
+interface StoreHealth {
+  reachable: boolean;
+  latencyMs: number | null;
+  checkedAt: string;
+  error: string | null;
+}
+
+/** Pings the store at most once per PING_CACHE_MS; concurrent callers share one ping. */
+function storeProbe(service: IdService): () => Promise<StoreHealth> {
+  let last: { at: number; value: StoreHealth } | undefined;
+  let inflight: Promise<StoreHealth> | undefined;
+  const ping = async (): Promise<StoreHealth> => {
+    const t0 = performance.now();
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      await Promise.race([
+        service.ping(),
+        new Promise((_, reject) => {
+          timer = setTimeout(() => reject(new Error('timeout')), PING_TIMEOUT_MS);
+        }),
+      ]);
+      return { reachable: true, latencyMs: round1(performance.now() - t0), checkedAt: new Date().toISOString(), error: null };
+    } catch (e) {
+      const code = e instanceof Error && 'code' in e && typeof e.code === 'string' ? e.code : 'STORE_UNAVAILABLE';
+      return { reachable: false, latencyMs: null, checkedAt: new Date().toISOString(), error: code };
+    } finally {
+      clearTimeout(timer);
+    }
+  };
+  return () => {
+    const now = Date.now();
+    if (last && now - last.at < PING_CACHE_MS) return Promise.resolve(last.value);
+    inflight ??= ping().then((value) => {
+      last = { at: Date.now(), value };
+      inflight = undefined;
+      return value;
+    });
+    return inflight;
+  };
+}
+
+const round1 = (x: number): number => Math.round(x * 10) / 10;
+const round3 = (x: number): number => Math.round(x * 1000) / 1000;
+
+const SECURITY_HEADERS = {
+  'content-security-policy':
+    "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+  'x-content-type-options': 'nosniff',
+  'referrer-policy': 'no-referrer',
+  'cache-control': 'no-cache',
+};
+
+export async function statusRoutes(app: FastifyInstance, opts: StatusRoutesOptions): Promise<void> {
+  const { service, metrics } = opts;
+  const probe = storeProbe(service);
+
+  /** True when the caller may see admin details; throws FORBIDDEN for a wrong token. */
+  const isAdmin = (req: FastifyRequest): boolean => {
+    if (!opts.adminToken) return true;
+    if (req.headers.authorization === undefined || req.headers.authorization === '') return false;
+    opts.checkAdmin(req);
+    return true;
+  };
+
+  app.get('/v1/status', async (req, reply) => {
+    const admin = isAdmin(req);
+    const store = await probe();
+    void reply.header('cache-control', 'no-store');
+    return {
+      version: opts.version,
+      uptimeSeconds: Math.round((Date.now() - service.startedAt) / 1000),
+      now: new Date().toISOString(),
+      admin,
+      adminTokenRequired: opts.adminToken !== undefined,
+      thresholds: { coverOkSeconds: COVER_OK_SECONDS, coverCriticalSeconds: COVER_CRITICAL_SECONDS },
+      store: { kind: service.store.kind, ...store },
+      tags: metrics.tagStatuses().map((t) => {
+        const s = t.snapshot;
+        return {
+          tag: s.tag,
+          health: t.health,
+          healthReason: t.healthReason,
+          current: s.current && {
+            start: String(s.current.start),
+            end: String(s.current.end),
+            next: s.current.next === undefined ? null : String(s.current.next),
+            // [value, max): the next ID this server hands out and the segment's end.
+            value: s.current.next === undefined ? null : String(s.current.next),
+            max: String(s.current.end),
+            size: s.currentSize,
+            remaining: s.remainingCurrent,
+          },
+          next: s.next ? { start: String(s.next.start), end: String(s.next.end), size: s.nextSize } : null,
+          remaining: s.remaining,
+          nextReady: s.nextReady,
+          loading: s.loading,
+          step: s.step ?? null,
+          storedStep: s.storedStep ?? null,
+          lastLoadAt: s.lastLoadAt === undefined ? null : new Date(s.lastLoadAt).toISOString(),
+          lastLoadMs: s.lastLoadMs === undefined ? null : round1(s.lastLoadMs),
+          loads: s.loads,
+          loadFailures: t.loadFailuresTotal,
+          lastError: s.lastError ? (admin ? s.lastError : { code: s.lastError.code }) : null,
+          refusing: s.refusing ?? null,
+          issued: t.issuedTotal,
+          ratePerSecond: round3(t.ratePerSecond),
+          // null: idle (no recent traffic), the buffered IDs last indefinitely.
+          coverSeconds: Number.isFinite(t.coverSeconds) ? round1(t.coverSeconds) : null,
+          rateHistory: t.rateHistory.map(round3),
+        };
+      }),
+      errors: {
+        byCode: metrics.errorsByCode(),
+        recent: metrics
+          .recentErrors()
+          .slice(0, 20)
+          .map((e) =>
+            admin
+              ? { at: new Date(e.at).toISOString(), code: e.code, status: e.status, method: e.method, path: e.path, message: e.message }
+              : { at: new Date(e.at).toISOString(), code: e.code, status: e.status },
+          ),
+      },
+      // Snowflake workers appear here once that generator exists.
+      workers: [],
+    };
+  });
+
+  if (opts.exposeMetrics) {
+    app.get('/metrics', async (_req, reply) => {
+      const text = await metrics.metricsText();
+      return reply.type(metrics.registry.contentType).send(text);
+    });
+  }
+
+  app.get('/ui', async (_req, reply) => reply.headers(SECURITY_HEADERS).type('text/html; charset=utf-8').send(UI_HTML));
+  app.get('/ui/app.js', async (_req, reply) => reply.headers(SECURITY_HEADERS).type('text/javascript; charset=utf-8').send(UI_JS));
+  app.get('/ui/app.css', async (_req, reply) => reply.headers(SECURITY_HEADERS).type('text/css; charset=utf-8').send(UI_CSS));
+}
