@@ -1,0 +1,270 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { ManualClock } from '../../../test/helpers/fakes.js';
+import { PooledSystemRandom } from '../../ports/random.js';
+import { SequoiaError } from '../errors.js';
+import { type ClockPolicy, SnowflakeGenerator, splitE8 } from './generator.js';
+import { PRESETS, compose, decompose, getLayout, joinWorker } from './layout.js';
+
+const random = new PooledSystemRandom();
+const twitter = getLayout('twitter');
+
+/** Takes one ID the way the service does: waits (by advancing the manual clock) and extends ceilings. */
+function takeOne(g: SnowflakeGenerator, clock: ManualClock, shard = 0): string {
+  for (let i = 0; i < 1000; i++) {
+    const id = g.take(shard);
+    if (id !== undefined) return id;
+    if (g.waitReason === 'ceiling') g.extend(g.wantTick + 1000, Number.POSITIVE_INFINITY);
+    else clock.advance(g.waitMs);
+  }
+  throw new Error('no progress');
+}
+
+function triple(id: string, layout = twitter): string {
+  const d = decompose(layout, BigInt(id));
+  return `${d.tick}/${joinWorker(layout, d.values)}/${d.values.sequence}`;
+}
+
+describe('splitE8', () => {
+  it('is exact for every tick and width', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 0, max: 62 }), fc.double({ min: 0, max: 1, noNaN: true }), (lowBits, frac) => {
+        const maxTick = 2 ** (63 - lowBits) - 1;
+        const tick = Math.min(Math.floor(frac * maxTick), Number.MAX_SAFE_INTEGER);
+        const [q, r] = splitE8(tick, lowBits);
+        expect(BigInt(q) * 100_000_000n + BigInt(r)).toBe(BigInt(tick) << BigInt(lowBits));
+      }),
+    );
+  });
+});
+
+describe('decimal output equals compose()', () => {
+  for (const layout of PRESETS.values()) {
+    it(layout.name, () => {
+      fc.assert(
+        fc.property(
+          fc.integer({ min: 1, max: Math.min(layout.maxTick, Math.floor((Date.UTC(2200, 0) - layout.epochMs) / layout.unitMs)) }),
+          fc.integer({ min: 0, max: 2 ** layout.workerBits - 1 }),
+          fc.integer({ min: 0, max: 2 ** layout.shardBits - 1 }),
+          (tick, worker, shard) => {
+            const clock = new ManualClock(layout.epochMs + tick * layout.unitMs);
+            const g = new SnowflakeGenerator({ layout, clock, worker: { workerId: worker }, random });
+            const id = g.take(shard) as string;
+            const d = decompose(layout, BigInt(id));
+            expect(d.tick).toBe(tick);
+            expect(joinWorker(layout, d.values)).toBe(worker);
+            if (layout.shardBits) expect(d.values.shard).toBe(shard);
+            expect(BigInt(id)).toBe(compose(layout, tick, d.values));
+            expect(id).toBe(BigInt(id).toString());
+          },
+        ),
+        { numRuns: 200 },
+      );
+    });
+  }
+});
+
+describe('sequence', () => {
+  it('runs out after 4096 in a ms and asks to retry next tick', () => {
+    const clock = new ManualClock();
+    const g = new SnowflakeGenerator({ layout: twitter, clock, worker: { workerId: 5 } });
+    const ids = new Set<string>();
+    for (let i = 0; i < 4096; i++) ids.add(g.take() as string);
+    expect(ids.size).toBe(4096);
+    expect(g.take()).toBeUndefined();
+    expect([g.waitReason, g.waitMs]).toEqual(['sequence', 1]);
+    expect(g.stats().sequenceExhaustedTotal).toBe(1);
+    clock.advance(1);
+    expect(decompose(twitter, BigInt(g.take() as string)).values.sequence).toBe(0);
+  });
+
+  it('customuuid starts each tick at a random 0-9', () => {
+    const l = getLayout('customuuid');
+    const clock = new ManualClock();
+    const g = new SnowflakeGenerator({ layout: l, clock, random });
+    const starts = new Set<number>();
+    for (let i = 0; i < 300; i++) {
+      clock.advance(1);
+      starts.add(decompose(l, BigInt(g.take() as string)).values.sequence as number);
+    }
+    expect([...starts].every((s) => s >= 0 && s <= 9)).toBe(true);
+    expect(starts.size).toBeGreaterThan(5);
+  });
+
+  it('instagram keeps a sequence per shard and tick', () => {
+    const l = getLayout('instagram');
+    const clock = new ManualClock();
+    const g = new SnowflakeGenerator({ layout: l, clock });
+    const a = decompose(l, BigInt(g.take(1341) as string));
+    const b = decompose(l, BigInt(g.take(7) as string));
+    const c = decompose(l, BigInt(g.take(1341) as string));
+    expect([a.values.shard, a.values.sequence, b.values.shard, b.values.sequence, c.values.sequence]).toEqual([1341, 0, 7, 0, 1]);
+    expect(() => g.take(8192)).toThrow(/shard/);
+  });
+
+  it('starts strictly after afterTick', () => {
+    const clock = new ManualClock();
+    const t = clock.t - twitter.epochMs;
+    const g = new SnowflakeGenerator({ layout: twitter, clock, worker: { workerId: 1, afterTick: t } });
+    expect(g.take()).toBeUndefined();
+    clock.advance(1);
+    expect(decompose(twitter, BigInt(g.take() as string)).tick).toBe(t + 1);
+  });
+});
+
+describe('lifetime', () => {
+  it('refuses with ID_SPACE_EXHAUSTED after the last tick, never wraps', () => {
+    const l = getLayout('uid-generator');
+    const clock = new ManualClock(l.endsAtMs - 1000);
+    const g = new SnowflakeGenerator({ layout: l, clock });
+    const last = g.take() as string;
+    expect(decompose(l, BigInt(last)).tick).toBe(l.maxTick);
+    clock.advance(1000);
+    expect(() => g.take()).toThrow(expect.objectContaining({ code: 'ID_SPACE_EXHAUSTED' }));
+    const ig = getLayout('instagram');
+    const g2 = new SnowflakeGenerator({ layout: ig, clock: new ManualClock(ig.endsAtMs + 5) });
+    expect(() => g2.take()).toThrow(expect.objectContaining({ code: 'ID_SPACE_EXHAUSTED' }));
+  });
+});
+
+describe('lease deadline', () => {
+  it('refuses with LEASE_LOST once the deadline passed, and after revoke()', () => {
+    let mono = 0;
+    const g = new SnowflakeGenerator({ layout: twitter, clock: new ManualClock(), validUntil: 100, monotonic: () => mono });
+    expect(g.take()).toBeDefined();
+    mono = 100;
+    expect(() => g.take()).toThrow(expect.objectContaining({ code: 'LEASE_LOST' }));
+    g.extend(0, 1000);
+    expect(g.take()).toBeDefined();
+    g.revoke();
+    expect(() => g.take()).toThrow(expect.objectContaining({ code: 'LEASE_LOST' }));
+  });
+});
+
+const JUMPS = [1, 5, 1000, 3_600_000];
+const POLICIES: ClockPolicy[] = ['reject', 'wait', 'logical', 'backup-worker'];
+
+describe.each(POLICIES)('clock policy %s', (policy) => {
+  it.each(JUMPS)('clock back %i ms: no triple repeats, the right error or wait', (jump) => {
+    const clock = new ManualClock();
+    const g = new SnowflakeGenerator({
+      layout: twitter,
+      clock,
+      clockPolicy: policy,
+      maxWaitMs: 1000,
+      worker: { workerId: 3 },
+      backups: policy === 'backup-worker' ? [{ workerId: 900 }] : [],
+    });
+    const seen = new Set<string>();
+    const add = (id: string) => {
+      const k = triple(id);
+      expect(seen.has(k)).toBe(false);
+      seen.add(k);
+    };
+    // 6,000 IDs over ~2 ms: the sequence runs out once.
+    for (let i = 0; i < 6000; i++) {
+      add(takeOne(g, clock));
+      if (i % 3000 === 2999) clock.advance(1);
+    }
+    clock.t = twitter.epochMs + g.lastIssuedTick - jump; // `jump` ms behind the last tick issued
+    let first: string | undefined;
+    let err: unknown;
+    try {
+      first = g.take();
+    } catch (e) {
+      err = e;
+    }
+    if (policy === 'reject' || (policy === 'wait' && jump > 1000)) {
+      expect(err).toBeInstanceOf(SequoiaError);
+      expect((err as SequoiaError).code).toBe('CLOCK_MOVED_BACKWARDS');
+      expect((err as SequoiaError).retryAfterMs).toBeGreaterThanOrEqual(jump);
+      // Nothing is issued until the clock is back.
+      clock.advance(jump - 1);
+      if (policy === 'reject') expect(() => g.take()).toThrow(expect.objectContaining({ code: 'CLOCK_MOVED_BACKWARDS' }));
+      else expect([g.take(), g.waitReason, g.waitMs]).toEqual([undefined, 'clock', 1]); // now within the bound: wait
+      clock.advance(1);
+    } else if (policy === 'wait') {
+      expect(err).toBeUndefined();
+      expect(first).toBeUndefined();
+      expect(g.waitReason).toBe('clock');
+      expect(g.waitMs).toBe(jump);
+    } else {
+      expect(err).toBeUndefined();
+      expect(first).toBeDefined();
+      add(first as string);
+      if (policy === 'backup-worker') expect(g.workerId).toBe(900);
+      else expect(decompose(twitter, BigInt(first as string)).tick).toBeGreaterThan(clock.t - twitter.epochMs);
+    }
+    expect(g.stats().clockBackwardsTotal).toBe(1);
+    // 10,000 more with the clock crawling: never a repeat.
+    for (let i = 0; i < 10_000; i++) {
+      add(takeOne(g, clock));
+      if (i % 1000 === 999) clock.advance(1);
+    }
+    expect(seen.size).toBe(policy === 'wait' || policy === 'reject' ? 16_000 : 16_001);
+  });
+});
+
+describe('backup-worker', () => {
+  it('refuses once every worker id is behind', () => {
+    const clock = new ManualClock();
+    const g = new SnowflakeGenerator({ layout: twitter, clock, clockPolicy: 'backup-worker', worker: { workerId: 1 }, backups: [{ workerId: 2 }] });
+    g.take();
+    clock.advance(-10);
+    g.take();
+    expect(g.workerId).toBe(2);
+    clock.advance(-10);
+    expect(() => g.take()).toThrow(expect.objectContaining({ code: 'CLOCK_MOVED_BACKWARDS' }));
+  });
+});
+
+describe('logical', () => {
+  it('borrows future ticks only up to the persisted ceiling', () => {
+    const clock = new ManualClock();
+    const t0 = clock.t - twitter.epochMs;
+    const g = new SnowflakeGenerator({ layout: twitter, clock, clockPolicy: 'logical', ceilingTick: t0 + 1 });
+    g.take();
+    clock.advance(-1000);
+    let n = 0;
+    while (g.take() !== undefined) n++;
+    expect(n).toBe(4095 + 4096); // the rest of t0, then all of t0+1
+    expect([g.waitReason, g.wantTick]).toEqual(['ceiling', t0 + 2]);
+    g.extend(t0 + 2, Number.POSITIVE_INFINITY);
+    expect(decompose(twitter, BigInt(g.take() as string)).tick).toBe(t0 + 2);
+  });
+});
+
+describe('ordering within a worker', () => {
+  for (const policy of ['reject', 'wait', 'logical'] as const) {
+    it(`IDs rise under any clock trace (${policy})`, () => {
+      fc.assert(
+        fc.property(fc.array(fc.tuple(fc.integer({ min: -50, max: 50 }), fc.integer({ min: 1, max: 600 })), { maxLength: 20 }), (trace) => {
+          const clock = new ManualClock();
+          const g = new SnowflakeGenerator({ layout: twitter, clock, clockPolicy: policy, maxWaitMs: 20, worker: { workerId: 9 } });
+          let prev = -1n;
+          for (const [delta, n] of trace) {
+            clock.advance(delta);
+            for (let i = 0; i < n; i++) {
+              let id: string | undefined;
+              try {
+                id = g.take();
+              } catch (e) {
+                expect((e as SequoiaError).code).toBe('CLOCK_MOVED_BACKWARDS');
+                break;
+              }
+              if (id === undefined) {
+                if (g.waitReason === 'ceiling') throw new Error('no ceiling set');
+                clock.advance(g.waitMs);
+                continue;
+              }
+              const v = BigInt(id);
+              expect(v > prev).toBe(true);
+              prev = v;
+            }
+          }
+        }),
+        { numRuns: 60 },
+      );
+    });
+  }
+});

@@ -1,0 +1,392 @@
+/**
+ * The Snowflake generator's pure core: one issuer of (tick, node, sequence)
+ * triples under a layout, answering decimal strings.
+ *
+ * Invariant: no (tick, node value, shard, sequence) is ever issued twice by
+ * one generator, and never at or below `afterTick` (the previous holder's last
+ * reported tick), whatever the clock does. When that cannot be kept, `take`
+ * throws CLOCK_MOVED_BACKWARDS, LEASE_LOST or ID_SPACE_EXHAUSTED, or answers
+ * `undefined` with `waitMs` and `waitReason` set ("retry after n ms"): the
+ * core never sleeps; the service decides how to wait.
+ *
+ * Hot path: no BigInt. The ID is tick × 2^lowBits + low, where `low` (node
+ * fields and sequence) is below 2^lowBits. The decimal form of tick × 2^lowBits
+ * is computed once per tick as q × 10^8 + r (exact in doubles), and each ID
+ * adds `low` to r: one addition, a comparison and a short number-to-string.
+ *
+ * Clock policies when the clock reads a tick below the last one issued:
+ * - reject: throw CLOCK_MOVED_BACKWARDS (retryAfterMs = the gap);
+ * - wait: answer "retry after gap ms" while the gap is at most `maxWaitMs`,
+ *   else throw;
+ * - logical: keep issuing on the last tick and, when its sequence runs out,
+ *   borrow the next tick (ahead of the clock). Ticks above `ceilingTick` are
+ *   never used until the service has persisted a higher ceiling (reason
+ *   "ceiling"), so a restart starts after every borrowed tick;
+ * - backup-worker: switch to a reserved worker id whose own last tick is
+ *   below the clock, and keep issuing there; throw when none is.
+ */
+import { ClockError, InvalidArgumentError, UnavailableError } from '../errors.js';
+import type { Clock } from '../../ports/clock.js';
+import type { Random } from '../../ports/random.js';
+import { type Layout, splitWorker } from './layout.js';
+
+export const CLOCK_POLICIES = ['reject', 'wait', 'logical', 'backup-worker'] as const;
+export type ClockPolicy = (typeof CLOCK_POLICIES)[number];
+
+export type WaitReason = 'sequence' | 'clock' | 'ceiling';
+
+export interface WorkerSlot {
+  /** The value of the layout's node fields together (e.g. datacenter << 5 | worker for twitter). */
+  readonly workerId: number;
+  /** Issue strictly after this tick (the previous holder's last reported tick). Default -1. */
+  readonly afterTick?: number;
+}
+
+export interface SnowflakeGeneratorOptions {
+  readonly layout: Layout;
+  readonly clock: Clock;
+  /** Default worker 0, after tick -1. */
+  readonly worker?: WorkerSlot;
+  /** Reserved worker ids for `backup-worker`, in the order they are tried. */
+  readonly backups?: readonly WorkerSlot[];
+  /** Default 'wait'. */
+  readonly clockPolicy?: ClockPolicy;
+  /** For `wait`: the largest gap waited out, ms. Default 1000. */
+  readonly maxWaitMs?: number;
+  /** Needed when the layout's sequence starts at random. */
+  readonly random?: Random;
+  /** Highest tick that may be issued until `extend` raises it. Default: no ceiling. */
+  readonly ceilingTick?: number;
+  /** Monotonic ms until which issuing is allowed (a lease); default forever. */
+  readonly validUntil?: number;
+  /** Monotonic clock for `validUntil`. Default performance.now. */
+  readonly monotonic?: () => number;
+}
+
+export interface GeneratorStats {
+  readonly lastTick: number;
+  readonly workerId: number;
+  readonly clockBackwardsTotal: number;
+  readonly sequenceExhaustedTotal: number;
+  readonly issuedTotal: number;
+  /** The tick the clock reads now minus the last tick: negative while the clock is behind. */
+}
+
+const E8 = 100_000_000;
+const ZPAD = ['', '0', '00', '000', '0000', '00000', '000000', '0000000', '00000000'];
+const RANDOM_POOL = 256;
+
+/**
+ * Exact decimal split of tick × 2^lowBits (< 2^63) into q × 10^8 + r, in doubles.
+ * Exported for tests.
+ */
+export function splitE8(tick: number, lowBits: number): [number, number] {
+  const pBits = Math.min(lowBits, 24);
+  const P = 2 ** pBits;
+  const A = tick * 2 ** (lowBits - pBits); // exact: below 2^53
+  const a1 = Math.floor(A / E8);
+  const a0 = A - a1 * E8;
+  const m = a0 * P; // < 10^8 × 2^24 < 2^53: exact
+  const mq = Math.floor(m / E8);
+  return [a1 * P + mq, m - mq * E8];
+}
+
+export class SnowflakeGenerator {
+  readonly layout: Layout;
+  readonly clockPolicy: ClockPolicy;
+  /** Set when `take` answers undefined. */
+  waitMs = 0;
+  waitReason: WaitReason = 'sequence';
+  /** With waitReason 'ceiling': the tick that needs a higher ceiling. */
+  wantTick = 0;
+
+  private readonly clock: Clock;
+  private readonly monotonic: () => number;
+  private readonly epoch: number;
+  private readonly unit: number;
+  private readonly seqMax: number;
+  private readonly seqMul: number;
+  private readonly maxTick: number;
+  private readonly maxWaitMs: number;
+  private readonly randomMax: number; // -1: start at zero
+  private readonly random: Random | undefined;
+  private readonly rnd = new Uint32Array(RANDOM_POOL);
+  private rndPos = RANDOM_POOL;
+  private readonly sharded: boolean;
+  private readonly shardPlace: number;
+  private readonly workerIds: number[];
+  private readonly nodeBase: number[];
+  private readonly lastTick: Float64Array;
+  private readonly seq: Float64Array;
+  private cur = 0;
+  private ceiling: number;
+  private validUntil: number;
+  private behind = false;
+  private exhaustedTick = -2;
+  private fmtTick = -1;
+  private fmtQ = 0;
+  private fmtR = 0;
+  private fmtQs0 = '';
+  private fmtQs1 = '';
+  private maxIssued = -1;
+  private backwards = 0;
+  private exhausted = 0;
+  private issued = 0;
+
+  constructor(o: SnowflakeGeneratorOptions) {
+    const l = o.layout;
+    this.layout = l;
+    this.clock = o.clock;
+    this.monotonic = o.monotonic ?? (() => performance.now());
+    this.clockPolicy = o.clockPolicy ?? 'wait';
+    if (!(CLOCK_POLICIES as readonly string[]).includes(this.clockPolicy)) {
+      throw new InvalidArgumentError(`clock policy must be one of ${CLOCK_POLICIES.join(', ')}`);
+    }
+    this.maxWaitMs = o.maxWaitMs ?? 1000;
+    if (!(this.maxWaitMs >= 0)) throw new InvalidArgumentError('maxWaitMs must be a number from 0');
+    this.epoch = l.epochMs;
+    this.unit = l.unitMs;
+    this.seqMax = 2 ** l.sequenceBits - 1;
+    this.seqMul = l.sequenceMul;
+    this.maxTick = l.maxTick;
+    this.randomMax = l.sequenceStart.kind === 'random' ? l.sequenceStart.max : -1;
+    this.random = o.random;
+    if (this.randomMax >= 0 && !this.random) throw new InvalidArgumentError(`layout ${l.name} starts its sequence at random: pass a Random`);
+    this.ceiling = o.ceilingTick ?? Number.POSITIVE_INFINITY;
+    this.validUntil = o.validUntil ?? Number.POSITIVE_INFINITY;
+    const shardIdx = l.fields.findIndex((x) => x.role === 'shard');
+    this.sharded = shardIdx >= 0;
+    this.shardPlace = shardIdx >= 0 ? (l.placeValues[shardIdx] as number) : 0;
+    const slots = [o.worker ?? { workerId: 0 }, ...(o.backups ?? [])];
+    if (this.clockPolicy === 'backup-worker' && slots.length < 2) {
+      throw new InvalidArgumentError('clock policy backup-worker needs at least one reserved backup worker id');
+    }
+    if (this.sharded && slots.length > 1) throw new InvalidArgumentError(`layout ${l.name} has a per-request shard: backup workers do not apply`);
+    const seen = new Set<number>();
+    this.workerIds = [];
+    this.nodeBase = [];
+    for (const s of slots) {
+      if (!Number.isSafeInteger(s.workerId) || s.workerId < 0 || s.workerId >= 2 ** l.workerBits) {
+        throw new InvalidArgumentError(`worker id must be an integer from 0 to ${2 ** l.workerBits - 1} for layout ${l.name}`);
+      }
+      if (seen.has(s.workerId)) throw new InvalidArgumentError(`worker id ${s.workerId} is given twice`);
+      seen.add(s.workerId);
+      this.workerIds.push(s.workerId);
+      const parts = splitWorker(l, s.workerId);
+      let base = 0;
+      l.fields.forEach((fl, i) => {
+        if (fl.role === 'node') base += (parts[fl.name] ?? 0) * (l.placeValues[i] as number);
+      });
+      this.nodeBase.push(base);
+    }
+    const n = this.sharded ? 2 ** l.shardBits : slots.length;
+    this.lastTick = new Float64Array(n);
+    this.seq = new Float64Array(n);
+    for (let i = 0; i < n; i++) {
+      const after = this.sharded ? (slots[0]?.afterTick ?? -1) : (slots[i]?.afterTick ?? -1);
+      if (!Number.isSafeInteger(after) || after < -1) throw new InvalidArgumentError('afterTick must be an integer from -1');
+      this.lastTick[i] = after;
+      this.seq[i] = this.seqMax; // the next ID needs a tick above afterTick
+      if (after > this.maxIssued) this.maxIssued = after;
+    }
+  }
+
+  /** The worker id in use now (changes under backup-worker). */
+  get workerId(): number {
+    return this.workerIds[this.cur] as number;
+  }
+
+  /** All worker ids this generator may use (primary first). */
+  get workerIdList(): readonly number[] {
+    return this.workerIds;
+  }
+
+  /** The highest tick issued (or the starting `afterTick`). Persist this as the last tick. */
+  get lastIssuedTick(): number {
+    return this.maxIssued;
+  }
+
+  get ceilingTick(): number {
+    return this.ceiling;
+  }
+
+  /** Raises the ceiling and/or the lease deadline (after a renewal was stored). Never lowers the ceiling. */
+  extend(ceilingTick: number, validUntil: number): void {
+    if (ceilingTick > this.ceiling) this.ceiling = ceilingTick;
+    this.validUntil = validUntil;
+  }
+
+  /** Stops issuing for good (lease lost or generator closed). */
+  revoke(): void {
+    this.validUntil = Number.NEGATIVE_INFINITY;
+  }
+
+  /** The tick the clock reads now. */
+  currentTick(): number {
+    const d = this.clock.now() - this.epoch;
+    return this.unit === 1 ? d : Math.floor(d / this.unit);
+  }
+
+  stats(): GeneratorStats {
+    return {
+      lastTick: this.maxIssued,
+      workerId: this.workerId,
+      clockBackwardsTotal: this.backwards,
+      sequenceExhaustedTotal: this.exhausted,
+      issuedTotal: this.issued,
+    };
+  }
+
+  /**
+   * One ID as a decimal string, or undefined with `waitMs`/`waitReason` set.
+   * `shard` is the per-request shard for layouts that have one (else ignored).
+   */
+  take(shard = 0): string | undefined {
+    const now = this.clock.now();
+    if (this.monotonic() >= this.validUntil) throw leaseLost();
+    let slot = this.cur;
+    let low: number;
+    if (this.sharded) {
+      if (!(shard >= 0 && shard < this.lastTick.length && Math.floor(shard) === shard)) {
+        throw new InvalidArgumentError(`shard must be an integer from 0 to ${this.lastTick.length - 1}`);
+      }
+      slot = shard;
+      low = (this.nodeBase[0] as number) + shard * this.shardPlace;
+    } else low = this.nodeBase[slot] as number;
+    const d = now - this.epoch;
+    const t = this.unit === 1 ? d : Math.floor(d / this.unit);
+    const last = this.lastTick[slot] as number;
+    let tick: number;
+    let seq: number;
+    if (t > last) {
+      tick = t;
+      seq = this.randomMax < 0 ? 0 : this.randomStart();
+      this.behind = false;
+    } else if (t === last) {
+      tick = t;
+      seq = (this.seq[slot] as number) + 1;
+      this.behind = false;
+      if (seq > this.seqMax) {
+        if (this.exhaustedTick !== t) {
+          this.exhaustedTick = t;
+          this.exhausted++;
+        }
+        this.waitReason = 'sequence';
+        this.waitMs = this.unit === 1 ? 1 : this.unit - (d - t * this.unit);
+        return undefined;
+      }
+    } else {
+      if (t < 0) throw new ClockError(`the clock reads ${new Date(now).toISOString()}, before the layout's epoch`);
+      if (!this.behind) {
+        this.behind = true;
+        this.backwards++;
+      }
+      const gapMs = (last - t) * this.unit;
+      switch (this.clockPolicy) {
+        case 'reject':
+          throw new ClockError(`the clock is ${gapMs} ms behind the last issued tick; refusing (policy reject)`, { retryAfterMs: gapMs });
+        case 'wait':
+          if (gapMs > this.maxWaitMs) {
+            throw new ClockError(`the clock is ${gapMs} ms behind the last issued tick, more than the ${this.maxWaitMs} ms the wait policy allows`, {
+              retryAfterMs: gapMs,
+            });
+          }
+          this.waitReason = 'clock';
+          this.waitMs = gapMs;
+          return undefined;
+        case 'logical':
+          tick = last;
+          seq = (this.seq[slot] as number) + 1;
+          if (seq > this.seqMax) {
+            tick = last + 1;
+            seq = this.randomMax < 0 ? 0 : this.randomStart();
+          }
+          break;
+        case 'backup-worker': {
+          const s = this.findBackup(t);
+          if (s < 0) {
+            throw new ClockError(`the clock is ${gapMs} ms behind the last issued tick and no backup worker id is free at this tick`, {
+              retryAfterMs: gapMs,
+            });
+          }
+          this.cur = slot = s;
+          low = this.nodeBase[s] as number;
+          tick = t;
+          if (t === this.lastTick[s]) seq = (this.seq[s] as number) + 1;
+          else seq = this.randomMax < 0 ? 0 : this.randomStart();
+          this.behind = false;
+          break;
+        }
+      }
+    }
+    if (tick > this.ceiling) {
+      this.waitReason = 'ceiling';
+      this.wantTick = tick;
+      this.waitMs = 0;
+      return undefined;
+    }
+    if (tick > this.maxTick) {
+      throw new UnavailableError(
+        'ID_SPACE_EXHAUSTED',
+        `layout ${this.layout.name} ran out of time bits on ${new Date(this.layout.endsAtMs).toISOString()}; it never wraps: use a new layout`,
+      );
+    }
+    this.lastTick[slot] = tick;
+    this.seq[slot] = seq;
+    if (tick > this.maxIssued) this.maxIssued = tick;
+    this.issued++;
+    return this.format(tick, low + seq * this.seqMul);
+  }
+
+  /** A slot whose last tick leaves room at tick t, or -1. */
+  private findBackup(t: number): number {
+    for (let i = 0; i < this.workerIds.length; i++) {
+      const lt = this.lastTick[i] as number;
+      if (lt < t || (lt === t && (this.seq[i] as number) < this.seqMax)) return i;
+    }
+    return -1;
+  }
+
+  private randomStart(): number {
+    if (this.rndPos === RANDOM_POOL) {
+      (this.random as Random).fill(new Uint8Array(this.rnd.buffer));
+      this.rndPos = 0;
+    }
+    return (this.rnd[this.rndPos++] as number) % (this.randomMax + 1);
+  }
+
+  /** Decimal of tick × 2^lowBits + low, without BigInt. */
+  private format(tick: number, low: number): string {
+    if (tick !== this.fmtTick) {
+      const [q, r] = splitE8(tick, this.layout.lowBits);
+      this.fmtTick = tick;
+      this.fmtQ = q;
+      this.fmtR = r;
+      this.fmtQs0 = q === 0 ? '' : String(q);
+      this.fmtQs1 = String(q + 1);
+    }
+    let q = this.fmtQ;
+    let r = this.fmtR;
+    let qs = this.fmtQs0;
+    if (low < E8) r += low;
+    else {
+      const lq = Math.floor(low / E8);
+      r += low - lq * E8;
+      q += lq;
+      qs = q === 0 ? '' : String(q);
+    }
+    if (r >= E8) {
+      r -= E8;
+      qs = q === this.fmtQ ? this.fmtQs1 : String(q + 1);
+    }
+    if (qs === '') return String(r);
+    const s = String(r);
+    return s.length === 8 ? qs + s : qs + ZPAD[8 - s.length] + s;
+  }
+}
+
+function leaseLost(): UnavailableError {
+  return new UnavailableError('LEASE_LOST', 'the worker-id lease is lost or could have expired; no ID is issued until it is held again', {
+    retryAfterMs: 1000,
+  });
+}

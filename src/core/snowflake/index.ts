@@ -1,0 +1,3 @@
+export * from './layout.js';
+export * from './planner.js';
+export * from './generator.js';

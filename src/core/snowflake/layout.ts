@@ -1,0 +1,346 @@
+/**
+ * Snowflake bit layouts as versioned, named data.
+ *
+ *   bit 63        62 ...                                  ... 0
+ *   [sign = 0][ time: ticks of `unitMs` since `epochMs` ][ fields, high to low ]
+ *
+ * `fields` lists every field below the time, high to low: node fields (worker,
+ * datacenter, machine, region: fixed per generator; or `shard`: chosen per
+ * request, as Instagram's logical shard) and exactly one `sequence` field.
+ * Sonyflake puts its sequence above the machine id, so order is data too.
+ *
+ * A layout is a long-term protocol: once IDs are stored, its epoch and widths
+ * must never change. Changing either is a new layout (new name or version);
+ * never mix layouts in one column.
+ *
+ * Time bits plus field bits are 63. Three presets (instagram, customuuid,
+ * simpleflake) use 64 as published; Sequoia never sets the sign bit, so their
+ * lifetime ends when the time field would reach it (`maxTick`), and after that
+ * the generator refuses with ID_SPACE_EXHAUSTED. It never wraps or goes negative.
+ */
+import { InvalidArgumentError } from '../errors.js';
+
+export type FieldRole = 'node' | 'shard' | 'sequence';
+
+export interface LayoutField {
+  readonly name: string;
+  readonly bits: number;
+  readonly role: FieldRole;
+}
+
+/** How the sequence starts in each new tick. `random`: uniformly in [0, max]. */
+export type SequenceStart = { readonly kind: 'zero' } | { readonly kind: 'random'; readonly max: number };
+
+export interface LayoutSpec {
+  readonly name: string;
+  readonly version: number;
+  readonly description?: string;
+  /** Unix ms of tick 0. */
+  readonly epochMs: number;
+  /** Milliseconds per tick (1 for most; 10 for sonyflake; 1000 for uid-generator). */
+  readonly unitMs: number;
+  readonly timeBits: number;
+  /** Fields below the time, high to low. Exactly one has role `sequence`. */
+  readonly fields: readonly LayoutField[];
+  readonly sequenceStart?: SequenceStart;
+}
+
+/** A validated layout with everything the generator and `explain` derive from it. */
+export interface Layout extends LayoutSpec {
+  readonly sequenceStart: SequenceStart;
+  /** Bits below the time field (fields summed). */
+  readonly lowBits: number;
+  /** Largest tick that keeps the ID within 2^63-1 and within the time field. */
+  readonly maxTick: number;
+  /** Bits of the fields with role `node` together: the worker-id space is [0, 2^workerBits). */
+  readonly workerBits: number;
+  readonly shardBits: number;
+  readonly sequenceBits: number;
+  /** 2^(shift of the sequence field). */
+  readonly sequenceMul: number;
+  /** For each field: 2^shift (its place value) and its max value. */
+  readonly placeValues: readonly number[];
+  /** Unix ms after which no tick is left: `epochMs + (maxTick + 1) * unitMs`. */
+  readonly endsAtMs: number;
+  /** The id space key: layouts with the same key are the same numbers (leases are per key). */
+  readonly spaceKey: string;
+  readonly warnings: readonly string[];
+}
+
+const NAME = /^[a-z][a-z0-9_-]{0,39}$/;
+const MAX_TICK_SIGNED = (lowBits: number) => 2 ** (63 - lowBits) - 1;
+export const TWITTER_EPOCH_MS = 1288834974657; // 2010-11-04T01:42:54.657Z
+const YEAR_MS = 365.25 * 86_400_000;
+
+function f(name: string, bits: number, role: FieldRole = 'node'): LayoutField {
+  return { name, bits, role };
+}
+
+/** The presets, as published by each scheme (DESIGN.md "Snowflake family"). */
+export const PRESET_SPECS: readonly LayoutSpec[] = [
+  {
+    name: 'twitter',
+    version: 1,
+    description: "Twitter's Snowflake: 41 bits of ms, 5 datacenter, 5 worker, 12 sequence",
+    epochMs: TWITTER_EPOCH_MS,
+    unitMs: 1,
+    timeBits: 41,
+    fields: [f('datacenter', 5), f('worker', 5), f('sequence', 12, 'sequence')],
+  },
+  {
+    name: 'leaf',
+    version: 1,
+    description: "Meituan Leaf's snowflake mode: 41 bits of ms, 10 worker, 12 sequence",
+    epochMs: TWITTER_EPOCH_MS,
+    unitMs: 1,
+    timeBits: 41,
+    fields: [f('worker', 10), f('sequence', 12, 'sequence')],
+  },
+  {
+    name: 'sonyflake',
+    version: 1,
+    description: 'Sonyflake: 39 bits of 10 ms since 2014-09-01, 8 sequence, 16 machine',
+    epochMs: Date.UTC(2014, 8, 1),
+    unitMs: 10,
+    timeBits: 39,
+    fields: [f('sequence', 8, 'sequence'), f('machine', 16)],
+  },
+  {
+    name: 'uid-generator',
+    version: 1,
+    description: "Baidu uid-generator's default: 28 bits of seconds since 2016-05-20, 22 worker, 13 sequence (ran out on 2024-11-20)",
+    epochMs: Date.UTC(2016, 4, 20),
+    unitMs: 1000,
+    timeBits: 28,
+    fields: [f('worker', 22), f('sequence', 13, 'sequence')],
+  },
+  {
+    name: 'instagram',
+    version: 1,
+    description: "Instagram's sharded IDs: 41 bits of ms since 2011-08-24, 13 logical shard (per request), 10 sequence per shard",
+    epochMs: 1314220021721,
+    unitMs: 1,
+    timeBits: 41,
+    fields: [f('shard', 13, 'shard'), f('sequence', 10, 'sequence')],
+  },
+  {
+    name: 'customuuid',
+    version: 1,
+    description: 'CustomUUID: 41 bits of ms, 3 region, 10 worker, 10 sequence starting at a random 0-9 each ms',
+    epochMs: TWITTER_EPOCH_MS,
+    unitMs: 1,
+    timeBits: 41,
+    fields: [f('region', 3), f('worker', 10), f('sequence', 10, 'sequence')],
+    sequenceStart: { kind: 'random', max: 9 },
+  },
+  {
+    name: 'simpleflake',
+    version: 1,
+    description:
+      'Simpleflake: 41 bits of ms since 2000-01-01T05:00Z, 23 random bits (here a sequence with a random start, so one issuer never repeats)',
+    epochMs: 946702800000,
+    unitMs: 1,
+    timeBits: 41,
+    fields: [f('sequence', 23, 'sequence')],
+    sequenceStart: { kind: 'random', max: 2 ** 23 - 1 },
+  },
+];
+
+export interface ValidateOptions {
+  /** Refuse layouts whose lifetime from now is shorter. Default 0 (presets); config layouts use 10. */
+  readonly minLifetimeYears?: number;
+  /** Now, Unix ms (for "epoch in the past" and the lifetime). */
+  readonly nowMs?: number;
+}
+
+/**
+ * Validates a layout spec and derives the generator's constants. Throws
+ * InvalidArgumentError naming every problem.
+ *
+ * @example
+ * const l = defineLayout({ name: 'orders', version: 1, epochMs: Date.UTC(2024, 0, 1), unitMs: 1, timeBits: 41,
+ *   fields: [{ name: 'worker', bits: 10, role: 'node' }, { name: 'sequence', bits: 12, role: 'sequence' }] },
+ *   { minLifetimeYears: 10 });
+ */
+export function defineLayout(spec: LayoutSpec, options: ValidateOptions = {}): Layout {
+  const problems: string[] = [];
+  const warnings: string[] = [];
+  const nowMs = options.nowMs ?? Date.now();
+  const int = (v: unknown, lo: number, hi: number) => typeof v === 'number' && Number.isSafeInteger(v) && v >= lo && v <= hi;
+  if (typeof spec.name !== 'string' || !NAME.test(spec.name)) problems.push(`name must match ${NAME.source}`);
+  if (!int(spec.version, 1, 1_000_000)) problems.push('version must be an integer from 1');
+  if (!int(spec.unitMs, 1, 86_400_000)) problems.push('unitMs must be an integer from 1 to 86400000');
+  if (!int(spec.timeBits, 1, 53)) problems.push('timeBits must be an integer from 1 to 53');
+  if (!int(spec.epochMs, 0, 8.64e15)) problems.push('epochMs must be a non-negative integer (Unix ms)');
+  else if (spec.epochMs > nowMs) problems.push(`epochMs must be in the past (got ${new Date(spec.epochMs).toISOString()})`);
+  const fields = Array.isArray(spec.fields) ? spec.fields : [];
+  if (fields.length === 0) problems.push('fields must list the fields below the time, high to low');
+  const names = new Set<string>(['time', 'timestampMs', 'id', 'layout']);
+  let lowBits = 0;
+  let seqCount = 0;
+  let shardCount = 0;
+  for (const fl of fields) {
+    if (!fl || typeof fl.name !== 'string' || !/^[a-z][a-zA-Z0-9]{0,31}$/.test(fl.name)) {
+      problems.push(`field names must be lowerCamel words (got ${JSON.stringify(fl?.name)})`);
+      continue;
+    }
+    if (names.has(fl.name)) problems.push(`field ${fl.name}: name is taken`);
+    names.add(fl.name);
+    if (!int(fl.bits, 1, 31)) problems.push(`field ${fl.name}: bits must be an integer from 1 to 31`);
+    if (fl.role !== 'node' && fl.role !== 'shard' && fl.role !== 'sequence') problems.push(`field ${fl.name}: role must be node, shard or sequence`);
+    if (fl.role === 'sequence') seqCount++;
+    if (fl.role === 'shard') shardCount++;
+    lowBits += fl.bits;
+  }
+  if (seqCount !== 1) problems.push('exactly one field must have role sequence');
+  if (shardCount > 1) problems.push('at most one field may have role shard');
+  const total = (spec.timeBits ?? 0) + lowBits;
+  if (problems.length === 0 && total !== 63 && total !== 64) {
+    problems.push(`time and field widths must sum to 63 (got ${total})`);
+  }
+  const seqField = fields.find((x) => x.role === 'sequence');
+  const start: SequenceStart = spec.sequenceStart ?? { kind: 'zero' };
+  if (start.kind === 'random' && seqField && !(int(start.max, 0, 2 ** seqField.bits - 1))) {
+    problems.push(`sequenceStart.max must be an integer from 0 to ${2 ** seqField.bits - 1}`);
+  }
+  if (problems.length) throw new InvalidArgumentError(`layout ${JSON.stringify(spec.name)}: ${problems.join('; ')}`);
+
+  const maxTick = Math.min(2 ** spec.timeBits - 1, MAX_TICK_SIGNED(lowBits));
+  if (total === 64) {
+    warnings.push(
+      `widths sum to 64: the top time bit is the sign bit, so Sequoia stops at tick ${maxTick} (${new Date(spec.epochMs + (maxTick + 1) * spec.unitMs).toISOString()}) rather than go negative`,
+    );
+  }
+  const endsAtMs = spec.epochMs + (maxTick + 1) * spec.unitMs;
+  const minYears = options.minLifetimeYears ?? 0;
+  if (minYears > 0 && endsAtMs - nowMs < minYears * YEAR_MS) {
+    throw new InvalidArgumentError(
+      `layout ${JSON.stringify(spec.name)}: its time bits run out on ${new Date(endsAtMs).toISOString()}, less than ${minYears} years from now`,
+    );
+  }
+  if (2 ** lowBits * (maxTick + 1) > 2 ** 53) {
+    const tick53 = Math.ceil(2 ** (53 - lowBits));
+    const at = spec.epochMs + tick53 * spec.unitMs;
+    warnings.push(
+      at <= nowMs
+        ? 'IDs are above 2^53: keep them as strings or bigint in JavaScript and JSON'
+        : `IDs pass 2^53 on ${new Date(at).toISOString()}: keep them as strings or bigint in JavaScript and JSON`,
+    );
+  }
+  const placeValues: number[] = [];
+  let shift = lowBits;
+  let sequenceMul = 1;
+  for (const fl of fields) {
+    shift -= fl.bits;
+    placeValues.push(2 ** shift);
+    if (fl.role === 'sequence') sequenceMul = 2 ** shift;
+  }
+  const workerBits = fields.filter((x) => x.role === 'node').reduce((a, x) => a + x.bits, 0);
+  const shardBits = fields.find((x) => x.role === 'shard')?.bits ?? 0;
+  // Adjacent node fields merge: twitter (5+5 worker bits) and leaf (10) are the same numbers, so one space.
+  const parts: [string, number][] = [];
+  for (const x of fields) {
+    const r = x.role === 'sequence' ? 's' : x.role === 'shard' ? 'h' : 'n';
+    const prev = parts[parts.length - 1];
+    if (prev && prev[0] === 'n' && r === 'n') prev[1] += x.bits;
+    else parts.push([r, x.bits]);
+  }
+  const shape = parts.map(([r, b]) => `${r}${b}`).join('.');
+  return {
+    ...spec,
+    fields: fields.map((x) => ({ name: x.name, bits: x.bits, role: x.role })),
+    sequenceStart: start,
+    lowBits,
+    maxTick,
+    workerBits,
+    shardBits,
+    sequenceBits: seqField?.bits ?? 0,
+    sequenceMul,
+    placeValues,
+    endsAtMs,
+    spaceKey: `e${spec.epochMs}.u${spec.unitMs}.t${spec.timeBits}.${shape}`,
+    warnings,
+  };
+}
+
+/** The preset layouts by name, validated once. */
+export const PRESETS: ReadonlyMap<string, Layout> = new Map(PRESET_SPECS.map((s) => [s.name, defineLayout(s)]));
+
+export const DEFAULT_LAYOUT = 'twitter';
+
+/** A preset (or a layout from `extra`) by name; INVALID_ARGUMENT naming the known ones otherwise. */
+export function getLayout(name: string, extra?: ReadonlyMap<string, Layout>): Layout {
+  const l = extra?.get(name) ?? PRESETS.get(name);
+  if (!l) {
+    const known = [...PRESETS.keys(), ...(extra ? [...extra.keys()] : [])];
+    throw new InvalidArgumentError(`layout must be one of ${known.join(', ')} (got ${JSON.stringify(name)})`);
+  }
+  return l;
+}
+
+/** Seconds left until the layout's time bits run out (negative once they have). */
+export function remainingSeconds(layout: Layout, nowMs: number): number {
+  return (layout.endsAtMs - nowMs) / 1000;
+}
+
+/** The fields of one ID. `values` holds every layout field by name (node fields, shard, sequence). */
+export interface DecodedId {
+  readonly tick: number;
+  readonly timestampMs: number;
+  readonly values: Readonly<Record<string, number>>;
+}
+
+/**
+ * Builds an ID from its fields (edge code: uses bigint). Each field value must
+ * fit its width; the tick must be within [0, maxTick].
+ */
+export function compose(layout: Layout, tick: number, values: Readonly<Record<string, number>>): bigint {
+  if (!Number.isSafeInteger(tick) || tick < 0 || tick > layout.maxTick) {
+    throw new InvalidArgumentError(`tick must be an integer from 0 to ${layout.maxTick}`);
+  }
+  let id = BigInt(tick) << BigInt(layout.lowBits);
+  layout.fields.forEach((fl, i) => {
+    const v = values[fl.name] ?? 0;
+    if (!Number.isSafeInteger(v) || v < 0 || v >= 2 ** fl.bits) {
+      throw new InvalidArgumentError(`${fl.name} must be an integer from 0 to ${2 ** fl.bits - 1}`);
+    }
+    id += BigInt(v) * BigInt(layout.placeValues[i] as number);
+  });
+  return id;
+}
+
+/** The inverse of `compose`. The ID must be in [0, 2^63-1]. */
+export function decompose(layout: Layout, id: bigint): DecodedId {
+  if (id < 0n || id > (1n << 63n) - 1n) throw new InvalidArgumentError('id must be from 0 to 2^63-1');
+  const tick = Number(id >> BigInt(layout.lowBits));
+  const values: Record<string, number> = {};
+  layout.fields.forEach((fl, i) => {
+    values[fl.name] = Number((id / BigInt(layout.placeValues[i] as number)) & ((1n << BigInt(fl.bits)) - 1n));
+  });
+  return { tick, timestampMs: layout.epochMs + tick * layout.unitMs, values };
+}
+
+/** The worker-id value (all `node` fields together, high to low) split into its named fields. */
+export function splitWorker(layout: Layout, workerId: number): Record<string, number> {
+  const out: Record<string, number> = {};
+  let rest = workerId;
+  const nodes = layout.fields.filter((x) => x.role === 'node');
+  for (let i = nodes.length - 1; i >= 0; i--) {
+    const fl = nodes[i] as LayoutField;
+    out[fl.name] = rest % 2 ** fl.bits;
+    rest = Math.floor(rest / 2 ** fl.bits);
+  }
+  return out;
+}
+
+/** The worker-id value of an ID's node fields (inverse of `splitWorker`). */
+export function joinWorker(layout: Layout, values: Readonly<Record<string, number>>): number {
+  let w = 0;
+  for (const fl of layout.fields) if (fl.role === 'node') w = w * 2 ** fl.bits + (values[fl.name] ?? 0);
+  return w;
+}
+
+/** Lifetime in years of a layout counted from its epoch. */
+export function lifetimeYears(layout: Layout): number {
+  return ((layout.maxTick + 1) * layout.unitMs) / YEAR_MS;
+}
