@@ -8,6 +8,7 @@ import type { Id } from '../../core/id.js';
 import { TAG_PATTERN } from '../../core/validate.js';
 import type { BusinessNumberCodec } from '../../core/business-number/index.js';
 import type { IdService } from '../../service/id-service.js';
+import type { Access } from '../auth.js';
 import type { FormatRegistry } from '../formats.js';
 
 export const MAX_COUNT = 10_000;
@@ -40,14 +41,19 @@ function formattedJson(tag: string, ids: Id[], codec: BusinessNumberCodec): stri
   return JSON.stringify({ tag, ids: ids.map((id) => codec.encode(id)) });
 }
 
-export async function segmentRoutes(app: FastifyInstance, opts: { service: IdService; formats: FormatRegistry }): Promise<void> {
+export async function segmentRoutes(
+  app: FastifyInstance,
+  opts: { service: IdService; formats: FormatRegistry; access?: Access },
+): Promise<void> {
   const { service, formats } = opts;
+  const access = opts.access?.clientTokensEnabled ? opts.access : undefined;
 
   app.get<{ Params: { tag: string }; Querystring: { format?: string } }>(
     '/api/segment/get/:tag',
     { config: { leaf: true, hot: true } },
     (req, reply) => {
       const tag = checkTag(req.params.tag);
+      access?.tag(req, tag);
       const f = req.query.format;
       if (f !== undefined) {
         const codec = formats.codec(f);
@@ -64,6 +70,7 @@ export async function segmentRoutes(app: FastifyInstance, opts: { service: IdSer
     { config: { hot: true } },
     (req, reply) => {
       const tag = checkTag(req.params.tag);
+      access?.tag(req, tag);
       const count = parseCount(req.query.count);
       reply.type('application/json; charset=utf-8');
       if (req.query.format !== undefined) {

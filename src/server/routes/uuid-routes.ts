@@ -4,13 +4,15 @@ import { InvalidArgumentError } from '../../core/errors.js';
 import { UuidV4Generator, UuidV7Generator } from '../../core/uuid/index.js';
 import { type Clock, systemClock } from '../../ports/clock.js';
 import { type Random, systemRandom } from '../../ports/random.js';
+import type { Access } from '../auth.js';
 import { parseCount } from './segment-routes.js';
 
-export async function uuidRoutes(app: FastifyInstance, opts: { clock?: Clock; random?: Random }): Promise<void> {
+export async function uuidRoutes(app: FastifyInstance, opts: { clock?: Clock; random?: Random; access?: Access }): Promise<void> {
   const v7 = new UuidV7Generator({ clock: opts.clock ?? systemClock, random: opts.random ?? systemRandom });
   const v4 = new UuidV4Generator({ random: opts.random ?? systemRandom });
 
   app.get<{ Querystring: { version?: string; count?: string; format?: string } }>('/v1/uuid', (req, reply) => {
+    opts.access?.any(req);
     const version = req.query.version ?? '7';
     if (version !== '7' && version !== '4') throw new InvalidArgumentError('version must be 7 or 4');
     const format = req.query.format ?? 'uuid';

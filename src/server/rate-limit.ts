@@ -1,0 +1,51 @@
+/**
+ * Per-client token bucket: each client (its bearer token's digest when it
+ * sends one, else its address) holds up to `burst` tokens, refilled at `rate`
+ * per second; a request takes one. An empty bucket answers 429 RATE_LIMITED
+ * with the seconds until a token is back. The bucket map is bounded: past
+ * `maxClients`, the least recently seen client is forgotten (it starts full).
+ */
+import { SequoiaError } from '../core/errors.js';
+
+interface Bucket {
+  tokens: number;
+  at: number;
+}
+
+export class TokenBucketLimiter {
+  private readonly buckets = new Map<string, Bucket>();
+
+  constructor(
+    private readonly rate: number,
+    private readonly burst: number,
+    private readonly now: () => number = () => performance.now(),
+    private readonly maxClients = 100_000,
+  ) {
+    if (!(rate > 0) || !(burst >= 1)) throw new RangeError('rate must be > 0 and burst >= 1');
+  }
+
+  /** Takes a token for `key` or throws RATE_LIMITED. */
+  take(key: string): void {
+    const t = this.now();
+    let b = this.buckets.get(key);
+    if (b === undefined) {
+      if (this.buckets.size >= this.maxClients) {
+        const oldest = this.buckets.keys().next().value;
+        if (oldest !== undefined) this.buckets.delete(oldest);
+      }
+      b = { tokens: this.burst, at: t };
+    } else {
+      this.buckets.delete(key); // re-inserted below: Map order is recency order
+      b.tokens = Math.min(this.burst, b.tokens + ((t - b.at) / 1000) * this.rate);
+      b.at = t;
+    }
+    this.buckets.set(key, b);
+    if (b.tokens < 1) {
+      const waitMs = ((1 - b.tokens) / this.rate) * 1000;
+      throw new SequoiaError('RATE_LIMITED', `too many requests; retry in ${Math.ceil(waitMs / 1000)} s`, {
+        retryAfterMs: waitMs,
+      });
+    }
+    b.tokens -= 1;
+  }
+}
