@@ -1,0 +1,64 @@
+/**
+ * Turns a provider spec and the store URL into a WorkerIdProvider:
+ *   lease (default)        sql-lease on the configured store (sqlite, postgres, mysql, memory)
+ *   static:N               worker id N, registered like a lease when the store can hold leases
+ *   k8s-ordinal[:OFFSET]   the StatefulSet ordinal of the hostname (+ OFFSET), registered likewise
+ *   worker-node            a new row (hence a new id) per start, uid-generator style
+ * A multi-store list leases on its first SQL entry (leases need one point of order).
+ */
+import { hostname } from 'node:os';
+import { InvalidArgumentError } from '../core/errors.js';
+import type { WorkerIdProvider } from '../ports/worker-id-provider.js';
+import type { WorkerLeaseStore } from '../ports/worker-lease-store.js';
+import { k8sOrdinal } from './k8s/k8s-ordinal.js';
+import { LeaseWorkerIdProvider, WorkerNodeWorkerIdProvider } from './lease/lease-worker-id-provider.js';
+import { MemoryWorkerLeaseStore } from './memory/memory-worker-lease-store.js';
+import { MysqlWorkerLeaseStore } from './mysql/mysql-worker-lease-store.js';
+import { PostgresWorkerLeaseStore } from './postgres/postgres-worker-lease-store.js';
+import { SqliteWorkerLeaseStore } from './sqlite/sqlite-worker-lease-store.js';
+import { StaticWorkerIdProvider } from './static/static-worker-id-provider.js';
+
+export const WORKER_ID_PROVIDER_HELP = 'lease, static:N, k8s-ordinal[:OFFSET] or worker-node';
+
+/** The lease store on the same backend as the segment store, or undefined (redis). */
+export function createWorkerLeaseStore(storeUrl: string): WorkerLeaseStore | undefined {
+  for (const raw of storeUrl.split(',')) {
+    const u = raw.trim();
+    if (u === 'memory:') return new MemoryWorkerLeaseStore();
+    if (u.startsWith('sqlite:')) return new SqliteWorkerLeaseStore(u.slice('sqlite:'.length).replace(/^\/\/(?=\/)/, ''));
+    const scheme = /^([a-z][a-z0-9+.-]*):\/\//i.exec(u)?.[1]?.toLowerCase();
+    if (scheme === 'postgres' || scheme === 'postgresql' || scheme === 'mysql') {
+      const url = new URL(u);
+      url.searchParams.delete('table');
+      return scheme === 'mysql' ? new MysqlWorkerLeaseStore(url.toString()) : new PostgresWorkerLeaseStore(url.toString());
+    }
+  }
+  return undefined;
+}
+
+export interface ProviderOptions {
+  readonly ttlMs?: number;
+  readonly hostname?: string;
+}
+
+export function createWorkerIdProvider(spec: string, storeUrl: string, o: ProviderOptions = {}): WorkerIdProvider {
+  const m = /^(lease|sql-lease|static|k8s-ordinal|worker-node)(?::([0-9]{1,9}))?$/.exec(spec.trim());
+  if (!m) throw new InvalidArgumentError(`worker id provider must be ${WORKER_ID_PROVIDER_HELP} (got ${JSON.stringify(spec)})`);
+  const kind = m[1] as string;
+  const arg = m[2] === undefined ? undefined : Number(m[2]);
+  const store = createWorkerLeaseStore(storeUrl);
+  if (kind === 'static' && arg === undefined) throw new InvalidArgumentError('worker id provider static needs an id: static:N');
+  if (kind === 'static' || kind === 'k8s-ordinal') {
+    const id = kind === 'static' ? (arg as number) : k8sOrdinal(o.hostname ?? hostname(), arg ?? 0);
+    if (!store) return new StaticWorkerIdProvider(id, kind);
+    return new LeaseWorkerIdProvider(store, { ttlMs: o.ttlMs, fixedWorkerId: id, kind: `${kind}+lease(${store.kind})` });
+  }
+  if (!store) {
+    throw new InvalidArgumentError(
+      `worker id provider ${kind} needs a store that can hold leases (sqlite, postgres, mysql); with this store use static:N or k8s-ordinal`,
+    );
+  }
+  if (kind === 'worker-node') return new WorkerNodeWorkerIdProvider(store);
+  if (arg !== undefined) throw new InvalidArgumentError('worker id provider lease takes no argument');
+  return new LeaseWorkerIdProvider(store, { ttlMs: o.ttlMs });
+}

@@ -1,0 +1,133 @@
+/**
+ * The `sql-lease` worker-id provider (also `static` and `k8s-ordinal` when a
+ * store is configured: a fixed id registered like a lease, so a second process
+ * with the same id is refused at start).
+ *
+ * Fencing: a grant's `validUntil` is measured on this process's monotonic
+ * clock from the moment the acquire/renew request was SENT, minus a margin,
+ * so it ends before the store-side expiry (set when the request ARRIVED). A
+ * holder paused past its lease (GC, SIGSTOP, VM freeze) finds its deadline
+ * gone when it wakes and issues nothing; its renewal then fails because the
+ * generation changed hands. The lease row's last_tick is the highest tick the
+ * holder may issue until its next renewal (a reservation), so the next holder
+ * starts strictly after it.
+ */
+import { hostname } from 'node:os';
+import { randomUUID } from 'node:crypto';
+import { UnavailableError } from '../../core/errors.js';
+import type { IdSpace, WorkerGrant, WorkerIdProvider } from '../../ports/worker-id-provider.js';
+import type { WorkerLeaseStore } from '../../ports/worker-lease-store.js';
+
+export interface LeaseWorkerIdProviderOptions {
+  /** Lease length, ms. Default 10000. */
+  readonly ttlMs?: number;
+  /** A fixed id (static, k8s-ordinal); default: any free id. */
+  readonly fixedWorkerId?: number;
+  /** How long `acquire` keeps trying while ids are held (a crashed holder's lease must run out). Default ttl + 1 s. */
+  readonly acquireWaitMs?: number;
+  /** Default `${hostname}/${pid}/${random}`. */
+  readonly owner?: string;
+  readonly monotonic?: () => number;
+  readonly kind?: string;
+}
+
+export function defaultOwner(): string {
+  return `${hostname()}/${process.pid}/${randomUUID().slice(0, 8)}`;
+}
+
+export class LeaseWorkerIdProvider implements WorkerIdProvider {
+  readonly kind: string;
+  readonly leased = true;
+  readonly ttlMs: number;
+  readonly owner: string;
+  private readonly fixed: number | undefined;
+  private readonly acquireWaitMs: number;
+  private readonly margin: number;
+  private readonly mono: () => number;
+  private initialised: Promise<void> | undefined;
+
+  constructor(
+    private readonly store: WorkerLeaseStore,
+    o: LeaseWorkerIdProviderOptions = {},
+  ) {
+    this.ttlMs = o.ttlMs ?? 10_000;
+    if (!Number.isSafeInteger(this.ttlMs) || this.ttlMs < 300) throw new RangeError('lease ttl must be an integer of at least 300 ms');
+    this.fixed = o.fixedWorkerId;
+    this.acquireWaitMs = o.acquireWaitMs ?? this.ttlMs + 1000;
+    // Room for clock-rate drift between this host and the store, and for the timer firing late.
+    this.margin = Math.min(2000, Math.max(50, Math.floor(this.ttlMs / 5)));
+    this.mono = o.monotonic ?? (() => performance.now());
+    this.owner = o.owner ?? defaultOwner();
+    this.kind = o.kind ?? `sql-lease(${store.kind})`;
+  }
+
+  async acquire(space: IdSpace, exclude: readonly number[] = []): Promise<WorkerGrant> {
+    this.initialised ??= this.store.init();
+    await this.initialised;
+    const until = this.mono() + this.acquireWaitMs;
+    if (this.fixed !== undefined && (this.fixed < 0 || this.fixed >= space.workerCount)) {
+      throw new UnavailableError('LEASE_LOST', `worker id ${this.fixed} is outside layout ${space.label}'s range 0..${space.workerCount - 1}`);
+    }
+    for (;;) {
+      const t0 = this.mono();
+      const wall0 = Date.now();
+      const r = await this.store.acquire({ space: space.key, owner: this.owner, ttlMs: this.ttlMs, workerCount: space.workerCount, want: this.fixed, exclude });
+      if (!('refused' in r)) {
+        return { workerId: r.workerId, generation: r.generation, afterTick: r.lastTick, validUntil: t0 + this.ttlMs - this.margin, expiresAtMs: wall0 + this.ttlMs };
+      }
+      if (this.mono() >= until) throw new UnavailableError('LEASE_LOST', `cannot lease a worker id for layout ${space.label}: ${r.refused}`, { retryAfterMs: this.ttlMs });
+      await new Promise((res) => setTimeout(res, Math.min(500, this.ttlMs / 4)));
+    }
+  }
+
+  async renew(space: IdSpace, grant: WorkerGrant, ceilingTick: number): Promise<WorkerGrant> {
+    const t0 = this.mono();
+    const wall0 = Date.now();
+    const r = await this.store.renew(space.key, grant.workerId, this.owner, grant.generation, this.ttlMs, ceilingTick);
+    if (!r) {
+      throw new UnavailableError('LEASE_LOST', `the lease on worker id ${grant.workerId} (layout ${space.label}) passed to another holder`, { retryAfterMs: 1000 });
+    }
+    return { ...grant, validUntil: t0 + this.ttlMs - this.margin, expiresAtMs: wall0 + this.ttlMs };
+  }
+
+  async release(space: IdSpace, grant: WorkerGrant, lastTick: number): Promise<void> {
+    await this.store.release(space.key, grant.workerId, this.owner, grant.generation, lastTick);
+  }
+
+  async close(): Promise<void> {
+    await this.store.close();
+  }
+}
+
+/** `worker-node` (uid-generator style): a new row, hence a new id, at every start; never reused, so never leased. */
+export class WorkerNodeWorkerIdProvider implements WorkerIdProvider {
+  readonly kind = 'worker-node';
+  readonly leased = false;
+  readonly ttlMs = undefined;
+  private initialised: Promise<void> | undefined;
+
+  constructor(
+    private readonly store: WorkerLeaseStore,
+    private readonly host = defaultOwner(),
+  ) {}
+
+  async acquire(space: IdSpace): Promise<WorkerGrant> {
+    this.initialised ??= this.store.init();
+    await this.initialised;
+    const id = await this.store.registerNode(space.key, this.host);
+    if (id >= space.workerCount) {
+      throw new UnavailableError('ID_SPACE_EXHAUSTED', `worker-node id ${id} is beyond layout ${space.label}'s ${space.workerCount} worker ids; worker-node never reuses ids`);
+    }
+    return { workerId: id, generation: 1, afterTick: -1, validUntil: Number.POSITIVE_INFINITY };
+  }
+
+  async renew(_space: IdSpace, grant: WorkerGrant): Promise<WorkerGrant> {
+    return grant;
+  }
+
+  async release(): Promise<void> {}
+
+  async close(): Promise<void> {
+    await this.store.close();
+  }
+}

@@ -1,0 +1,145 @@
+/**
+ * Worker-id leases on MySQL 8 / MariaDB 10.11+. `acquire` is one transaction
+ * that first locks a guard row of the space (worker_id -1, `SELECT … FOR
+ * UPDATE`), so concurrent starters take ids one at a time; expiry is in the
+ * server's clock. Only parameterised SQL; BIGINTs are read as strings.
+ */
+import mysql, { type Pool, type PoolConnection, type ResultSetHeader, type RowDataPacket } from 'mysql2/promise';
+import { SequoiaError, UnavailableError } from '../../core/errors.js';
+import type { AcquireRequest, LeaseRecord, LeaseRow, WorkerLeaseStore } from '../../ports/worker-lease-store.js';
+import { chooseWorker } from '../../ports/worker-lease-store.js';
+
+const NOW_MS = 'CAST(ROUND(UNIX_TIMESTAMP(NOW(3)) * 1000) AS SIGNED)';
+
+export class MysqlWorkerLeaseStore implements WorkerLeaseStore {
+  readonly kind = 'mysql';
+  private readonly pool: Pool;
+  private initialised = false;
+
+  constructor(uri: string) {
+    this.pool = mysql.createPool({ uri, connectionLimit: 3, connectTimeout: 3000, supportBigNumbers: true, bigNumberStrings: true, timezone: 'Z', flags: ['FOUND_ROWS'] });
+    this.pool.on('connection', (conn) => {
+      const target = ((conn as { connection?: unknown }).connection ?? conn) as { on?: (e: string, f: () => void) => void };
+      target.on?.('error', () => {});
+    });
+  }
+
+  async init(): Promise<void> {
+    if (this.initialised) return;
+    await this.withConnection(async (c) => {
+      await c.query(`CREATE TABLE IF NOT EXISTS sequoia_worker_lease (
+        space VARCHAR(190) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
+        worker_id BIGINT NOT NULL,
+        owner VARCHAR(255) NOT NULL,
+        generation BIGINT NOT NULL,
+        expires_at BIGINT NOT NULL,
+        last_tick BIGINT NOT NULL,
+        updated_at DATETIME(3) NOT NULL,
+        PRIMARY KEY (space, worker_id)
+      ) ENGINE=InnoDB`);
+      await c.query(`CREATE TABLE IF NOT EXISTS sequoia_worker_node (
+        id BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY,
+        space VARCHAR(190) NOT NULL,
+        host VARCHAR(255) NOT NULL,
+        started_at DATETIME(3) NOT NULL
+      ) ENGINE=InnoDB`);
+    });
+    this.initialised = true;
+  }
+
+  async acquire(req: AcquireRequest): Promise<LeaseRecord | { refused: string }> {
+    return this.withConnection(async (c) => {
+      // The guard row exists before the transaction that locks it.
+      await c.query(
+        `INSERT IGNORE INTO sequoia_worker_lease (space, worker_id, owner, generation, expires_at, last_tick, updated_at)
+         VALUES (?, -1, '', 0, 0, -1, NOW(3))`,
+        [req.space],
+      );
+      await c.beginTransaction();
+      try {
+        await c.query('SELECT worker_id FROM sequoia_worker_lease WHERE space = ? AND worker_id = -1 FOR UPDATE', [req.space]);
+        const [nowRows] = await c.query<RowDataPacket[]>(`SELECT ${NOW_MS} AS now`);
+        const now = Number(nowRows[0]?.now);
+        const [rs] = await c.query<RowDataPacket[]>('SELECT worker_id, owner, expires_at FROM sequoia_worker_lease WHERE space = ? AND worker_id >= 0', [req.space]);
+        const rows = rs.map((r): LeaseRow => ({ workerId: Number(r.worker_id), owner: String(r.owner), expiresAtMs: Number(r.expires_at) }));
+        const choice = chooseWorker(rows, now, req);
+        if ('refused' in choice) {
+          await c.rollback();
+          return choice;
+        }
+        await c.query(
+          `INSERT INTO sequoia_worker_lease (space, worker_id, owner, generation, expires_at, last_tick, updated_at)
+           VALUES (?, ?, ?, 1, ?, -1, NOW(3))
+           ON DUPLICATE KEY UPDATE owner = VALUES(owner), generation = generation + 1, expires_at = VALUES(expires_at), updated_at = NOW(3)`,
+          [req.space, choice.workerId, req.owner, String(now + req.ttlMs)],
+        );
+        const [got] = await c.query<RowDataPacket[]>('SELECT generation, last_tick FROM sequoia_worker_lease WHERE space = ? AND worker_id = ?', [
+          req.space,
+          choice.workerId,
+        ]);
+        await c.commit();
+        return { workerId: choice.workerId, generation: Number(got[0]?.generation), lastTick: Number(got[0]?.last_tick), expiresAtMs: now + req.ttlMs };
+      } catch (e) {
+        await c.rollback().catch(() => {});
+        throw e;
+      }
+    });
+  }
+
+  async renew(space: string, workerId: number, owner: string, generation: number, ttlMs: number, lastTick: number): Promise<LeaseRecord | undefined> {
+    return this.withConnection(async (c) => {
+      const [r] = await c.query<ResultSetHeader>(
+        `UPDATE sequoia_worker_lease SET expires_at = ${NOW_MS} + ?, last_tick = GREATEST(last_tick, ?), updated_at = NOW(3)
+         WHERE space = ? AND worker_id = ? AND owner = ? AND generation = ?`,
+        [ttlMs, String(lastTick), space, workerId, owner, generation],
+      );
+      if (r.affectedRows !== 1) return undefined;
+      const [rows] = await c.query<RowDataPacket[]>('SELECT last_tick, expires_at FROM sequoia_worker_lease WHERE space = ? AND worker_id = ?', [space, workerId]);
+      return { workerId, generation, lastTick: Number(rows[0]?.last_tick), expiresAtMs: Number(rows[0]?.expires_at) };
+    });
+  }
+
+  async release(space: string, workerId: number, owner: string, generation: number, lastTick: number): Promise<void> {
+    await this.withConnection((c) =>
+      c.query(
+        `UPDATE sequoia_worker_lease SET expires_at = 0, last_tick = ?, updated_at = NOW(3)
+         WHERE space = ? AND worker_id = ? AND owner = ? AND generation = ?`,
+        [String(lastTick), space, workerId, owner, generation],
+      ),
+    );
+  }
+
+  async registerNode(space: string, host: string): Promise<number> {
+    return this.withConnection(async (c) => {
+      const [r] = await c.query<ResultSetHeader>('INSERT INTO sequoia_worker_node (space, host, started_at) VALUES (?, ?, NOW(3))', [space, host]);
+      return Number(r.insertId);
+    });
+  }
+
+  async close(): Promise<void> {
+    await this.pool.end().catch(() => {});
+  }
+
+  private async withConnection<T>(fn: (c: PoolConnection) => Promise<T>): Promise<T> {
+    let c: PoolConnection;
+    try {
+      c = await this.pool.getConnection();
+    } catch (e) {
+      throw wrap(e);
+    }
+    try {
+      const r = await fn(c);
+      c.release();
+      return r;
+    } catch (e) {
+      c.destroy();
+      throw wrap(e);
+    }
+  }
+}
+
+function wrap(e: unknown): SequoiaError {
+  if (e instanceof SequoiaError) return e;
+  const code = (e as { code?: string }).code ?? (e instanceof Error ? e.message : 'unknown');
+  return new UnavailableError('STORE_UNAVAILABLE', `MySQL lease store error (${code})`, { cause: e, retryAfterMs: 1000 });
+}

@@ -1,0 +1,140 @@
+/**
+ * Worker-id leases in the same SQLite file as the segments (its own
+ * connection). `acquire` is a `BEGIN IMMEDIATE` transaction, so processes
+ * sharing the file take ids one at a time. Expiry uses this machine's clock:
+ * every process sharing a SQLite file is on one machine.
+ */
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import Database from 'better-sqlite3';
+import { SequoiaError, UnavailableError } from '../../core/errors.js';
+import type { AcquireRequest, LeaseRecord, LeaseRow, WorkerLeaseStore } from '../../ports/worker-lease-store.js';
+import { chooseWorker } from '../../ports/worker-lease-store.js';
+
+export class SqliteWorkerLeaseStore implements WorkerLeaseStore {
+  readonly kind = 'sqlite';
+  private db: Database.Database | undefined;
+
+  constructor(
+    private readonly path: string,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  async init(): Promise<void> {
+    if (this.db) return;
+    try {
+      if (this.path !== ':memory:') mkdirSync(dirname(this.path), { recursive: true });
+      const db = new Database(this.path, { timeout: 5000 });
+      db.pragma('journal_mode = WAL');
+      db.pragma('synchronous = FULL');
+      db.transaction(() => {
+        db.exec(`CREATE TABLE IF NOT EXISTS sequoia_worker_lease (
+          space TEXT NOT NULL,
+          worker_id INTEGER NOT NULL,
+          owner TEXT NOT NULL,
+          generation INTEGER NOT NULL,
+          expires_at INTEGER NOT NULL,
+          last_tick INTEGER NOT NULL,
+          updated_at INTEGER NOT NULL,
+          PRIMARY KEY (space, worker_id)
+        )`);
+        db.exec(`CREATE TABLE IF NOT EXISTS sequoia_worker_node (
+          id INTEGER PRIMARY KEY AUTOINCREMENT,
+          space TEXT NOT NULL,
+          host TEXT NOT NULL,
+          started_at INTEGER NOT NULL
+        )`);
+      }).immediate();
+      this.db = db;
+    } catch (e) {
+      throw wrap(e);
+    }
+  }
+
+  async acquire(req: AcquireRequest): Promise<LeaseRecord | { refused: string }> {
+    const db = this.open();
+    try {
+      return db
+        .transaction((): LeaseRecord | { refused: string } => {
+          const now = this.now();
+          const rows = (
+            db.prepare('SELECT worker_id, owner, expires_at FROM sequoia_worker_lease WHERE space = ?').all(req.space) as {
+              worker_id: number;
+              owner: string;
+              expires_at: number;
+            }[]
+          ).map((r): LeaseRow => ({ workerId: r.worker_id, owner: r.owner, expiresAtMs: r.expires_at }));
+          const c = chooseWorker(rows, now, req);
+          if ('refused' in c) return c;
+          const expiresAt = now + req.ttlMs;
+          db.prepare(
+            `INSERT INTO sequoia_worker_lease (space, worker_id, owner, generation, expires_at, last_tick, updated_at)
+             VALUES (?, ?, ?, 1, ?, -1, ?)
+             ON CONFLICT (space, worker_id) DO UPDATE SET owner = excluded.owner, generation = generation + 1,
+               expires_at = excluded.expires_at, updated_at = excluded.updated_at`,
+          ).run(req.space, c.workerId, req.owner, expiresAt, now);
+          const row = db
+            .prepare('SELECT generation, last_tick FROM sequoia_worker_lease WHERE space = ? AND worker_id = ?')
+            .get(req.space, c.workerId) as { generation: number; last_tick: number };
+          return { workerId: c.workerId, generation: row.generation, lastTick: row.last_tick, expiresAtMs: expiresAt };
+        })
+        .immediate();
+    } catch (e) {
+      throw wrap(e);
+    }
+  }
+
+  async renew(space: string, workerId: number, owner: string, generation: number, ttlMs: number, lastTick: number): Promise<LeaseRecord | undefined> {
+    const db = this.open();
+    try {
+      const now = this.now();
+      const r = db
+        .prepare(
+          `UPDATE sequoia_worker_lease SET expires_at = ?, last_tick = MAX(last_tick, ?), updated_at = ?
+           WHERE space = ? AND worker_id = ? AND owner = ? AND generation = ? RETURNING last_tick`,
+        )
+        .get(now + ttlMs, lastTick, now, space, workerId, owner, generation) as { last_tick: number } | undefined;
+      return r ? { workerId, generation, lastTick: r.last_tick, expiresAtMs: now + ttlMs } : undefined;
+    } catch (e) {
+      throw wrap(e);
+    }
+  }
+
+  async release(space: string, workerId: number, owner: string, generation: number, lastTick: number): Promise<void> {
+    try {
+      this.open()
+        .prepare(
+          `UPDATE sequoia_worker_lease SET expires_at = 0, last_tick = ?, updated_at = ?
+           WHERE space = ? AND worker_id = ? AND owner = ? AND generation = ?`,
+        )
+        .run(lastTick, this.now(), space, workerId, owner, generation);
+    } catch (e) {
+      throw wrap(e);
+    }
+  }
+
+  async registerNode(space: string, host: string): Promise<number> {
+    try {
+      const r = this.open().prepare('INSERT INTO sequoia_worker_node (space, host, started_at) VALUES (?, ?, ?)').run(space, host, this.now());
+      return Number(r.lastInsertRowid);
+    } catch (e) {
+      throw wrap(e);
+    }
+  }
+
+  async close(): Promise<void> {
+    this.db?.close();
+    this.db = undefined;
+  }
+
+  private open(): Database.Database {
+    if (!this.db) throw new UnavailableError('STORE_UNAVAILABLE', 'the SQLite lease store is not open');
+    return this.db;
+  }
+}
+
+function wrap(e: unknown): SequoiaError {
+  if (e instanceof SequoiaError) return e;
+  const code = (e as { code?: string }).code ?? 'unknown';
+  return new UnavailableError('STORE_UNAVAILABLE', `SQLite lease store error (${code})`, { cause: e, retryAfterMs: 1000 });
+}

@@ -1,0 +1,98 @@
+import { describe, expect, it } from 'vitest';
+import { LeaseWorkerIdProvider, WorkerNodeWorkerIdProvider } from '../adapters/lease/lease-worker-id-provider.js';
+import { MemoryWorkerLeaseStore } from '../adapters/memory/memory-worker-lease-store.js';
+import { StaticWorkerIdProvider } from '../adapters/static/static-worker-id-provider.js';
+import { k8sOrdinal } from '../adapters/k8s/k8s-ordinal.js';
+import { decompose, getLayout, joinWorker } from '../core/snowflake/layout.js';
+import { SnowflakeService, explainId } from './snowflake-service.js';
+
+const twitter = getLayout('twitter');
+const worker = (id: string) => joinWorker(twitter, decompose(twitter, BigInt(id)).values);
+
+describe('SnowflakeService', () => {
+  it('two services on one lease store get different worker ids; a released id is reused after its last tick', async () => {
+    const store = new MemoryWorkerLeaseStore();
+    const a = new SnowflakeService({ provider: new LeaseWorkerIdProvider(store, { ttlMs: 1000 }) });
+    const b = new SnowflakeService({ provider: new LeaseWorkerIdProvider(store, { ttlMs: 1000 }) });
+    await a.start();
+    await b.start();
+    const ia = await a.nextMany(undefined, 5000);
+    const ib = await b.nextMany(undefined, 5000);
+    expect(new Set([...ia, ...ib]).size).toBe(10_000);
+    expect(worker(ia[0] as string)).not.toBe(worker(ib[0] as string));
+    const lastA = decompose(twitter, BigInt(ia[4999] as string)).tick;
+    const wa = worker(ia[0] as string);
+    await a.close();
+    expect(store.peek(twitter.spaceKey, wa)?.lastTick).toBe(lastA);
+    const c = new SnowflakeService({ provider: new LeaseWorkerIdProvider(store, { ttlMs: 1000 }) });
+    const ic = await c.next();
+    expect(worker(ic)).toBe(wa);
+    expect(decompose(twitter, BigInt(ic)).tick).toBeGreaterThan(lastA);
+    await Promise.all([b.close(), c.close()]);
+  });
+
+  it('a lease taken over by another holder stops the old one (LEASE_LOST), and it re-leases another id', async () => {
+    const store = new MemoryWorkerLeaseStore();
+    let mono = 0;
+    const a = new SnowflakeService({ provider: new LeaseWorkerIdProvider(store, { ttlMs: 1000, monotonic: () => mono }), monotonic: () => mono });
+    const first = await a.next();
+    const wa = worker(first);
+    // a is "paused": its deadline passes and the store row is taken over.
+    mono = 5000;
+    const row = store.peek(twitter.spaceKey, wa);
+    expect(row).toBeDefined();
+    (row as { expiresAtMs: number }).expiresAtMs = 0;
+    const b = new SnowflakeService({ provider: new LeaseWorkerIdProvider(store, { ttlMs: 1000 }) });
+    const ib = await b.next();
+    expect(worker(ib)).toBe(wa);
+    // a wakes: its renewal is refused (generation changed), so it issues nothing on wa.
+    const after = await a.nextMany(undefined, 100);
+    expect(after.every((id) => worker(id) !== wa)).toBe(true);
+    await Promise.all([a.close(), b.close()]);
+  });
+
+  it('a fixed id registered like a lease refuses a second holder', async () => {
+    const store = new MemoryWorkerLeaseStore();
+    const a = new SnowflakeService({ provider: new LeaseWorkerIdProvider(store, { ttlMs: 1000, fixedWorkerId: 7 }) });
+    await a.start();
+    const b = new SnowflakeService({ provider: new LeaseWorkerIdProvider(store, { ttlMs: 1000, fixedWorkerId: 7, acquireWaitMs: 300 }) });
+    await expect(b.start()).rejects.toMatchObject({ code: 'LEASE_LOST' });
+    expect(worker(await a.next())).toBe(7);
+    await a.close();
+  });
+
+  it('backup-worker leases reserved ids; instagram takes a shard per request', async () => {
+    const store = new MemoryWorkerLeaseStore();
+    const s = new SnowflakeService({ provider: new LeaseWorkerIdProvider(store), clockPolicy: 'backup-worker' });
+    await s.start();
+    expect(s.report()).toHaveLength(1);
+    const ig = getLayout('instagram');
+    const id = await s.next('instagram', 1341);
+    expect(decompose(ig, BigInt(id)).values.shard).toBe(1341);
+    expect(explainId(id, ig)).toMatchObject({ layout: 'instagram', shard: 1341, sequence: 0 });
+    await s.close();
+  });
+
+  it('static, worker-node and k8s-ordinal', async () => {
+    const s = new SnowflakeService({ provider: new StaticWorkerIdProvider(33) });
+    expect(worker(await s.next())).toBe(33);
+    await s.close();
+    const store = new MemoryWorkerLeaseStore();
+    const ids = [];
+    for (let i = 0; i < 3; i++) {
+      const w = new SnowflakeService({ provider: new WorkerNodeWorkerIdProvider(store) });
+      ids.push(worker(await w.next()));
+      await w.close();
+    }
+    expect(ids).toEqual([1, 2, 3]);
+    expect(k8sOrdinal('ids-12')).toBe(12);
+    expect(k8sOrdinal('ids-3', 100)).toBe(103);
+    expect(() => k8sOrdinal('ids')).toThrow(/ordinal/);
+  });
+
+  it('refuses an exhausted layout', async () => {
+    const s = new SnowflakeService({ provider: new StaticWorkerIdProvider(1) });
+    await expect(Promise.resolve().then(() => s.next('uid-generator'))).rejects.toMatchObject({ code: 'ID_SPACE_EXHAUSTED' });
+    await s.close();
+  });
+});

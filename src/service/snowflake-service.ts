@@ -1,0 +1,406 @@
+/**
+ * Snowflake IDs as a service: one generator per layout, each on a worker id
+ * from the WorkerIdProvider (leased per id space), renewed in the background.
+ *
+ * The core answers "retry after n ms"; this is where the waiting happens:
+ * - sequence exhausted: spin to the next tick (at most one tick, as every
+ *   Snowflake does) when it is ≤ 2 ms away, else sleep;
+ * - clock behind (policy `wait`): sleep the gap (the core bounds it);
+ * - ceiling reached: renew now, storing a higher reserved tick, then go on.
+ * A lease that is lost (renewal refused: the id changed hands) revokes the
+ * generator at once; the next request leases a fresh id, which starts after
+ * that id's last reported tick.
+ */
+import { ClockError, InvalidArgumentError, SequoiaError, UnavailableError } from '../core/errors.js';
+import { parseDecimalId } from '../core/id.js';
+import { type ClockPolicy, SnowflakeGenerator } from '../core/snowflake/generator.js';
+import { DEFAULT_LAYOUT, type Layout, decompose, getLayout, remainingSeconds } from '../core/snowflake/layout.js';
+import { type Clock, systemClock } from '../ports/clock.js';
+import { type Logger, silentLogger } from '../ports/logger.js';
+import { type Random, systemRandom } from '../ports/random.js';
+import type { IdSpace, WorkerGrant, WorkerIdProvider } from '../ports/worker-id-provider.js';
+
+export interface SnowflakeServiceOptions {
+  readonly provider: WorkerIdProvider;
+  /** Layout of `/api/snowflake/get/{tag}` and of requests without `layout`. Default 'twitter'. */
+  readonly defaultLayout?: string;
+  /** Custom layouts (validated with `defineLayout`), by name, beside the presets. */
+  readonly layouts?: ReadonlyMap<string, Layout>;
+  /** Default 'wait'. */
+  readonly clockPolicy?: ClockPolicy;
+  /** Largest clock gap waited out (policy wait), ms. Default 1000. */
+  readonly maxWaitMs?: number;
+  /** Reserved ids per layout for backup-worker. Default 1 with that policy, else 0. */
+  readonly backupWorkers?: number;
+  readonly clock?: Clock;
+  readonly random?: Random;
+  readonly logger?: Logger;
+  readonly monotonic?: () => number;
+  /** Warn when a layout has less than this left, seconds. Default one year. */
+  readonly lifetimeWarningSeconds?: number;
+}
+
+/** One row of `report()`, the shape SequoiaMetrics.registerSnowflakeSource reads. */
+export interface SnowflakeReport {
+  readonly generator: string;
+  readonly workerId: number;
+  readonly lastTick: number;
+  readonly clockBackwardsTotal: number;
+  readonly sequenceExhaustedTotal: number;
+  readonly leaseExpiresAtMs?: number | undefined;
+  readonly issuedTotal?: number | undefined;
+  /** Seconds until the layout's time bits run out. */
+  readonly layoutRemainingSeconds: number;
+}
+
+export interface ExplainResult {
+  readonly id: string;
+  readonly layout: string;
+  readonly time: string;
+  readonly timestampMs: number;
+  readonly [field: string]: string | number;
+}
+
+const MAX_COUNT = 10_000;
+
+class Worker {
+  grants: WorkerGrant[];
+  timer: NodeJS.Timeout | undefined;
+  renewing: Promise<void> | undefined;
+  lost = false;
+  constructor(
+    readonly layout: Layout,
+    readonly space: IdSpace,
+    readonly generator: SnowflakeGenerator,
+    grants: WorkerGrant[],
+  ) {
+    this.grants = grants;
+  }
+}
+
+interface Totals {
+  backwards: number;
+  exhausted: number;
+  issued: number;
+}
+
+export class SnowflakeService {
+  readonly defaultLayout: string;
+  readonly clockPolicy: ClockPolicy;
+  private readonly provider: WorkerIdProvider;
+  private readonly layouts: ReadonlyMap<string, Layout> | undefined;
+  private readonly maxWaitMs: number;
+  private readonly backupWorkers: number;
+  private readonly clock: Clock;
+  private readonly random: Random;
+  private readonly logger: Logger;
+  private readonly mono: () => number;
+  private readonly lifetimeWarning: number;
+  private readonly workers = new Map<string, Worker>();
+  private readonly pending = new Map<string, Promise<Worker>>();
+  private readonly retired = new Map<string, Totals>();
+  private closed = false;
+
+  constructor(o: SnowflakeServiceOptions) {
+    this.provider = o.provider;
+    this.layouts = o.layouts;
+    this.defaultLayout = o.defaultLayout ?? DEFAULT_LAYOUT;
+    getLayout(this.defaultLayout, this.layouts);
+    this.clockPolicy = o.clockPolicy ?? 'wait';
+    this.maxWaitMs = o.maxWaitMs ?? 1000;
+    this.backupWorkers = o.backupWorkers ?? (this.clockPolicy === 'backup-worker' ? 1 : 0);
+    this.clock = o.clock ?? systemClock;
+    this.random = o.random ?? systemRandom;
+    this.logger = o.logger ?? silentLogger;
+    this.mono = o.monotonic ?? (() => performance.now());
+    this.lifetimeWarning = o.lifetimeWarningSeconds ?? 365 * 86_400;
+  }
+
+  get providerKind(): string {
+    return this.provider.kind;
+  }
+
+  /** Takes the default layout's worker id now (so a refused id fails the start). */
+  async start(): Promise<void> {
+    await this.worker(this.defaultLayout);
+  }
+
+  layout(name?: string): Layout {
+    return getLayout(name ?? this.defaultLayout, this.layouts);
+  }
+
+  /** One ID as a decimal string; synchronous when the generator is ready and no wait is needed. */
+  next(layoutName?: string, shard = 0): string | Promise<string> {
+    const w = this.workers.get(layoutName ?? this.defaultLayout);
+    if (w && !w.lost) {
+      try {
+        const id = w.generator.take(shard);
+        if (id !== undefined) return id;
+      } catch (e) {
+        if (!(e instanceof SequoiaError && e.code === 'LEASE_LOST')) throw e;
+      }
+    }
+    return this.nextSlow(layoutName ?? this.defaultLayout, shard, 1).then((ids) => ids[0] as string);
+  }
+
+  /** `count` IDs (1..10000), all or nothing. */
+  nextMany(layoutName: string | undefined, count: number, shard = 0): string[] | Promise<string[]> {
+    if (!Number.isSafeInteger(count) || count < 1 || count > MAX_COUNT) throw new InvalidArgumentError(`count must be an integer from 1 to ${MAX_COUNT}`);
+    const name = layoutName ?? this.defaultLayout;
+    const w = this.workers.get(name);
+    if (w && !w.lost) {
+      const out: string[] = [];
+      try {
+        for (let i = 0; i < count; i++) {
+          const id = w.generator.take(shard);
+          if (id === undefined) return this.nextSlow(name, shard, count - out.length, out);
+          out.push(id);
+        }
+        return out;
+      } catch (e) {
+        if (!(e instanceof SequoiaError && e.code === 'LEASE_LOST')) throw e;
+        return this.nextSlow(name, shard, count - out.length, out);
+      }
+    }
+    return this.nextSlow(name, shard, count);
+  }
+
+  private async nextSlow(name: string, shard: number, count: number, out: string[] = []): Promise<string[]> {
+    const layout = this.layout(name);
+    if (layout.shardBits > 0 && !(Number.isSafeInteger(shard) && shard >= 0 && shard < 2 ** layout.shardBits)) {
+      throw new InvalidArgumentError(`shard must be an integer from 0 to ${2 ** layout.shardBits - 1}`);
+    }
+    let w = await this.worker(name);
+    let clockWaited = 0;
+    let renewals = 0;
+    while (out.length < count) {
+      if (this.closed) throw new UnavailableError('LEASE_LOST', 'the snowflake service is closed');
+      let id: string | undefined;
+      try {
+        id = w.generator.take(shard);
+      } catch (e) {
+        if (e instanceof SequoiaError && e.code === 'LEASE_LOST' && !w.lost && renewals++ < 1) {
+          // The deadline passed (a pause, a slow store): one renewal decides.
+          await this.renew(w);
+          continue;
+        }
+        if (e instanceof SequoiaError && e.code === 'LEASE_LOST' && w.lost && renewals++ < 2) {
+          w = await this.worker(name);
+          continue;
+        }
+        throw e;
+      }
+      if (id !== undefined) {
+        out.push(id);
+        continue;
+      }
+      const g = w.generator;
+      switch (g.waitReason) {
+        case 'sequence':
+          if (g.waitMs <= 2) spinUntilTickAfter(g);
+          else await sleep(g.waitMs);
+          break;
+        case 'clock':
+          clockWaited += g.waitMs;
+          if (clockWaited > this.maxWaitMs + 50) throw new ClockError(`the clock stayed behind the last tick for ${clockWaited} ms`, { retryAfterMs: g.waitMs });
+          await sleep(g.waitMs);
+          break;
+        case 'ceiling':
+          if (renewals++ > 20) throw new UnavailableError('LEASE_LOST', 'could not reserve ticks ahead in the lease store', { retryAfterMs: 1000 });
+          await this.renew(w, g.wantTick);
+          break;
+      }
+    }
+    return out;
+  }
+
+  /** The generator for a layout, leasing its worker id(s) on first use. */
+  async worker(name: string): Promise<Worker> {
+    const w = this.workers.get(name);
+    if (w && !w.lost) return w;
+    let p = this.pending.get(name);
+    if (!p) {
+      p = this.create(name).finally(() => this.pending.delete(name));
+      this.pending.set(name, p);
+    }
+    return p;
+  }
+
+  private async create(name: string): Promise<Worker> {
+    if (this.closed) throw new UnavailableError('LEASE_LOST', 'the snowflake service is closed');
+    const layout = this.layout(name);
+    const now = this.clock.now();
+    if (remainingSeconds(layout, now) <= 0) {
+      throw new UnavailableError('ID_SPACE_EXHAUSTED', `layout ${name} ran out of time bits on ${new Date(layout.endsAtMs).toISOString()}; it never wraps: use a new layout`);
+    }
+    if (remainingSeconds(layout, now) < this.lifetimeWarning) {
+      this.logger.warn({ layout: name, endsAt: new Date(layout.endsAtMs).toISOString() }, 'snowflake layout runs out of time bits soon');
+    }
+    const space: IdSpace = { key: layout.spaceKey, workerCount: 2 ** layout.workerBits, unitMs: layout.unitMs, label: name };
+    const grants: WorkerGrant[] = [];
+    try {
+      const n = layout.shardBits > 0 ? 1 : 1 + this.backupWorkers;
+      for (let i = 0; i < n; i++) grants.push(await this.provider.acquire(space, grants.map((g) => g.workerId)));
+    } catch (e) {
+      await Promise.all(grants.map((g) => this.provider.release(space, g, g.afterTick).catch(() => {})));
+      throw e;
+    }
+    const [primary, ...backups] = grants as [WorkerGrant, ...WorkerGrant[]];
+    const generator = new SnowflakeGenerator({
+      layout,
+      clock: this.clock,
+      random: this.random,
+      monotonic: this.mono,
+      clockPolicy: layout.shardBits > 0 && this.clockPolicy === 'backup-worker' ? 'wait' : this.clockPolicy,
+      maxWaitMs: this.maxWaitMs,
+      worker: { workerId: primary.workerId, afterTick: primary.afterTick },
+      backups: backups.map((g) => ({ workerId: g.workerId, afterTick: g.afterTick })),
+      ceilingTick: this.provider.leased ? Math.max(...grants.map((g) => g.afterTick)) : Number.POSITIVE_INFINITY,
+      validUntil: Math.min(...grants.map((g) => g.validUntil)),
+    });
+    const w = new Worker(layout, space, generator, grants);
+    if (this.provider.leased) {
+      await this.renew(w);
+      const every = Math.max(100, Math.floor((this.provider.ttlMs ?? 10_000) / 3));
+      w.timer = setInterval(() => {
+        void this.renew(w).catch(() => {});
+      }, every);
+      w.timer.unref();
+    }
+    const old = this.workers.get(name);
+    if (old) this.retire(old);
+    this.workers.set(name, w);
+    this.logger.info(
+      { layout: name, workerId: primary.workerId, backups: backups.map((g) => g.workerId), afterTick: primary.afterTick, provider: this.provider.kind },
+      'snowflake worker id acquired',
+    );
+    return w;
+  }
+
+  /** Renews every grant of a worker, reserving ticks up to `wantTick` at least. One renewal at a time. */
+  private renew(w: Worker, wantTick = 0): Promise<void> {
+    if (w.lost) return Promise.reject(lost(w));
+    if (w.renewing) {
+      return w.renewing.then(() => (wantTick > w.generator.ceilingTick ? this.renew(w, wantTick) : undefined));
+    }
+    const ttl = this.provider.ttlMs ?? 10_000;
+    const aheadTicks = Math.max(1, Math.ceil(((2 * ttl) / 3) / w.layout.unitMs));
+    const base = Math.max(w.generator.lastIssuedTick, w.generator.currentTick(), wantTick);
+    const ceiling = Math.min(base + aheadTicks, w.layout.maxTick);
+    w.renewing = (async () => {
+      try {
+        const renewed = await Promise.all(w.grants.map((g) => this.provider.renew(w.space, g, ceiling)));
+        if (w.lost) return;
+        w.grants = renewed;
+        w.generator.extend(ceiling, Math.min(...renewed.map((g) => g.validUntil)));
+      } catch (e) {
+        if (e instanceof SequoiaError && e.code === 'LEASE_LOST') {
+          this.markLost(w, e);
+          throw e;
+        }
+        // The store is unreachable: keep the current deadline; the generator stops by itself when it passes.
+        this.logger.warn({ layout: w.layout.name, err: e instanceof Error ? e.message : String(e) }, 'worker lease renewal failed');
+        throw e;
+      } finally {
+        w.renewing = undefined;
+      }
+    })();
+    return w.renewing;
+  }
+
+  private markLost(w: Worker, e: Error): void {
+    if (w.lost) return;
+    w.lost = true;
+    w.generator.revoke();
+    if (w.timer) clearInterval(w.timer);
+    if (this.workers.get(w.layout.name) === w) {
+      this.workers.delete(w.layout.name);
+      this.retire(w);
+    }
+    this.logger.error({ layout: w.layout.name, workerId: w.generator.workerId, err: e.message }, 'snowflake worker lease lost; issuing stopped');
+  }
+
+  private retire(w: Worker): void {
+    const s = w.generator.stats();
+    const t = this.retired.get(w.layout.name) ?? { backwards: 0, exhausted: 0, issued: 0 };
+    t.backwards += s.clockBackwardsTotal;
+    t.exhausted += s.sequenceExhaustedTotal;
+    t.issued += s.issuedTotal;
+    this.retired.set(w.layout.name, t);
+  }
+
+  /** Decodes an ID under a layout. */
+  explain(idText: string, layoutName?: string): ExplainResult {
+    const layout = this.layout(layoutName);
+    return explainId(idText, layout);
+  }
+
+  /** For metrics (SequoiaMetrics.registerSnowflakeSource): one row per layout in use. Cheap; off the hot path. */
+  report(): SnowflakeReport[] {
+    const now = this.clock.now();
+    return [...this.workers.values()].map((w) => {
+      const s = w.generator.stats();
+      const t = this.retired.get(w.layout.name) ?? { backwards: 0, exhausted: 0, issued: 0 };
+      const exp = w.grants.map((g) => g.expiresAtMs).filter((x): x is number => x !== undefined);
+      return {
+        generator: w.layout.name,
+        workerId: s.workerId,
+        lastTick: s.lastTick,
+        clockBackwardsTotal: t.backwards + s.clockBackwardsTotal,
+        sequenceExhaustedTotal: t.exhausted + s.sequenceExhaustedTotal,
+        issuedTotal: t.issued + s.issuedTotal,
+        leaseExpiresAtMs: exp.length ? Math.min(...exp) : undefined,
+        layoutRemainingSeconds: remainingSeconds(w.layout, now),
+      };
+    });
+  }
+
+  /** Stops issuing and gives every worker id back with its last issued tick. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await Promise.allSettled([...this.pending.values()]);
+    const ws = [...this.workers.values()];
+    this.workers.clear();
+    await Promise.all(
+      ws.map(async (w) => {
+        if (w.timer) clearInterval(w.timer);
+        w.generator.revoke();
+        await w.renewing?.catch(() => {});
+        if (w.lost) return;
+        const last = w.generator.lastIssuedTick;
+        await Promise.all(w.grants.map((g) => this.provider.release(w.space, g, Math.max(last, g.afterTick)).catch(() => {})));
+      }),
+    );
+    await this.provider.close();
+  }
+}
+
+/** `explain` without a service (CLI). */
+export function explainId(idText: string, layout: Layout): ExplainResult {
+  const id = parseDecimalId(idText);
+  if (id === undefined) throw new InvalidArgumentError('id must be a decimal integer from 0 to 9223372036854775807');
+  const d = decompose(layout, id);
+  if (d.tick > layout.maxTick) throw new InvalidArgumentError(`id ${idText} is beyond layout ${layout.name}'s time range`);
+  const out: Record<string, string | number> = { id: idText, layout: layout.name, time: new Date(d.timestampMs).toISOString(), timestampMs: d.timestampMs };
+  for (const f of layout.fields) if (f.role !== 'sequence') out[f.name] = d.values[f.name] as number;
+  out.sequence = d.values[layout.fields.find((f) => f.role === 'sequence')?.name ?? 'sequence'] as number;
+  return out as unknown as ExplainResult;
+}
+
+function lost(w: Worker): UnavailableError {
+  return new UnavailableError('LEASE_LOST', `the lease for layout ${w.layout.name} is lost`, { retryAfterMs: 1000 });
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}
+
+/** Busy-waits (≤ 3 ms) until the clock reads a tick after the generator's last. */
+function spinUntilTickAfter(g: SnowflakeGenerator): void {
+  const until = performance.now() + 3;
+  const last = g.lastIssuedTick;
+  while (g.currentTick() <= last && performance.now() < until) {
+    /* spin: the next tick is at most a few ms away */
+  }
+}
