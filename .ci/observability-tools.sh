@@ -86,7 +86,8 @@ check_metrics() {
   [ -f dist/cli/main.js ] || npm run build
   local dir pid url="" i
   dir="$(mktemp -d)"
-  node dist/cli/main.js serve --port 0 --store "sqlite:$dir/metrics.db" --state-dir "$dir" --log-level info >"$dir/server.log" 2>&1 &
+  # One process (SEQUOIA_WORKERS=1): under node:cluster each worker has its own registry.
+  SEQUOIA_WORKERS=1 node dist/cli/main.js serve --port 0 --store "sqlite:$dir/metrics.db" --state-dir "$dir" --log-level info >"$dir/server.log" 2>&1 &
   pid=$!
   # shellcheck disable=SC2064
   trap "kill $pid 2>/dev/null || true; rm -rf '$dir'" EXIT

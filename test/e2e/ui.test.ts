@@ -150,7 +150,8 @@ describe('the built server (dist/) serves the page and the metrics', () => {
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'sequoia-ui-dist-'));
-    server = await startServe(['--store', `sqlite:${join(dir, 'ui.db')}`, '--state-dir', dir]);
+    // One process: under node:cluster each worker keeps its own metrics and status.
+    server = await startServe(['--store', `sqlite:${join(dir, 'ui.db')}`, '--state-dir', dir], { SEQUOIA_WORKERS: '1' });
   });
 
   afterAll(async () => {
