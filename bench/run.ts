@@ -1,5 +1,5 @@
 /**
- * `npm run bench [-- section…]`: sections core, generators, http (default: all).
+ * `npm run bench [-- section…]`: sections core, generators, http, metrics (default: all).
  * Prints Markdown for BENCHMARKS.md. Every ratio compares numbers measured in
  * this same run; each figure is the median of several rounds.
  */
@@ -7,6 +7,7 @@ import { cpus } from 'node:os';
 import { benchCore } from './core.js';
 import { benchGenerators } from './generators.js';
 import { benchHttp, haveWrk } from './http.js';
+import { benchMetrics, printMetricsBench } from './metrics.js';
 import { fmt, pct } from './util.js';
 
 const args = process.argv.slice(2);
@@ -49,5 +50,13 @@ if (want('http')) {
     console.log(`| Sequoia \`GET /api/segment/get/{tag}\` | ${fmt(r.seqSingle.rps)} | ${r.seqSingle.p50ms} | ${r.seqSingle.p99ms} | ${pct(r.seqSingle.rps, r.bareSingle.rps)} | ${(r.seqSingle.p99ms / r.bareSingle.p99ms).toFixed(2)}× |`);
     console.log(`| bare node:http, 1000 numbers as JSON | ${fmt(r.bareBatch.rps)} (${fmt(r.bareBatch.rps * 1000)} IDs/s) | ${r.bareBatch.p50ms} | ${r.bareBatch.p99ms} | 100% | 1.00× |`);
     console.log(`| Sequoia \`GET /v1/segment/{tag}?count=1000\` | ${fmt(r.seqBatch.rps)} (${fmt(r.seqBatch.rps * 1000)} IDs/s) | ${r.seqBatch.p50ms} | ${r.seqBatch.p99ms} | ${pct(r.seqBatch.rps, r.bareBatch.rps)} | ${(r.seqBatch.p99ms / r.bareBatch.p99ms).toFixed(2)}× |\n`);
+  }
+}
+
+if (want('metrics')) {
+  if (!haveWrk()) console.log('## Metrics cost\n\nskipped: `wrk` is not installed\n');
+  else {
+    const mr = Math.max(5, rounds);
+    printMetricsBench(await benchMetrics(mr), mr);
   }
 }
