@@ -55,6 +55,11 @@ export const FIELDS = {
   loadTimeoutMs: { schema: intFrom(1, 600_000), default: 3000, env: 'SEQUOIA_LOAD_TIMEOUT_MS', flag: '--load-timeout-ms', doc: 'how long a request waits for the store when both segments are empty' },
   formats: { schema: formatsSchema.optional(), default: undefined, env: 'SEQUOIA_FORMATS', flag: '--formats', doc: 'named business-number formats, JSON {"order":{"kind":"permuted-base32",…}}; holds keys: prefer the config file or env' },
   shutdownTimeoutMs: { schema: intFrom(0, 600_000), default: 10_000, env: 'SEQUOIA_SHUTDOWN_TIMEOUT_MS', flag: '--shutdown-timeout-ms', doc: 'how long SIGTERM waits for in-flight requests' },
+  snowflakeLayout: { schema: z.string().regex(/^[a-z][a-z0-9_-]{0,39}$/, 'must be a layout name: twitter, leaf, sonyflake, uid-generator, instagram, customuuid, simpleflake'), default: 'twitter', env: 'SEQUOIA_SNOWFLAKE_LAYOUT', flag: '--snowflake-layout', doc: 'default snowflake layout (of /api/snowflake/get and requests without layout)' },
+  workerIdProvider: { schema: z.string().regex(/^(lease|sql-lease|worker-node|static:[0-9]{1,9}|k8s-ordinal(:[0-9]{1,9})?)$/, 'must be lease, static:N, k8s-ordinal[:OFFSET] or worker-node'), default: 'lease', env: 'SEQUOIA_WORKER_ID_PROVIDER', flag: '--worker-id-provider', doc: 'where snowflake worker ids come from (lease: leased from the store)' },
+  workerLeaseTtlMs: { schema: intFrom(300, 600_000), default: 10_000, env: 'SEQUOIA_WORKER_LEASE_TTL_MS', flag: '--worker-lease-ttl-ms', doc: 'worker-id lease length; renewed every third of it' },
+  clockPolicy: { schema: z.enum(['reject', 'wait', 'logical', 'backup-worker'], { error: 'must be reject, wait, logical or backup-worker' }), default: 'wait', env: 'SEQUOIA_CLOCK_POLICY', flag: '--clock-policy', doc: 'what snowflake does when the clock goes back' },
+  clockMaxWaitMs: { schema: intFrom(0, 60_000), default: 1000, env: 'SEQUOIA_CLOCK_MAX_WAIT_MS', flag: '--clock-max-wait-ms', doc: 'largest clock step back the wait policy waits out' },
 } as const;
 
 export type FieldName = keyof typeof FIELDS;
@@ -71,6 +76,11 @@ export interface ServeConfig {
   loadTimeoutMs: number;
   shutdownTimeoutMs: number;
   formats: Record<string, BusinessNumberFormat> | undefined;
+  snowflakeLayout: string;
+  workerIdProvider: string;
+  workerLeaseTtlMs: number;
+  clockPolicy: 'reject' | 'wait' | 'logical' | 'backup-worker';
+  clockMaxWaitMs: number;
 }
 
 /** Bad configuration: one message per field. */

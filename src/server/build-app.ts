@@ -14,12 +14,16 @@ import { SequoiaMetrics } from './metrics.js';
 import { healthRoutes } from './routes/health-routes.js';
 import { statusRoutes } from './routes/status-routes.js';
 import { segmentRoutes } from './routes/segment-routes.js';
+import { snowflakeRoutes } from './routes/snowflake-routes.js';
+import type { SnowflakeService } from '../service/snowflake-service.js';
 import { uuidRoutes } from './routes/uuid-routes.js';
 import { FormatRegistry } from './formats.js';
 import { tagRoutes } from './routes/tag-routes.js';
 
 export interface AppOptions {
   readonly service: IdService;
+  /** Snowflake IDs; without it the snowflake routes answer NOT_FOUND. */
+  readonly snowflake?: SnowflakeService | undefined;
   /** Bearer token for the admin routes; none means they are open (bind to localhost). */
   readonly adminToken?: string | undefined;
   /** pino logger; omitted means silent. */
@@ -112,10 +116,15 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     checkAdmin,
   });
 
-  // Generators that are not enabled answer an error, never a placeholder ID.
-  app.get('/api/snowflake/get/:tag', { config: { leaf: true } }, async () => {
-    throw new SequoiaError('NOT_FOUND', 'the snowflake generator is not enabled on this server');
-  });
+  if (opts.snowflake) {
+    await app.register(snowflakeRoutes, { snowflake: opts.snowflake });
+    metrics.registerSnowflakeSource(opts.snowflake);
+  } else {
+    // Generators that are not enabled answer an error, never a placeholder ID.
+    app.get('/api/snowflake/get/:tag', { config: { leaf: true } }, async () => {
+      throw new SequoiaError('NOT_FOUND', 'the snowflake generator is not enabled on this server');
+    });
+  }
 
   await app.after();
   for (const [url, methodSet] of [...methodsByPath]) {

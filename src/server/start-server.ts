@@ -11,6 +11,7 @@ import { IdService } from '../service/id-service.js';
 import { VERSION } from '../version.js';
 import { buildApp } from './build-app.js';
 import { SequoiaMetrics } from './metrics.js';
+import { createSnowflakeService } from './snowflake-wiring.js';
 import { FormatRegistry } from './formats.js';
 
 export interface RunningServer {
@@ -33,7 +34,12 @@ export async function startServer(config: ServeConfig, options: { handleSignals?
     allocator: { maxStep: config.maxStep, loadTimeoutMs: config.loadTimeoutMs },
   });
   await service.start();
-  const app = await buildApp({ service, adminToken: config.adminToken, formats: new FormatRegistry(config.formats ?? {}), logger, version: VERSION, metrics });
+  const snowflake = createSnowflakeService(config, logger);
+  await snowflake?.start().catch(async (e: unknown) => {
+    await Promise.allSettled([snowflake.close(), service.close()]);
+    throw e;
+  });
+  const app = await buildApp({ service, snowflake, adminToken: config.adminToken, formats: new FormatRegistry(config.formats ?? {}), logger, version: VERSION, metrics });
   await app.listen({ host: config.host, port: config.port });
   const addr = app.server.address();
   const port = typeof addr === 'object' && addr ? addr.port : config.port;
@@ -50,6 +56,7 @@ export async function startServer(config: ServeConfig, options: { handleSignals?
       }, config.shutdownTimeoutMs);
       timer.unref();
       await app.close();
+      await snowflake?.close();
       await service.close();
       clearTimeout(timer);
       logger.info({}, 'stopped');

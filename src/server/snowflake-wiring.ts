@@ -1,0 +1,40 @@
+/**
+ * Builds the server's SnowflakeService from the serve configuration: the
+ * worker-id provider on the configured store (out of the box: a lease on it),
+ * the default layout and the clock policy. Undefined (snowflake routes answer
+ * NOT_FOUND) only when the default provider meets a store that cannot hold
+ * leases (redis); an explicit provider that cannot work is a config error.
+ */
+import { createWorkerIdProvider } from '../adapters/create-worker-id-provider.js';
+import { InvalidArgumentError } from '../core/errors.js';
+import type { Logger } from '../ports/logger.js';
+import { SnowflakeService } from '../service/snowflake-service.js';
+
+export interface SnowflakeConfig {
+  readonly store: string;
+  readonly snowflakeLayout: string;
+  readonly workerIdProvider: string;
+  readonly workerLeaseTtlMs: number;
+  readonly clockPolicy: 'reject' | 'wait' | 'logical' | 'backup-worker';
+  readonly clockMaxWaitMs: number;
+}
+
+export function createSnowflakeService(config: SnowflakeConfig, logger: Logger): SnowflakeService | undefined {
+  let provider;
+  try {
+    provider = createWorkerIdProvider(config.workerIdProvider, config.store, { ttlMs: config.workerLeaseTtlMs });
+  } catch (e) {
+    if (e instanceof InvalidArgumentError && config.workerIdProvider === 'lease') {
+      logger.warn({ reason: e.message }, 'snowflake IDs disabled: set --worker-id-provider');
+      return undefined;
+    }
+    throw e;
+  }
+  return new SnowflakeService({
+    provider,
+    defaultLayout: config.snowflakeLayout,
+    clockPolicy: config.clockPolicy,
+    maxWaitMs: config.clockMaxWaitMs,
+    logger,
+  });
+}
