@@ -11,6 +11,7 @@ import { describeUuid, ulidTimestampMs, ulidToUuid, UuidV4Generator, UuidV7Gener
 import { systemClock } from '../ports/clock.js';
 import { systemRandom } from '../ports/random.js';
 import { resolveConfig } from './config.js';
+import { SNOWFLAKE_LAYOUTS, explainSnowflake, genSnowflake, isSnowflakeLayout } from './snowflake-commands.js';
 
 export const GEN_KINDS = ['uuid', 'uuid4', 'ulid', 'objectid'] as const;
 export const EXPLAIN_LAYOUTS = ['uuid', 'ulid', 'objectid', 'flake128'] as const;
@@ -50,6 +51,7 @@ export function explain(id: string, opts: { layout?: string; format?: string; fo
     const codec = createBusinessNumberCodec(resolveBusinessNumberFormat(opts.format, named, '--format'));
     return { id, format: opts.format, value: codec.decode(id).toString() };
   }
+  if (isSnowflakeLayout(opts.layout) || (opts.layout === undefined && /^[0-9]{1,19}$/.test(id))) return explainSnowflake(id, opts.layout ?? 'twitter');
   const layout = opts.layout ?? (UUID_LIKE.test(id) ? 'uuid' : ULID_LIKE.test(id) ? 'ulid' : OBJECTID_LIKE.test(id) ? 'objectid' : undefined);
   switch (layout) {
     case 'uuid': {
@@ -76,7 +78,7 @@ export function explain(id: string, opts: { layout?: string; format?: string; fo
       return { id, layout: 'flake128', ...jsonSafe(f) };
     }
     default:
-      throw new InvalidArgumentError(`cannot tell the layout of ${JSON.stringify(id)}: give --layout (${EXPLAIN_LAYOUTS.join(', ')}) or --format`);
+      throw new InvalidArgumentError(`cannot tell the layout of ${JSON.stringify(id)}: give --layout (${[...SNOWFLAKE_LAYOUTS, ...EXPLAIN_LAYOUTS].join(', ')}) or --format`);
   }
 }
 
@@ -87,16 +89,24 @@ function jsonSafe(o: object): Record<string, unknown> {
 export function registerGenAndExplain(program: Command): void {
   program
     .command('gen <kind>')
-    .description(`print new IDs: ${GEN_KINDS.join(' | ')}`)
+    .description(`print new IDs: snowflake | ${GEN_KINDS.join(' | ')}`)
     .option('--count <n>', 'how many (default 1)', parseCountArg)
-    .action((kind: string, o: { count?: number }) => {
+    .option('--layout <layout>', `snowflake layout: ${SNOWFLAKE_LAYOUTS.join(' | ')} (default twitter)`)
+    .option('--shard <n>', 'snowflake instagram layout: the logical shard')
+    .option('--store <url>', 'snowflake: the store the worker id is leased from (env SEQUOIA_STORE)')
+    .option('--worker-id-provider <spec>', 'snowflake: lease, static:N, k8s-ordinal[:OFFSET], worker-node')
+    .action(async (kind: string, o: { count?: number; layout?: string; shard?: string; store?: string; workerIdProvider?: string }) => {
+      if (kind === 'snowflake') {
+        console.log((await genSnowflake({ ...o, count: o.count ?? 1 })).join('\n'));
+        return;
+      }
       console.log(generate(kind, o.count ?? 1).join('\n'));
     });
 
   program
     .command('explain <id>')
     .description('decode an ID: its time, node and sequence fields, or a business number back to its ID')
-    .option('--layout <layout>', `${EXPLAIN_LAYOUTS.join(' | ')} (guessed from the text when omitted)`)
+    .option('--layout <layout>', `${[...SNOWFLAKE_LAYOUTS, ...EXPLAIN_LAYOUTS].join(' | ')} (guessed from the text when omitted; decimal IDs: twitter)`)
     .option('--format <name>', 'a business-number format: a configured name (formats from --config / SEQUOIA_FORMATS) or e.g. base62, crockford32:13:check')
     .option('--config <file>', 'JSON config file with `formats`')
     .action((id: string, o: { layout?: string; format?: string; config?: string }) => {

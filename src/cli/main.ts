@@ -12,6 +12,7 @@ import { IdService } from '../service/id-service.js';
 import { VERSION } from '../version.js';
 import { FIELDS, type FieldName, resolveConfig } from './config.js';
 import { registerGenAndExplain } from './gen-explain.js';
+import { registerPlan } from './snowflake-commands.js';
 
 const program = new Command();
 program
@@ -116,6 +117,7 @@ storeOption(
 });
 
 registerGenAndExplain(program);
+registerPlan(program);
 
 try {
   await program.parseAsync(process.argv);
