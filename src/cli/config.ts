@@ -9,6 +9,7 @@ import { z } from 'zod';
 import { DEFAULT_STORE_URL } from '../adapters/create-store.js';
 import { type BusinessNumberFormat, validateBusinessNumberFormat } from '../core/business-number/index.js';
 import { InvalidArgumentError } from '../core/errors.js';
+import { TAG_PATTERN } from '../core/validate.js';
 
 const intFrom = (min: number, max: number) =>
   z.preprocess(
@@ -41,6 +42,12 @@ const formatsSchema = z.preprocess(
     }),
 );
 
+/** A list of tags: a JSON array, or a comma-separated string (flag, env). */
+const tagList = z.preprocess(
+  (v) => (typeof v === 'string' ? v.split(',').map((t) => t.trim()).filter((t) => t !== '') : v),
+  z.array(z.string().regex(TAG_PATTERN, 'each tag must match ^[A-Za-z0-9_.-]{1,128}$'), { error: 'must be a list of tags (comma-separated, or a JSON array)' }),
+);
+
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
 export const FIELDS = {
@@ -55,6 +62,7 @@ export const FIELDS = {
   loadTimeoutMs: { schema: intFrom(1, 600_000), default: 3000, env: 'SEQUOIA_LOAD_TIMEOUT_MS', flag: '--load-timeout-ms', doc: 'how long a request waits for the store when both segments are empty' },
   formats: { schema: formatsSchema.optional(), default: undefined, env: 'SEQUOIA_FORMATS', flag: '--formats', doc: 'named business-number formats, JSON {"order":{"kind":"permuted-base32",…}}; holds keys: prefer the config file or env' },
   shutdownTimeoutMs: { schema: intFrom(0, 600_000), default: 10_000, env: 'SEQUOIA_SHUTDOWN_TIMEOUT_MS', flag: '--shutdown-timeout-ms', doc: 'how long SIGTERM waits for in-flight requests' },
+  strictTags: { schema: tagList.optional(), default: undefined, env: 'SEQUOIA_STRICT_TAGS', flag: '--strict-tags', doc: 'tags served strictly increasing across servers, one store operation per request (comma-separated)' },
   snowflakeLayout: { schema: z.string().regex(/^[a-z][a-z0-9_-]{0,39}$/, 'must be a layout name: twitter, leaf, sonyflake, uid-generator, instagram, customuuid, simpleflake'), default: 'twitter', env: 'SEQUOIA_SNOWFLAKE_LAYOUT', flag: '--snowflake-layout', doc: 'default snowflake layout (of /api/snowflake/get and requests without layout)' },
   workerIdProvider: { schema: z.string().regex(/^(lease|sql-lease|worker-node|static:[0-9]{1,9}|k8s-ordinal(:[0-9]{1,9})?)$/, 'must be lease, static:N, k8s-ordinal[:OFFSET] or worker-node'), default: 'lease', env: 'SEQUOIA_WORKER_ID_PROVIDER', flag: '--worker-id-provider', doc: 'where snowflake worker ids come from (lease: leased from the store)' },
   workerLeaseTtlMs: { schema: intFrom(300, 600_000), default: 10_000, env: 'SEQUOIA_WORKER_LEASE_TTL_MS', flag: '--worker-lease-ttl-ms', doc: 'worker-id lease length; renewed every third of it' },
@@ -76,6 +84,8 @@ export interface ServeConfig {
   loadTimeoutMs: number;
   shutdownTimeoutMs: number;
   formats: Record<string, BusinessNumberFormat> | undefined;
+  /** Tags served in strict mode; none by default. */
+  strictTags?: string[] | undefined;
   snowflakeLayout: string;
   workerIdProvider: string;
   workerLeaseTtlMs: number;

@@ -1,3 +1,5 @@
+import { InvalidArgumentError } from '../core/errors.js';
+
 /**
  * The store behind segment mode: one row per tag holding `max_id` (the end of
  * the last handed-out range) and `step` (the minimum step). Every adapter must
@@ -77,6 +79,15 @@ export interface SegmentStore {
    * store's state as safe again. Never lowers max_id.
    */
   fence(tag: string, to: bigint): Promise<TagInfo>;
+  /**
+   * Compare-and-set, for a clean shutdown: sets max_id to `newMaxId` only if
+   * it still equals `expectedMaxId` (no one allocated after the caller), and
+   * answers whether it did. Gives back the unused tail of the caller's last
+   * range; never raises max_id (`newMaxId` above `expectedMaxId`, or below 0,
+   * is INVALID_ARGUMENT). A missing tag answers false. Every store implements
+   * it; calling it is optional (a server that skips it only leaves a gap).
+   */
+  giveBack(tag: string, expectedMaxId: bigint, newMaxId: bigint): Promise<boolean>;
   /** Resolves when the store answers a trivial query. */
   ping(): Promise<void>;
   close(): Promise<void>;
@@ -84,3 +95,10 @@ export interface SegmentStore {
 
 export const DEFAULT_STEP = 1000;
 export const DEFAULT_START = 1n;
+
+/** Throws unless `newMaxId` is a legal give-back target for `expectedMaxId` (0 <= new <= expected). */
+export function assertGiveBack(expectedMaxId: bigint, newMaxId: bigint): void {
+  if (newMaxId < 0n || newMaxId > expectedMaxId) {
+    throw new InvalidArgumentError('giveBack: newMaxId must be from 0 to expectedMaxId (a give-back never raises max_id)');
+  }
+}

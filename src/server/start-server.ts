@@ -32,6 +32,7 @@ export async function startServer(config: ServeConfig, options: { handleSignals?
     logger,
     refreshIntervalMs: config.refreshIntervalMs,
     allocator: { maxStep: config.maxStep, loadTimeoutMs: config.loadTimeoutMs },
+    strictTags: config.strictTags,
   });
   await service.start();
   const snowflake = createSnowflakeService(config, logger);

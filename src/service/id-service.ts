@@ -19,6 +19,7 @@ import {
   type TagAllocatorOptions,
   type TagAllocatorSnapshot,
 } from './tag-allocator.js';
+import { StrictTagAllocator } from './strict-tag-allocator.js';
 
 export interface IdServiceOptions {
   readonly store: SegmentStore;
@@ -33,6 +34,13 @@ export interface IdServiceOptions {
   /** Store look-ups of unknown tags allowed per second, over all tags. Default 50. */
   readonly unknownTagLookupsPerSecond?: number;
   readonly onLoad?: (tag: string, ok: boolean, seconds: number) => void;
+  /**
+   * Tags served strictly increasing across all servers: one atomic store
+   * operation per request, no buffer (see strict-tag-allocator.ts). Default none.
+   */
+  readonly strictTags?: Iterable<string>;
+  /** On close(), give the unused tail of each tag's last range back to the store (compare-and-set). Default true. */
+  readonly giveBackOnClose?: boolean;
 }
 
 const NEGATIVE_CACHE_MAX = 10_000;
@@ -52,6 +60,8 @@ export class IdService {
   private readonly negativeCacheMs: number;
   private readonly lookupsPerSecond: number;
   private readonly onLoad: IdServiceOptions['onLoad'];
+  private readonly strictTags: ReadonlySet<string>;
+  private readonly giveBackOnClose: boolean;
   private readonly allocators = new Map<string, TagAllocator>();
   private readonly resolving = new Map<string, Promise<TagAllocator>>();
   private readonly missing = new Map<string, number>();
@@ -71,6 +81,8 @@ export class IdService {
     this.negativeCacheMs = options.negativeCacheMs ?? 1000;
     this.lookupsPerSecond = options.unknownTagLookupsPerSecond ?? 50;
     this.onLoad = options.onLoad;
+    this.strictTags = new Set(options.strictTags ?? []);
+    this.giveBackOnClose = options.giveBackOnClose ?? true;
     this.startedAt = this.clock.now();
   }
 
@@ -82,6 +94,9 @@ export class IdService {
       throw new InvalidArgumentError(
         `store: this ${this.store.kind} store is a member of a multi-store set; configure the whole comma-separated list`,
       );
+    }
+    if (this.strictTags.size > 0 && this.store.kind.startsWith('multi(')) {
+      throw new InvalidArgumentError('strictTags: a multi-store set cannot order IDs across its stores; serve strict tags from one store');
     }
     this.started = true;
     if (this.refreshIntervalMs > 0) {
@@ -197,10 +212,18 @@ export class IdService {
     return [...this.allocators.values()].map((a) => a.snapshot());
   }
 
+  /** Stops serving every tag, gives unused tails back (unless disabled), closes the store. */
   async close(): Promise<void> {
     if (this.refreshTimer) clearInterval(this.refreshTimer);
+    const closed = [...this.allocators.values()];
     for (const [tag, a] of this.allocators) this.drop(tag, a);
+    if (this.giveBackOnClose) await Promise.all(closed.map((a) => a.giveBackTail()));
     await this.store.close();
+  }
+
+  /** Whether `tag` is served in strict mode. */
+  isStrict(tag: string): boolean {
+    return this.strictTags.has(tag);
   }
 
   private drop(tag: string, a: TagAllocator): void {
@@ -235,7 +258,7 @@ export class IdService {
     }
     const existing = this.allocators.get(tag);
     if (existing) return existing;
-    const a = new TagAllocator(tag, {
+    const a = new (this.strictTags.has(tag) ? StrictTagAllocator : TagAllocator)(tag, {
       store: this.store,
       marks: this.marks,
       clock: this.clock,

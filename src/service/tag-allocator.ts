@@ -100,6 +100,10 @@ export class TagAllocator {
   private loadedIds = 0;
   private droppedIds = 0;
   private closed = false;
+  /** The unused tail computed at close(), and a range that arrived after it, for giveBackTail(). */
+  private tail: { readonly from: bigint; readonly end: bigint } | undefined;
+  private late: { readonly start: bigint; readonly end: bigint } | undefined;
+  private mayGiveBack = false;
 
   constructor(tag: string, deps: TagAllocatorDeps) {
     this.tag = tag;
@@ -142,12 +146,55 @@ export class TagAllocator {
 
   /** Stops background work and drops the buffer (the unused IDs become a gap). */
   close(): void {
+    if (!this.closed) {
+      this.mayGiveBack = this.refusal === undefined;
+      this.tail = unusedTail(this.buffer);
+    }
     this.closed = true;
     this.refusal ??= new TagNotFoundError(this.tag);
     this.droppedIds += this.buffer.remaining();
     this.buffer.clear();
     if (this.retryTimer) clearTimeout(this.retryTimer);
   }
+
+  /**
+   * After close(), on a clean shutdown: gives the unused tail of the last
+   * range back to the store (compare-and-set: only while no one allocated
+   * after us), so a restart continues at the next unused ID instead of
+   * wasting up to two ranges. Nothing a caller could have received is given
+   * back: close() stopped serving before the tail was computed. The
+   * high-water mark is lowered first, durably: a weaker guard for a moment is
+   * safe, whereas a mark left above the store's max_id would trip the guard
+   * falsely on restart. Skipped for multi-store sets (stride > 1: one mark
+   * per residue class) and for tags that were refusing. Never throws.
+   */
+  async giveBackTail(): Promise<boolean> {
+    if (!this.closed || !this.mayGiveBack) return false;
+    this.mayGiveBack = false;
+    const { store, marks, logger } = this.deps;
+    // A load in flight at close() is dropped on arrival (see doLoad) but its range is ours to give back too.
+    if (this.inflight) await settlesWithin(this.inflight, 1000);
+    let tail = this.tail;
+    const late = this.late;
+    if (late) tail = tail && late.start === tail.end ? { from: tail.from, end: late.end } : { from: late.start, end: late.end };
+    if (!tail || tail.from >= tail.end) return false;
+    const mark = marks.get(this.tag);
+    if (mark && (mark.trippedAtEpoch !== undefined || mark.mark > tail.end)) return false;
+    try {
+      if (mark && mark.mark > tail.from) marks.put(this.tag, { mark: tail.from });
+      const ok = await store.giveBack(this.tag, tail.end, tail.from);
+      logger.info(
+        { tag: this.tag, from: String(tail.from), to: String(tail.end), givenBack: ok },
+        ok ? 'unused range given back' : 'unused range not given back: the store moved on',
+      );
+      return ok;
+    } catch (e) {
+      // The lowered mark still covers every ID handed out; the tail is a gap.
+      logger.warn({ tag: this.tag, err: e instanceof Error ? e.message : String(e) }, 'give-back failed');
+      return false;
+    }
+  }
+
 
   snapshot(): TagAllocatorSnapshot {
     const cur = this.buffer.current;
@@ -238,7 +285,10 @@ export class TagAllocator {
         throw e;
       });
       const ms = performance.now() - t0;
-      if (this.closed) return;
+      if (this.closed) {
+        if ((alloc.stride ?? 1) === 1) this.late = { start: alloc.maxId - BigInt(alloc.step), end: alloc.maxId };
+        return;
+      }
       const stride = alloc.stride ?? 1;
       const start = alloc.maxId - BigInt(alloc.step) * BigInt(stride);
       // Each store of a multi-store set rises only within its own residue
@@ -297,6 +347,25 @@ export class TagAllocator {
       this.retryTimer.unref();
     }
   }
+}
+
+/**
+ * The IDs no caller can have received, as [from, end) with end = the store's
+ * max_id after our last allocation: with a next range contiguous with the
+ * current one, from the cursor to next.end; a next range alone otherwise;
+ * else the current tail. Undefined when there is none or stride > 1.
+ */
+function unusedTail(buffer: SegmentBuffer): { from: bigint; end: bigint } | undefined {
+  const cur = buffer.current;
+  const nxt = buffer.next;
+  if ((cur && cur.stride !== 1) || (nxt && nxt.stride !== 1)) return undefined;
+  const cursor = buffer.peekCurrent();
+  if (nxt) {
+    if (cur && nxt.start === cur.end) return { from: cursor ?? nxt.start, end: nxt.end };
+    return { from: nxt.start, end: nxt.end };
+  }
+  if (cur && cursor !== undefined) return { from: cursor, end: cur.end };
+  return undefined;
 }
 
 /** Resolves true when `p` settles within `ms`, false on timeout. */

@@ -317,6 +317,68 @@ export function runSegmentStoreContract(name: string, factory: ContractFactory):
       });
     });
 
+    describe('giveBack (compare-and-set on max_id, for a clean shutdown)', () => {
+      it('gives back the tail of the last range only while no one allocated after it', async () => {
+        const t = tag('give');
+        await store.createTag({ tag: t, step: 10, start: 1n });
+        const a = await store.allocate(t);
+        // (a multi-store set rotates: after `stride` more, a's store has allocated again too)
+        for (let i = 1; i < stride; i++) await store.allocate(t);
+        const b = await store.allocate(t);
+        const s = BigInt(stride);
+        // a is not the last range any more: refused, nothing changes
+        const before = await store.getTag(t);
+        expect(await store.giveBack(t, a.maxId, a.maxId - 5n * s)).toBe(false);
+        expect((await store.getTag(t))?.maxId).toBe(before?.maxId);
+        if (stride === 1) {
+          // b is the last: its unused tail [17, 21) goes back, and the next range starts there
+          expect(await store.giveBack(t, b.maxId, b.maxId - 4n)).toBe(true);
+          expect((await store.getTag(t))?.maxId).toBe(17n);
+          expect(await store.giveBack(t, b.maxId, b.maxId - 4n)).toBe(false); // already changed
+          const c = await store.allocate(t);
+          expect(idsOf(c)[0]).toBe(17n);
+          expect(c.maxId).toBe(27n);
+          // equal values: a no-op that still matches
+          expect(await store.giveBack(t, 27n, 27n)).toBe(true);
+        } else {
+          // a multi-store set: b names its store; an ID of another residue class is refused
+          expect(await store.giveBack(t, b.maxId, b.maxId - 4n * s)).toBe(true);
+          expect(await store.giveBack(t, b.maxId, b.maxId - 1n)).toBe(false);
+          const kept = idsOf(b).slice(0, 6).map(String);
+          const more: Allocation[] = [];
+          for (let i = 0; i < 2 * stride; i++) more.push(await store.allocate(t));
+          const ids = new Set(more.flatMap((x) => idsOf(x).map(String)));
+          for (const id of [...idsOf(a).map(String), ...kept]) expect(ids.has(id)).toBe(false);
+          // the tail that went back is handed out again by b's store
+          expect(ids.has(String(idsOf(b)[6]))).toBe(true);
+        }
+      });
+
+      it('false for a missing tag, INVALID_ARGUMENT for a raise or a negative target', async () => {
+        const t = tag('give-missing');
+        expect(await store.giveBack(t, 10n, 5n)).toBe(false);
+        expect(await store.getTag(t)).toBeUndefined();
+        await store.createTag({ tag: t, step: 10, start: 1n });
+        const a = await store.allocate(t);
+        expect(await codeOf(store.giveBack(t, a.maxId, a.maxId + 1n))).toBe('INVALID_ARGUMENT');
+        expect(await codeOf(store.giveBack(t, a.maxId, -1n))).toBe('INVALID_ARGUMENT');
+        if (stride === 1) expect((await store.getTag(t))?.maxId).toBe(a.maxId);
+      });
+
+      it('exact beyond 2^53', async () => {
+        const t = tag('give-big');
+        const start = 9007199254740993n; // 2^53 + 1
+        await store.createTag({ tag: t, step: 10, start });
+        const a = await store.allocate(t);
+        const back = a.maxId - 7n * BigInt(stride);
+        expect(await store.giveBack(t, a.maxId, back)).toBe(true);
+        if (stride === 1) {
+          expect((await store.getTag(t))?.maxId).toBe(start + 3n);
+          expect(idsOf(await store.allocate(t))[0]).toBe(start + 3n);
+        }
+      });
+    });
+
     describe('rollback scenario', () => {
       it('after a restore of an old max_id the store answers the old range again (the guard is in the service)', async () => {
         const t = tag('rollback');

@@ -2,7 +2,7 @@
 import { TagExistsError, TagNotFoundError, UnavailableError } from '../../core/errors.js';
 import { MAX_ID } from '../../core/id.js';
 import type { Allocation, NewTag, SegmentStore, TagInfo, TagUpdate } from '../../ports/segment-store.js';
-import { DEFAULT_START, DEFAULT_STEP } from '../../ports/segment-store.js';
+import { assertGiveBack, DEFAULT_START, DEFAULT_STEP } from '../../ports/segment-store.js';
 
 interface Row {
   maxId: bigint;
@@ -71,6 +71,15 @@ export class MemorySegmentStore implements SegmentStore {
     row.fenceEpoch += 1;
     row.updatedAt = new Date();
     return info(tag, row);
+  }
+
+  async giveBack(tag: string, expectedMaxId: bigint, newMaxId: bigint): Promise<boolean> {
+    assertGiveBack(expectedMaxId, newMaxId);
+    const row = this.rows.get(tag);
+    if (!row || row.maxId !== expectedMaxId) return false;
+    row.maxId = newMaxId;
+    row.updatedAt = new Date();
+    return true;
   }
 
   /** Test-only: overwrite max_id, as a restore from an old backup would. */

@@ -241,6 +241,25 @@ export class MultiSegmentStore implements SegmentStore {
     return this.merge(tag, fenced);
   }
 
+  /**
+   * Per member: an Allocation's maxId c'*N + i names store i and its counter
+   * c', so the compare-and-set goes to store i alone, in units. `newMaxId`
+   * must be in the same residue class (an ID of that store); otherwise false.
+   * (The allocator does not give back on a multi-store set: its high-water
+   * marks are per residue class; this is here for completeness and tools.)
+   */
+  async giveBack(tag: string, expectedMaxId: bigint, newMaxId: bigint): Promise<boolean> {
+    if (newMaxId < 0n || newMaxId > expectedMaxId) {
+      throw new InvalidArgumentError('giveBack: newMaxId must be from 0 to expectedMaxId (a give-back never raises max_id)');
+    }
+    if (tag === MULTI_META_TAG) return false;
+    const i = expectedMaxId % this.bigN;
+    if (newMaxId % this.bigN !== i) return false;
+    const m = this.members[Number(i)] as Member;
+    await this.ready(m);
+    return m.store.giveBack(tag, (expectedMaxId - i) / this.bigN, (newMaxId - i) / this.bigN);
+  }
+
   /** Resolves when at least one store answers (the set can serve). */
   async ping(): Promise<void> {
     const results = await this.onAll(async (m) => {

@@ -24,7 +24,7 @@ import type { Pool, PoolConnection, ResultSetHeader, RowDataPacket } from 'mysql
 import { InvalidArgumentError, SequoiaError, TagExistsError, TagNotFoundError, UnavailableError } from '../../core/errors.js';
 import { MAX_ID } from '../../core/id.js';
 import type { Allocation, NewTag, SegmentStore, TagInfo, TagUpdate } from '../../ports/segment-store.js';
-import { DEFAULT_START, DEFAULT_STEP } from '../../ports/segment-store.js';
+import { assertGiveBack, DEFAULT_START, DEFAULT_STEP } from '../../ports/segment-store.js';
 import { exhausted } from '../memory/memory-segment-store.js';
 import { DEFAULT_TABLE, TABLE_NAME_PATTERN } from '../postgres/postgres-segment-store.js';
 
@@ -223,6 +223,18 @@ export class MysqlSegmentStore implements SegmentStore {
     );
     if (r.affectedRows === 0) throw new TagNotFoundError(tag);
     return this.mustGet(tag);
+  }
+
+  async giveBack(tag: string, expectedMaxId: bigint, newMaxId: bigint): Promise<boolean> {
+    assertGiveBack(expectedMaxId, newMaxId);
+    // One statement (InnoDB row lock): compare and set at once. FOUND_ROWS
+    // counts a matched row even when the value is unchanged (new == expected).
+    const r = await this.exec(
+      `UPDATE ${this.table} SET max_id = CAST(? AS SIGNED), updated_at = UTC_TIMESTAMP(3)
+       WHERE tag = ? AND max_id = CAST(? AS SIGNED)`,
+      [newMaxId.toString(), tag, expectedMaxId.toString()],
+    );
+    return r.affectedRows === 1;
   }
 
   async ping(): Promise<void> {

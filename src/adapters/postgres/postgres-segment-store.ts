@@ -22,7 +22,7 @@ import pg from 'pg';
 import { InvalidArgumentError, SequoiaError, TagExistsError, TagNotFoundError, UnavailableError } from '../../core/errors.js';
 import { MAX_ID } from '../../core/id.js';
 import type { Allocation, NewTag, SegmentStore, TagInfo, TagUpdate } from '../../ports/segment-store.js';
-import { DEFAULT_START, DEFAULT_STEP } from '../../ports/segment-store.js';
+import { assertGiveBack, DEFAULT_START, DEFAULT_STEP } from '../../ports/segment-store.js';
 import { exhausted } from '../memory/memory-segment-store.js';
 
 export const TABLE_NAME_PATTERN = /^[a-z_][a-z0-9_]{0,62}$/;
@@ -223,6 +223,16 @@ export class PostgresSegmentStore implements SegmentStore {
     const row = r.rows[0] as RowText | undefined;
     if (!row) throw new TagNotFoundError(tag);
     return toInfo(row);
+  }
+
+  async giveBack(tag: string, expectedMaxId: bigint, newMaxId: bigint): Promise<boolean> {
+    assertGiveBack(expectedMaxId, newMaxId);
+    // One statement: the row lock makes the compare and the set atomic.
+    const r = await this.q(
+      `UPDATE ${this.table} SET max_id = $3::bigint, updated_at = now() WHERE tag = $1 AND max_id = $2::bigint`,
+      [tag, expectedMaxId.toString(), newMaxId.toString()],
+    );
+    return r.rowCount === 1;
   }
 
   async ping(): Promise<void> {

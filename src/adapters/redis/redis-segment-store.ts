@@ -41,7 +41,7 @@ import { Redis } from 'ioredis';
 import { InvalidArgumentError, SequoiaError, TagExistsError, TagNotFoundError, UnavailableError } from '../../core/errors.js';
 import { MAX_ID } from '../../core/id.js';
 import type { Allocation, NewTag, SegmentStore, TagInfo, TagUpdate } from '../../ports/segment-store.js';
-import { DEFAULT_START, DEFAULT_STEP } from '../../ports/segment-store.js';
+import { assertGiveBack, DEFAULT_START, DEFAULT_STEP } from '../../ports/segment-store.js';
 import { exhausted } from '../memory/memory-segment-store.js';
 
 export interface RedisSegmentStoreOptions {
@@ -109,6 +109,15 @@ if string.len(to) > string.len(m) or (string.len(to) == string.len(m) and to > m
 end
 redis.call('HINCRBY', KEYS[1], 'fence_epoch', 1)
 redis.call('HSET', KEYS[1], 'updated_at', ARGV[2])
+return 1
+`;
+
+// Compare-and-set on the decimal string: max_id is always written by HINCRBY
+// or HSET of a canonical decimal, so equal values are equal strings.
+const GIVE_BACK = `
+local m = redis.call('HGET', KEYS[1], 'max_id')
+if not m or m ~= ARGV[1] then return 0 end
+redis.call('HSET', KEYS[1], 'max_id', ARGV[2], 'updated_at', ARGV[3])
 return 1
 `;
 
@@ -217,6 +226,12 @@ export class RedisSegmentStore implements SegmentStore {
     const ok = await this.script(FENCE, [this.key(tag)], [to.toString(), String(Date.now())]);
     if (Number(ok) !== 1) throw new TagNotFoundError(tag);
     return this.mustGet(tag);
+  }
+
+  async giveBack(tag: string, expectedMaxId: bigint, newMaxId: bigint): Promise<boolean> {
+    assertGiveBack(expectedMaxId, newMaxId);
+    const ok = await this.script(GIVE_BACK, [this.key(tag)], [expectedMaxId.toString(), newMaxId.toString(), String(Date.now())]);
+    return Number(ok) === 1;
   }
 
   async ping(): Promise<void> {

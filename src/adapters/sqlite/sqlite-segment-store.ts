@@ -14,7 +14,7 @@ import Database from 'better-sqlite3';
 import { SequoiaError, TagExistsError, TagNotFoundError, UnavailableError } from '../../core/errors.js';
 import { MAX_ID } from '../../core/id.js';
 import type { Allocation, NewTag, SegmentStore, TagInfo, TagUpdate } from '../../ports/segment-store.js';
-import { DEFAULT_START, DEFAULT_STEP } from '../../ports/segment-store.js';
+import { assertGiveBack, DEFAULT_START, DEFAULT_STEP } from '../../ports/segment-store.js';
 import { exhausted } from '../memory/memory-segment-store.js';
 
 export interface SqliteSegmentStoreOptions {
@@ -154,6 +154,17 @@ export class SqliteSegmentStore implements SegmentStore {
     );
     if (changes === 0) throw new TagNotFoundError(tag);
     return this.mustGet(tag);
+  }
+
+  async giveBack(tag: string, expectedMaxId: bigint, newMaxId: bigint): Promise<boolean> {
+    assertGiveBack(expectedMaxId, newMaxId);
+    const changes = this.run(
+      () =>
+        this.open()
+          .prepare('UPDATE sequoia_alloc SET max_id = ?, updated_at = ? WHERE tag = ? AND max_id = ?')
+          .run(newMaxId, BigInt(Date.now()), tag, expectedMaxId).changes,
+    );
+    return changes === 1;
   }
 
   async ping(): Promise<void> {

@@ -1,0 +1,164 @@
+/** Give-back on a clean shutdown: a restart continues at the next unused ID; never a repeat, never a false rollback. */
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { MemorySegmentStore } from '../adapters/memory/memory-segment-store.js';
+import { SqliteSegmentStore } from '../adapters/sqlite/sqlite-segment-store.js';
+import { FileHighWaterMarkStore, MemoryHighWaterMarkStore } from '../adapters/state-dir/file-high-water-mark-store.js';
+import type { HighWaterMarkStore } from '../ports/high-water-mark-store.js';
+import type { SegmentStore } from '../ports/segment-store.js';
+import { ControlledStore, tick } from '../../test/helpers/fakes.js';
+import { IdService } from './id-service.js';
+
+/** A store that stays open across services (as a database server does). */
+class LastingStore extends MemorySegmentStore {
+  override async close(): Promise<void> {}
+}
+
+function service(store: SegmentStore, marks: HighWaterMarkStore, extra: Partial<ConstructorParameters<typeof IdService>[0]> = {}): IdService {
+  return new IdService({ store, marks, refreshIntervalMs: 0, ...extra });
+}
+
+async function take(s: IdService, tag: string, n: number): Promise<bigint[]> {
+  const out: bigint[] = [];
+  for (let i = 0; i < n; i++) out.push(BigInt(await s.next(tag)));
+  return out;
+}
+
+async function settle(s: IdService, tag: string): Promise<void> {
+  for (let i = 0; i < 20; i++) {
+    await tick();
+    if (!s.snapshot().find((x) => x.tag === tag)?.loading) return;
+  }
+}
+
+describe('give-back on a clean shutdown', () => {
+  it('a restarted server continues at exactly the next unused ID (current and a contiguous next)', async () => {
+    const store = new LastingStore();
+    const marks = new MemoryHighWaterMarkStore();
+    await store.createTag({ tag: 'order', step: 10 });
+    const a = service(store, marks);
+    await a.start();
+    expect(await take(a, 'order', 3)).toEqual([1n, 2n, 3n]);
+    await settle(a, 'order'); // the prefetched next range [11, 31) is in
+    expect(a.snapshot()[0]?.nextReady).toBe(true);
+    expect((await store.getTag('order'))?.maxId).toBe(31n);
+    await a.close();
+    expect((await store.getTag('order'))?.maxId).toBe(4n);
+    expect(marks.get('order')?.mark).toBe(4n);
+
+    const b = service(store, marks);
+    await b.start();
+    expect(await take(b, 'order', 2)).toEqual([4n, 5n]);
+    await b.close();
+  });
+
+  it('gives back the current tail when no next range is loaded', async () => {
+    const store = new LastingStore();
+    const marks = new MemoryHighWaterMarkStore();
+    await store.createTag({ tag: 't', step: 100 });
+    const a = service(store, marks);
+    await a.start();
+    expect(await take(a, 't', 5)).toEqual([1n, 2n, 3n, 4n, 5n]); // below the 10% prefetch point
+    expect(a.snapshot()[0]?.nextReady).toBe(false);
+    await a.close();
+    expect((await store.getTag('t'))?.maxId).toBe(6n);
+    const b = service(store, marks);
+    await b.start();
+    expect(await take(b, 't', 1)).toEqual([6n]);
+    await b.close();
+  });
+
+  it('a next range not contiguous with the current one: only the next range goes back', async () => {
+    const store = new LastingStore();
+    const marks = new MemoryHighWaterMarkStore();
+    await store.createTag({ tag: 't', step: 10 });
+    const a = service(store, marks);
+    await a.start();
+    await take(a, 't', 1); // [1, 11)
+    await store.allocate('t'); // someone else: [11, 21)
+    await take(a, 't', 2); // prefetch: [21, 41)
+    await settle(a, 't');
+    expect(a.snapshot()[0]?.next).toEqual({ start: 21n, end: 41n });
+    await a.close();
+    expect((await store.getTag('t'))?.maxId).toBe(21n);
+  });
+
+  it('when another server allocated after us, nothing is given back', async () => {
+    const store = new LastingStore();
+    const marksA = new MemoryHighWaterMarkStore();
+    const marksB = new MemoryHighWaterMarkStore();
+    await store.createTag({ tag: 't', step: 10 });
+    const a = service(store, marksA);
+    const b = service(store, marksB);
+    await a.start();
+    await b.start();
+    const fromA = await take(a, 't', 1); // A: [1, 11)
+    const fromB = await take(b, 't', 1); // B: [11, 21)
+    await a.close();
+    expect((await store.getTag('t'))?.maxId).toBe(21n);
+    // A's mark was lowered (weaker, still above all A handed out), and A restarts without a false rollback
+    expect(marksA.get('t')?.mark).toBe(2n);
+    const a2 = service(store, marksA);
+    await a2.start();
+    const more = await take(a2, 't', 3);
+    expect(more[0]).toBe(21n);
+    expect(new Set([...fromA, ...fromB, ...more]).size).toBe(5);
+    await a2.close();
+    await b.close();
+  });
+
+  it('a load in flight at shutdown: its range arrives after close, is never served, and goes back with the tail', async () => {
+    const store = new ControlledStore();
+    const marks = new MemoryHighWaterMarkStore();
+    await store.createTag({ tag: 't', step: 10 });
+    const a = service(store, marks);
+    await a.start();
+    await take(a, 't', 1); // [1, 11)
+    store.hold = true;
+    await take(a, 't', 2); // 2 starts the prefetch, which the store holds; 3
+    const closing = a.close();
+    expect(store.pending.length).toBe(1);
+    await store.release(); // the store commits [11, 31) after the server stopped serving
+    await closing;
+    expect((await store.getTag('t'))?.maxId).toBe(4n);
+  });
+
+  it('never gives back after a rollback was detected, and can be disabled', async () => {
+    const store = new LastingStore();
+    const marks = new MemoryHighWaterMarkStore();
+    await store.createTag({ tag: 't', step: 10 });
+    const a = service(store, marks, { giveBackOnClose: false });
+    await a.start();
+    await take(a, 't', 1);
+    await a.close();
+    expect((await store.getTag('t'))?.maxId).toBe(11n);
+
+    const b = service(store, marks);
+    await b.start();
+    await take(b, 't', 1); // [11, 21)
+    store.restore('t', 5n); // an old backup
+    // the prefetch answers [5, 25), below the mark 21: the guard trips and the buffer is dropped
+    await expect(take(b, 't', 10)).rejects.toMatchObject({ code: 'STORE_ROLLBACK_DETECTED' });
+    const before = (await store.getTag('t'))?.maxId;
+    await b.close();
+    expect((await store.getTag('t'))?.maxId).toBe(before);
+  });
+
+  it('SQLite file and file marks: restart after a clean close continues at the next ID, twice', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'sequoia-giveback-'));
+    const path = join(dir, 'ids.db');
+    const marks = new FileHighWaterMarkStore(join(dir, 'state'));
+    const seen: bigint[] = [];
+    for (let round = 0; round < 3; round++) {
+      const s = service(new SqliteSegmentStore({ path }), marks);
+      await s.start();
+      if (round === 0) await s.createTag({ tag: 'inv', step: 50 });
+      seen.push(...(await take(s, 'inv', 7)));
+      await settle(s, 'inv');
+      await s.close();
+    }
+    expect(seen).toEqual(Array.from({ length: 21 }, (_, i) => BigInt(i + 1)));
+  });
+});

@@ -1,0 +1,181 @@
+/** Strict tags: one store operation per request; IDs follow the store's commit order across servers. */
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { MemorySegmentStore } from '../adapters/memory/memory-segment-store.js';
+import { MultiSegmentStore } from '../adapters/multi/multi-segment-store.js';
+import { PostgresSegmentStore } from '../adapters/postgres/postgres-segment-store.js';
+import { SqliteSegmentStore } from '../adapters/sqlite/sqlite-segment-store.js';
+import { MemoryHighWaterMarkStore } from '../adapters/state-dir/file-high-water-mark-store.js';
+import { resolveConfig } from '../cli/config.js';
+import type { Allocation, SegmentStore } from '../ports/segment-store.js';
+import { postgresHarness, probePostgres } from '../../test/contract/backends.js';
+import { describeWithService } from '../../test/helpers/services.js';
+import { IdService } from './id-service.js';
+import { StrictTagAllocator } from './strict-tag-allocator.js';
+
+interface Timed {
+  id: bigint;
+  sent: number;
+  got: number;
+}
+
+/**
+ * Linearizability of the answers: whenever a request was answered before
+ * another was sent, its ID is smaller. (Sort by ID; a later ID must never
+ * have been answered before an earlier ID's request was sent.)
+ */
+function expectOrdered(results: Timed[]): void {
+  const byId = [...results].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  expect(new Set(byId.map((r) => r.id)).size).toBe(results.length);
+  let minGotAfter = Number.POSITIVE_INFINITY;
+  for (let k = byId.length - 1; k >= 0; k--) {
+    const r = byId[k] as Timed;
+    // every r' with a larger ID must not have been answered before r was sent
+    expect(minGotAfter >= r.sent).toBe(true);
+    minGotAfter = Math.min(minGotAfter, r.got);
+  }
+}
+
+async function timed(s: IdService, tag: string): Promise<Timed> {
+  const sent = performance.now();
+  const id = BigInt(await s.next(tag));
+  return { id, sent, got: performance.now() };
+}
+
+/** `clients` concurrent loops over the services, `perClient` requests each. */
+async function hammer(services: IdService[], tag: string, clients: number, perClient: number): Promise<Timed[]> {
+  const out: Timed[] = [];
+  await Promise.all(
+    Array.from({ length: clients }, async (_, c) => {
+      for (let i = 0; i < perClient; i++) out.push(await timed(services[(c + i) % services.length] as IdService, tag));
+    }),
+  );
+  return out;
+}
+
+function strictService(store: SegmentStore, tags = ['seq']): IdService {
+  return new IdService({ store, marks: new MemoryHighWaterMarkStore(), refreshIntervalMs: 0, strictTags: tags });
+}
+
+/** Commits at once, answers after a delay the test picks: answers arrive out of commit order. */
+class LateAnswerStore extends MemorySegmentStore {
+  delays: number[] = [];
+  override async allocate(tag: string, step?: number): Promise<Allocation> {
+    const a = await super.allocate(tag, step);
+    const d = this.delays.shift() ?? 0;
+    if (d > 0) await new Promise((r) => setTimeout(r, d));
+    return a;
+  }
+}
+
+describe('strict tags', () => {
+  it('every request is one store operation of one ID: no buffer, no prefetch', async () => {
+    const store = new MemorySegmentStore();
+    await store.createTag({ tag: 'seq', step: 1000 });
+    await store.createTag({ tag: 'plain', step: 1000 });
+    const s = strictService(store);
+    await s.start();
+    expect(s.isStrict('seq')).toBe(true);
+    expect(await s.allocator('seq')).toBeInstanceOf(StrictTagAllocator);
+    expect(await s.next('seq')).toBe(1);
+    expect((await store.getTag('seq'))?.maxId).toBe(2n);
+    expect(await s.next('seq')).toBe(2);
+    expect(await s.nextMany('seq', 5)).toEqual([3, 4, 5, 6, 7]);
+    expect((await store.getTag('seq'))?.maxId).toBe(8n);
+    // an ordinary tag still buffers a whole range
+    expect(await s.next('plain')).toBe(1);
+    expect((await store.getTag('plain'))?.maxId).toBeGreaterThanOrEqual(1001n);
+    const snap = s.snapshot().find((x) => x.tag === 'seq');
+    expect(snap).toMatchObject({ remaining: 0, loads: 3, issued: 7, nextReady: false });
+    await s.close();
+    expect((await store.getTag('seq'))?.maxId).toBe(8n); // nothing to give back
+  });
+
+  it('concurrent requests on one server: unique and in commit order', async () => {
+    const store = new MemorySegmentStore();
+    await store.createTag({ tag: 'seq' });
+    const s = strictService(store);
+    await s.start();
+    const r = await hammer([s], 'seq', 16, 50);
+    expectOrdered(r);
+    expect(r.map((x) => x.id).sort((a, b) => Number(a - b))).toEqual(Array.from({ length: 800 }, (_, i) => BigInt(i + 1)));
+    await s.close();
+  });
+
+  it('answers arriving out of commit order do not trip the rollback guard; a real rollback does', async () => {
+    const store = new LateAnswerStore();
+    await store.createTag({ tag: 'seq' });
+    const s = strictService(store);
+    await s.start();
+    store.delays = [30, 0, 15, 0];
+    const ids = await Promise.all([0, 1, 2, 3].map(() => Promise.resolve(s.next('seq'))));
+    expect(ids).toEqual([1, 2, 3, 4]);
+    store.restore('seq', 2n); // an old backup
+    await expect(Promise.resolve(s.next('seq'))).rejects.toMatchObject({ code: 'STORE_ROLLBACK_DETECTED' });
+    await expect(Promise.resolve(s.next('seq'))).rejects.toMatchObject({ code: 'STORE_ROLLBACK_DETECTED' });
+    await s.fence('seq', 100n);
+    expect(await s.next('seq')).toBe(100);
+    await s.close();
+  });
+
+  it('two servers on one SQLite file: sequential requests alternate servers and still rise; concurrent ones stay ordered', async () => {
+    const path = join(mkdtempSync(join(tmpdir(), 'sequoia-strict-')), 'ids.db');
+    const a = strictService(new SqliteSegmentStore({ path }));
+    const b = strictService(new SqliteSegmentStore({ path }));
+    await a.start();
+    await b.start();
+    await a.createTag({ tag: 'seq', step: 500 });
+    let last = 0n;
+    for (let i = 0; i < 40; i++) {
+      const id = BigInt(await (i % 2 ? a : b).next('seq'));
+      expect(id).toBe(last + 1n);
+      last = id;
+    }
+    expectOrdered(await hammer([a, b], 'seq', 8, 40));
+    await a.close();
+    await b.close();
+  });
+
+  it('refuses a multi-store set (it cannot order IDs across stores)', async () => {
+    const s = strictService(new MultiSegmentStore([new MemorySegmentStore(), new MemorySegmentStore()]));
+    await expect(s.start()).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', message: expect.stringMatching(/strictTags/) });
+  });
+
+  it('config: strictTags from a comma-separated flag or env, or a JSON array; bad tags are named', () => {
+    expect(resolveConfig({ strictTags: 'tx, msg' }, {}, undefined).strictTags).toEqual(['tx', 'msg']);
+    expect(resolveConfig({}, { SEQUOIA_STRICT_TAGS: 'a' }, undefined).strictTags).toEqual(['a']);
+    expect(resolveConfig({}, {}, undefined).strictTags).toBeUndefined();
+    expect(() => resolveConfig({ strictTags: 'ok,bad tag' }, {}, undefined)).toThrow(/strictTags \(from --strict-tags\)/);
+  });
+});
+
+const describePg = await describeWithService('PostgreSQL', probePostgres);
+describePg('strict tags on PostgreSQL', () => {
+  it('two servers sharing one table: unique and in commit order under concurrency', async () => {
+    const h = await postgresHarness();
+    const table = (h.store as PostgresSegmentStore).table;
+    const a = strictService(h.store);
+    const bStore = new PostgresSegmentStore({ connectionString: (h.url as string).replace(/[?&]table=[^&]*/, ''), table });
+    const b = strictService(bStore);
+    try {
+      await a.start();
+      await b.start();
+      await a.createTag({ tag: 'seq', step: 1000 });
+      let last = 0n;
+      for (let i = 0; i < 20; i++) {
+        const id = BigInt(await (i % 2 ? a : b).next('seq'));
+        expect(id).toBe(last + 1n);
+        last = id;
+      }
+      const r = await hammer([a, b], 'seq', 16, 25);
+      expectOrdered(r);
+      expect(r.every((x) => x.id > last)).toBe(true);
+    } finally {
+      await b.close();
+      await a.close().catch(() => {});
+      await h.cleanup();
+    }
+  });
+});
