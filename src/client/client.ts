@@ -1,0 +1,316 @@
+/**
+ * The Sequoia client: IDs from one or more Sequoia servers, as `bigint`.
+ *
+ * Segment tags are served from a local double buffer (see tag-buffer.ts), so
+ * most calls never touch the network; snowflake and UUID calls go to the
+ * server each time. Every ID the client returns was handed out by a server
+ * exactly once, so IDs never repeat across callers or clients; a client that
+ * stops with IDs in its buffer leaves a gap, never a repeat.
+ *
+ * This module imports nothing from the server side: only the error classes
+ * and ID parsing of src/core.
+ */
+import { InvalidArgumentError, SequoiaError } from '../core/errors.js';
+import { parseDecimalId } from '../core/id.js';
+import { type BatchPolicy, TagBuffer } from './tag-buffer.js';
+import { type RetryOptions, Transport, closedError } from './transport.js';
+
+/** Batch sizing for segment tags. */
+export interface BatchOptions {
+  /** The first batch's size (default 100). */
+  readonly initial?: number;
+  /** Smallest batch (default 10). */
+  readonly min?: number;
+  /** Largest batch (default 50,000; above 10,000 it is fetched as parallel requests of 10,000). */
+  readonly max?: number;
+  /** How long one batch should last at the observed rate, in ms (default 1000). */
+  readonly targetMs?: number;
+}
+
+export interface ClientOptions {
+  /** One server, e.g. `http://127.0.0.1:8080`. Give `url` or `urls`. */
+  readonly url?: string;
+  /** Several servers: calls stick to one and fail over to the next on 503 or a connection error. */
+  readonly urls?: readonly string[];
+  /** Sent as `Authorization: Bearer <token>` (needed only when the server's routes require it). */
+  readonly token?: string;
+  /** Segment tags to start buffering at once (`ready()` resolves when they are). */
+  readonly tags?: readonly string[];
+  /** Batch size: a number is the first batch's size; an object sets the adaptive bounds. */
+  readonly batch?: number | BatchOptions;
+  /** Timeout of one HTTP request in ms (default 2000). */
+  readonly timeoutMs?: number;
+  /** Retries on 503/429 and connection errors (default 6 attempts, 50 ms doubling to 2 s, full jitter). */
+  readonly retry?: RetryOptions;
+  /**
+   * `segment` (default): batches from `GET /v1/segment/{tag}?count=N`, buffered locally.
+   * `leaf`: one `GET /api/segment/get/{tag}` per ID (Leaf's route), no buffering:
+   * for servers or proxies that only speak Leaf's API.
+   */
+  readonly mode?: 'segment' | 'leaf';
+  /** The fetch to use (default: Node's global fetch). */
+  readonly fetch?: typeof fetch;
+}
+
+export interface SnowflakeOptions {
+  /** Layout name (default: the server's default layout). */
+  readonly layout?: string;
+}
+
+export interface UuidOptions {
+  /** 7 (time-ordered, default) or 4 (random). */
+  readonly version?: 7 | 4;
+}
+
+const TAG = /^[A-Za-z0-9_.-]{1,128}$/;
+const SERVER_MAX_COUNT = 10_000;
+
+export class SequoiaClient {
+  private readonly transport: Transport;
+  private readonly buffers = new Map<string, TagBuffer>();
+  private readonly policy: BatchPolicy;
+  private readonly leaf: boolean;
+  private readonly controller = new AbortController();
+  private readonly warm: readonly string[];
+  private closing: Promise<void> | undefined;
+
+  constructor(opts: ClientOptions) {
+    const urls = opts.urls ?? (opts.url !== undefined ? [opts.url] : []);
+    if (urls.length === 0) throw new InvalidArgumentError('createClient needs `url` or `urls`');
+    const timeoutMs = opts.timeoutMs ?? 2000;
+    checkInt('timeoutMs', timeoutMs, 1, 600_000);
+    const retry = {
+      attempts: opts.retry?.attempts ?? 6,
+      baseDelayMs: opts.retry?.baseDelayMs ?? 50,
+      maxDelayMs: opts.retry?.maxDelayMs ?? 2000,
+    };
+    checkInt('retry.attempts', retry.attempts, 1, 1000);
+    checkInt('retry.baseDelayMs', retry.baseDelayMs, 0, 600_000);
+    checkInt('retry.maxDelayMs', retry.maxDelayMs, 0, 600_000);
+    const b: BatchOptions = typeof opts.batch === 'number' ? { initial: opts.batch } : (opts.batch ?? {});
+    const max = b.max ?? 50_000;
+    const min = b.min ?? Math.min(10, max);
+    const initial = b.initial ?? Math.min(Math.max(100, min), max);
+    checkInt('batch.max', max, 1, 1_000_000);
+    checkInt('batch.min', min, 1, max);
+    checkInt('batch.initial', initial, min, max);
+    const targetMs = b.targetMs ?? 1000;
+    checkInt('batch.targetMs', targetMs, 1, 3_600_000);
+    this.policy = { minBatch: min, maxBatch: max, initialBatch: initial, targetMs };
+    if (opts.mode !== undefined && opts.mode !== 'segment' && opts.mode !== 'leaf') {
+      throw new InvalidArgumentError(`mode must be 'segment' or 'leaf', got ${JSON.stringify(opts.mode)}`);
+    }
+    this.leaf = opts.mode === 'leaf';
+    this.transport = new Transport({
+      urls,
+      token: opts.token,
+      timeoutMs,
+      retry,
+      fetch: opts.fetch ?? globalThis.fetch,
+      signal: this.controller.signal,
+      random: Math.random,
+    });
+    this.warm = opts.tags ?? [];
+    if (!this.leaf) for (const t of this.warm) this.buffer(t).load().catch(() => undefined);
+  }
+
+  /** Resolves when every tag named in `tags` has IDs buffered; rejects with the first fetch error. */
+  async ready(): Promise<void> {
+    if (this.leaf) return;
+    await Promise.all(this.warm.map(async (t) => {
+      const b = this.buffer(t);
+      while (b.available === 0) {
+        if (this.controller.signal.aborted) throw closedError();
+        await b.load();
+      }
+    }));
+  }
+
+  /**
+   * The next ID of a segment tag. Resolves at once from the local buffer;
+   * waits for a fetch only when both batches are empty.
+   *
+   * @example
+   * const client = createClient({ url: 'http://127.0.0.1:8080' });
+   * const id = await client.next('order'); // 1n
+   */
+  next(tag: string): Promise<bigint> {
+    if (this.leaf) return this.leafNext(tag);
+    let b = this.buffers.get(tag);
+    if (b === undefined) {
+      try {
+        b = this.buffer(tag);
+      } catch (e) {
+        return Promise.reject(e);
+      }
+    }
+    const v = b.take();
+    if (v !== undefined) return Promise.resolve(v);
+    return this.waitNext(b);
+  }
+
+  /** next() as a decimal string. */
+  async nextString(tag: string): Promise<string> {
+    return (await this.next(tag)).toString();
+  }
+
+  /**
+   * An ID from the local buffer, synchronously, or undefined when it is empty
+   * (a fetch is then started, so a later call finds IDs). Always undefined in
+   * leaf mode and after close().
+   */
+  tryNext(tag: string): bigint | undefined {
+    const b = this.buffers.get(tag);
+    if (b !== undefined) return b.take();
+    if (this.leaf || this.controller.signal.aborted) return undefined;
+    this.buffer(tag).take(); // validates the tag and starts the first fetch
+    return undefined;
+  }
+
+  /**
+   * n IDs of a segment tag (1..1,000,000): what the buffer holds, the rest
+   * fetched directly. All or nothing: on failure no ID is returned (the ones
+   * taken are left unused: a gap).
+   */
+  async nextBatch(tag: string, n: number): Promise<bigint[]> {
+    checkInt('n', n, 1, 1_000_000);
+    if (this.leaf) {
+      const out: bigint[] = [];
+      for (let i = 0; i < n; i++) out.push(await this.leafNext(tag));
+      return out;
+    }
+    const b = this.buffer(tag);
+    const out = b.takeMany(n);
+    const chunks: Promise<bigint[]>[] = [];
+    for (let left = n - out.length; left > 0; left -= SERVER_MAX_COUNT) chunks.push(this.fetchIds(tag, Math.min(left, SERVER_MAX_COUNT)));
+    for (const ids of await Promise.all(chunks)) for (const id of ids) out.push(id);
+    return out;
+  }
+
+  /** One Snowflake-family ID from `GET /v1/snowflake`. */
+  async snowflake(opts: SnowflakeOptions = {}): Promise<bigint> {
+    const q = opts.layout === undefined ? '' : `&layout=${encodeURIComponent(opts.layout)}`;
+    const body = parseJson(await this.transport.get(`/v1/snowflake?count=1${q}`)) as { ids?: unknown };
+    return onlyId(body.ids, 'snowflake');
+  }
+
+  /** One UUID (v7 by default) from `GET /v1/uuid`, in its canonical text form. */
+  async uuid(opts: UuidOptions = {}): Promise<string> {
+    const version = opts.version ?? 7;
+    if (version !== 7 && version !== 4) throw new InvalidArgumentError('version must be 7 or 4');
+    const body = parseJson(await this.transport.get(`/v1/uuid?version=${version}&count=1`)) as { ids?: unknown };
+    const id = Array.isArray(body.ids) ? body.ids[0] : undefined;
+    if (typeof id !== 'string' || !/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/.test(id)) {
+      throw new SequoiaError('INTERNAL', 'the server answered a malformed UUID');
+    }
+    return id;
+  }
+
+  /**
+   * Stops the client: in-flight requests and backoff waits are aborted, every
+   * pending call rejects with STORE_UNAVAILABLE ("client closed"), buffered IDs
+   * are dropped (a gap), and no timer is left behind. Idempotent.
+   */
+  close(): Promise<void> {
+    this.closing ??= (async () => {
+      this.controller.abort();
+      const loads = [...this.buffers.values()].map((b) => b.loading).filter((p) => p !== undefined);
+      await Promise.allSettled(loads);
+      for (const b of this.buffers.values()) b.clear();
+      this.buffers.clear();
+    })();
+    return this.closing;
+  }
+
+  private buffer(tag: string): TagBuffer {
+    const b = this.buffers.get(tag);
+    if (b !== undefined) return b;
+    if (this.controller.signal.aborted) throw closedError();
+    checkTag(tag);
+    const nb = new TagBuffer(tag, this.policy, (t, n) => this.fetchBatch(t, n), Date.now);
+    this.buffers.set(tag, nb);
+    return nb;
+  }
+
+  private async waitNext(b: TagBuffer): Promise<bigint> {
+    b.waiting++;
+    try {
+      for (;;) {
+        if (this.controller.signal.aborted) throw closedError();
+        await b.load();
+        const v = b.take();
+        if (v !== undefined) return v;
+      }
+    } finally {
+      b.waiting--;
+    }
+  }
+
+  /** A buffer's batch: above the server's 10,000 per request, parallel requests; partial success keeps what came. */
+  private async fetchBatch(tag: string, count: number): Promise<bigint[]> {
+    if (count <= SERVER_MAX_COUNT) return this.fetchIds(tag, count);
+    const chunks: Promise<bigint[]>[] = [];
+    for (let left = count; left > 0; left -= SERVER_MAX_COUNT) chunks.push(this.fetchIds(tag, Math.min(left, SERVER_MAX_COUNT)));
+    const settled = await Promise.allSettled(chunks);
+    const out: bigint[] = [];
+    let firstError: unknown;
+    for (const s of settled) {
+      if (s.status === 'fulfilled') for (const id of s.value) out.push(id);
+      else firstError ??= s.reason;
+    }
+    if (out.length === 0) throw firstError;
+    return out;
+  }
+
+  private async fetchIds(tag: string, count: number): Promise<bigint[]> {
+    const body = parseJson(await this.transport.get(`/v1/segment/${tag}?count=${count}`)) as { ids?: unknown };
+    const raw = body.ids;
+    if (!Array.isArray(raw) || raw.length !== count) throw new SequoiaError('INTERNAL', `the server answered a malformed batch for ${tag}`);
+    const ids = new Array<bigint>(count);
+    for (let i = 0; i < count; i++) ids[i] = decimal(raw[i]);
+    return ids;
+  }
+
+  private async leafNext(tag: string): Promise<bigint> {
+    checkTag(tag);
+    return decimal(await this.transport.get(`/api/segment/get/${tag}`));
+  }
+}
+
+/** Creates a client; see ClientOptions for every option and its default. */
+export function createClient(opts: ClientOptions): SequoiaClient {
+  return new SequoiaClient(opts);
+}
+
+function checkTag(tag: string): void {
+  if (typeof tag !== 'string' || !TAG.test(tag)) {
+    throw new InvalidArgumentError(`tag must match ${TAG.source} (1-128 letters, digits, _ . -)`);
+  }
+  // The WHATWG URL parser (fetch's) resolves `.` and `..` path segments, so these two legal tags cannot be addressed.
+  if (tag === '.' || tag === '..') throw new InvalidArgumentError(`the tag ${JSON.stringify(tag)} cannot be used in a URL path; rename it`);
+}
+
+function checkInt(name: string, v: number, min: number, max: number): void {
+  if (!Number.isInteger(v) || v < min || v > max) throw new InvalidArgumentError(`${name} must be an integer from ${min} to ${max}, got ${String(v)}`);
+}
+
+function parseJson(text: string): Record<string, unknown> {
+  try {
+    const v: unknown = JSON.parse(text);
+    if (v !== null && typeof v === 'object') return v as Record<string, unknown>;
+  } catch {
+    // fall through
+  }
+  throw new SequoiaError('INTERNAL', 'the server answered malformed JSON');
+}
+
+function decimal(v: unknown): bigint {
+  const id = typeof v === 'string' ? parseDecimalId(v) : undefined;
+  if (id === undefined) throw new SequoiaError('INTERNAL', `the server answered a malformed ID: ${String(v).slice(0, 40)}`);
+  return id;
+}
+
+function onlyId(ids: unknown, what: string): bigint {
+  if (!Array.isArray(ids) || ids.length !== 1) throw new SequoiaError('INTERNAL', `the server answered a malformed ${what} answer`);
+  return decimal(ids[0]);
+}

@@ -1,0 +1,183 @@
+/**
+ * HTTP for the client: several server URLs with failover, retries with
+ * exponential backoff and full jitter on 503/429 and connection errors
+ * (honouring Retry-After), a per-request timeout, and typed errors rebuilt
+ * from the server's code with errorFromCode.
+ *
+ * Node 20's global fetch (undici) is used on purpose rather than the `undici`
+ * package: it keeps connections alive by default (one pool per origin, idle
+ * sockets do not hold the process open), needs no dependency, and keeps
+ * `sequoia/client` importable with nothing but Node itself. Its default pool
+ * has no connection limit, which is what a client issuing a few concurrent
+ * batch loads needs; an Agent of our own would only add tuning knobs.
+ *
+ * Retrying an ID request is always safe: a request whose answer was lost
+ * (timeout, dropped connection) may have consumed IDs on the server, which
+ * only leaves a gap, never a repeat.
+ */
+import { SequoiaError, UnavailableError, errorFromCode } from '../core/errors.js';
+
+export interface RetryOptions {
+  /** Attempts per call, across all URLs (default 6). */
+  readonly attempts?: number;
+  /** First backoff in ms (default 50); doubles per attempt, with full jitter. */
+  readonly baseDelayMs?: number;
+  /** Cap of one backoff and of a honoured Retry-After, in ms (default 2000). */
+  readonly maxDelayMs?: number;
+}
+
+export interface TransportOptions {
+  readonly urls: readonly string[];
+  readonly token?: string | undefined;
+  readonly timeoutMs: number;
+  readonly retry: Required<RetryOptions>;
+  readonly fetch: typeof fetch;
+  /** Aborted by close(): in-flight requests and backoff sleeps end at once. */
+  readonly signal: AbortSignal;
+  readonly random: () => number;
+}
+
+/** The error every pending and later call gets once the client is closed. */
+export function closedError(): SequoiaError {
+  return new UnavailableError('STORE_UNAVAILABLE', 'the Sequoia client is closed');
+}
+
+export class Transport {
+  private readonly urls: string[];
+  private readonly headers: Record<string, string>;
+  /** Index of the URL that answered last: calls stick to it until it fails. */
+  private preferred = 0;
+  /** Per URL: no request before this time (a 503's Retry-After, a refused connection). */
+  private readonly coolUntil: number[];
+
+  constructor(private readonly opts: TransportOptions) {
+    if (opts.urls.length === 0) throw new SequoiaError('INVALID_ARGUMENT', 'at least one server URL is required');
+    this.urls = opts.urls.map((u) => {
+      let parsed: URL;
+      try {
+        parsed = new URL(u);
+      } catch {
+        throw new SequoiaError('INVALID_ARGUMENT', `not a URL: ${JSON.stringify(u)}`);
+      }
+      if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') {
+        throw new SequoiaError('INVALID_ARGUMENT', `server URL must be http(s): ${JSON.stringify(u)}`);
+      }
+      return parsed.href.replace(/\/+$/, '');
+    });
+    this.coolUntil = this.urls.map(() => 0);
+    this.headers = { accept: 'application/json, text/plain' };
+    if (opts.token !== undefined) this.headers.authorization = `Bearer ${opts.token}`;
+  }
+
+  /**
+   * GETs `path` (with its query) from the first server that answers 200 and
+   * returns the body text. Throws the server's typed error for a 4xx, the
+   * last error after all attempts, or the closed error once closed.
+   */
+  async get(path: string): Promise<string> {
+    const { attempts, baseDelayMs, maxDelayMs } = this.opts.retry;
+    let last: SequoiaError | undefined;
+    for (let attempt = 0; attempt < attempts; attempt++) {
+      if (this.opts.signal.aborted) throw closedError();
+      const i = this.pick();
+      const wait = this.coolUntil[i]! - Date.now();
+      // Backoff: full jitter over an exponentially growing window; a server's
+      // Retry-After (recorded in coolUntil) is a floor when every URL cools.
+      const backoff = attempt === 0 ? 0 : this.opts.random() * Math.min(maxDelayMs, baseDelayMs * 2 ** (attempt - 1));
+      const delay = Math.min(maxDelayMs, Math.max(wait, backoff));
+      if (delay > 0) await sleep(delay, this.opts.signal);
+      if (this.opts.signal.aborted) throw closedError();
+      const r = await this.once(i, path);
+      if (typeof r === 'string') {
+        this.preferred = i;
+        return r;
+      }
+      if (!r.retry) throw r.error;
+      last = r.error;
+      // Fail over: the next call starts at the next URL.
+      this.preferred = (i + 1) % this.urls.length;
+    }
+    throw last ?? new UnavailableError('STORE_UNAVAILABLE', 'no Sequoia server answered');
+  }
+
+  /** The preferred URL unless it is cooling and another one is not. */
+  private pick(): number {
+    const now = Date.now();
+    const n = this.urls.length;
+    for (let k = 0; k < n; k++) {
+      const i = (this.preferred + k) % n;
+      if (this.coolUntil[i]! <= now) return i;
+    }
+    // All cooling: the one that is free soonest.
+    let best = 0;
+    for (let i = 1; i < n; i++) if (this.coolUntil[i]! < this.coolUntil[best]!) best = i;
+    return best;
+  }
+
+  private async once(i: number, path: string): Promise<string | { retry: boolean; error: SequoiaError }> {
+    const url = this.urls[i]! + path;
+    const signal = AbortSignal.any([this.opts.signal, AbortSignal.timeout(this.opts.timeoutMs)]);
+    let res: Response;
+    let text: string;
+    try {
+      res = await this.opts.fetch(url, { headers: this.headers, signal });
+      text = await res.text();
+    } catch (e) {
+      if (this.opts.signal.aborted) return { retry: false, error: closedError() };
+      const timedOut = e instanceof Error && (e.name === 'TimeoutError' || e.name === 'AbortError');
+      const reason = timedOut ? `no answer within ${this.opts.timeoutMs} ms` : describeNetworkError(e);
+      // A refused connection is not worth trying again at once.
+      this.coolUntil[i] = Date.now() + this.opts.retry.baseDelayMs;
+      return { retry: true, error: new UnavailableError('STORE_UNAVAILABLE', `${this.urls[i]}: ${reason}`, { cause: e }) };
+    }
+    if (res.status === 200) return text;
+    const retryAfterMs = parseRetryAfter(res.headers.get('retry-after'));
+    const error = parseError(res.status, text, retryAfterMs, this.urls[i]!);
+    const retry = res.status === 503 || res.status === 429 || res.status === 502 || res.status === 504;
+    if (retry) this.coolUntil[i] = Date.now() + Math.min(this.opts.retry.maxDelayMs, retryAfterMs ?? this.opts.retry.baseDelayMs);
+    return { retry, error };
+  }
+}
+
+/** Seconds (or an HTTP date) to ms; undefined when absent or malformed. */
+export function parseRetryAfter(v: string | null): number | undefined {
+  if (v === null) return undefined;
+  if (/^[0-9]+$/.test(v.trim())) return Number(v.trim()) * 1000;
+  const t = Date.parse(v);
+  return Number.isNaN(t) ? undefined : Math.max(0, t - Date.now());
+}
+
+/** `{"error":{"code","message"}}` (JSON routes) or `CODE: message` (Leaf routes) into our error class. */
+export function parseError(status: number, text: string, retryAfterMs: number | undefined, url: string): SequoiaError {
+  try {
+    const body = JSON.parse(text) as { error?: { code?: unknown; message?: unknown } };
+    if (body.error && typeof body.error.code === 'string') {
+      return errorFromCode(body.error.code, String(body.error.message ?? ''), retryAfterMs);
+    }
+  } catch {
+    const m = /^([A-Z_]+): ([\s\S]*)$/.exec(text);
+    if (m) return errorFromCode(m[1]!, m[2]!, retryAfterMs);
+  }
+  // Not a Sequoia answer (a proxy, another service on that port).
+  const code = status === 404 ? 'NOT_FOUND' : status === 503 ? 'STORE_UNAVAILABLE' : 'INTERNAL';
+  return errorFromCode(code, `${url} answered HTTP ${status}: ${text.slice(0, 200)}`, retryAfterMs);
+}
+
+function describeNetworkError(e: unknown): string {
+  const cause = (e as { cause?: { code?: string; message?: string } }).cause;
+  return cause?.code ?? cause?.message ?? (e instanceof Error ? e.message : String(e));
+}
+
+/** setTimeout as a promise that ends early (resolving) when `signal` aborts; leaves no timer behind. */
+export function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) return resolve();
+    const done = () => {
+      clearTimeout(t);
+      signal.removeEventListener('abort', done);
+      resolve();
+    };
+    const t = setTimeout(done, ms);
+    signal.addEventListener('abort', done, { once: true });
+  });
+}

@@ -1,0 +1,169 @@
+/**
+ * The client SDK against real `sequoia serve` processes (dist/): buffered
+ * next() under many concurrent callers while one server is SIGKILLed and
+ * restarted on its port and the other is then killed for good; every ID is
+ * unique, every promise settles, no rejection goes unhandled; typed errors
+ * from the server's codes, and when no server is reachable.
+ */
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createClient, SequoiaError, UnavailableError } from '../../src/client/index.js';
+import { type ServerProcess, sequoia, startServe } from '../helpers/cli.js';
+
+const running: ServerProcess[] = [];
+const unhandled: unknown[] = [];
+const onUnhandled = (e: unknown) => unhandled.push(e);
+
+let dir: string;
+let db: string;
+
+beforeAll(() => {
+  process.on('unhandledRejection', onUnhandled);
+  dir = mkdtempSync(join(tmpdir(), 'sequoia-client-'));
+  db = `sqlite:${join(dir, 'ids.db')}`;
+  for (const [tag, step] of [['order', '8'], ['plain', '1000'], ['leaf', '5']] as const) {
+    expect(sequoia(['tag', 'create', tag, '--step', step, '--store', db], { SEQUOIA_STATE_DIR: join(dir, 'cli') }).status).toBe(0);
+  }
+});
+
+afterAll(() => {
+  process.off('unhandledRejection', onUnhandled);
+  for (const s of running) s.child.kill('SIGKILL');
+});
+
+async function serve(state: string, extra: string[] = []): Promise<ServerProcess> {
+  const s = await startServe(['--store', db, '--state-dir', join(dir, state), '--max-step', '64', '--workers', '1', '--log-level', 'info', ...extra]);
+  running.push(s);
+  return s;
+}
+
+const portOf = (url: string) => new URL(url).port;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+describe('client SDK against real servers', () => {
+  it('serves bigints from its buffer: next, nextString, tryNext, nextBatch, uuid, snowflake, leaf mode', async () => {
+    const s = await serve('basic');
+    const client = createClient({ url: s.url, tags: ['plain'], batch: 50 });
+    await client.ready();
+    const a = await client.next('plain');
+    expect(typeof a).toBe('bigint');
+    const b = client.tryNext('plain');
+    expect(b).toBe(a + 1n); // from the buffer, synchronously
+    expect(await client.nextString('plain')).toBe(String(a + 2n));
+    const batch = await client.nextBatch('plain', 25_000); // more than one server request (10,000 max)
+    expect(batch).toHaveLength(25_000);
+    expect(new Set(batch).size).toBe(25_000);
+    for (const id of batch) expect(id > a + 2n).toBe(true);
+
+    // tryNext on a tag never seen: undefined now, a fetch starts, IDs later
+    expect(client.tryNext('order')).toBeUndefined();
+    await expect.poll(() => client.tryNext('order'), { timeout: 5000 }).toBeTypeOf('bigint');
+
+    expect(await client.uuid()).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    expect(await client.uuid({ version: 4 })).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4/);
+    const probe = await fetch(`${s.url}/v1/snowflake`);
+    if (probe.status === 200) {
+      const sf = await client.snowflake();
+      expect(typeof sf).toBe('bigint');
+      expect(sf > 0n).toBe(true);
+    }
+
+    // typed errors carry the server's code
+    const nf = await client.next('no-such-tag').catch((e: unknown) => e);
+    expect(nf).toBeInstanceOf(SequoiaError);
+    expect((nf as SequoiaError).code).toBe('TAG_NOT_FOUND');
+    await expect(client.next('bad tag!')).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+
+    // Leaf mode: Leaf's text route, one request per ID
+    const leaf = createClient({ url: s.url, mode: 'leaf' });
+    const l1 = await leaf.next('leaf');
+    const l2 = await leaf.next('leaf');
+    expect(l2 > l1).toBe(true);
+    expect(leaf.tryNext('leaf')).toBeUndefined();
+    await expect(leaf.next('no-such-tag')).rejects.toMatchObject({ code: 'TAG_NOT_FOUND' });
+    await leaf.close();
+
+    // close(): pending calls settle (rejected), later calls reject, nothing hangs
+    const pending = client.next('no-such-tag-2');
+    await client.close();
+    await expect(pending).rejects.toBeInstanceOf(SequoiaError);
+    await expect(client.next('plain')).rejects.toMatchObject({ code: 'STORE_UNAVAILABLE' });
+    expect(client.tryNext('plain')).toBeUndefined();
+    s.child.kill('SIGTERM');
+    expect(await s.exited).toBe(0);
+  });
+
+  it('many concurrent callers, one server restarted, the other killed: no repeat, no lost promise, no unhandled rejection', async () => {
+    const a = await serve('a');
+    const b = await serve('b');
+    const client = createClient({
+      urls: [a.url, b.url],
+      batch: { initial: 10, min: 5, max: 200, targetMs: 50 }, // small batches: many fetches, many failovers
+      timeoutMs: 1000,
+      retry: { attempts: 40, baseDelayMs: 20, maxDelayMs: 300 },
+    });
+    const seen: bigint[] = [];
+    let started = 0;
+    let settled = 0;
+    let rejected = 0;
+    let stop = false;
+    const caller = async () => {
+      while (!stop) {
+        started++;
+        try {
+          seen.push(await client.next('order'));
+        } catch {
+          rejected++;
+          await sleep(10);
+        } finally {
+          settled++;
+        }
+        if (seen.length % 50 === 0) await sleep(1); // let timers and sockets run
+      }
+    };
+    const callers = Array.from({ length: 200 }, caller);
+
+    await sleep(800);
+    const before = seen.length;
+    a.child.kill('SIGKILL');
+    expect(await a.exited).toBe('SIGKILL');
+    await sleep(300);
+    const a2 = await serve('a', ['--port', portOf(a.url)]); // restarted on the same port, same state
+    expect(a2.url).toBe(a.url);
+    await sleep(800);
+    b.child.kill('SIGKILL'); // gone for good: the client fails over to a
+    expect(await b.exited).toBe('SIGKILL');
+    await sleep(1000);
+    const afterKill = seen.length;
+    stop = true;
+    await Promise.all(callers);
+
+    expect(settled).toBe(started); // every promise settled
+    expect(rejected).toBe(0); // the retry budget covers a restart
+    expect(unhandled).toEqual([]);
+    expect(before).toBeGreaterThan(500);
+    expect(afterKill).toBeGreaterThan(before);
+    expect(new Set(seen).size).toBe(seen.length);
+    await client.close();
+  });
+
+  it('answers a typed error when every server is down, and leaves no unhandled rejection', async () => {
+    const s = await serve('down');
+    const url = s.url;
+    s.child.kill('SIGKILL');
+    await s.exited;
+    const client = createClient({ urls: [url, 'http://127.0.0.1:9'], timeoutMs: 300, retry: { attempts: 4, baseDelayMs: 10, maxDelayMs: 50 } });
+    const t0 = Date.now();
+    const e = await client.next('order').catch((x: unknown) => x);
+    expect(e).toBeInstanceOf(UnavailableError);
+    expect((e as SequoiaError).code).toBe('STORE_UNAVAILABLE');
+    expect(Date.now() - t0).toBeLessThan(5000);
+    expect(client.tryNext('order')).toBeUndefined(); // the failed prefetch is not retried in a tight loop
+    await expect(client.uuid()).rejects.toMatchObject({ code: 'STORE_UNAVAILABLE' });
+    await client.close();
+    await sleep(50);
+    expect(unhandled).toEqual([]);
+  });
+});
