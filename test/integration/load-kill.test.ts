@@ -17,7 +17,7 @@ import { MYSQL_URL, POSTGRES_URL, probeMysql, probePostgres, probeRedis, REDIS_U
 import { assertBuilt, type ServerProcess, startServe } from '../helpers/cli.js';
 import { describeWithService } from '../helpers/services.js';
 
-const RUN_MS = Number(process.env.SEQUOIA_LOAD_RUN_MS ?? 5000);
+const RUN_MS = Number(process.env.SEQUOIA_LOAD_RUN_MS ?? 6500);
 const SERVERS = 4;
 const CLIENTS = 8;
 
@@ -104,7 +104,11 @@ const KINDS: Kind[] = [
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 async function serve(store: string, stateDir: string): Promise<ServerProcess> {
-  const s = await startServe(['--store', store, '--state-dir', stateDir, '--max-step', '32', '--log-level', 'info', '--shutdown-timeout-ms', '2000']);
+  // One process per server (SEQUOIA_WORKERS=1, where node:cluster workers exist): four servers are four processes.
+  const s = await startServe(
+    ['--store', store, '--state-dir', stateDir, '--max-step', '32', '--log-level', 'info', '--shutdown-timeout-ms', '2000'],
+    { SEQUOIA_WORKERS: '1' },
+  );
   running.add(s);
   void s.exited.then(() => running.delete(s));
   return s;
