@@ -122,6 +122,8 @@ export class SnowflakeGenerator {
   private ceiling: number;
   private validUntil: number;
   private behind = false;
+  private checkedAt = Number.NaN;
+  private checkBudget = 0;
   private exhaustedTick = -2;
   private fmtTick = -1;
   private fmtQ = 0;
@@ -214,11 +216,13 @@ export class SnowflakeGenerator {
   extend(ceilingTick: number, validUntil: number): void {
     if (ceilingTick > this.ceiling) this.ceiling = ceilingTick;
     this.validUntil = validUntil;
+    this.checkedAt = Number.NaN;
   }
 
   /** Stops issuing for good (lease lost or generator closed). */
   revoke(): void {
     this.validUntil = Number.NEGATIVE_INFINITY;
+    this.checkedAt = Number.NaN;
   }
 
   /** The tick the clock reads now. */
@@ -243,7 +247,17 @@ export class SnowflakeGenerator {
    */
   take(shard = 0): string | undefined {
     const now = this.clock.now();
-    if (this.monotonic() >= this.validUntil) throw leaseLost();
+    // The lease deadline is read when the clock's ms changes and at least every
+    // 64 IDs: a pause long enough to lose a lease moves the wall clock too, and
+    // the deadline already ends a safety margin (≥ 50 ms) before the expiry.
+    if (now !== this.checkedAt || --this.checkBudget < 0) {
+      this.checkedAt = now;
+      this.checkBudget = 64;
+      if (this.validUntil !== Number.POSITIVE_INFINITY && this.monotonic() >= this.validUntil) {
+        this.checkedAt = Number.NaN;
+        throw leaseLost();
+      }
+    }
     let slot = this.cur;
     let low: number;
     if (this.sharded) {
