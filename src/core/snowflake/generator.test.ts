@@ -128,11 +128,24 @@ describe('lifetime', () => {
 });
 
 describe('lease deadline', () => {
-  it('refuses with LEASE_LOST once the deadline passed, and after revoke()', () => {
+  it('refuses with LEASE_LOST within 64 IDs even if the wall clock stands still', () => {
     let mono = 0;
     const g = new SnowflakeGenerator({ layout: twitter, clock: new ManualClock(), validUntil: 100, monotonic: () => mono });
-    expect(g.take()).toBeDefined();
+    g.take();
     mono = 100;
+    expect(() => {
+      for (let i = 0; i < 66; i++) g.take();
+    }).toThrow(expect.objectContaining({ code: 'LEASE_LOST' }));
+  });
+
+  it('refuses with LEASE_LOST once the deadline passed, and after revoke()', () => {
+    let mono = 0;
+    const clock = new ManualClock();
+    const g = new SnowflakeGenerator({ layout: twitter, clock, validUntil: 100, monotonic: () => mono });
+    expect(g.take()).toBeDefined();
+    // A pause moves both clocks; the deadline is read when the wall clock's ms changes (or every 64 IDs).
+    mono = 100;
+    clock.advance(100);
     expect(() => g.take()).toThrow(expect.objectContaining({ code: 'LEASE_LOST' }));
     g.extend(0, 1000);
     expect(g.take()).toBeDefined();
