@@ -1,5 +1,5 @@
 /**
- * `npm run bench [-- section…]`: sections core, generators, http, metrics (default: all).
+ * `npm run bench [-- section…]`: sections core, generators, snowflake, stores, latency, http, metrics (default: all).
  * Prints Markdown for BENCHMARKS.md. Every ratio compares numbers measured in
  * this same run; each figure is the median of several rounds.
  */
@@ -7,7 +7,10 @@ import { cpus } from 'node:os';
 import { benchCore } from './core.js';
 import { benchGenerators } from './generators.js';
 import { benchHttp, haveWrk } from './http.js';
+import { benchLatency } from './latency.js';
 import { benchMetrics, printMetricsBench } from './metrics.js';
+import { benchSnowflake } from './snowflake.js';
+import { benchStores } from './stores.js';
 import { fmt, pct } from './util.js';
 
 const args = process.argv.slice(2);
@@ -35,6 +38,41 @@ if (want('generators')) {
   console.log('| --- | ---: | ---: |');
   for (const r of rows) console.log(`| ${r.name} | ${fmt(r.idsPerSec)} | ${(r.idsPerSec / base).toFixed(2)}× |`);
   console.log('');
+}
+
+if (want('snowflake')) {
+  const rows = await benchSnowflake({ rounds });
+  console.log('## Snowflake generators, one worker, one process\n');
+  console.log('| generator | IDs/s | layout cap | of cap | repeats in a burst | refusals | note |');
+  console.log('| --- | ---: | ---: | ---: | ---: | ---: | --- |');
+  for (const r of rows) {
+    const cap = r.capPerSecond === undefined ? '–' : fmt(r.capPerSecond);
+    const of = r.ratioToCap === undefined ? '–' : pct(r.ratioToCap, 1);
+    console.log(`| ${r.name} | ${fmt(r.idsPerSecond)} | ${cap} | ${of} | ${r.repeats} of ${r.burst} | ${r.refusals} | ${r.note} |`);
+  }
+  console.log('');
+}
+
+if (want('stores')) {
+  const rows = await benchStores({ seconds: 3, concurrency: 8 });
+  console.log('## Stores: segment allocations/s from 8 concurrent allocators; strict-mode IDs/s\n');
+  console.log('| store | allocations/s | strict IDs/s | note |');
+  console.log('| --- | ---: | ---: | --- |');
+  for (const r of rows) {
+    console.log(`| ${r.store} | ${r.allocsPerSec === undefined ? '–' : fmt(r.allocsPerSec)} | ${r.strictIdsPerSec === undefined ? '–' : fmt(r.strictIdsPerSec)} | ${r.note ?? ''} |`);
+  }
+  console.log('');
+}
+
+if (want('latency')) {
+  const r = haveWrk() ? await benchLatency({ rounds: 3 }) : { note: '`wrk` is not installed' };
+  console.log('## Store latency hidden by the double buffer (HTTP single ID, wrk -c50)\n');
+  if ('note' in r) console.log(`skipped: ${r.note}\n`);
+  else {
+    console.log(`| store | added latency | p99 without | p99 with | ratio | req/s without | req/s with | segment loads (without / with) |`);
+    console.log('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
+    console.log(`| ${r.store} | ${r.latencyMs} ms each way | ${r.base.p99ms} ms | ${r.slow.p99ms} ms | ${r.p99Ratio.toFixed(2)}× | ${fmt(r.base.rps)} | ${fmt(r.slow.rps)} | ${r.loadsBase} / ${r.loadsSlow} |\n`);
+  }
 }
 
 if (want('http')) {
