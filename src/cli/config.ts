@@ -62,6 +62,7 @@ export const FIELDS = {
   loadTimeoutMs: { schema: intFrom(1, 600_000), default: 3000, env: 'SEQUOIA_LOAD_TIMEOUT_MS', flag: '--load-timeout-ms', doc: 'how long a request waits for the store when both segments are empty' },
   formats: { schema: formatsSchema.optional(), default: undefined, env: 'SEQUOIA_FORMATS', flag: '--formats', doc: 'named business-number formats, JSON {"order":{"kind":"permuted-base32",…}}; holds keys: prefer the config file or env' },
   shutdownTimeoutMs: { schema: intFrom(0, 600_000), default: 10_000, env: 'SEQUOIA_SHUTDOWN_TIMEOUT_MS', flag: '--shutdown-timeout-ms', doc: 'how long SIGTERM waits for in-flight requests' },
+  workers: { schema: intFrom(0, 256), default: 0, env: 'SEQUOIA_WORKERS', flag: '--workers', doc: 'worker processes sharing the port (node:cluster); 0: one per CPU core; 1: no cluster, one process' },
   strictTags: { schema: tagList.optional(), default: undefined, env: 'SEQUOIA_STRICT_TAGS', flag: '--strict-tags', doc: 'tags served strictly increasing across servers, one store operation per request (comma-separated)' },
   snowflakeLayout: { schema: z.string().regex(/^[a-z][a-z0-9_-]{0,39}$/, 'must be a layout name: twitter, leaf, sonyflake, uid-generator, instagram, customuuid, simpleflake'), default: 'twitter', env: 'SEQUOIA_SNOWFLAKE_LAYOUT', flag: '--snowflake-layout', doc: 'default snowflake layout (of /api/snowflake/get and requests without layout)' },
   workerIdProvider: { schema: z.string().regex(/^(lease|sql-lease|worker-node|static:[0-9]{1,9}|k8s-ordinal(:[0-9]{1,9})?)$/, 'must be lease, static:N, k8s-ordinal[:OFFSET] or worker-node'), default: 'lease', env: 'SEQUOIA_WORKER_ID_PROVIDER', flag: '--worker-id-provider', doc: 'where snowflake worker ids come from (lease: leased from the store)' },
@@ -83,6 +84,8 @@ export interface ServeConfig {
   refreshIntervalMs: number;
   loadTimeoutMs: number;
   shutdownTimeoutMs: number;
+  /** Worker processes (node:cluster); 0 means one per core, 1 runs in-process. */
+  workers: number;
   formats: Record<string, BusinessNumberFormat> | undefined;
   /** Tags served in strict mode; none by default. */
   strictTags?: string[] | undefined;

@@ -33,8 +33,9 @@ serve.action(async (opts: Record<string, unknown>) => {
   const { config: file, ...flags } = opts;
   const config = resolveConfig(flags as Partial<Record<FieldName, unknown>>, process.env, file as string | undefined);
   // Loaded only here: the admin commands stay quick without fastify and pino.
-  const { startServer } = await import('../server/start-server.js');
-  await startServer(config, { handleSignals: true });
+  // --workers 1 runs in this process; more fork a node:cluster primary (src/server/cluster.ts).
+  const { serve: runServe } = await import('../server/cluster.js');
+  await runServe(config);
 });
 
 interface StoreOpts {

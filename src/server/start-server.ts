@@ -20,7 +20,11 @@ export interface RunningServer {
   close(): Promise<void>;
 }
 
-export async function startServer(config: ServeConfig, options: { handleSignals?: boolean } = {}): Promise<RunningServer> {
+export async function startServer(
+  config: ServeConfig,
+  /** listeningMessage: the log line's msg once listening (cluster workers use 'worker listening'; the primary logs 'listening'). */
+  options: { handleSignals?: boolean; listeningMessage?: string } = {},
+): Promise<RunningServer> {
   const logger = pino({ level: config.logLevel, base: { pid: process.pid } });
   const store = createStore(config.store);
   const marks = new FileHighWaterMarkStore(config.stateDir);
@@ -46,7 +50,7 @@ export async function startServer(config: ServeConfig, options: { handleSignals?
   const port = typeof addr === 'object' && addr ? addr.port : config.port;
   const host = config.host.includes(':') ? `[${config.host}]` : config.host;
   const url = `http://${host}:${port}`;
-  logger.info({ url, store: redactStoreUrl(config.store), stateDir: config.stateDir, version: VERSION }, 'listening');
+  logger.info({ url, store: redactStoreUrl(config.store), stateDir: config.stateDir, version: VERSION }, options.listeningMessage ?? 'listening');
 
   let closing: Promise<void> | undefined;
   const close = (): Promise<void> => {
