@@ -47,4 +47,26 @@ describe('resolveConfig', () => {
       expect(msg).not.toMatch(/secret-key/);
     }
   });
+
+  it('reads secrets from files, and checks pairs', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'sequoia-cfg-'));
+    writeFileSync(join(dir, 'admin'), 'from-a-file-123\n');
+    writeFileSync(join(dir, 'clients.json'), JSON.stringify([{ token: 'client-token-0123456789', tags: ['order'] }]));
+    const c = resolveConfig({ adminTokenFile: join(dir, 'admin'), clientTokensFile: join(dir, 'clients.json') }, {}, undefined);
+    expect(c.adminToken).toBe('from-a-file-123');
+    expect(c.clientTokens).toEqual([{ token: 'client-token-0123456789', tags: ['order'] }]);
+    const bad = (flags: Record<string, string>) => {
+      try {
+        resolveConfig(flags, {}, undefined);
+      } catch (e) {
+        return (e as ConfigError).problems.join('\n');
+      }
+      return '';
+    };
+    expect(bad({ adminTokenFile: join(dir, 'missing') })).toMatch(/adminTokenFile: cannot read/);
+    expect(bad({ tlsCert: join(dir, 'admin') })).toMatch(/tlsCert\/tlsKey: give both/);
+    expect(bad({ clientTokens: '[{"token":"short","tags":["a"]}]' })).toMatch(/clientTokens \(from --client-tokens\): each token must be at least 16/);
+    expect(bad({ clientTokens: '[{"token":"short","tags":["a"]}]' })).not.toMatch(/"short"/);
+    expect(bad({ rateLimit: '-3' })).toMatch(/rateLimit/);
+  });
 });

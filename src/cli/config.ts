@@ -48,6 +48,31 @@ const tagList = z.preprocess(
   z.array(z.string().regex(TAG_PATTERN, 'each tag must match ^[A-Za-z0-9_.-]{1,128}$'), { error: 'must be a list of tags (comma-separated, or a JSON array)' }),
 );
 
+const jsonText = (v: unknown): unknown => {
+  if (typeof v !== 'string') return v;
+  try {
+    return JSON.parse(v) as unknown;
+  } catch {
+    return v;
+  }
+};
+
+/** Client tokens: `[{"token":"…","tags":["order","pay"]}]`; `"*"` grants every tag. */
+export const clientTokensSchema = z.preprocess(
+  jsonText,
+  z.array(
+    z
+      .object({
+        token: z.string().min(16, 'each token must be at least 16 characters').regex(/^[\x21-\x7e]+$/, 'tokens are printable ASCII without spaces'),
+        tags: z.array(z.string().regex(/^(\*|[A-Za-z0-9_.-]{1,128})$/, 'tags must be tag names or "*"')).min(1, 'give at least one tag'),
+      })
+      .strict(),
+    { error: 'must be a JSON array of {"token":"…","tags":["…"]}' },
+  ),
+);
+
+const filePath = z.string().min(1, 'must not be empty');
+
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
 export const FIELDS = {
@@ -61,6 +86,15 @@ export const FIELDS = {
   refreshIntervalMs: { schema: intFrom(0, 86_400_000), default: 60_000, env: 'SEQUOIA_REFRESH_INTERVAL_MS', flag: '--refresh-interval-ms', doc: 'how often the tag list is re-read (0: never)' },
   loadTimeoutMs: { schema: intFrom(1, 600_000), default: 3000, env: 'SEQUOIA_LOAD_TIMEOUT_MS', flag: '--load-timeout-ms', doc: 'how long a request waits for the store when both segments are empty' },
   formats: { schema: formatsSchema.optional(), default: undefined, env: 'SEQUOIA_FORMATS', flag: '--formats', doc: 'named business-number formats, JSON {"order":{"kind":"permuted-base32",…}}; holds keys: prefer the config file or env' },
+  adminTokenFile: { schema: filePath.optional(), default: undefined, env: 'SEQUOIA_ADMIN_TOKEN_FILE', flag: '--admin-token-file', doc: 'read the admin token from this file instead' },
+  clientTokens: { schema: clientTokensSchema.optional(), default: undefined, env: 'SEQUOIA_CLIENT_TOKENS', flag: '--client-tokens', doc: 'per-tag client tokens, JSON [{"token":"…","tags":["order"]}]; when set, ID routes need a token' },
+  clientTokensFile: { schema: filePath.optional(), default: undefined, env: 'SEQUOIA_CLIENT_TOKENS_FILE', flag: '--client-tokens-file', doc: 'read the client tokens (same JSON) from this file' },
+  rateLimit: { schema: intFrom(0, 10_000_000), default: 0, env: 'SEQUOIA_RATE_LIMIT', flag: '--rate-limit', doc: 'requests per second per client (token or address); 0 turns the limit off' },
+  rateLimitBurst: { schema: intFrom(1, 10_000_000).optional(), default: undefined, env: 'SEQUOIA_RATE_LIMIT_BURST', flag: '--rate-limit-burst', doc: 'bucket size: requests a client may send at once (default 2 × rate-limit)' },
+  tlsCert: { schema: filePath.optional(), default: undefined, env: 'SEQUOIA_TLS_CERT', flag: '--tls-cert', doc: 'PEM certificate file: serve HTTPS (with --tls-key)' },
+  tlsKey: { schema: filePath.optional(), default: undefined, env: 'SEQUOIA_TLS_KEY', flag: '--tls-key', doc: 'PEM private key file' },
+  requestTimeoutMs: { schema: intFrom(1000, 600_000), default: 30_000, env: 'SEQUOIA_REQUEST_TIMEOUT_MS', flag: '--request-timeout-ms', doc: 'a request that takes longer is answered 408' },
+  maxHeaderBytes: { schema: intFrom(1024, 1_048_576), default: 16_384, env: 'SEQUOIA_MAX_HEADER_BYTES', flag: '--max-header-bytes', doc: 'largest request head accepted (431 beyond)' },
   shutdownTimeoutMs: { schema: intFrom(0, 600_000), default: 10_000, env: 'SEQUOIA_SHUTDOWN_TIMEOUT_MS', flag: '--shutdown-timeout-ms', doc: 'how long SIGTERM waits for in-flight requests' },
   workers: { schema: intFrom(0, 256), default: 0, env: 'SEQUOIA_WORKERS', flag: '--workers', doc: 'worker processes sharing the port (node:cluster); 0: one per CPU core; 1: no cluster, one process' },
   strictTags: { schema: tagList.optional(), default: undefined, env: 'SEQUOIA_STRICT_TAGS', flag: '--strict-tags', doc: 'tags served strictly increasing across servers, one store operation per request (comma-separated)' },
@@ -87,6 +121,15 @@ export interface ServeConfig {
   /** Worker processes (node:cluster); 0 means one per core, 1 runs in-process. */
   workers: number;
   formats: Record<string, BusinessNumberFormat> | undefined;
+  adminTokenFile: string | undefined;
+  clientTokens: Array<{ token: string; tags: string[] }> | undefined;
+  clientTokensFile: string | undefined;
+  rateLimit: number;
+  rateLimitBurst: number | undefined;
+  tlsCert: string | undefined;
+  tlsKey: string | undefined;
+  requestTimeoutMs: number;
+  maxHeaderBytes: number;
   /** Tags served in strict mode; none by default. */
   strictTags?: string[] | undefined;
   snowflakeLayout: string;
@@ -145,10 +188,46 @@ export function resolveConfig(
     const r = (f.schema as z.ZodType).safeParse(value);
     if (r.success) out[name] = r.data;
     else {
-      const shown = name === 'adminToken' || name === 'formats' ? '' : `, got ${JSON.stringify(value)}`; // never echo a secret
+      const shown = name === 'adminToken' || name === 'formats' || name === 'clientTokens' ? '' : `, got ${JSON.stringify(value)}`; // never echo a secret
       problems.push(`${name} (from ${source}): ${r.error.issues[0]?.message ?? 'invalid'}${shown}`);
     }
   }
+  if (problems.length === 0) readSecretFiles(out, problems);
   if (problems.length) throw new ConfigError(problems);
   return out as unknown as ServeConfig;
+}
+
+/** Secrets may come from files; cross-field rules are checked here. */
+function readSecretFiles(out: Record<string, unknown>, problems: string[]): void {
+  const read = (field: string, path: string): string | undefined => {
+    try {
+      return readFileSync(path, 'utf8');
+    } catch (e) {
+      problems.push(`${field}: cannot read ${path} (${(e as NodeJS.ErrnoException).code ?? String(e)})`);
+      return undefined;
+    }
+  };
+  if (typeof out.adminTokenFile === 'string') {
+    if (out.adminToken !== undefined) problems.push('adminTokenFile: give either adminToken or adminTokenFile, not both');
+    const text = read('adminTokenFile', out.adminTokenFile)?.trim();
+    if (text !== undefined) {
+      if (text.length < 8) problems.push('adminTokenFile: the token must be at least 8 characters');
+      else out.adminToken = text;
+    }
+  }
+  if (typeof out.clientTokensFile === 'string') {
+    if (out.clientTokens !== undefined) problems.push('clientTokensFile: give either clientTokens or clientTokensFile, not both');
+    const text = read('clientTokensFile', out.clientTokensFile);
+    if (text !== undefined) {
+      const r = clientTokensSchema.safeParse(text);
+      if (r.success) out.clientTokens = r.data;
+      else problems.push(`clientTokensFile: ${r.error.issues[0]?.message ?? 'invalid'}`);
+    }
+  }
+  if ((out.tlsCert === undefined) !== (out.tlsKey === undefined)) {
+    problems.push('tlsCert/tlsKey: give both the certificate and the key, or neither');
+  } else if (typeof out.tlsCert === 'string' && typeof out.tlsKey === 'string') {
+    read('tlsCert', out.tlsCert);
+    read('tlsKey', out.tlsKey);
+  }
 }

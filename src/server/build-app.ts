@@ -6,9 +6,10 @@
  */
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { Logger as PinoLogger } from 'pino';
-import { SequoiaError } from '../core/errors.js';
+import { InvalidArgumentError, SequoiaError } from '../core/errors.js';
 import type { IdService } from '../service/id-service.js';
-import { makeTokenCheck } from './auth.js';
+import { type ClientToken, makeAccess } from './auth.js';
+import { TokenBucketLimiter } from './rate-limit.js';
 import { ERROR_STATUS } from './error-status.js';
 import { SequoiaMetrics } from './metrics.js';
 import { healthRoutes } from './routes/health-routes.js';
@@ -38,6 +39,16 @@ export interface AppOptions {
    * /v1/status still answers, without rates.
    */
   readonly metrics?: SequoiaMetrics | false | undefined;
+  /** Per-tag client tokens; when any is set, every ID route needs a token. */
+  readonly clientTokens?: readonly ClientToken[] | undefined;
+  /** Per-client token bucket: `perSecond` refill, `burst` capacity. Off when omitted. */
+  readonly rateLimit?: { readonly perSecond: number; readonly burst: number } | undefined;
+  /** PEM certificate and key: serve HTTPS. */
+  readonly tls?: { readonly cert: string | Buffer; readonly key: string | Buffer } | undefined;
+  /** A request that takes longer is answered 408 and its socket closed. Default 30,000 ms. */
+  readonly requestTimeoutMs?: number | undefined;
+  /** Largest request head accepted (431 beyond). Default 16 KiB. */
+  readonly maxHeaderBytes?: number | undefined;
 }
 
 const ALL_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS'] as const;
@@ -60,6 +71,29 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     routerOptions: { maxParamLength: 200, ignoreTrailingSlash: false },
     return503OnClosing: true,
     forceCloseConnections: 'idle',
+    requestTimeout: opts.requestTimeoutMs ?? 30_000,
+    // A path fastify cannot even decode (e.g. `%ZZ`) gets the error shape too.
+    frameworkErrors: (err, req, reply) => {
+      void sendError(new InvalidArgumentError(`malformed URL (${err.code === 'FST_ERR_BAD_URL' ? 'bad percent-encoding' : 'bad request'})`), req, reply, onError);
+    },
+    // Requests Node rejects before fastify sees them (malformed, head too large,
+    // too slow) still get the error shape, never a bare status line.
+    clientErrorHandler: (err: NodeJS.ErrnoException, socket) => {
+      if (!socket.writable) return;
+      const status = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400;
+      const message =
+        status === 431 ? 'the request head is too large' : status === 408 ? 'the request took too long' : 'malformed HTTP request';
+      const body = JSON.stringify({ error: { code: 'INVALID_ARGUMENT', message } });
+      socket.end(
+        `HTTP/1.1 ${status} ${status === 431 ? 'Request Header Fields Too Large' : status === 408 ? 'Request Timeout' : 'Bad Request'}\r\n` +
+          `content-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+      );
+    },
+    // Idle keep-alive sockets are closed after this; a slow client cannot pin one forever.
+    keepAliveTimeout: 65_000,
+    ...(opts.tls
+      ? { https: { cert: opts.tls.cert, key: opts.tls.key, maxHeaderSize: opts.maxHeaderBytes ?? 16 * 1024 } }
+      : { http: { maxHeaderSize: opts.maxHeaderBytes ?? 16 * 1024 } }),
   });
 
   // Route table, kept to answer 405 on known paths with other methods.
@@ -102,9 +136,20 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     });
   }
 
-  const checkAdmin = makeTokenCheck(opts.adminToken);
-  await app.register(segmentRoutes, { service: opts.service, formats: opts.formats ?? new FormatRegistry() });
-  await app.register(uuidRoutes, {});
+  const access = makeAccess({ adminToken: opts.adminToken, clientTokens: opts.clientTokens });
+  const checkAdmin = (req: FastifyRequest) => access.admin(req);
+  if (opts.rateLimit) {
+    const limiter = new TokenBucketLimiter(opts.rateLimit.perSecond, opts.rateLimit.burst);
+    // Keyed by the bearer token when there is one (a client behind many
+    // addresses is still one client), else by address.
+    app.addHook('onRequest', (req, _reply, done) => {
+      const auth = req.headers.authorization;
+      limiter.take(auth ? `t:${auth}` : `a:${req.ip}`);
+      done();
+    });
+  }
+  await app.register(segmentRoutes, { service: opts.service, formats: opts.formats ?? new FormatRegistry(), access });
+  await app.register(uuidRoutes, { access });
   await app.register(tagRoutes, { service: opts.service, checkAdmin });
   await app.register(healthRoutes, { service: opts.service, version: opts.version ?? '0.0.0' });
   await app.register(statusRoutes, {
@@ -117,7 +162,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   });
 
   if (opts.snowflake) {
-    await app.register(snowflakeRoutes, { snowflake: opts.snowflake });
+    await app.register(snowflakeRoutes, { snowflake: opts.snowflake, access });
     metrics.registerSnowflakeSource(opts.snowflake);
   } else {
     // Generators that are not enabled answer an error, never a placeholder ID.

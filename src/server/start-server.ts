@@ -3,6 +3,7 @@
  * and graceful shutdown (stop accepting, finish in-flight requests, close the
  * store) on SIGTERM/SIGINT.
  */
+import { readFileSync } from 'node:fs';
 import { pino } from 'pino';
 import { createStore, redactStoreUrl } from '../adapters/create-store.js';
 import { FileHighWaterMarkStore } from '../adapters/state-dir/file-high-water-mark-store.js';
@@ -10,9 +11,9 @@ import type { ServeConfig } from '../cli/config.js';
 import { IdService } from '../service/id-service.js';
 import { VERSION } from '../version.js';
 import { buildApp } from './build-app.js';
+import { FormatRegistry } from './formats.js';
 import { SequoiaMetrics } from './metrics.js';
 import { createSnowflakeService } from './snowflake-wiring.js';
-import { FormatRegistry } from './formats.js';
 
 export interface RunningServer {
   readonly url: string;
@@ -44,12 +45,22 @@ export async function startServer(
     await Promise.allSettled([snowflake.close(), service.close()]);
     throw e;
   });
-  const app = await buildApp({ service, snowflake, adminToken: config.adminToken, formats: new FormatRegistry(config.formats ?? {}), logger, version: VERSION, metrics });
+  const app = await buildApp({
+    service,
+    snowflake,
+    adminToken: config.adminToken,
+    clientTokens: config.clientTokens,
+    rateLimit: config.rateLimit > 0 ? { perSecond: config.rateLimit, burst: config.rateLimitBurst ?? config.rateLimit * 2 } : undefined,
+    tls: config.tlsCert && config.tlsKey ? { cert: readFileSync(config.tlsCert), key: readFileSync(config.tlsKey) } : undefined,
+    requestTimeoutMs: config.requestTimeoutMs,
+    maxHeaderBytes: config.maxHeaderBytes,
+    formats: new FormatRegistry(config.formats ?? {}),
+    logger, version: VERSION, metrics });
   await app.listen({ host: config.host, port: config.port });
   const addr = app.server.address();
   const port = typeof addr === 'object' && addr ? addr.port : config.port;
   const host = config.host.includes(':') ? `[${config.host}]` : config.host;
-  const url = `http://${host}:${port}`;
+  const url = `${config.tlsCert ? 'https' : 'http'}://${host}:${port}`;
   logger.info({ url, store: redactStoreUrl(config.store), stateDir: config.stateDir, version: VERSION }, options.listeningMessage ?? 'listening');
 
   let closing: Promise<void> | undefined;
