@@ -167,6 +167,11 @@ export class SequoiaClient {
     return undefined;
   }
 
+  /** IDs of a segment tag buffered locally right now (0 for a tag not used yet, and in leaf mode). */
+  buffered(tag: string): number {
+    return this.buffers.get(tag)?.available ?? 0;
+  }
+
   /**
    * n IDs of a segment tag (1..1,000,000): what the buffer holds, the rest
    * fetched directly. All or nothing: on failure no ID is returned (the ones
@@ -215,9 +220,9 @@ export class SequoiaClient {
     this.closing ??= (async () => {
       this.controller.abort();
       const loads = [...this.buffers.values()].map((b) => b.loading).filter((p) => p !== undefined);
-      await Promise.allSettled(loads);
-      for (const b of this.buffers.values()) b.clear();
+      for (const b of this.buffers.values()) b.clear(); // also cancels scheduled prefetches
       this.buffers.clear();
+      await Promise.allSettled(loads);
     })();
     return this.closing;
   }

@@ -34,6 +34,8 @@ export class TagBuffer {
   private next: bigint[] | undefined;
   /** The in-flight fetch, shared by every caller that waits for it. */
   loading: Promise<void> | undefined;
+  /** A background prefetch scheduled for the next turn of the event loop. */
+  private scheduled: NodeJS.Immediate | undefined;
   /** No background prefetch before this time (after a failed one). */
   private quietUntil = 0;
   private curSince = 0;
@@ -113,7 +115,7 @@ export class TagBuffer {
 
   private setLimit(): void {
     const len = this.cur.length;
-    if (this.next !== undefined || this.loading !== undefined) {
+    if (this.next !== undefined || this.loading !== undefined || this.scheduled !== undefined) {
       this.limit = len;
       return;
     }
@@ -124,11 +126,16 @@ export class TagBuffer {
 
   /** Starts a background fetch when one is due: next empty, none running, 10% used (or nothing left). */
   private maybePrefetch(): void {
-    if (this.next !== undefined || this.loading !== undefined) return;
+    if (this.next !== undefined || this.loading !== undefined || this.scheduled !== undefined) return;
     const len = this.cur.length;
     if (this.pos < Math.ceil(len / 10) && this.pos < len) return;
     if (this.now() < this.quietUntil && this.waiting === 0) return;
-    void this.load().catch(() => undefined);
+    // Started on the next turn of the event loop: the call that crosses the 10%
+    // mark stays O(1) (setting up requests and parsing happen outside it).
+    this.scheduled = setImmediate(() => {
+      this.scheduled = undefined;
+      this.load().catch(() => undefined);
+    });
   }
 
   /**
@@ -137,6 +144,10 @@ export class TagBuffer {
    * unless a caller is waiting.
    */
   load(): Promise<void> {
+    if (this.scheduled !== undefined) {
+      clearImmediate(this.scheduled);
+      this.scheduled = undefined;
+    }
     if (this.loading) return this.loading;
     if (this.next !== undefined) return Promise.resolve();
     const count = Math.min(this.policy.maxBatch, Math.max(this.batch, this.waiting));
@@ -161,6 +172,8 @@ export class TagBuffer {
 
   /** Forgets both batches (after close). */
   clear(): void {
+    if (this.scheduled !== undefined) clearImmediate(this.scheduled);
+    this.scheduled = undefined;
     this.cur = EMPTY;
     this.next = undefined;
     this.pos = 0;
