@@ -4,10 +4,12 @@
  *   static:N               worker id N, registered like a lease when the store can hold leases
  *   k8s-ordinal[:OFFSET]   the StatefulSet ordinal of the hostname (+ OFFSET), registered likewise
  *   worker-node            a new row (hence a new id) per start, uid-generator style
+ *   zookeeper:HOST:PORT[,…][/ROOT][?reclaim-after=S&node=NAME]  a sequential node per host:port, as Leaf
  * A multi-store list leases on its first SQL entry (leases need one point of order).
  */
 import { hostname } from 'node:os';
 import { InvalidArgumentError } from '../core/errors.js';
+import type { Logger } from '../ports/logger.js';
 import type { WorkerIdProvider } from '../ports/worker-id-provider.js';
 import type { WorkerLeaseStore } from '../ports/worker-lease-store.js';
 import { k8sOrdinal } from './k8s/k8s-ordinal.js';
@@ -17,8 +19,9 @@ import { MysqlWorkerLeaseStore } from './mysql/mysql-worker-lease-store.js';
 import { PostgresWorkerLeaseStore } from './postgres/postgres-worker-lease-store.js';
 import { SqliteWorkerLeaseStore } from './sqlite/sqlite-worker-lease-store.js';
 import { StaticWorkerIdProvider } from './static/static-worker-id-provider.js';
+import { ZookeeperWorkerIdProvider, parseZookeeperSpec } from './zookeeper/zookeeper-worker-id-provider.js';
 
-export const WORKER_ID_PROVIDER_HELP = 'lease, static:N, k8s-ordinal[:OFFSET] or worker-node';
+export const WORKER_ID_PROVIDER_HELP = 'lease, static:N, k8s-ordinal[:OFFSET], worker-node or zookeeper:HOST:PORT[/ROOT]';
 
 /** The lease store on the same backend as the segment store, or undefined (redis). */
 export function createWorkerLeaseStore(storeUrl: string): WorkerLeaseStore | undefined {
@@ -39,9 +42,18 @@ export function createWorkerLeaseStore(storeUrl: string): WorkerLeaseStore | und
 export interface ProviderOptions {
   readonly ttlMs?: number;
   readonly hostname?: string;
+  /** zookeeper: where the worker id is cached. Default './data'. */
+  readonly stateDir?: string;
+  /** zookeeper: the server's port, part of the node name (host:port). */
+  readonly port?: number;
+  readonly logger?: Logger;
 }
 
 export function createWorkerIdProvider(spec: string, storeUrl: string, o: ProviderOptions = {}): WorkerIdProvider {
+  if (spec.trim().startsWith('zookeeper:')) {
+    const z = parseZookeeperSpec(spec);
+    return new ZookeeperWorkerIdProvider({ ...z, stateDir: o.stateDir ?? './data', port: o.port, hostname: o.hostname, logger: o.logger });
+  }
   const m = /^(lease|sql-lease|static|k8s-ordinal|worker-node)(?::([0-9]{1,9}))?$/.exec(spec.trim());
   if (!m) throw new InvalidArgumentError(`worker id provider must be ${WORKER_ID_PROVIDER_HELP} (got ${JSON.stringify(spec)})`);
   const kind = m[1] as string;

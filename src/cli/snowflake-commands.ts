@@ -36,7 +36,7 @@ export async function genSnowflake(o: GenSnowflakeOptions): Promise<string[]> {
     shard = Number(o.shard);
   } else if (o.shard !== undefined) throw new InvalidArgumentError(`layout ${layout.name} has no shard field`);
   const service = new SnowflakeService({
-    provider: createWorkerIdProvider(config.workerIdProvider, config.store, { ttlMs: config.workerLeaseTtlMs }),
+    provider: createWorkerIdProvider(config.workerIdProvider, config.store, { ttlMs: config.workerLeaseTtlMs, stateDir: config.stateDir }),
     defaultLayout: layout.name,
     clockPolicy: config.clockPolicy,
     maxWaitMs: config.clockMaxWaitMs,

@@ -15,6 +15,8 @@ export interface IdSpace {
   readonly workerCount: number;
   /** Milliseconds per tick, to turn a lease's times into ticks. */
   readonly unitMs: number;
+  /** The layout's epoch (tick 0), wall-clock ms: lets a provider compare a reported tick with the clock. */
+  readonly epochMs?: number | undefined;
   /** A readable name for logs (the layout name). */
   readonly label: string;
 }

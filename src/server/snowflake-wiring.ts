@@ -12,6 +12,8 @@ import { SnowflakeService } from '../service/snowflake-service.js';
 
 export interface SnowflakeConfig {
   readonly store: string;
+  readonly stateDir?: string;
+  readonly port?: number;
   readonly snowflakeLayout: string;
   readonly workerIdProvider: string;
   readonly workerLeaseTtlMs: number;
@@ -22,7 +24,12 @@ export interface SnowflakeConfig {
 export function createSnowflakeService(config: SnowflakeConfig, logger: Logger): SnowflakeService | undefined {
   let provider;
   try {
-    provider = createWorkerIdProvider(config.workerIdProvider, config.store, { ttlMs: config.workerLeaseTtlMs });
+    provider = createWorkerIdProvider(config.workerIdProvider, config.store, {
+      ttlMs: config.workerLeaseTtlMs,
+      stateDir: config.stateDir,
+      port: config.port,
+      logger,
+    });
   } catch (e) {
     if (e instanceof InvalidArgumentError && config.workerIdProvider === 'lease') {
       logger.warn({ reason: e.message }, 'snowflake IDs disabled: set --worker-id-provider');

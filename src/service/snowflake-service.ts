@@ -236,7 +236,7 @@ export class SnowflakeService {
     if (remainingSeconds(layout, now) < this.lifetimeWarning) {
       this.logger.warn({ layout: name, endsAt: new Date(layout.endsAtMs).toISOString() }, 'snowflake layout runs out of time bits soon');
     }
-    const space: IdSpace = { key: layout.spaceKey, workerCount: 2 ** layout.workerBits, unitMs: layout.unitMs, label: name };
+    const space: IdSpace = { key: layout.spaceKey, workerCount: 2 ** layout.workerBits, unitMs: layout.unitMs, epochMs: layout.epochMs, label: name };
     const grants: WorkerGrant[] = [];
     try {
       const n = layout.shardBits > 0 ? 1 : 1 + this.backupWorkers;
