@@ -135,7 +135,7 @@ describe('GET /metrics', () => {
     const { app, metrics } = await setup({ clock });
     metrics?.registerSnowflakeSource({
       report: () => [
-        { generator: 'twitter', workerId: 7, lastTick: 123, clockBackwardsTotal: 2, sequenceExhaustedTotal: 5, leaseExpiresAtMs: 1_030_000, issuedTotal: 99 },
+        { generator: 'twitter', workerId: 7, lastTick: 123, clockBackwardsTotal: 2, sequenceExhaustedTotal: 5, leaseExpiresAtMs: 1_030_000, issuedTotal: 99, layoutRemainingSeconds: 86_400 },
       ],
     });
     const m = (await app.inject('/metrics')).body;
@@ -145,6 +145,7 @@ describe('GET /metrics', () => {
     expect(value(m, 'sequoia_snowflake_sequence_exhausted_total{generator="twitter"}')).toBe(5);
     expect(value(m, 'sequoia_worker_lease_expiry_seconds{generator="twitter"}')).toBe(30);
     expect(value(m, 'sequoia_ids_issued_total{generator="twitter",tag=""}')).toBe(99);
+    expect(value(m, 'sequoia_layout_remaining_seconds{generator="twitter"}')).toBe(86_400);
   });
 });
 

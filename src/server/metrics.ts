@@ -67,6 +67,8 @@ export interface SnowflakeWorkerReport {
   readonly leaseExpiresAtMs?: number | undefined;
   /** IDs issued by this worker so far (sequoia_ids_issued_total{generator,tag=""}). */
   readonly issuedTotal?: number | undefined;
+  /** Seconds until the layout's time bits run out (sequoia_layout_remaining_seconds). */
+  readonly layoutRemainingSeconds?: number | undefined;
 }
 
 export interface SnowflakeMetricsSource {
@@ -269,11 +271,12 @@ export class SequoiaMetrics {
   }
 
   /**
-   * Hook for the snowflake generator (not built yet): registers
+   * Hook for the snowflake generator: registers
    * sequoia_snowflake_worker_id, sequoia_snowflake_last_tick,
    * sequoia_snowflake_clock_backwards_total,
    * sequoia_snowflake_sequence_exhausted_total and
-   * sequoia_worker_lease_expiry_seconds (seconds until the lease expires), all
+   * sequoia_worker_lease_expiry_seconds (seconds until the lease expires) and
+   * sequoia_layout_remaining_seconds (until the layout's time bits run out), all
    * labelled by `generator`, read from `source.report()` at scrape time. Until
    * a generator calls this, none of them is exposed (no placeholder values).
    */
@@ -307,6 +310,15 @@ export class SequoiaMetrics {
       registers,
       collect() {
         each(this, (r) => (r.leaseExpiresAtMs === undefined ? undefined : (r.leaseExpiresAtMs - now()) / 1000));
+      },
+    });
+    new Gauge({
+      name: 'sequoia_layout_remaining_seconds',
+      help: "Seconds until the layout's time bits run out; after that it refuses to issue (it never wraps).",
+      labelNames: ['generator'] as const,
+      registers,
+      collect() {
+        each(this, (r) => r.layoutRemainingSeconds);
       },
     });
   }

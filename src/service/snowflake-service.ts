@@ -13,7 +13,7 @@
  */
 import { ClockError, InvalidArgumentError, SequoiaError, UnavailableError } from '../core/errors.js';
 import { parseDecimalId } from '../core/id.js';
-import { type ClockPolicy, SnowflakeGenerator } from '../core/snowflake/generator.js';
+import { type ClockEvent, type ClockPolicy, SnowflakeGenerator } from '../core/snowflake/generator.js';
 import { DEFAULT_LAYOUT, type Layout, decompose, getLayout, remainingSeconds } from '../core/snowflake/layout.js';
 import { type Clock, systemClock } from '../ports/clock.js';
 import { type Logger, silentLogger } from '../ports/logger.js';
@@ -36,7 +36,7 @@ export interface SnowflakeServiceOptions {
   readonly random?: Random;
   readonly logger?: Logger;
   readonly monotonic?: () => number;
-  /** Warn when a layout has less than this left, seconds. Default one year. */
+  /** Warn (at start, in the logs) when a layout has less than this left, seconds. Default five years. */
   readonly lifetimeWarningSeconds?: number;
 }
 
@@ -113,7 +113,7 @@ export class SnowflakeService {
     this.random = o.random ?? systemRandom;
     this.logger = o.logger ?? silentLogger;
     this.mono = o.monotonic ?? (() => performance.now());
-    this.lifetimeWarning = o.lifetimeWarningSeconds ?? 365 * 86_400;
+    this.lifetimeWarning = o.lifetimeWarningSeconds ?? 5 * 365 * 86_400;
   }
 
   get providerKind(): string {
@@ -172,6 +172,7 @@ export class SnowflakeService {
     }
     let w = await this.worker(name);
     let clockWaited = 0;
+    let waitLogged = 0;
     let renewals = 0;
     while (out.length < count) {
       if (this.closed) throw new UnavailableError('LEASE_LOST', 'the snowflake service is closed');
@@ -191,6 +192,10 @@ export class SnowflakeService {
         throw e;
       }
       if (id !== undefined) {
+        if (clockWaited > waitLogged) {
+          this.logger.warn({ layout: name, waitedMs: clockWaited - waitLogged, policy: this.clockPolicy }, 'snowflake clock behind the last tick: waited it out');
+          waitLogged = clockWaited;
+        }
         out.push(id);
         continue;
       }
@@ -234,7 +239,10 @@ export class SnowflakeService {
       throw new UnavailableError('ID_SPACE_EXHAUSTED', `layout ${name} ran out of time bits on ${new Date(layout.endsAtMs).toISOString()}; it never wraps: use a new layout`);
     }
     if (remainingSeconds(layout, now) < this.lifetimeWarning) {
-      this.logger.warn({ layout: name, endsAt: new Date(layout.endsAtMs).toISOString() }, 'snowflake layout runs out of time bits soon');
+      this.logger.warn(
+        { layout: name, endsAt: new Date(layout.endsAtMs).toISOString(), remainingSeconds: Math.floor(remainingSeconds(layout, now)) },
+        'snowflake layout runs out of time bits soon; plan a new layout (sequoia plan)',
+      );
     }
     const space: IdSpace = { key: layout.spaceKey, workerCount: 2 ** layout.workerBits, unitMs: layout.unitMs, epochMs: layout.epochMs, label: name };
     const grants: WorkerGrant[] = [];
@@ -257,6 +265,7 @@ export class SnowflakeService {
       backups: backups.map((g) => ({ workerId: g.workerId, afterTick: g.afterTick })),
       ceilingTick: this.provider.leased ? Math.max(...grants.map((g) => g.afterTick)) : Number.POSITIVE_INFINITY,
       validUntil: Math.min(...grants.map((g) => g.validUntil)),
+      onClockEvent: (e) => this.logger.warn({ layout: name, ...e }, CLOCK_EVENT_MESSAGES[e.kind]),
     });
     const w = new Worker(layout, space, generator, grants);
     if (this.provider.leased) {
@@ -369,7 +378,14 @@ export class SnowflakeService {
         await w.renewing?.catch(() => {});
         if (w.lost) return;
         const last = w.generator.lastIssuedTick;
-        await Promise.all(w.grants.map((g) => this.provider.release(w.space, g, Math.max(last, g.afterTick)).catch(() => {})));
+        await Promise.all(
+          w.grants.map((g) =>
+            this.provider.release(w.space, g, Math.max(last, g.afterTick)).then(
+              () => this.logger.info({ layout: w.layout.name, workerId: g.workerId, lastTick: Math.max(last, g.afterTick), provider: this.provider.kind }, 'snowflake worker id released'),
+              (e: unknown) => this.logger.warn({ layout: w.layout.name, workerId: g.workerId, err: e instanceof Error ? e.message : String(e) }, 'snowflake worker id release failed'),
+            ),
+          ),
+        );
       }),
     );
     await this.provider.close();
@@ -387,6 +403,12 @@ export function explainId(idText: string, layout: Layout): ExplainResult {
   out.sequence = d.values[layout.fields.find((f) => f.role === 'sequence')?.name ?? 'sequence'] as number;
   return out as unknown as ExplainResult;
 }
+
+const CLOCK_EVENT_MESSAGES: Record<ClockEvent['kind'], string> = {
+  backwards: 'snowflake clock moved backwards behind the last tick',
+  borrow: 'snowflake clock behind: issuing on borrowed future ticks (policy logical)',
+  'backup-switch': 'snowflake clock behind: switched to a backup worker id (policy backup-worker)',
+};
 
 function lost(w: Worker): UnavailableError {
   return new UnavailableError('LEASE_LOST', `the lease for layout ${w.layout.name} is lost`, { retryAfterMs: 1000 });

@@ -35,6 +35,22 @@ export type ClockPolicy = (typeof CLOCK_POLICIES)[number];
 
 export type WaitReason = 'sequence' | 'clock' | 'ceiling';
 
+/**
+ * A clock event, reported once when it starts (never per ID): the clock seen
+ * behind the last tick, the first borrowed tick of a `logical` episode, a
+ * switch to another worker id under `backup-worker`.
+ */
+export interface ClockEvent {
+  readonly kind: 'backwards' | 'borrow' | 'backup-switch';
+  readonly policy: ClockPolicy;
+  /** How far the clock is behind the last tick, ms. */
+  readonly gapMs: number;
+  /** The tick about to be issued ('borrow', 'backup-switch') or the last one ('backwards'). */
+  readonly tick: number;
+  readonly fromWorker?: number;
+  readonly toWorker?: number;
+}
+
 export interface WorkerSlot {
   /** The value of the layout's node fields together (e.g. datacenter << 5 | worker for twitter). */
   readonly workerId: number;
@@ -61,6 +77,8 @@ export interface SnowflakeGeneratorOptions {
   readonly validUntil?: number;
   /** Monotonic clock for `validUntil`. Default performance.now. */
   readonly monotonic?: () => number;
+  /** Told of clock events (for logs); called on the rare path only. */
+  readonly onClockEvent?: (e: ClockEvent) => void;
 }
 
 export interface GeneratorStats {
@@ -122,6 +140,8 @@ export class SnowflakeGenerator {
   private ceiling: number;
   private validUntil: number;
   private behind = false;
+  private borrowing = false;
+  private readonly onClockEvent: ((e: ClockEvent) => void) | undefined;
   private checkedAt = Number.NaN;
   private checkBudget = 0;
   private exhaustedTick = -2;
@@ -140,6 +160,7 @@ export class SnowflakeGenerator {
     this.layout = l;
     this.clock = o.clock;
     this.monotonic = o.monotonic ?? (() => performance.now());
+    this.onClockEvent = o.onClockEvent;
     this.clockPolicy = o.clockPolicy ?? 'wait';
     if (!(CLOCK_POLICIES as readonly string[]).includes(this.clockPolicy)) {
       throw new InvalidArgumentError(`clock policy must be one of ${CLOCK_POLICIES.join(', ')}`);
@@ -276,6 +297,7 @@ export class SnowflakeGenerator {
       tick = t;
       seq = this.randomMax < 0 ? 0 : this.randomStart();
       this.behind = false;
+      this.borrowing = false;
     } else if (t === last) {
       tick = t;
       seq = (this.seq[slot] as number) + 1;
@@ -291,11 +313,12 @@ export class SnowflakeGenerator {
       }
     } else {
       if (t < 0) throw new ClockError(`the clock reads ${new Date(now).toISOString()}, before the layout's epoch`);
+      const gapMs = (last - t) * this.unit;
       if (!this.behind) {
         this.behind = true;
         this.backwards++;
+        this.onClockEvent?.({ kind: 'backwards', policy: this.clockPolicy, gapMs, tick: last });
       }
-      const gapMs = (last - t) * this.unit;
       switch (this.clockPolicy) {
         case 'reject':
           throw new ClockError(`the clock is ${gapMs} ms behind the last issued tick; refusing (policy reject)`, { retryAfterMs: gapMs });
@@ -314,6 +337,10 @@ export class SnowflakeGenerator {
           if (seq > this.seqMax) {
             tick = last + 1;
             seq = this.randomMax < 0 ? 0 : this.randomStart();
+            if (!this.borrowing) {
+              this.borrowing = true;
+              this.onClockEvent?.({ kind: 'borrow', policy: this.clockPolicy, gapMs: gapMs + this.unit, tick });
+            }
           }
           break;
         case 'backup-worker': {
@@ -322,6 +349,9 @@ export class SnowflakeGenerator {
             throw new ClockError(`the clock is ${gapMs} ms behind the last issued tick and no backup worker id is free at this tick`, {
               retryAfterMs: gapMs,
             });
+          }
+          if (s !== this.cur) {
+            this.onClockEvent?.({ kind: 'backup-switch', policy: this.clockPolicy, gapMs, tick: t, fromWorker: this.workerIds[this.cur], toWorker: this.workerIds[s] });
           }
           this.cur = slot = s;
           low = this.nodeBase[s] as number;
