@@ -34,6 +34,7 @@ import { pino } from 'pino';
 import { redactStoreUrl } from '../adapters/create-store.js';
 import type { ServeConfig } from '../cli/config.js';
 import { VERSION } from '../version.js';
+import { handleGatherInPrimary } from './cluster-gather.js';
 
 /** Messages between primary and workers. */
 export type WorkerMessage =
@@ -103,6 +104,7 @@ async function runPrimary(config: ServeConfig, n: number): Promise<void> {
       slot.ready = false;
       slot.startedAt = Date.now();
       w.on('message', (m: WorkerMessage) => {
+        if (handleGatherInPrimary(w, m, () => slots.flatMap((s) => (s.worker && s.ready ? [s.worker] : [])))) return;
         if (m.type === 'need-config') {
           const msg: PrimaryMessage = { type: 'config', config: { ...shared, stateDir: workerStateDir(shared.stateDir, i) }, slot: i };
           w.send(msg);

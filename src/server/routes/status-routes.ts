@@ -8,7 +8,10 @@
  * a read-only summary, and a wrong token is refused (403) so the page can say so.
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { AggregatorRegistry, type Registry } from 'prom-client';
 import type { IdService } from '../../service/id-service.js';
+import { gather, registerGatherSource, workerSlot } from '../cluster-gather.js';
+import { mergeStatuses, type StatusBody } from '../status-merge.js';
 import { COVER_CRITICAL_SECONDS, COVER_OK_SECONDS, type SequoiaMetrics } from '../metrics.js';
 import { UI_CSS, UI_HTML, UI_JS } from '../ui/page.js';
 
@@ -90,10 +93,12 @@ export async function statusRoutes(app: FastifyInstance, opts: StatusRoutesOptio
     return true;
   };
 
-  app.get('/v1/status', async (req, reply) => {
-    const admin = isAdmin(req);
+  const slot = workerSlot();
+  // Each worker's series carry its slot, so merged output keeps them apart.
+  if (slot !== undefined) metrics.registry.setDefaultLabels({ worker: String(slot) });
+
+  const buildStatus = async (admin: boolean): Promise<StatusBody> => {
     const store = await probe();
-    void reply.header('cache-control', 'no-store');
     return {
       version: opts.version,
       uptimeSeconds: Math.round((Date.now() - service.startedAt) / 1000),
@@ -151,11 +156,22 @@ export async function statusRoutes(app: FastifyInstance, opts: StatusRoutesOptio
       // Snowflake workers appear here once that generator exists.
       workers: [],
     };
+  };
+  registerGatherSource('status', (arg: { admin: boolean }) => buildStatus(arg.admin));
+  registerGatherSource('metrics', () => metrics.registry.getMetricsAsJSON());
+
+  app.get('/v1/status', async (req, reply) => {
+    const admin = isAdmin(req);
+    void reply.header('cache-control', 'no-store');
+    const all = await gather<StatusBody>('status', { admin });
+    return all && all.length > 0 ? mergeStatuses(all) : buildStatus(admin);
   });
 
   if (opts.exposeMetrics) {
     app.get('/metrics', async (_req, reply) => {
-      const text = await metrics.metricsText();
+      // Under `--workers N`, every worker's series (labelled worker="<slot>") in one answer.
+      const all = await gather<Awaited<ReturnType<Registry['getMetricsAsJSON']>>>('metrics', undefined);
+      const text = all && all.length > 0 ? await AggregatorRegistry.aggregate(all.map((r) => r.value)).metrics() : await metrics.metricsText();
       return reply.type(metrics.registry.contentType).send(text);
     });
   }
