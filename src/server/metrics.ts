@@ -280,6 +280,11 @@ export class SequoiaMetrics {
    * labelled by `generator`, read from `source.report()` at scrape time. Until
    * a generator calls this, none of them is exposed (no placeholder values).
    */
+  /** Every snowflake worker's report now (for /v1/status); empty until a generator registers. */
+  snowflakeReports(): SnowflakeWorkerReport[] {
+    return (this.snowflakeSources ?? []).flatMap((src) => [...src.report()]);
+  }
+
   registerSnowflakeSource(source: SnowflakeMetricsSource): void {
     if (this.snowflakeSources) {
       this.snowflakeSources.push(source);

@@ -81,3 +81,15 @@ describe('snowflake routes', () => {
     expect(rows[0]?.leaseExpiresAtMs).toBeGreaterThan(Date.now());
   });
 });
+
+describe('snowflake workers in /v1/status', () => {
+  it('lists each id space in use with its worker id, last tick and lease expiry', async () => {
+    await app.inject('/v1/snowflake?layout=leaf');
+    const st = (await app.inject('/v1/status')).json() as { workers: Array<Record<string, unknown>> };
+    const leaf = st.workers.find((w) => w.generator === 'leaf');
+    expect(leaf).toBeDefined();
+    expect(typeof leaf!.workerId).toBe('number');
+    expect(leaf!.lastTick as number).toBeGreaterThan(0);
+    expect(leaf!.leaseExpiresInSeconds as number).toBeGreaterThan(0);
+  });
+});

@@ -153,8 +153,17 @@ export async function statusRoutes(app: FastifyInstance, opts: StatusRoutesOptio
               : { at: new Date(e.at).toISOString(), code: e.code, status: e.status },
           ),
       },
-      // Snowflake workers appear here once that generator exists.
-      workers: [],
+      // One row per snowflake id space this server issues in (empty while snowflake is off).
+      workers: metrics.snowflakeReports().map((r) => ({
+        generator: r.generator,
+        workerId: r.workerId,
+        lastTick: r.lastTick,
+        leaseExpiresAt: r.leaseExpiresAtMs === undefined ? null : new Date(r.leaseExpiresAtMs).toISOString(),
+        leaseExpiresInSeconds: r.leaseExpiresAtMs === undefined ? null : round1((r.leaseExpiresAtMs - Date.now()) / 1000),
+        clockBackwardsTotal: r.clockBackwardsTotal,
+        sequenceExhaustedTotal: r.sequenceExhaustedTotal,
+        layoutRemainingSeconds: r.layoutRemainingSeconds ?? null,
+      })),
     };
   };
   registerGatherSource('status', (arg: { admin: boolean }) => buildStatus(arg.admin));
