@@ -1,10 +1,12 @@
 /**
- * `npm run bench [-- section…]`: sections core, generators, snowflake, stores, latency, http, metrics (default: all).
+ * `npm run bench [-- section…]`: sections core, generators, snowflake, stores, latency, http, client, cluster, metrics (default: all).
  * Prints Markdown for BENCHMARKS.md. Every ratio compares numbers measured in
  * this same run; each figure is the median of several rounds.
  */
 import { cpus } from 'node:os';
 import { benchCore } from './core.js';
+import { benchClient } from './client.js';
+import { benchCluster } from './cluster.js';
 import { benchGenerators } from './generators.js';
 import { benchHttp, haveWrk } from './http.js';
 import { benchLatency } from './latency.js';
@@ -88,6 +90,31 @@ if (want('http')) {
     console.log(`| Sequoia \`GET /api/segment/get/{tag}\` | ${fmt(r.seqSingle.rps)} | ${r.seqSingle.p50ms} | ${r.seqSingle.p99ms} | ${pct(r.seqSingle.rps, r.bareSingle.rps)} | ${(r.seqSingle.p99ms / r.bareSingle.p99ms).toFixed(2)}× |`);
     console.log(`| bare node:http, 1000 numbers as JSON | ${fmt(r.bareBatch.rps)} (${fmt(r.bareBatch.rps * 1000)} IDs/s) | ${r.bareBatch.p50ms} | ${r.bareBatch.p99ms} | 100% | 1.00× |`);
     console.log(`| Sequoia \`GET /v1/segment/{tag}?count=1000\` | ${fmt(r.seqBatch.rps)} (${fmt(r.seqBatch.rps * 1000)} IDs/s) | ${r.seqBatch.p50ms} | ${r.seqBatch.p99ms} | ${pct(r.seqBatch.rps, r.bareBatch.rps)} | ${(r.seqBatch.p99ms / r.bareBatch.p99ms).toFixed(2)}× |\n`);
+  }
+}
+
+if (want('client')) {
+  const rows = await benchClient({ rounds });
+  console.log('## Client SDK (sequoia/client) against a real server\n');
+  console.log('| what | IDs/s | vs bare counter | vs Redis INCR per ID |');
+  console.log('| --- | ---: | ---: | ---: |');
+  for (const r of rows) {
+    console.log(`| ${r.name} | ${fmt(r.idsPerSec)} | ${pct(r.vsCounter, 1)} | ${Number.isNaN(r.vsIncr) ? '–' : `${r.vsIncr.toFixed(1)}×`} |`);
+  }
+  console.log('');
+}
+
+if (want('cluster')) {
+  if (!haveWrk()) console.log('## Multi-core server\n\nskipped: `wrk` is not installed\n');
+  else {
+    const rows = await benchCluster({ rounds: Math.max(3, Math.round(rounds * 0.6)) });
+    console.log('## Multi-core server: single-ID requests, wrk -c100, 2 workers each\n');
+    console.log('| server | requests/s | p50 ms | p99 ms | vs bare cluster | p99 vs bare |');
+    console.log('| --- | ---: | ---: | ---: | ---: | ---: |');
+    for (const r of rows) {
+      console.log(`| ${r.name} | ${fmt(r.rps)} | ${r.p50ms} | ${r.p99ms} | ${pct(r.vsBare, 1)} | ${Number.isNaN(r.p99VsBare) ? '–' : `${r.p99VsBare.toFixed(2)}×`} |`);
+    }
+    console.log('');
   }
 }
 
