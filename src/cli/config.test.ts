@@ -69,4 +69,9 @@ describe('resolveConfig', () => {
     expect(bad({ clientTokens: '[{"token":"short","tags":["a"]}]' })).not.toMatch(/"short"/);
     expect(bad({ rateLimit: '-3' })).toMatch(/rateLimit/);
   });
+
+  it('refuses a static snowflake worker id shared by several worker processes', () => {
+    expect(() => resolveConfig({ workerIdProvider: 'static:3', workers: '2' }, {}, undefined)).toThrow(/same snowflake worker id/);
+    expect(resolveConfig({ workerIdProvider: 'static:3', workers: '1' }, {}, undefined).workerIdProvider).toBe('static:3');
+  });
 });

@@ -224,6 +224,11 @@ function readSecretFiles(out: Record<string, unknown>, problems: string[]): void
       else problems.push(`clientTokensFile: ${r.error.issues[0]?.message ?? 'invalid'}`);
     }
   }
+  if (typeof out.workerIdProvider === 'string' && out.workerIdProvider.startsWith('static:') && out.workers !== 1) {
+    problems.push(
+      'workerIdProvider: static:N would give every worker process the same snowflake worker id; use --workers 1, or the lease / k8s-ordinal provider',
+    );
+  }
   if ((out.tlsCert === undefined) !== (out.tlsKey === undefined)) {
     problems.push('tlsCert/tlsKey: give both the certificate and the key, or neither');
   } else if (typeof out.tlsCert === 'string' && typeof out.tlsKey === 'string') {
