@@ -27,6 +27,7 @@ import type { Allocation, NewTag, SegmentStore, TagInfo, TagUpdate } from '../..
 import { assertGiveBack, DEFAULT_START, DEFAULT_STEP } from '../../ports/segment-store.js';
 import { exhausted } from '../memory/memory-segment-store.js';
 import { DEFAULT_TABLE, TABLE_NAME_PATTERN } from '../postgres/postgres-segment-store.js';
+import { positiveSetting, storeError, tagInfoFromTextRow } from '../store-errors.js';
 
 export interface MysqlSegmentStoreOptions {
   /** `mysql://user:pass@host:port/db`. */
@@ -67,13 +68,13 @@ export class MysqlSegmentStore implements SegmentStore {
     if (!TABLE_NAME_PATTERN.test(this.table)) {
       throw new InvalidArgumentError(`store: table must match ${TABLE_NAME_PATTERN.source}`);
     }
-    this.timeout = positive(options.queryTimeoutMs ?? 5000, 'queryTimeoutMs');
+    this.timeout = positiveSetting(options.queryTimeoutMs ?? 5000, 'queryTimeoutMs');
     this.pool = mysql.createPool({
       uri: options.uri,
-      connectionLimit: positive(options.maxConnections ?? 10, 'maxConnections'),
-      maxIdle: positive(options.maxConnections ?? 10, 'maxConnections'),
-      idleTimeout: positive(options.idleTimeoutMs ?? 30_000, 'idleTimeoutMs'),
-      connectTimeout: positive(options.connectTimeoutMs ?? 3000, 'connectTimeoutMs'),
+      connectionLimit: positiveSetting(options.maxConnections ?? 10, 'maxConnections'),
+      maxIdle: positiveSetting(options.maxConnections ?? 10, 'maxConnections'),
+      idleTimeout: positiveSetting(options.idleTimeoutMs ?? 30_000, 'idleTimeoutMs'),
+      connectTimeout: positiveSetting(options.connectTimeoutMs ?? 3000, 'connectTimeoutMs'),
       supportBigNumbers: true,
       bigNumberStrings: true,
       timezone: 'Z',
@@ -172,12 +173,12 @@ export class MysqlSegmentStore implements SegmentStore {
 
   async getTag(tag: string): Promise<TagInfo | undefined> {
     const rows = await this.select(`SELECT ${COLUMNS} FROM ${this.table} WHERE tag = ?`, [tag]);
-    return rows[0] ? toInfo(rows[0]) : undefined;
+    return rows[0] ? tagInfoFromTextRow(rows[0]) : undefined;
   }
 
   async listTags(): Promise<TagInfo[]> {
     const rows = await this.select(`SELECT ${COLUMNS} FROM ${this.table} ORDER BY tag`);
-    return rows.map(toInfo);
+    return rows.map(tagInfoFromTextRow);
   }
 
   async createTag(t: NewTag): Promise<TagInfo> {
@@ -298,24 +299,4 @@ export class MysqlSegmentStore implements SegmentStore {
   }
 }
 
-function toInfo(r: Row): TagInfo {
-  return {
-    tag: r.tag,
-    maxId: BigInt(r.max_id),
-    step: Number(r.step),
-    description: r.description,
-    updatedAt: r.updated_at instanceof Date ? r.updated_at : new Date(r.updated_at),
-    fenceEpoch: Number(r.fence_epoch),
-  };
-}
-
-function positive(v: number, field: string): number {
-  if (!Number.isSafeInteger(v) || v < 1) throw new InvalidArgumentError(`store: ${field} must be a positive integer`);
-  return v;
-}
-
-function wrap(e: unknown): SequoiaError {
-  if (e instanceof SequoiaError) return e;
-  const code = (e as { code?: string }).code ?? (e instanceof Error ? e.message : 'unknown');
-  return new UnavailableError('STORE_UNAVAILABLE', `MySQL store error (${code})`, { cause: e, retryAfterMs: 1000 });
-}
+const wrap = (e: unknown) => storeError('MySQL store', e);

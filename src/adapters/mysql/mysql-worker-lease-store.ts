@@ -5,9 +5,9 @@
  * server's clock. Only parameterised SQL; BIGINTs are read as strings.
  */
 import mysql, { type Pool, type PoolConnection, type ResultSetHeader, type RowDataPacket } from 'mysql2/promise';
-import { SequoiaError, UnavailableError } from '../../core/errors.js';
 import type { AcquireRequest, LeaseRecord, LeaseRow, WorkerLeaseStore } from '../../ports/worker-lease-store.js';
 import { chooseWorker } from '../../ports/worker-lease-store.js';
+import { storeError } from '../store-errors.js';
 
 const NOW_MS = 'CAST(ROUND(UNIX_TIMESTAMP(NOW(3)) * 1000) AS SIGNED)';
 
@@ -138,8 +138,4 @@ export class MysqlWorkerLeaseStore implements WorkerLeaseStore {
   }
 }
 
-function wrap(e: unknown): SequoiaError {
-  if (e instanceof SequoiaError) return e;
-  const code = (e as { code?: string }).code ?? (e instanceof Error ? e.message : 'unknown');
-  return new UnavailableError('STORE_UNAVAILABLE', `MySQL lease store error (${code})`, { cause: e, retryAfterMs: 1000 });
-}
+const wrap = (e: unknown) => storeError('MySQL lease store', e);

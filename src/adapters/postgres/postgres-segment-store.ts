@@ -19,11 +19,12 @@
  * Driver errors become STORE_UNAVAILABLE with the original as `cause`.
  */
 import pg from 'pg';
-import { InvalidArgumentError, SequoiaError, TagExistsError, TagNotFoundError, UnavailableError } from '../../core/errors.js';
+import { InvalidArgumentError, TagExistsError, TagNotFoundError } from '../../core/errors.js';
 import { MAX_ID } from '../../core/id.js';
 import type { Allocation, NewTag, SegmentStore, TagInfo, TagUpdate } from '../../ports/segment-store.js';
 import { assertGiveBack, DEFAULT_START, DEFAULT_STEP } from '../../ports/segment-store.js';
 import { exhausted } from '../memory/memory-segment-store.js';
+import { positiveSetting, storeError, tagInfoFromTextRow } from '../store-errors.js';
 
 export const TABLE_NAME_PATTERN = /^[a-z_][a-z0-9_]{0,62}$/;
 export const DEFAULT_TABLE = 'sequoia_alloc';
@@ -86,12 +87,12 @@ export class PostgresSegmentStore implements SegmentStore {
       return;
     }
     if (!options.connectionString) throw new InvalidArgumentError('store: a PostgreSQL connection string or pool is required');
-    const queryTimeout = positive(options.queryTimeoutMs ?? 5000, 'queryTimeoutMs');
+    const queryTimeout = positiveSetting(options.queryTimeoutMs ?? 5000, 'queryTimeoutMs');
     const pool = new pg.Pool({
       connectionString: options.connectionString,
-      max: positive(options.maxConnections ?? 10, 'maxConnections'),
-      connectionTimeoutMillis: positive(options.connectTimeoutMs ?? 3000, 'connectTimeoutMs'),
-      idleTimeoutMillis: positive(options.idleTimeoutMs ?? 30_000, 'idleTimeoutMs'),
+      max: positiveSetting(options.maxConnections ?? 10, 'maxConnections'),
+      connectionTimeoutMillis: positiveSetting(options.connectTimeoutMs ?? 3000, 'connectTimeoutMs'),
+      idleTimeoutMillis: positiveSetting(options.idleTimeoutMs ?? 30_000, 'idleTimeoutMs'),
       statement_timeout: queryTimeout,
       query_timeout: queryTimeout + 1000,
       idle_in_transaction_session_timeout: queryTimeout * 2,
@@ -170,13 +171,13 @@ export class PostgresSegmentStore implements SegmentStore {
   async getTag(tag: string): Promise<TagInfo | undefined> {
     const r = await this.q(`SELECT ${COLUMNS} FROM ${this.table} WHERE tag = $1`, [tag]);
     const row = r.rows[0] as RowText | undefined;
-    return row ? toInfo(row) : undefined;
+    return row ? tagInfoFromTextRow(row) : undefined;
   }
 
   async listTags(): Promise<TagInfo[]> {
     // COLLATE "C": byte order, the same order every other store lists in.
     const r = await this.q(`SELECT ${COLUMNS} FROM ${this.table} ORDER BY tag COLLATE "C"`);
-    return (r.rows as RowText[]).map(toInfo);
+    return (r.rows as RowText[]).map(tagInfoFromTextRow);
   }
 
   async createTag(t: NewTag): Promise<TagInfo> {
@@ -188,7 +189,7 @@ export class PostgresSegmentStore implements SegmentStore {
          VALUES ($1, $2::bigint, $3, $4, now(), 0) RETURNING ${COLUMNS}`,
         [t.tag, start.toString(), t.step ?? DEFAULT_STEP, t.description ?? ''],
       );
-      return toInfo(r.rows[0] as RowText);
+      return tagInfoFromTextRow(r.rows[0] as RowText);
     } catch (e) {
       if ((e as { code?: string }).code === '23505') throw new TagExistsError(t.tag);
       throw wrap(e);
@@ -204,7 +205,7 @@ export class PostgresSegmentStore implements SegmentStore {
     );
     const row = r.rows[0] as RowText | undefined;
     if (!row) throw new TagNotFoundError(tag);
-    return toInfo(row);
+    return tagInfoFromTextRow(row);
   }
 
   async deleteTag(tag: string): Promise<void> {
@@ -222,7 +223,7 @@ export class PostgresSegmentStore implements SegmentStore {
     );
     const row = r.rows[0] as RowText | undefined;
     if (!row) throw new TagNotFoundError(tag);
-    return toInfo(row);
+    return tagInfoFromTextRow(row);
   }
 
   async giveBack(tag: string, expectedMaxId: bigint, newMaxId: bigint): Promise<boolean> {
@@ -258,24 +259,4 @@ export class PostgresSegmentStore implements SegmentStore {
 
 const COLUMNS = 'tag, max_id::text AS max_id, step, description, updated_at, fence_epoch';
 
-function toInfo(r: RowText): TagInfo {
-  return {
-    tag: r.tag,
-    maxId: BigInt(r.max_id),
-    step: Number(r.step),
-    description: r.description,
-    updatedAt: r.updated_at instanceof Date ? r.updated_at : new Date(r.updated_at),
-    fenceEpoch: Number(r.fence_epoch),
-  };
-}
-
-function positive(v: number, field: string): number {
-  if (!Number.isSafeInteger(v) || v < 1) throw new InvalidArgumentError(`store: ${field} must be a positive integer`);
-  return v;
-}
-
-function wrap(e: unknown): SequoiaError {
-  if (e instanceof SequoiaError) return e;
-  const code = (e as { code?: string }).code ?? (e instanceof Error ? e.message : 'unknown');
-  return new UnavailableError('STORE_UNAVAILABLE', `PostgreSQL store error (${code})`, { cause: e, retryAfterMs: 1000 });
-}
+const wrap = (e: unknown) => storeError('PostgreSQL store', e);

@@ -6,9 +6,10 @@
  * BIGINTs are read as text. Driver errors become STORE_UNAVAILABLE.
  */
 import pg from 'pg';
-import { SequoiaError, UnavailableError } from '../../core/errors.js';
+import { SequoiaError } from '../../core/errors.js';
 import type { AcquireRequest, LeaseRecord, LeaseRow, WorkerLeaseStore } from '../../ports/worker-lease-store.js';
 import { chooseWorker } from '../../ports/worker-lease-store.js';
+import { storeError } from '../store-errors.js';
 
 const NOW_MS = `(extract(epoch from clock_timestamp()) * 1000)::bigint`;
 /** Advisory-lock namespace for lease acquisition ("SQWL"). */
@@ -129,8 +130,4 @@ export class PostgresWorkerLeaseStore implements WorkerLeaseStore {
   }
 }
 
-function wrap(e: unknown): SequoiaError {
-  if (e instanceof SequoiaError) return e;
-  const code = (e as { code?: string }).code ?? (e instanceof Error ? e.message : 'unknown');
-  return new UnavailableError('STORE_UNAVAILABLE', `PostgreSQL lease store error (${code})`, { cause: e, retryAfterMs: 1000 });
-}
+const wrap = (e: unknown) => storeError('PostgreSQL lease store', e);

@@ -16,6 +16,7 @@ import { MAX_ID } from '../../core/id.js';
 import type { Allocation, NewTag, SegmentStore, TagInfo, TagUpdate } from '../../ports/segment-store.js';
 import { assertGiveBack, DEFAULT_START, DEFAULT_STEP } from '../../ports/segment-store.js';
 import { exhausted } from '../memory/memory-segment-store.js';
+import { storeError } from '../store-errors.js';
 
 export interface SqliteSegmentStoreOptions {
   /** File path, or ':memory:'. */
@@ -207,8 +208,4 @@ function toInfo(r: Row): TagInfo {
   };
 }
 
-function wrap(e: unknown): SequoiaError {
-  if (e instanceof SequoiaError) return e;
-  const code = (e as { code?: string }).code ?? 'unknown';
-  return new UnavailableError('STORE_UNAVAILABLE', `SQLite store error (${code})`, { cause: e, retryAfterMs: 1000 });
-}
+const wrap = (e: unknown): SequoiaError => storeError('SQLite store', e);
