@@ -40,7 +40,8 @@ export async function benchHttp(rounds: number, seconds: number) {
   const store = `sqlite:${join(dir, 'bench.db')}`;
   const cli = join(root, 'dist', 'cli', 'main.js');
   execFileSync(process.execPath, [cli, 'tag', 'create', 'bench', '--step', '1000000', '--store', store, '--state-dir', dir]);
-  const seq = await startChild([cli, 'serve', '--port', '0', '--store', store, '--state-dir', dir, '--log-level', 'info']);
+  // One process against one bare process: the multi-core comparison is bench/cluster.ts.
+  const seq = await startChild([cli, 'serve', '--port', '0', '--workers', '1', '--store', store, '--state-dir', dir, '--log-level', 'info']);
   const bare = await startChild([join(root, 'dist-bench', 'bench', 'bare-http.js')]);
   const res = { seqSingle: [] as WrkResult[], bareSingle: [] as WrkResult[], seqBatch: [] as WrkResult[], bareBatch: [] as WrkResult[] };
   try {

@@ -124,7 +124,7 @@ export async function benchLatency(opts: LatencyBenchOptions = {}): Promise<Late
   const dir = mkdtempSync(join(tmpdir(), 'sequoia-bench-latency-'));
   const cli = join(root, 'dist', 'cli', 'main.js');
   const server = await startChild([
-    cli, 'serve', '--port', '0', '--store', FaultProxy.rewrite(storeUrl, proxy.port), '--state-dir', dir,
+    cli, 'serve', '--port', '0', '--workers', '1', '--store', FaultProxy.rewrite(storeUrl, proxy.port), '--state-dir', dir,
     '--max-step', String(maxStep), '--log-level', 'info',
   ]);
   const tag = `lat${process.pid}`;

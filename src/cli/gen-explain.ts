@@ -89,19 +89,31 @@ function jsonSafe(o: object): Record<string, unknown> {
 export function registerGenAndExplain(program: Command): void {
   program
     .command('gen <kind>')
-    .description(`print new IDs: snowflake | ${GEN_KINDS.join(' | ')}`)
+    .description(`print new IDs: snowflake | segment | ${GEN_KINDS.join(' | ')}`)
     .option('--count <n>', 'how many (default 1)', parseCountArg)
     .option('--layout <layout>', `snowflake layout: ${SNOWFLAKE_LAYOUTS.join(' | ')} (default twitter)`)
     .option('--shard <n>', 'snowflake instagram layout: the logical shard')
     .option('--store <url>', 'snowflake: the store the worker id is leased from (env SEQUOIA_STORE)')
     .option('--worker-id-provider <spec>', 'snowflake: lease, static:N, k8s-ordinal[:OFFSET], worker-node')
-    .action(async (kind: string, o: { count?: number; layout?: string; shard?: string; store?: string; workerIdProvider?: string }) => {
+    .option('--tag <tag>', 'segment: the tag to draw from')
+    .option('--state-dir <dir>', 'segment: local state directory (env SEQUOIA_STATE_DIR; default ./data)')
+    .action(
+      async (
+        kind: string,
+        o: { count?: number; layout?: string; shard?: string; store?: string; workerIdProvider?: string; tag?: string; stateDir?: string },
+      ) => {
       if (kind === 'snowflake') {
         console.log((await genSnowflake({ ...o, count: o.count ?? 1 })).join('\n'));
         return;
       }
+      if (kind === 'segment') {
+        if (o.tag === undefined) throw new InvalidArgumentError('gen segment needs --tag');
+        console.log((await genSegment(o.tag, o.count ?? 1, { store: o.store, stateDir: o.stateDir })).join('\n'));
+        return;
+      }
       console.log(generate(kind, o.count ?? 1).join('\n'));
-    });
+      },
+    );
 
   program
     .command('explain <id>')
@@ -113,4 +125,33 @@ export function registerGenAndExplain(program: Command): void {
       const formats = o.format !== undefined ? resolveConfig({}, process.env, o.config).formats : undefined;
       console.log(JSON.stringify(explain(id, { layout: o.layout, format: o.format, formats }), null, 2));
     });
+}
+
+/**
+ * Segment IDs straight from the store, for scripts and one-off fixes: the same
+ * allocator as a server (rollback guard included); the unused rest of the
+ * range is given back on exit when no one allocated after it.
+ */
+export async function genSegment(tag: string, count: number, opts: { store?: string; stateDir?: string }): Promise<string[]> {
+  const config = resolveConfig({ store: opts.store, stateDir: opts.stateDir }, process.env, undefined);
+  const [{ createStore }, { FileHighWaterMarkStore }, { IdService }] = await Promise.all([
+    import('../adapters/create-store.js'),
+    import('../adapters/state-dir/file-high-water-mark-store.js'),
+    import('../service/id-service.js'),
+  ]);
+  const service = new IdService({
+    store: createStore(config.store),
+    marks: new FileHighWaterMarkStore(config.stateDir),
+    refreshIntervalMs: 0,
+  });
+  await service.start();
+  try {
+    const ids: string[] = [];
+    for (let left = count; left > 0; left -= 10_000) {
+      for (const id of await service.nextMany(tag, Math.min(left, 10_000))) ids.push(String(id));
+    }
+    return ids;
+  } finally {
+    await service.close();
+  }
 }

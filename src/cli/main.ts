@@ -118,6 +118,13 @@ storeOption(
 });
 
 registerGenAndExplain(program);
+program
+  .command('bench')
+  .description('measure the in-process generators on this machine (`npm run bench` in a checkout runs the full suite)')
+  .action(async () => {
+    const { printBench } = await import('./bench-command.js');
+    await printBench();
+  });
 registerPlan(program);
 
 try {

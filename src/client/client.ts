@@ -68,6 +68,8 @@ const SERVER_MAX_COUNT = 10_000;
 export class SequoiaClient {
   private readonly transport: Transport;
   private readonly buffers = new Map<string, TagBuffer>();
+  private lastTag: string | undefined;
+  private lastBuffer: TagBuffer | undefined;
   private readonly policy: BatchPolicy;
   private readonly leaf: boolean;
   private readonly controller = new AbortController();
@@ -160,8 +162,14 @@ export class SequoiaClient {
    * leaf mode and after close().
    */
   tryNext(tag: string): bigint | undefined {
+    // Callers mostly ask for the same tag again: one string compare instead of a Map look-up.
+    if (tag === this.lastTag) return (this.lastBuffer as TagBuffer).take();
     const b = this.buffers.get(tag);
-    if (b !== undefined) return b.take();
+    if (b !== undefined) {
+      this.lastTag = tag;
+      this.lastBuffer = b;
+      return b.take();
+    }
     if (this.leaf || this.controller.signal.aborted) return undefined;
     this.buffer(tag).take(); // validates the tag and starts the first fetch
     return undefined;
@@ -222,6 +230,8 @@ export class SequoiaClient {
       const loads = [...this.buffers.values()].map((b) => b.loading).filter((p) => p !== undefined);
       for (const b of this.buffers.values()) b.clear(); // also cancels scheduled prefetches
       this.buffers.clear();
+      this.lastTag = undefined;
+      this.lastBuffer = undefined;
       await Promise.allSettled(loads);
     })();
     return this.closing;

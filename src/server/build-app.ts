@@ -115,23 +115,14 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     void sendError(new SequoiaError('NOT_FOUND', `no route ${req.method} ${req.url.split('?')[0]}`), req, reply, onError);
   });
 
-  // Request logging. A hook on every request costs the hot routes about a
-  // tenth of their throughput, so successful ID requests are logged only when
-  // the level is debug or finer; admin requests and every error always are.
+  // Request logging. Any hook on every request costs the hot routes
+  // throughput and tail latency, so at info and above the ID routes carry none:
+  // sendError logs each error answer (with its code), the admin routes log
+  // themselves (tag-routes.ts); at debug or finer every request is logged.
   const logger = opts.logger;
-  const verbose = logger !== undefined && (logger.level === 'debug' || logger.level === 'trace');
-  if (verbose) {
+  if (logger !== undefined && (logger.level === 'debug' || logger.level === 'trace')) {
     app.addHook('onResponse', (req, reply, done) => {
       req.log.debug({ method: req.method, url: req.url, status: reply.statusCode, ms: reply.elapsedTime }, 'request');
-      done();
-    });
-  } else if (logger) {
-    app.addHook('onResponse', (req, reply, done) => {
-      const s = reply.statusCode;
-      if (s >= 400 || ((req.routeOptions.config ?? {}) as RouteFlags).admin) {
-        // One line per error answer, with its code (set by sendError).
-        req.log[s >= 500 ? 'error' : 'info']({ method: req.method, url: req.url, status: s, code: errorCodes.get(req), ms: reply.elapsedTime }, 'request');
-      }
       done();
     });
   }
@@ -189,8 +180,6 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
 
 type ErrorRecord = Parameters<SequoiaMetrics['recordError']>[0];
 
-/** The code of each error answer, for the request log line (error path only: the hot path never touches it). */
-const errorCodes = new WeakMap<FastifyRequest, string>();
 
 function sendError(err: Error, req: FastifyRequest, reply: FastifyReply, onError: (e: ErrorRecord) => void): FastifyReply {
   let code: string;
@@ -203,21 +192,22 @@ function sendError(err: Error, req: FastifyRequest, reply: FastifyReply, onError
     if (err.retryAfterMs !== undefined || status === 503 || status === 429) {
       void reply.header('retry-after', String(Math.max(1, Math.ceil((err.retryAfterMs ?? 1000) / 1000))));
     }
-    if (status >= 500) req.log.warn({ code, err: err.message, cause: String(err.cause ?? '') }, 'request refused');
+    if (status >= 500) req.log.error({ method: req.method, url: req.url, status, code, err: err.message, cause: String(err.cause ?? '') }, 'request');
+    else req.log.info({ method: req.method, url: req.url, status, code }, 'request');
   } else {
     const sc = (err as FastifyError).statusCode;
     if (sc !== undefined && sc >= 400 && sc < 500) {
       code = sc === 404 ? 'NOT_FOUND' : 'INVALID_ARGUMENT';
       status = sc === 413 || sc === 404 ? sc : 400;
       message = clientMessage(err as FastifyError);
+      req.log.info({ method: req.method, url: req.url, status, code }, 'request');
     } else {
       code = 'INTERNAL';
       status = 500;
       message = `internal error (request id ${req.id})`;
-      req.log.error({ err, reqId: req.id }, 'internal error');
+      req.log.error({ method: req.method, url: req.url, status, code, err, reqId: req.id }, 'internal error');
     }
   }
-  errorCodes.set(req, code);
   onError({ code: code as ErrorRecord['code'], status, method: req.method, path: req.url.split('?')[0]?.slice(0, 200) ?? '', message });
   const flags = (req.routeOptions?.config ?? {}) as RouteFlags;
   void reply.code(status);

@@ -1,5 +1,8 @@
 import { validate as uuidValidate, version as uuidVersion } from 'uuid';
 import { ObjectId } from 'bson';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { createBusinessNumberCodec } from '../../src/core/business-number/index.js';
 import { sequoia } from '../helpers/cli.js';
@@ -41,5 +44,25 @@ describe('sequoia gen / explain', () => {
     const typo = (text[0] === '1' ? '2' : '1') + text.slice(1);
     expect(sequoia(['explain', typo, '--format', 'order'], env).status).toBe(2);
     expect(sequoia(['explain', '0001', '--format', 'base62']).stdout).toMatch(/"value": "1"/);
+  });
+
+  it('gen segment draws from the store and gives the rest back, so the next draw continues', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'sequoia-gen-'));
+    const env = { SEQUOIA_STORE: `sqlite:${join(dir, 'ids.db')}`, SEQUOIA_STATE_DIR: join(dir, 'state') };
+    expect(sequoia(['tag', 'create', 'inv', '--step', '100'], env).status).toBe(0);
+    const a = sequoia(['gen', 'segment', '--tag', 'inv', '--count', '3'], env);
+    expect(a.status).toBe(0);
+    expect(a.stdout.trim().split('\n')).toEqual(['1', '2', '3']);
+    expect(sequoia(['gen', 'segment', '--tag', 'inv', '--count', '2'], env).stdout.trim().split('\n')).toEqual(['4', '5']);
+    expect(sequoia(['gen', 'segment', '--count', '2'], env).status).toBe(2);
+    expect(sequoia(['gen', 'segment', '--tag', 'nope'], env).status).toBe(2);
+  });
+
+  it('bench measures the generators against their limits', () => {
+    const r = sequoia(['bench']);
+    expect(r.status).toBe(0);
+    expect(r.stdout).toMatch(/segment next\(\) \(buffered\)\s+[\d.]+ M\/s\s+\d+% of a bare counter/);
+    expect(r.stdout).toMatch(/UUIDv7 text .*× crypto\.randomUUID/);
+    expect(r.stdout).toMatch(/snowflake twitter .*% of the layout cap/);
   });
 });

@@ -35,6 +35,11 @@ export async function tagRoutes(
 ): Promise<void> {
   const { service, checkAdmin } = opts;
   app.addHook('onRequest', async (req) => checkAdmin(req));
+  // Admin requests are rare and worth a line each (this hook is scoped to these routes).
+  app.addHook('onResponse', (req, reply, done) => {
+    if (reply.statusCode < 400) req.log.info({ method: req.method, url: req.url, status: reply.statusCode, ms: reply.elapsedTime }, 'request');
+    done();
+  });
 
   app.get('/v1/tags', { config: { admin: true } }, async () => ({ tags: (await service.listTags()).map(tagJson) }));
 
