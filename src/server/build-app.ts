@@ -8,7 +8,10 @@ import Fastify, { LogController, type FastifyBaseLogger, type FastifyError, type
 import type { Logger as PinoLogger } from 'pino';
 import { InvalidArgumentError, SequoiaError } from '../core/errors.js';
 import type { IdService } from '../service/id-service.js';
+import { createServer as createHttpServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
 import { type ClientToken, makeAccess } from './auth.js';
+import { makeFastPath } from './fast-path.js';
 import { TokenBucketLimiter } from './rate-limit.js';
 import { ERROR_STATUS } from './error-status.js';
 import { SequoiaMetrics } from './metrics.js';
@@ -49,6 +52,8 @@ export interface AppOptions {
   readonly requestTimeoutMs?: number | undefined;
   /** Largest request head accepted (431 beyond). Default 16 KiB. */
   readonly maxHeaderBytes?: number | undefined;
+  /** Answer the plain hot routes before fastify (see fast-path.ts). Default true. */
+  readonly fastPath?: boolean | undefined;
 }
 
 const ALL_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS'] as const;
@@ -60,6 +65,9 @@ interface RouteFlags {
 }
 
 export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
+  const verboseLog = opts.logger !== undefined && (opts.logger.level === 'debug' || opts.logger.level === 'trace');
+  const fast =
+    opts.fastPath !== false && !opts.clientTokens?.length && !opts.rateLimit && !verboseLog ? makeFastPath(opts.service) : undefined;
   const app: FastifyInstance = Fastify({
     ...(opts.logger ? { loggerInstance: opts.logger as unknown as FastifyBaseLogger } : { logger: false }),
     // Our own onResponse hook logs requests: hot ID routes only at debug.
@@ -89,11 +97,18 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
           `content-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
       );
     },
-    // Idle keep-alive sockets are closed after this; a slow client cannot pin one forever.
-    keepAliveTimeout: 65_000,
-    ...(opts.tls
-      ? { https: { cert: opts.tls.cert, key: opts.tls.key, maxHeaderSize: opts.maxHeaderBytes ?? 16 * 1024 } }
-      : { http: { maxHeaderSize: opts.maxHeaderBytes ?? 16 * 1024 } }),
+    // Our own server: the fast path answers the hot routes before fastify when it can.
+    serverFactory: (handler: (req: IncomingMessage, res: ServerResponse) => void) => {
+      const maxHeaderSize = opts.maxHeaderBytes ?? 16 * 1024;
+      const h = fast ? (req: IncomingMessage, res: ServerResponse) => void (fast(req, res) || handler(req, res)) : handler;
+      const server = opts.tls
+        ? createHttpsServer({ cert: opts.tls.cert, key: opts.tls.key, maxHeaderSize }, h)
+        : createHttpServer({ maxHeaderSize }, h);
+      // fastify leaves these to the factory: idle keep-alive sockets close, slow requests get 408.
+      server.keepAliveTimeout = 65_000;
+      server.requestTimeout = opts.requestTimeoutMs ?? 30_000;
+      return server;
+    },
   });
 
   // Route table, kept to answer 405 on known paths with other methods.

@@ -126,6 +126,16 @@ export class IdService {
     return a ? Promise.resolve(a) : this.resolve(tag);
   }
 
+  /** An ID of `tag` only if a buffer already holds one (the HTTP fast path); undefined otherwise, nothing lost. */
+  takeBuffered(tag: string): Id | undefined {
+    return this.allocators.get(tag)?.tryTake();
+  }
+
+  /** `count` IDs of `tag` only if the buffers hold them all now; undefined otherwise, nothing taken. */
+  takeBufferedMany(tag: string, count: number): Id[] | undefined {
+    return this.allocators.get(tag)?.tryTakeMany(count);
+  }
+
   /** `count` IDs of `tag`, or an error: all or nothing. */
   nextMany(tag: string, count: number): Id[] | Promise<Id[]> {
     const a = this.allocators.get(tag);

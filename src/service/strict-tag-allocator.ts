@@ -56,6 +56,15 @@ export class StrictTagAllocator extends TagAllocator {
   }
 
   /** Always a promise: each ID is one store operation. */
+  /** Never from a buffer: every strict ID is its own store operation. */
+  override tryTake(): Id | undefined {
+    return undefined;
+  }
+
+  override tryTakeMany(): Id[] | undefined {
+    return undefined;
+  }
+
   override next(): Promise<Id> {
     return this.take(1).then((ids) => ids[0] as Id);
   }

@@ -119,6 +119,19 @@ export class TagAllocator {
     return v !== undefined ? v : this.nextSlow();
   }
 
+  /** An ID only if the buffer has one now; never a promise, never an error (nothing is lost when it has none). */
+  tryTake(): Id | undefined {
+    return this.buffer.take();
+  }
+
+  /** `n` IDs only if the buffers hold them all now; otherwise undefined and nothing is taken. */
+  tryTakeMany(n: number): Id[] | undefined {
+    if (this.buffer.remaining() < n) return undefined;
+    const out: Id[] = [];
+    this.buffer.takeInto(n, out);
+    return out;
+  }
+
   /** `n` IDs or an error: never fewer. IDs taken before a failure are dropped (a gap, never a repeat). */
   nextMany(n: number): Id[] | Promise<Id[]> {
     const out: Id[] = [];

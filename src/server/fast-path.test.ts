@@ -1,0 +1,75 @@
+import type { FastifyInstance } from 'fastify';
+import { afterEach, describe, expect, it } from 'vitest';
+import { MemoryHighWaterMarkStore } from '../adapters/state-dir/file-high-water-mark-store.js';
+import { IdService } from '../service/id-service.js';
+import { ControlledStore } from '../../test/helpers/fakes.js';
+import { type AppOptions, buildApp } from './build-app.js';
+
+let app: FastifyInstance | undefined;
+afterEach(async () => {
+  await app?.close();
+  app = undefined;
+});
+
+async function serve(extra: Partial<AppOptions> = {}) {
+  const store = new ControlledStore();
+  const service = new IdService({ store, marks: new MemoryHighWaterMarkStore(), refreshIntervalMs: 0, allocator: { loadTimeoutMs: 100 } });
+  await service.start();
+  await service.createTag({ tag: 't', step: 10 });
+  app = await buildApp({ service, metrics: false, ...extra });
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  const url = `http://127.0.0.1:${(app.server.address() as { port: number }).port}`;
+  return { url, store, service };
+}
+
+const get = async (url: string, init?: RequestInit) => {
+  const r = await fetch(url, init);
+  return { status: r.status, type: r.headers.get('content-type'), body: await r.text() };
+};
+
+describe('HTTP fast path (real sockets)', () => {
+  it('answers the hot routes exactly as the fastify routes do, and IDs continue across both', async () => {
+    const { url } = await serve();
+    // first use goes through fastify (the tag is loaded), later ones through the fast path
+    expect(await get(`${url}/api/segment/get/t`)).toEqual({ status: 200, type: 'text/plain; charset=utf-8', body: '1' });
+    expect(await get(`${url}/api/segment/get/t`)).toEqual({ status: 200, type: 'text/plain; charset=utf-8', body: '2' });
+    expect(await get(`${url}/v1/segment/t?count=3`)).toEqual({ status: 200, type: 'application/json; charset=utf-8', body: '{"tag":"t","ids":["3","4","5"]}' });
+    expect(JSON.parse((await get(`${url}/v1/segment/t`)).body)).toEqual({ tag: 't', ids: ['6'] });
+    // a count beyond what is buffered falls through to fastify, which loads more: nothing lost, nothing repeated
+    const big = JSON.parse((await get(`${url}/v1/segment/t?count=50`)).body) as { ids: string[] };
+    expect(big.ids).toEqual(Array.from({ length: 50 }, (_, i) => String(i + 7)));
+    // ?format= is fastify's: IDs 57 and 58 in base62, width 3
+    expect((await get(`${url}/v1/segment/t?count=2&format=base62:3`)).body).toBe('{"tag":"t","ids":["00v","00w"]}');
+  });
+
+  it('leaves every other case to fastify: errors keep their shape', async () => {
+    const { url } = await serve();
+    await get(`${url}/api/segment/get/t`);
+    const unknown = await get(`${url}/api/segment/get/nope`);
+    expect(unknown.status).toBe(404);
+    expect(unknown.body).toMatch(/^TAG_NOT_FOUND: /);
+    expect((await get(`${url}/v1/segment/t?count=0`)).status).toBe(400);
+    expect((await get(`${url}/v1/segment/t?count=10001`)).status).toBe(400);
+    expect((await get(`${url}/v1/segment/t?count=1&x=1`)).status).toBe(200);
+    expect((await get(`${url}/api/segment/get/a%20b`)).status).toBe(400);
+    expect((await fetch(`${url}/api/segment/get/t`, { method: 'HEAD' })).status).toBe(200);
+    expect((await get(`${url}/api/segment/get/t`, { method: 'POST' })).status).toBe(405);
+  });
+
+  it('store down with the buffer empty: the error comes from fastify (503 with Retry-After)', async () => {
+    const { url, store } = await serve();
+    await get(`${url}/api/segment/get/t`);
+    store.down = true;
+    let last = { status: 200, type: '', body: '' as string };
+    for (let i = 0; i < 30 && last.status === 200; i++) last = (await get(`${url}/v1/segment/t`)) as typeof last;
+    expect(last.status).toBe(503);
+    expect(JSON.parse(last.body)).toMatchObject({ error: { code: 'SEGMENTS_EXHAUSTED' } });
+  });
+
+  it('is off when client tokens are configured: every request is checked', async () => {
+    const { url } = await serve({ clientTokens: [{ token: 'client-token-0123456789', tags: ['t'] }] });
+    const auth = { headers: { authorization: 'Bearer client-token-0123456789' } };
+    expect((await get(`${url}/api/segment/get/t`, auth)).status).toBe(200);
+    expect((await get(`${url}/api/segment/get/t`)).status).toBe(401);
+  });
+});
