@@ -9,7 +9,8 @@
  * Ad hoc: npx tsc -p tsconfig.bench.json && node dist-bench-tmp/bench/generators.js [rounds] [durationMs]
  */
 import { randomUUID } from 'node:crypto';
-import { pathToFileURL } from 'node:url';
+import { execFile } from 'node:child_process';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { ObjectId } from 'bson';
 import KSUID from 'ksuid';
 import { nanoid } from 'nanoid';
@@ -101,22 +102,41 @@ function median(values: number[]): number {
   return s.length % 2 === 1 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
 }
 
+/**
+ * Each generator is timed in a process of its own (one per round): in one
+ * shared loop the call `fn()` sees a dozen generators, V8 stops inlining it,
+ * and the fast ones are measured mostly as call overhead. Alone, each runs as
+ * its users' code would.
+ */
+function measureInChild(index: number, durationMs: number): Promise<number> {
+  return new Promise((resolve, reject) => {
+    execFile(process.execPath, [fileURLToPath(import.meta.url), '--one', String(index), String(durationMs)], { encoding: 'utf8' }, (err, out) => {
+      if (err) reject(err);
+      else resolve(Number(out.trim().split('\n').pop()));
+    });
+  });
+}
+
 export async function benchGenerators(opts: { rounds: number; durationMs: number }): Promise<Array<{ name: string; idsPerSec: number }>> {
   const rounds = Math.max(1, Math.floor(opts.rounds));
   const durationMs = Math.max(10, opts.durationMs);
-  const list = candidates().map((c) => ({ name: c.name, fn: c.make(), samples: [] as number[] }));
-  for (const c of list) measure(c.fn, Math.min(200, durationMs)); // warm-up (JIT)
+  const list = candidates().map((c) => ({ name: c.name, samples: [] as number[] }));
   for (let r = 0; r < rounds; r++) {
-    for (const c of list) {
-      c.samples.push(measure(c.fn, durationMs));
-      await new Promise((resolve) => setImmediate(resolve)); // let GC and the event loop breathe
-    }
+    for (let i = 0; i < list.length; i++) list[i]!.samples.push(await measureInChild(i, durationMs));
   }
-  if (sink < 0) console.log(sink);
   return list.map((c) => ({ name: c.name, idsPerSec: Math.round(median(c.samples)) }));
 }
 
-if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
+if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href && process.argv[2] === '--one') {
+  const c = candidates()[Number(process.argv[3])];
+  if (!c) throw new Error('no such candidate');
+  const fn = c.make();
+  const durationMs = Number(process.argv[4] ?? 400);
+  measure(fn, Math.min(200, durationMs)); // warm-up (JIT)
+  const rate = measure(fn, durationMs);
+  if (sink < 0) console.log(sink);
+  console.log(String(rate));
+} else if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
   const rounds = Number(process.argv[2] ?? 5);
   const durationMs = Number(process.argv[3] ?? 500);
   const results = await benchGenerators({ rounds, durationMs });
