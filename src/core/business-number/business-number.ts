@@ -7,7 +7,7 @@
  *   { kind: 'hex', width?: 1..16 }                       42 → "2a" / "000000000000002a"
  *   { kind: 'base62', width?: 1..11 }                    42 → "g"  / "00000g"
  *   { kind: 'crockford32', width?: 1..13, check?: false } 42 → "1A" / "0001A" (+ check symbol)
- *   { kind: 'permuted-base32', bits: 8..64, key: '≥16 chars', width?, check?: true, rounds?: 10, max? }
+ *   { kind: 'permuted-base32', bits: 8..64, key: '≥16 chars', width?, check?: true, rounds?: 8, max? }
  *       42 → 12 unrelated-looking symbols + check (bits 60): keyed Feistel permutation of [0, 2^bits) (or
  *       [0, max)), then Crockford Base32 left-padded to `width` (default
  *       ceil(bits/5), at most 13), plus a mod-37 check symbol (default on).
@@ -51,7 +51,7 @@ export type BusinessNumberFormat =
       readonly width?: number;
       /** Append a mod-37 check symbol. Default true. */
       readonly check?: boolean;
-      /** Feistel rounds, 8..64. Default 10. */
+      /** Feistel rounds, 8..64. Default 8. */
       readonly rounds?: number;
       /** Domain size (decimal string or safe integer), 2..2^bits: IDs below it map below it. Default 2^bits. */
       readonly max?: string | number;

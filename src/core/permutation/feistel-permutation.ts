@@ -30,7 +30,7 @@ export interface FeistelOptions {
   bits: number;
   /** The secret: a string (UTF-8) or bytes, at least 16 bytes. */
   key: string | Uint8Array;
-  /** Feistel rounds, 8..64. Default 10. */
+  /** Feistel rounds, 8..64. Default 8: as many as FF3 uses; every round mixes a full half with three multiplies. */
   rounds?: number;
   /**
    * Domain size: values below `max` map to values below `max` (cycle-walking).
@@ -82,7 +82,7 @@ export class FeistelPermutation {
   partLo = 0;
 
   constructor(options: FeistelOptions) {
-    const { bits, key, rounds = 10, max } = options;
+    const { bits, key, rounds = 8, max } = options;
     if (!Number.isInteger(bits) || bits < 2 || bits > 64) throw new InvalidArgumentError('bits must be an integer from 2 to 64');
     if (!Number.isInteger(rounds) || rounds < 8 || rounds > 64) {
       throw new InvalidArgumentError('rounds must be an integer from 8 to 64');
