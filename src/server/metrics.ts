@@ -17,6 +17,7 @@ import { ERROR_CODES, type ErrorCode } from '../core/errors.js';
 import { type Clock, systemClock } from '../ports/clock.js';
 import type { IdService } from '../service/id-service.js';
 import type { TagAllocatorSnapshot } from '../service/tag-allocator.js';
+import type { SnowflakeMetricsSource, SnowflakeWorkerReport } from '../ports/metrics.js';
 
 /** Cover at or above this is healthy (green). */
 export const COVER_OK_SECONDS = 300;
@@ -51,30 +52,7 @@ export interface RecentError {
   readonly message: string;
 }
 
-/**
- * What a snowflake generator reports, per worker, for the design's snowflake
- * metrics. Counters must be monotonic for the life of the process.
- */
-export interface SnowflakeWorkerReport {
-  /** Label `generator`, e.g. the layout name. */
-  readonly generator: string;
-  readonly workerId: number;
-  /** Last tick issued, in the layout's time unit since its epoch. */
-  readonly lastTick: number;
-  readonly clockBackwardsTotal: number;
-  readonly sequenceExhaustedTotal: number;
-  /** Wall-clock ms at which the worker-id lease expires; undefined for providers without leases. */
-  readonly leaseExpiresAtMs?: number | undefined;
-  /** IDs issued by this worker so far (sequoia_ids_issued_total{generator,tag=""}). */
-  readonly issuedTotal?: number | undefined;
-  /** Seconds until the layout's time bits run out (sequoia_layout_remaining_seconds). */
-  readonly layoutRemainingSeconds?: number | undefined;
-}
-
-export interface SnowflakeMetricsSource {
-  /** Called at scrape time; must be cheap and must not touch the hot path. */
-  report(): readonly SnowflakeWorkerReport[];
-}
+export type { SnowflakeMetricsSource, SnowflakeWorkerReport } from '../ports/metrics.js';
 
 export interface SequoiaMetricsOptions {
   readonly clock?: Clock;

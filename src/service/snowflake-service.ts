@@ -19,6 +19,7 @@ import { type Clock, systemClock } from '../ports/clock.js';
 import { type Logger, silentLogger } from '../ports/logger.js';
 import { type Random, systemRandom } from '../ports/random.js';
 import type { IdSpace, WorkerGrant, WorkerIdProvider } from '../ports/worker-id-provider.js';
+import type { SnowflakeWorkerReport } from '../ports/metrics.js';
 
 export interface SnowflakeServiceOptions {
   readonly provider: WorkerIdProvider;
@@ -40,18 +41,8 @@ export interface SnowflakeServiceOptions {
   readonly lifetimeWarningSeconds?: number;
 }
 
-/** One row of `report()`, the shape SequoiaMetrics.registerSnowflakeSource reads. */
-export interface SnowflakeReport {
-  readonly generator: string;
-  readonly workerId: number;
-  readonly lastTick: number;
-  readonly clockBackwardsTotal: number;
-  readonly sequenceExhaustedTotal: number;
-  readonly leaseExpiresAtMs?: number | undefined;
-  readonly issuedTotal?: number | undefined;
-  /** Seconds until the layout's time bits run out. */
-  readonly layoutRemainingSeconds: number;
-}
+/** One row of `report()`: the Metrics port's report, with the layout's lifetime always known. */
+export type SnowflakeReport = SnowflakeWorkerReport & { readonly layoutRemainingSeconds: number };
 
 export interface ExplainResult {
   readonly id: string;
