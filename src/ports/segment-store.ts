@@ -86,8 +86,11 @@ export interface SegmentStore {
    * range; never raises max_id (`newMaxId` above `expectedMaxId`, or below 0,
    * is INVALID_ARGUMENT). A missing tag answers false. Every store implements
    * it; calling it is optional (a server that skips it only leaves a gap).
+   * With `expectedFenceEpoch`, it also requires that no fence happened since
+   * (a fence bound may lie inside the tail: the operator declared those IDs
+   * possibly used, and they must not come back).
    */
-  giveBack(tag: string, expectedMaxId: bigint, newMaxId: bigint): Promise<boolean>;
+  giveBack(tag: string, expectedMaxId: bigint, newMaxId: bigint, expectedFenceEpoch?: number): Promise<boolean>;
   /** Resolves when the store answers a trivial query. */
   ping(): Promise<void>;
   close(): Promise<void>;

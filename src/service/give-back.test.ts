@@ -161,4 +161,23 @@ describe('give-back on a clean shutdown', () => {
     }
     expect(seen).toEqual(Array.from({ length: 21 }, (_, i) => BigInt(i + 1)));
   });
+
+  it('nothing is given back across a fence made after the last range (its bound may lie inside the tail)', async () => {
+    const store = new LastingStore();
+    const marks = new MemoryHighWaterMarkStore();
+    await store.createTag({ tag: 'order', step: 100 });
+    const a = service(store, marks, { allocator: { maxStep: 100 } });
+    await a.start();
+    expect(await take(a, 'order', 5)).toEqual([1n, 2n, 3n, 4n, 5n]);
+    await settle(a, 'order');
+    const maxBefore = (await store.getTag('order'))!.maxId;
+    // an operator fences to 50 (below max_id): IDs below 50 are declared possibly used
+    await store.fence('order', 50n);
+    await a.close();
+    expect((await store.getTag('order'))!.maxId).toBe(maxBefore);
+    const b = service(store, marks);
+    await b.start();
+    expect(await take(b, 'order', 1)).toEqual([maxBefore]);
+    await b.close();
+  });
 });

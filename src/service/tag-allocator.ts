@@ -103,6 +103,7 @@ export class TagAllocator {
   /** The unused tail computed at close(), and a range that arrived after it, for giveBackTail(). */
   private tail: { readonly from: bigint; readonly end: bigint } | undefined;
   private late: { readonly start: bigint; readonly end: bigint } | undefined;
+  private lastFenceEpoch: number | undefined;
   private mayGiveBack = false;
 
   constructor(tag: string, deps: TagAllocatorDeps) {
@@ -195,7 +196,7 @@ export class TagAllocator {
     if (mark && (mark.trippedAtEpoch !== undefined || mark.mark > tail.end)) return false;
     try {
       if (mark && mark.mark > tail.from) marks.put(this.tag, { mark: tail.from });
-      const ok = await store.giveBack(this.tag, tail.end, tail.from);
+      const ok = await store.giveBack(this.tag, tail.end, tail.from, this.lastFenceEpoch);
       logger.info(
         { tag: this.tag, from: String(tail.from), to: String(tail.end), givenBack: ok },
         ok ? 'unused range given back' : 'unused range not given back: the store moved on',
@@ -298,6 +299,8 @@ export class TagAllocator {
         throw e;
       });
       const ms = performance.now() - t0;
+      // The newest answer's fence epoch: a give-back must not cross a fence made after it.
+      this.lastFenceEpoch = alloc.fenceEpoch;
       if (this.closed) {
         if ((alloc.stride ?? 1) === 1) this.late = { start: alloc.maxId - BigInt(alloc.step), end: alloc.maxId };
         return;

@@ -354,6 +354,22 @@ export function runSegmentStoreContract(name: string, factory: ContractFactory):
         }
       });
 
+      it('with the fence epoch of the last answer: refused once a fence happened after it', async () => {
+        const t = tag('give-fence');
+        await store.createTag({ tag: t, step: 10, start: 1n });
+        for (let i = 1; i < stride; i++) await store.allocate(t);
+        const a = await store.allocate(t);
+        const s = BigInt(stride);
+        // a fence below max_id leaves max_id alone but bumps the epoch: the tail must not come back
+        await store.fence(t, 2n);
+        expect(await store.giveBack(t, a.maxId, a.maxId - 3n * s, a.fenceEpoch)).toBe(false);
+        const after = await store.getTag(t);
+        expect(after?.maxId).toBe((await store.getTag(t))?.maxId);
+        // with the current epoch it matches again
+        const b = await store.allocate(t);
+        expect(await store.giveBack(t, b.maxId, b.maxId - 3n * s, b.fenceEpoch)).toBe(true);
+      });
+
       it('false for a missing tag, INVALID_ARGUMENT for a raise or a negative target', async () => {
         const t = tag('give-missing');
         expect(await store.giveBack(t, 10n, 5n)).toBe(false);

@@ -73,10 +73,11 @@ export class MemorySegmentStore implements SegmentStore {
     return info(tag, row);
   }
 
-  async giveBack(tag: string, expectedMaxId: bigint, newMaxId: bigint): Promise<boolean> {
+  async giveBack(tag: string, expectedMaxId: bigint, newMaxId: bigint, expectedFenceEpoch?: number): Promise<boolean> {
     assertGiveBack(expectedMaxId, newMaxId);
     const row = this.rows.get(tag);
     if (!row || row.maxId !== expectedMaxId) return false;
+    if (expectedFenceEpoch !== undefined && row.fenceEpoch !== expectedFenceEpoch) return false;
     row.maxId = newMaxId;
     row.updatedAt = new Date();
     return true;

@@ -59,7 +59,7 @@
 import { InvalidArgumentError, SequoiaError, TagExistsError, TagNotFoundError, UnavailableError } from '../../core/errors.js';
 import { MAX_ID } from '../../core/id.js';
 import type { Allocation, NewTag, SegmentStore, TagInfo, TagUpdate } from '../../ports/segment-store.js';
-import { DEFAULT_START } from '../../ports/segment-store.js';
+import { assertGiveBack, DEFAULT_START } from '../../ports/segment-store.js';
 import { exhausted } from '../memory/memory-segment-store.js';
 
 /** The reserved tag holding a store's place in the set. Not a legal user tag. */
@@ -248,16 +248,14 @@ export class MultiSegmentStore implements SegmentStore {
    * (The allocator does not give back on a multi-store set: its high-water
    * marks are per residue class; this is here for completeness and tools.)
    */
-  async giveBack(tag: string, expectedMaxId: bigint, newMaxId: bigint): Promise<boolean> {
-    if (newMaxId < 0n || newMaxId > expectedMaxId) {
-      throw new InvalidArgumentError('giveBack: newMaxId must be from 0 to expectedMaxId (a give-back never raises max_id)');
-    }
+  async giveBack(tag: string, expectedMaxId: bigint, newMaxId: bigint, expectedFenceEpoch?: number): Promise<boolean> {
+    assertGiveBack(expectedMaxId, newMaxId);
     if (tag === MULTI_META_TAG) return false;
     const i = expectedMaxId % this.bigN;
     if (newMaxId % this.bigN !== i) return false;
     const m = this.members[Number(i)] as Member;
     await this.ready(m);
-    return m.store.giveBack(tag, (expectedMaxId - i) / this.bigN, (newMaxId - i) / this.bigN);
+    return m.store.giveBack(tag, (expectedMaxId - i) / this.bigN, (newMaxId - i) / this.bigN, expectedFenceEpoch);
   }
 
   /** Resolves when at least one store answers (the set can serve). */

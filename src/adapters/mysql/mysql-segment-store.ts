@@ -226,14 +226,20 @@ export class MysqlSegmentStore implements SegmentStore {
     return this.mustGet(tag);
   }
 
-  async giveBack(tag: string, expectedMaxId: bigint, newMaxId: bigint): Promise<boolean> {
+  async giveBack(tag: string, expectedMaxId: bigint, newMaxId: bigint, expectedFenceEpoch?: number): Promise<boolean> {
     assertGiveBack(expectedMaxId, newMaxId);
     // One statement (InnoDB row lock): compare and set at once. FOUND_ROWS
     // counts a matched row even when the value is unchanged (new == expected).
     const r = await this.exec(
       `UPDATE ${this.table} SET max_id = CAST(? AS SIGNED), updated_at = UTC_TIMESTAMP(3)
-       WHERE tag = ? AND max_id = CAST(? AS SIGNED)`,
-      [newMaxId.toString(), tag, expectedMaxId.toString()],
+       WHERE tag = ? AND max_id = CAST(? AS SIGNED) AND (? IS NULL OR fence_epoch = ?)`,
+      [
+        newMaxId.toString(),
+        tag,
+        expectedMaxId.toString(),
+        expectedFenceEpoch ?? null,
+        expectedFenceEpoch ?? null,
+      ],
     );
     return r.affectedRows === 1;
   }

@@ -226,12 +226,13 @@ export class PostgresSegmentStore implements SegmentStore {
     return tagInfoFromTextRow(row);
   }
 
-  async giveBack(tag: string, expectedMaxId: bigint, newMaxId: bigint): Promise<boolean> {
+  async giveBack(tag: string, expectedMaxId: bigint, newMaxId: bigint, expectedFenceEpoch?: number): Promise<boolean> {
     assertGiveBack(expectedMaxId, newMaxId);
     // One statement: the row lock makes the compare and the set atomic.
     const r = await this.q(
-      `UPDATE ${this.table} SET max_id = $3::bigint, updated_at = now() WHERE tag = $1 AND max_id = $2::bigint`,
-      [tag, expectedMaxId.toString(), newMaxId.toString()],
+      `UPDATE ${this.table} SET max_id = $3::bigint, updated_at = now()
+       WHERE tag = $1 AND max_id = $2::bigint AND ($4::bigint IS NULL OR fence_epoch = $4::bigint)`,
+      [tag, expectedMaxId.toString(), newMaxId.toString(), expectedFenceEpoch === undefined ? null : String(expectedFenceEpoch)],
     );
     return r.rowCount === 1;
   }

@@ -117,6 +117,7 @@ return 1
 const GIVE_BACK = `
 local m = redis.call('HGET', KEYS[1], 'max_id')
 if not m or m ~= ARGV[1] then return 0 end
+if ARGV[4] ~= '' and (redis.call('HGET', KEYS[1], 'fence_epoch') or '0') ~= ARGV[4] then return 0 end
 redis.call('HSET', KEYS[1], 'max_id', ARGV[2], 'updated_at', ARGV[3])
 return 1
 `;
@@ -228,9 +229,14 @@ export class RedisSegmentStore implements SegmentStore {
     return this.mustGet(tag);
   }
 
-  async giveBack(tag: string, expectedMaxId: bigint, newMaxId: bigint): Promise<boolean> {
+  async giveBack(tag: string, expectedMaxId: bigint, newMaxId: bigint, expectedFenceEpoch?: number): Promise<boolean> {
     assertGiveBack(expectedMaxId, newMaxId);
-    const ok = await this.script(GIVE_BACK, [this.key(tag)], [expectedMaxId.toString(), newMaxId.toString(), String(Date.now())]);
+    const ok = await this.script(GIVE_BACK, [this.key(tag)], [
+      expectedMaxId.toString(),
+      newMaxId.toString(),
+      String(Date.now()),
+      expectedFenceEpoch === undefined ? '' : String(expectedFenceEpoch),
+    ]);
     return Number(ok) === 1;
   }
 

@@ -157,13 +157,22 @@ export class SqliteSegmentStore implements SegmentStore {
     return this.mustGet(tag);
   }
 
-  async giveBack(tag: string, expectedMaxId: bigint, newMaxId: bigint): Promise<boolean> {
+  async giveBack(tag: string, expectedMaxId: bigint, newMaxId: bigint, expectedFenceEpoch?: number): Promise<boolean> {
     assertGiveBack(expectedMaxId, newMaxId);
     const changes = this.run(
       () =>
         this.open()
-          .prepare('UPDATE sequoia_alloc SET max_id = ?, updated_at = ? WHERE tag = ? AND max_id = ?')
-          .run(newMaxId, BigInt(Date.now()), tag, expectedMaxId).changes,
+          .prepare(
+            'UPDATE sequoia_alloc SET max_id = ?, updated_at = ? WHERE tag = ? AND max_id = ? AND (? IS NULL OR fence_epoch = ?)',
+          )
+          .run(
+            newMaxId,
+            BigInt(Date.now()),
+            tag,
+            expectedMaxId,
+            expectedFenceEpoch === undefined ? null : BigInt(expectedFenceEpoch),
+            expectedFenceEpoch === undefined ? null : BigInt(expectedFenceEpoch),
+          ).changes,
     );
     return changes === 1;
   }
