@@ -3,7 +3,7 @@ import { expect, it } from 'vitest';
 import { PostgresSegmentStore } from '../../src/adapters/postgres/postgres-segment-store.js';
 import { describeWithService } from '../helpers/services.js';
 import { POSTGRES_URL, postgresHarness, probePostgres } from './backends.js';
-import { runSegmentStoreContract } from './segment-store-contract.js';
+import { runSegmentStoreContract, allocateAfterReconnect, expectUnavailableQuickly } from './segment-store-contract.js';
 
 const describePg = await describeWithService('PostgreSQL', probePostgres);
 describePg('postgres', () => runSegmentStoreContract('postgres', postgresHarness));
@@ -25,8 +25,7 @@ describePg('postgres: own cases', () => {
       const killed = await admin.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1', [app]);
       expect(killed.rowCount).toBeGreaterThan(0);
       await new Promise((r) => setTimeout(r, 200));
-      let b;
-      for (let i = 0; i < 3 && !b; i++) b = await store.allocate('r').catch(() => undefined);
+      const b = await allocateAfterReconnect(store, 'r', 3, 0);
       expect(b?.maxId).toBe(a.maxId + 10n);
     } finally {
       await admin.end();
@@ -36,13 +35,7 @@ describePg('postgres: own cases', () => {
   });
 
   it('answers STORE_UNAVAILABLE quickly when the server is unreachable', async () => {
-    const store = new PostgresSegmentStore({ connectionString: 'postgres://postgres@127.0.0.1:1/test', connectTimeoutMs: 1000 });
-    const t0 = Date.now();
-    await expect(store.init()).rejects.toMatchObject({ code: 'STORE_UNAVAILABLE' });
-    await expect(store.allocate('x')).rejects.toMatchObject({ code: 'STORE_UNAVAILABLE' });
-    await expect(store.ping()).rejects.toMatchObject({ code: 'STORE_UNAVAILABLE' });
-    expect(Date.now() - t0).toBeLessThan(5000);
-    await store.close();
+    await expectUnavailableQuickly(new PostgresSegmentStore({ connectionString: 'postgres://postgres@127.0.0.1:1/test', connectTimeoutMs: 1000 }));
   });
 
   it('reads BIGINT exactly even when a global pg type parser turns int8 into numbers', async () => {

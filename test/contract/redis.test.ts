@@ -3,7 +3,7 @@ import { expect, it } from 'vitest';
 import { RedisSegmentStore } from '../../src/adapters/redis/redis-segment-store.js';
 import { describeWithService } from '../helpers/services.js';
 import { probeRedis, REDIS_URL, redisHarness } from './backends.js';
-import { runSegmentStoreContract } from './segment-store-contract.js';
+import { runSegmentStoreContract, allocateAfterReconnect, expectUnavailableQuickly } from './segment-store-contract.js';
 
 const describeRedis = await describeWithService('Redis', probeRedis);
 describeRedis('redis', () => runSegmentStoreContract('redis', redisHarness));
@@ -19,11 +19,7 @@ describeRedis('redis: own cases', () => {
       const a = await store.allocate('r');
       const id = await (store as unknown as { redis: Redis }).redis.client('ID');
       await admin.client('KILL', 'ID', String(id));
-      let b;
-      for (let i = 0; i < 20 && !b; i++) {
-        b = await store.allocate('r').catch(() => undefined);
-        if (!b) await new Promise((r) => setTimeout(r, 100));
-      }
+      const b = await allocateAfterReconnect(store, 'r', 20, 100);
       expect(b?.maxId).toBe(a.maxId + 10n);
     } finally {
       admin.disconnect();
@@ -32,13 +28,7 @@ describeRedis('redis: own cases', () => {
   });
 
   it('answers STORE_UNAVAILABLE quickly when the server is unreachable', async () => {
-    const store = new RedisSegmentStore({ url: 'redis://127.0.0.1:1', connectTimeoutMs: 500 });
-    const t0 = Date.now();
-    await expect(store.init()).rejects.toMatchObject({ code: 'STORE_UNAVAILABLE' });
-    await expect(store.allocate('x')).rejects.toMatchObject({ code: 'STORE_UNAVAILABLE' });
-    await expect(store.ping()).rejects.toMatchObject({ code: 'STORE_UNAVAILABLE' });
-    expect(Date.now() - t0).toBeLessThan(5000);
-    await store.close();
+    await expectUnavailableQuickly(new RedisSegmentStore({ url: 'redis://127.0.0.1:1', connectTimeoutMs: 500 }));
   });
 
   it('the Lua overflow check is exact around every 10^9 carry and at 2^63-1', async () => {

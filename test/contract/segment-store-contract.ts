@@ -498,3 +498,26 @@ function runChild(script: string, args: string[]): Promise<Allocation[]> {
     });
   });
 }
+
+/**
+ * Shared by the server-backed suites: a store pointed at a closed port answers
+ * STORE_UNAVAILABLE on init, allocate and ping, within 5 s in all.
+ */
+export async function expectUnavailableQuickly(store: SegmentStore): Promise<void> {
+  const t0 = Date.now();
+  await expect(store.init()).rejects.toMatchObject({ code: 'STORE_UNAVAILABLE' });
+  await expect(store.allocate('x')).rejects.toMatchObject({ code: 'STORE_UNAVAILABLE' });
+  await expect(store.ping()).rejects.toMatchObject({ code: 'STORE_UNAVAILABLE' });
+  expect(Date.now() - t0).toBeLessThan(5000);
+  await store.close();
+}
+
+/** After the server dropped the store's connections: allocations work again within a few tries. */
+export async function allocateAfterReconnect(store: SegmentStore, tag: string, tries: number, delayMs: number): Promise<Allocation | undefined> {
+  let b: Allocation | undefined;
+  for (let i = 0; i < tries && !b; i++) {
+    b = await store.allocate(tag).catch(() => undefined);
+    if (!b) await new Promise((r) => setTimeout(r, delayMs));
+  }
+  return b;
+}
