@@ -9,4 +9,4 @@ runSegmentStoreContract('memory', async () => {
     restore: async (tag, snap) => store.restore(tag, snap as bigint),
     cleanup: () => store.close(),
   };
-});
+}, { inProcessOnly: true });

@@ -69,7 +69,7 @@ function sqlitePart(dir: string, name: string): ContractHarness {
   };
 }
 
-runSegmentStoreContract('multi (2 × memory)', async () => multiHarness([memoryPart(), memoryPart()]));
+runSegmentStoreContract('multi (2 × memory)', async () => multiHarness([memoryPart(), memoryPart()]), { inProcessOnly: true });
 
 runSegmentStoreContract('multi (3 × sqlite files)', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'sequoia-contract-multi-'));

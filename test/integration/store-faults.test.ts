@@ -181,29 +181,33 @@ for (const kind of KINDS) {
       expect(first[0]! >= 31n).toBe(true);
     });
 
-    it.skipIf(!kind.oneRoundTrip)('(3) the store commits but the answer is lost: the retry takes the next range, nothing repeats', async () => {
-      const t = await newTag(10);
-      const got = await ids(t, 1); // [1, 11)
-      proxy.stall('down'); // requests reach the store, answers are held
-      got.push(...(await ids(t, 2))); // 2 sends the prefetch: the store commits [11, 31)
-      const committed = await until('the commit', async () => {
-        const m = (await direct.getTag(t))?.maxId;
-        return m !== undefined && m > 11n ? m : undefined;
+    // Only where an allocation is one round trip: a MySQL allocation is a multi-statement
+    // transaction, and holding its answers stops it before COMMIT, so this case cannot be staged there.
+    if (kind.oneRoundTrip) {
+      it('(3) the store commits but the answer is lost: the retry takes the next range, nothing repeats', async () => {
+        const t = await newTag(10);
+        const got = await ids(t, 1); // [1, 11)
+        proxy.stall('down'); // requests reach the store, answers are held
+        got.push(...(await ids(t, 2))); // 2 sends the prefetch: the store commits [11, 31)
+        const committed = await until('the commit', async () => {
+          const m = (await direct.getTag(t))?.maxId;
+          return m !== undefined && m > 11n ? m : undefined;
+        });
+        expect(committed).toBe(31n);
+        proxy.cut(); // ... and the answer is lost with the connection
+        await until('the failed load', async () => (snap(t)?.loading === false ? true : undefined));
+        expect(snap(t)?.nextReady).toBe(false);
+        proxy.restore();
+        got.push(...(await ids(t, 7))); // the rest of [1, 11)
+        const after = await until('the next range', () => ids(t, 5));
+        got.push(...after, ...(await ids(t, 30)));
+        expect(new Set(got).size).toBe(got.length);
+        expect(got.slice(0, 10)).toEqual(range(1, 11));
+        // [11, 31) was committed for us but never received: a gap, never handed out
+        expect(got.some((id) => id >= 11n && id < 31n)).toBe(false);
+        expect(after[0]).toBe(31n);
       });
-      expect(committed).toBe(31n);
-      proxy.cut(); // ... and the answer is lost with the connection
-      await until('the failed load', async () => (snap(t)?.loading === false ? true : undefined));
-      expect(snap(t)?.nextReady).toBe(false);
-      proxy.restore();
-      got.push(...(await ids(t, 7))); // the rest of [1, 11)
-      const after = await until('the next range', () => ids(t, 5));
-      got.push(...after, ...(await ids(t, 30)));
-      expect(new Set(got).size).toBe(got.length);
-      expect(got.slice(0, 10)).toEqual(range(1, 11));
-      // [11, 31) was committed for us but never received: a gap, never handed out
-      expect(got.some((id) => id >= 11n && id < 31n)).toBe(false);
-      expect(after[0]).toBe(31n);
-    });
+    }
 
     it('(4) /readyz: 503 while the store is unreachable, 200 after', async () => {
       expect((await app.inject('/readyz')).statusCode).toBe(200);
