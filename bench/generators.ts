@@ -20,8 +20,8 @@ import { createBusinessNumberCodec } from '../src/core/business-number/business-
 import { ObjectIdGenerator } from '../src/core/objectid/object-id.js';
 import { UuidV4Generator } from '../src/core/uuid/uuid-v4.js';
 import { UuidV7Generator } from '../src/core/uuid/uuid-v7.js';
-import { systemClock } from '../src/ports/clock.js';
-import { systemRandom } from '../src/ports/random.js';
+import { systemClock } from '../src/core/clock.js';
+import { systemRandom } from '../src/core/random.js';
 
 export interface GeneratorResult {
   name: string;

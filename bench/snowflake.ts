@@ -22,8 +22,8 @@ import { Sonyflake } from 'sonyflake';
 import simpleflakes from 'simpleflakes';
 import { SnowflakeGenerator } from '../src/core/snowflake/generator.js';
 import { TWITTER_EPOCH_MS, type Layout, defineLayout, getLayout } from '../src/core/snowflake/layout.js';
-import { systemClock } from '../src/ports/clock.js';
-import { systemRandom } from '../src/ports/random.js';
+import { systemClock } from '../src/core/clock.js';
+import { systemRandom } from '../src/core/random.js';
 import { median } from './util.js';
 
 export interface SnowflakeBenchOptions {

@@ -1,7 +1,7 @@
 /** Docs that cannot drift: the README names every error code with its status, and every config field. */
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { FIELDS } from '../src/cli/config.js';
+import { FIELDS } from '../src/app/config.js';
 import { ERROR_CODES, ERROR_DOCS } from '../src/core/errors.js';
 import { ERROR_STATUS } from '../src/server/error-status.js';
 

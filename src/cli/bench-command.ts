@@ -5,14 +5,12 @@
  * peer libraries and HTTP is `npm run bench` in a checkout (BENCHMARKS.md).
  */
 import { randomUUID } from 'node:crypto';
-import { MemorySegmentStore } from '../adapters/memory/memory-segment-store.js';
-import { MemoryHighWaterMarkStore } from '../adapters/state-dir/file-high-water-mark-store.js';
+import { withIdService } from '../app/wiring.js';
 import { getLayout } from '../core/snowflake/layout.js';
 import { SnowflakeGenerator } from '../core/snowflake/generator.js';
 import { UuidV7Generator } from '../core/uuid/index.js';
-import { systemClock } from '../ports/clock.js';
-import { systemRandom } from '../ports/random.js';
-import { IdService } from '../service/id-service.js';
+import { systemClock } from '../core/clock.js';
+import { systemRandom } from '../core/random.js';
 import type { TagAllocator } from '../service/tag-allocator.js';
 
 /** Calls per second of `fn` over about `ms` milliseconds. */
@@ -86,23 +84,21 @@ const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[xs.length
 const fmt = (x: number): string => `${(x / 1e6).toFixed(2)} M/s`;
 
 export async function runBench(rounds = 5, ms = 300): Promise<Array<{ name: string; perSecond: number; reference: string }>> {
-  const store = new MemorySegmentStore();
-  await store.createTag({ tag: 'bench', step: 1_000_000 });
-  const service = new IdService({ store, marks: new MemoryHighWaterMarkStore(), refreshIntervalMs: 0 });
-  await service.start();
-  const order = await service.allocator('bench');
-  await order.next();
   const v7 = new UuidV7Generator({ clock: systemClock, random: systemRandom });
   const flake = new SnowflakeGenerator({ layout: getLayout('twitter'), clock: systemClock });
   const runs: Record<string, number[]> = { counter: [], segment: [], randomUUID: [], v7: [], snowflake: [] };
-  for (let r = 0; r < rounds; r++) {
-    runs.counter!.push(counterRate(ms));
-    runs.segment!.push(await segmentRate(order, ms));
-    runs.randomUUID!.push(rate(randomUUID, ms));
-    runs.v7!.push(rate(() => v7.next(), ms));
-    runs.snowflake!.push(snowflakeRate(flake, ms));
-  }
-  await service.close();
+  await withIdService({ store: 'memory:', stateDir: null }, async (service) => {
+    await service.createTag({ tag: 'bench', step: 1_000_000 });
+    const order = await service.allocator('bench');
+    await order.next();
+    for (let r = 0; r < rounds; r++) {
+      runs.counter!.push(counterRate(ms));
+      runs.segment!.push(await segmentRate(order, ms));
+      runs.randomUUID!.push(rate(randomUUID, ms));
+      runs.v7!.push(rate(() => v7.next(), ms));
+      runs.snowflake!.push(snowflakeRate(flake, ms));
+    }
+  });
   const m = (k: string) => median(runs[k]!);
   return [
     { name: 'segment next() (buffered)', perSecond: m('segment'), reference: `${((m('segment') / m('counter')) * 100).toFixed(0)}% of a bare counter (${fmt(m('counter'))})` },

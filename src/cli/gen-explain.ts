@@ -8,9 +8,9 @@ import { InvalidArgumentError } from '../core/errors.js';
 import { decomposeFlake128, parseFlake128 } from '../core/flake128/index.js';
 import { ObjectIdGenerator, parseObjectId } from '../core/objectid/index.js';
 import { describeUuid, ulidTimestampMs, ulidToUuid, UuidV4Generator, UuidV7Generator } from '../core/uuid/index.js';
-import { systemClock } from '../ports/clock.js';
-import { systemRandom } from '../ports/random.js';
-import { resolveConfig } from './config.js';
+import { systemClock } from '../core/clock.js';
+import { systemRandom } from '../core/random.js';
+import { resolveConfig } from '../app/config.js';
 import { SNOWFLAKE_LAYOUTS, explainSnowflake, genSnowflake, isSnowflakeLayout } from './snowflake-commands.js';
 
 export const GEN_KINDS = ['uuid', 'uuid4', 'ulid', 'objectid'] as const;
@@ -134,24 +134,12 @@ export function registerGenAndExplain(program: Command): void {
  */
 export async function genSegment(tag: string, count: number, opts: { store?: string; stateDir?: string }): Promise<string[]> {
   const config = resolveConfig({ store: opts.store, stateDir: opts.stateDir }, process.env, undefined);
-  const [{ createStore }, { FileHighWaterMarkStore }, { IdService }] = await Promise.all([
-    import('../adapters/create-store.js'),
-    import('../adapters/state-dir/file-high-water-mark-store.js'),
-    import('../service/id-service.js'),
-  ]);
-  const service = new IdService({
-    store: createStore(config.store),
-    marks: new FileHighWaterMarkStore(config.stateDir),
-    refreshIntervalMs: 0,
-  });
-  await service.start();
-  try {
+  const { withIdService } = await import('../app/wiring.js');
+  return withIdService(config, async (service) => {
     const ids: string[] = [];
     for (let left = count; left > 0; left -= 10_000) {
       for (const id of await service.nextMany(tag, Math.min(left, 10_000))) ids.push(String(id));
     }
     return ids;
-  } finally {
-    await service.close();
-  }
+  });
 }

@@ -4,13 +4,11 @@
  * a store that cannot be reached exits 1; success exits 0.
  */
 import { Command, CommanderError } from 'commander';
-import { createStore } from '../adapters/create-store.js';
-import { FileHighWaterMarkStore } from '../adapters/state-dir/file-high-water-mark-store.js';
 import { InvalidArgumentError, SequoiaError } from '../core/errors.js';
 import { MAX_STORED_STEP } from '../core/validate.js';
-import { IdService } from '../service/id-service.js';
+import type { IdService } from '../service/id-service.js';
 import { VERSION } from '../version.js';
-import { FIELDS, type FieldName, resolveConfig } from './config.js';
+import { FIELDS, type FieldName, resolveConfig } from '../app/config.js';
 import { registerGenAndExplain } from './gen-explain.js';
 import { registerPlan } from './snowflake-commands.js';
 
@@ -33,8 +31,8 @@ serve.action(async (opts: Record<string, unknown>) => {
   const { config: file, ...flags } = opts;
   const config = resolveConfig(flags as Partial<Record<FieldName, unknown>>, process.env, file as string | undefined);
   // Loaded only here: the admin commands stay quick without fastify and pino.
-  // --workers 1 runs in this process; more fork a node:cluster primary (src/server/cluster.ts).
-  const { serve: runServe } = await import('../server/cluster.js');
+  // --workers 1 runs in this process; more fork a node:cluster primary (src/app/cluster.ts).
+  const { serve: runServe } = await import('../app/cluster.js');
   await runServe(config);
 });
 
@@ -52,17 +50,9 @@ function storeOption(cmd: Command): Command {
 /** A service for one-shot admin commands: no refresh timer, no HTTP. */
 async function withService<T>(opts: StoreOpts, fn: (s: IdService) => Promise<T>): Promise<T> {
   const config = resolveConfig({ store: opts.store, stateDir: opts.stateDir }, process.env, undefined);
-  const service = new IdService({
-    store: createStore(config.store),
-    marks: new FileHighWaterMarkStore(config.stateDir),
-    refreshIntervalMs: 0,
-  });
-  await service.start();
-  try {
-    return await fn(service);
-  } finally {
-    await service.close();
-  }
+  // Loaded here, not at start-up: `sequoia gen uuid` never loads a store or driver.
+  const { withIdService } = await import('../app/wiring.js');
+  return withIdService(config, fn);
 }
 
 function parseIntArg(name: string, max: number) {

@@ -4,12 +4,11 @@
  * --layout L` for snowflake layouts, and `sequoia plan`.
  */
 import type { Command } from 'commander';
-import { createWorkerIdProvider } from '../adapters/create-worker-id-provider.js';
 import { InvalidArgumentError } from '../core/errors.js';
 import { PRESETS, getLayout } from '../core/snowflake/layout.js';
 import { plan } from '../core/snowflake/planner.js';
-import { SnowflakeService, explainId } from '../service/snowflake-service.js';
-import { resolveConfig } from './config.js';
+import { explainId } from '../service/snowflake-service.js';
+import { resolveConfig } from '../app/config.js';
 
 export const SNOWFLAKE_LAYOUTS = [...PRESETS.keys()];
 
@@ -35,19 +34,12 @@ export async function genSnowflake(o: GenSnowflakeOptions): Promise<string[]> {
     }
     shard = Number(o.shard);
   } else if (o.shard !== undefined) throw new InvalidArgumentError(`layout ${layout.name} has no shard field`);
-  const service = new SnowflakeService({
-    provider: createWorkerIdProvider(config.workerIdProvider, config.store, { ttlMs: config.workerLeaseTtlMs, stateDir: config.stateDir }),
-    defaultLayout: layout.name,
-    clockPolicy: config.clockPolicy,
-    maxWaitMs: config.clockMaxWaitMs,
-  });
-  try {
+  const { withSnowflakeService } = await import('../app/wiring.js');
+  return withSnowflakeService({ ...config, snowflakeLayout: layout.name }, async (service) => {
     const out: string[] = [];
     while (out.length < o.count) out.push(...(await service.nextMany(layout.name, Math.min(10_000, o.count - out.length), shard)));
     return out;
-  } finally {
-    await service.close();
-  }
+  });
 }
 
 export function explainSnowflake(id: string, layout: string): Record<string, unknown> {

@@ -5,5 +5,3 @@ export interface Logger {
   warn(obj: object, msg?: string): void;
   error(obj: object, msg?: string): void;
 }
-
-export const silentLogger: Logger = { debug() {}, info() {}, warn() {}, error() {} };

@@ -1,5 +1,3 @@
-import { InvalidArgumentError } from '../core/errors.js';
-
 /**
  * The store behind segment mode: one row per tag holding `max_id` (the end of
  * the last handed-out range) and `step` (the minimum step). Every adapter must
@@ -58,6 +56,13 @@ export interface TagUpdate {
 export interface SegmentStore {
   /** A short name for logs and status, without credentials. */
   readonly kind: string;
+  /**
+   * True for a multi-store set: its IDs come from several independent stores,
+   * unique but not ordered across them (strict tags need one store). A store
+   * that is not a set yet holds the set's meta tag is a member and must not
+   * be served alone.
+   */
+  readonly multiStoreSet?: boolean;
   /** Creates or migrates the schema. Idempotent. */
   init(): Promise<void>;
   /**
@@ -94,14 +99,4 @@ export interface SegmentStore {
   /** Resolves when the store answers a trivial query. */
   ping(): Promise<void>;
   close(): Promise<void>;
-}
-
-export const DEFAULT_STEP = 1000;
-export const DEFAULT_START = 1n;
-
-/** Throws unless `newMaxId` is a legal give-back target for `expectedMaxId` (0 <= new <= expected). */
-export function assertGiveBack(expectedMaxId: bigint, newMaxId: bigint): void {
-  if (newMaxId < 0n || newMaxId > expectedMaxId) {
-    throw new InvalidArgumentError('giveBack: newMaxId must be from 0 to expectedMaxId (a give-back never raises max_id)');
-  }
 }

@@ -14,7 +14,7 @@
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { ERROR_CODES, type ErrorCode } from '../core/errors.js';
-import { type Clock, systemClock } from '../ports/clock.js';
+import { type Clock, systemClock } from '../core/clock.js';
 import type { IdService } from '../service/id-service.js';
 import type { TagAllocatorSnapshot } from '../service/tag-allocator.js';
 import type { SnowflakeMetricsSource, SnowflakeWorkerReport } from '../ports/metrics.js';

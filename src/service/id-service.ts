@@ -8,10 +8,11 @@
 import { InvalidArgumentError, TagNotFoundError } from '../core/errors.js';
 import type { Id } from '../core/id.js';
 import { assertIdValue, assertStep, assertTag, TAG_PATTERN } from '../core/validate.js';
-import { MULTI_META_TAG } from '../adapters/multi/multi-segment-store.js';
-import { type Clock, systemClock } from '../ports/clock.js';
+import { MULTI_META_TAG } from '../core/segment/multi-meta-tag.js';
+import { type Clock, systemClock } from '../core/clock.js';
 import type { HighWaterMarkStore } from '../ports/high-water-mark-store.js';
-import { type Logger, silentLogger } from '../ports/logger.js';
+import { silentLogger } from '../core/silent-logger.js';
+import type { Logger } from '../ports/logger.js';
 import type { NewTag, SegmentStore, TagInfo, TagUpdate } from '../ports/segment-store.js';
 import {
   DEFAULT_ALLOCATOR_OPTIONS,
@@ -89,13 +90,13 @@ export class IdService {
   async start(): Promise<void> {
     if (this.started) return;
     await this.store.init();
-    if (!this.store.kind.startsWith('multi(') && (await this.store.getTag(MULTI_META_TAG))) {
+    if (this.store.multiStoreSet !== true && (await this.store.getTag(MULTI_META_TAG))) {
       // Its counters are units of a multi-store set, not IDs: serving them alone would repeat.
       throw new InvalidArgumentError(
         `store: this ${this.store.kind} store is a member of a multi-store set; configure the whole comma-separated list`,
       );
     }
-    if (this.strictTags.size > 0 && this.store.kind.startsWith('multi(')) {
+    if (this.strictTags.size > 0 && this.store.multiStoreSet === true) {
       throw new InvalidArgumentError('strictTags: a multi-store set cannot order IDs across its stores; serve strict tags from one store');
     }
     this.started = true;

@@ -15,9 +15,10 @@ import { ClockError, InvalidArgumentError, SequoiaError, UnavailableError } from
 import { parseDecimalId } from '../core/id.js';
 import { type ClockEvent, type ClockPolicy, SnowflakeGenerator } from '../core/snowflake/generator.js';
 import { DEFAULT_LAYOUT, type Layout, decompose, getLayout, remainingSeconds } from '../core/snowflake/layout.js';
-import { type Clock, systemClock } from '../ports/clock.js';
-import { type Logger, silentLogger } from '../ports/logger.js';
-import { type Random, systemRandom } from '../ports/random.js';
+import { type Clock, systemClock } from '../core/clock.js';
+import { silentLogger } from '../core/silent-logger.js';
+import type { Logger } from '../ports/logger.js';
+import { type Random, systemRandom } from '../core/random.js';
 import type { IdSpace, WorkerGrant, WorkerIdProvider } from '../ports/worker-id-provider.js';
 import type { SnowflakeWorkerReport } from '../ports/metrics.js';
 

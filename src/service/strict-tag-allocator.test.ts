@@ -8,7 +8,7 @@ import { MultiSegmentStore } from '../adapters/multi/multi-segment-store.js';
 import { PostgresSegmentStore } from '../adapters/postgres/postgres-segment-store.js';
 import { SqliteSegmentStore } from '../adapters/sqlite/sqlite-segment-store.js';
 import { MemoryHighWaterMarkStore } from '../adapters/state-dir/file-high-water-mark-store.js';
-import { resolveConfig } from '../cli/config.js';
+import { resolveConfig } from '../app/config.js';
 import type { Allocation, SegmentStore } from '../ports/segment-store.js';
 import { postgresHarness, probePostgres } from '../../test/contract/backends.js';
 import { describeWithService } from '../../test/helpers/services.js';

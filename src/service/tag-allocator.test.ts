@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { MemoryHighWaterMarkStore } from '../adapters/state-dir/file-high-water-mark-store.js';
 import type { SequoiaError } from '../core/errors.js';
 import { type Id, MAX_ID } from '../core/id.js';
-import { silentLogger } from '../ports/logger.js';
+import { silentLogger } from '../core/silent-logger.js';
 import { ControlledStore, ManualClock, tick } from '../../test/helpers/fakes.js';
 import { DEFAULT_ALLOCATOR_OPTIONS, TagAllocator, type TagAllocatorOptions } from './tag-allocator.js';
 

@@ -6,8 +6,8 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 
 const [dist, url, tag, countText, concText] = process.argv.slice(2);
-const { createStore } = await import(pathToFileURL(join(dist, 'adapters', 'create-store.js')).href);
-const store = createStore(url);
+const { createStore } = await import(pathToFileURL(join(dist, 'app', 'stores.js')).href);
+const store = await createStore(url);
 await store.init();
 const count = Number(countText);
 const out = [];

@@ -15,7 +15,7 @@ import { promisify } from 'node:util';
 const root = resolve(fileURLToPath(new URL('../..', import.meta.url)));
 const dist = join(root, 'test-artifacts', 'contract-dist');
 const NEEDED = [
-  'adapters/create-store',
+  'app/stores',
   'adapters/postgres/postgres-segment-store',
   'adapters/mysql/mysql-segment-store',
   'adapters/redis/redis-segment-store',
@@ -43,9 +43,9 @@ function newestSrc(dir: string): number {
 }
 
 function fresh(): boolean {
-  const src = Math.max(...['adapters', 'core', 'ports'].map((d) => newestSrc(join(root, 'src', d))));
+  const src = Math.max(...['adapters', 'app', 'core', 'ports'].map((d) => newestSrc(join(root, 'src', d))));
   return NEEDED.every((n) => mtime(join(dist, `${n}.js`)) >= mtime(join(root, 'src', `${n}.ts`)) && mtime(join(dist, `${n}.js`)) > 0) &&
-    mtime(join(dist, 'adapters/create-store.js')) >= src;
+    mtime(join(dist, 'app/stores.js')) >= src;
 }
 
 /** Returns the dist directory, building it first when needed. */

@@ -3,9 +3,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
-import { createStore } from '../../src/adapters/create-store.js';
+import { createStore } from '../../src/app/stores.js';
 import { MemorySegmentStore } from '../../src/adapters/memory/memory-segment-store.js';
-import { MULTI_META_TAG, MultiSegmentStore } from '../../src/adapters/multi/multi-segment-store.js';
+import { MultiSegmentStore } from '../../src/adapters/multi/multi-segment-store.js';
+import { MULTI_META_TAG } from '../../src/core/segment/multi-meta-tag.js';
 import { SqliteSegmentStore } from '../../src/adapters/sqlite/sqlite-segment-store.js';
 import { type SequoiaError, UnavailableError } from '../../src/core/errors.js';
 import type { Allocation, NewTag, SegmentStore, TagInfo, TagUpdate } from '../../src/ports/segment-store.js';
@@ -342,10 +343,10 @@ describe('MultiSegmentStore', () => {
   });
 
   it('createStore builds a set from a comma-separated list', async () => {
-    const s = createStore('memory:, memory:,memory:');
+    const s = await createStore('memory:, memory:,memory:');
     expect(s).toBeInstanceOf(MultiSegmentStore);
     expect((s as MultiSegmentStore).n).toBe(3);
-    expect(() => createStore('memory:,,memory:')).toThrow(/store/);
-    expect(() => createStore('ftp://x')).toThrow(/^store: unsupported/);
+    await expect(createStore('memory:,,memory:')).rejects.toThrow(/store/);
+    await expect(createStore('ftp://x')).rejects.toThrow(/^store: unsupported/);
   });
 });

@@ -1,7 +1,7 @@
 /** Test-only fakes for the pure core and the service: a manual clock and a store the test drives. */
 import { MemorySegmentStore } from '../../src/adapters/memory/memory-segment-store.js';
 import { UnavailableError } from '../../src/core/errors.js';
-import type { Clock } from '../../src/ports/clock.js';
+import type { Clock } from '../../src/core/clock.js';
 import type { Allocation } from '../../src/ports/segment-store.js';
 
 export class ManualClock implements Clock {

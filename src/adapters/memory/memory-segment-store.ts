@@ -1,8 +1,8 @@
 /** An in-process SegmentStore: for tests, embedding and single-process use without persistence. */
-import { TagExistsError, TagNotFoundError, UnavailableError } from '../../core/errors.js';
+import { TagExistsError, TagNotFoundError } from '../../core/errors.js';
 import { MAX_ID } from '../../core/id.js';
 import type { Allocation, NewTag, SegmentStore, TagInfo, TagUpdate } from '../../ports/segment-store.js';
-import { assertGiveBack, DEFAULT_START, DEFAULT_STEP } from '../../ports/segment-store.js';
+import { assertGiveBack, DEFAULT_START, DEFAULT_STEP, exhausted } from '../kit/segment-rules.js';
 
 interface Row {
   maxId: bigint;
@@ -92,10 +92,6 @@ export class MemorySegmentStore implements SegmentStore {
 
   async ping(): Promise<void> {}
   async close(): Promise<void> {}
-}
-
-export function exhausted(tag: string): UnavailableError {
-  return new UnavailableError('ID_SPACE_EXHAUSTED', `tag ${JSON.stringify(tag)} would pass 2^63-1; it never wraps`);
 }
 
 function info(tag: string, r: Row): TagInfo {

@@ -1,6 +1,6 @@
 /** WorkerLeaseStore in memory (one process; tests and `memory:` stores). */
 import type { AcquireRequest, LeaseRecord, WorkerLeaseStore } from '../../ports/worker-lease-store.js';
-import { chooseWorker } from '../../ports/worker-lease-store.js';
+import { chooseWorker } from '../kit/choose-worker.js';
 
 interface Row {
   workerId: number;

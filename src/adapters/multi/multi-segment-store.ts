@@ -58,12 +58,9 @@
  */
 import { InvalidArgumentError, SequoiaError, TagExistsError, TagNotFoundError, UnavailableError } from '../../core/errors.js';
 import { MAX_ID } from '../../core/id.js';
+import { MULTI_META_TAG } from '../../core/segment/multi-meta-tag.js';
 import type { Allocation, NewTag, SegmentStore, TagInfo, TagUpdate } from '../../ports/segment-store.js';
-import { assertGiveBack, DEFAULT_START } from '../../ports/segment-store.js';
-import { exhausted } from '../memory/memory-segment-store.js';
-
-/** The reserved tag holding a store's place in the set. Not a legal user tag. */
-export const MULTI_META_TAG = 'sequoia:multi';
+import { assertGiveBack, DEFAULT_START, exhausted } from '../kit/segment-rules.js';
 
 export interface MultiSegmentStoreOptions {
   /** A store that failed is tried last for this long, ms. Default 5000. */
@@ -83,6 +80,7 @@ type Settled<T> = { ok: true; value: T } | { ok: false; error: SequoiaError };
 
 export class MultiSegmentStore implements SegmentStore {
   readonly kind: string;
+  readonly multiStoreSet = true;
   readonly n: number;
   private readonly members: Member[];
   private readonly bigN: bigint;

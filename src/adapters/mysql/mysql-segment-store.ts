@@ -19,29 +19,21 @@
  * every other store. The only interpolated name, the table, is checked against
  * /^[a-z_][a-z0-9_]{0,62}$/; all values are placeholders.
  */
-import mysql from 'mysql2/promise';
 import type { Pool, PoolConnection, ResultSetHeader, RowDataPacket } from 'mysql2/promise';
-import { InvalidArgumentError, SequoiaError, TagExistsError, TagNotFoundError, UnavailableError } from '../../core/errors.js';
+import { InvalidArgumentError, TagExistsError, TagNotFoundError, UnavailableError } from '../../core/errors.js';
 import { MAX_ID } from '../../core/id.js';
 import type { Allocation, NewTag, SegmentStore, TagInfo, TagUpdate } from '../../ports/segment-store.js';
-import { assertGiveBack, DEFAULT_START, DEFAULT_STEP } from '../../ports/segment-store.js';
-import { exhausted } from '../memory/memory-segment-store.js';
-import { DEFAULT_TABLE, TABLE_NAME_PATTERN } from '../postgres/postgres-segment-store.js';
-import { positiveSetting, storeError, tagInfoFromTextRow } from '../store-errors.js';
+import { positiveSetting, storeError, tagInfoFromTextRow } from '../kit/store-errors.js';
+import { MysqlConnection, type MysqlConnectionOptions } from './mysql-connection.js';
+import { assertGiveBack, DEFAULT_START, DEFAULT_STEP, exhausted, tableName } from '../kit/segment-rules.js';
 
-export interface MysqlSegmentStoreOptions {
-  /** `mysql://user:pass@host:port/db`. */
-  readonly uri: string;
+export interface MysqlSegmentStoreOptions extends Partial<MysqlConnectionOptions> {
+  /** A connection shared with the lease store; `uri` and the pool options are then ignored. */
+  readonly connection?: MysqlConnection;
   /** Table name; default `sequoia_alloc`. Must match /^[a-z_][a-z0-9_]{0,62}$/. */
   readonly table?: string;
-  /** Default 10. */
-  readonly maxConnections?: number;
-  /** How long to wait for a new connection, ms. Default 3000. */
-  readonly connectTimeoutMs?: number;
   /** Per-query timeout, ms. Default 5000. */
   readonly queryTimeoutMs?: number;
-  /** Idle connections are closed after this, ms. Default 30000. */
-  readonly idleTimeoutMs?: number;
 }
 
 interface Row extends RowDataPacket {
@@ -59,37 +51,19 @@ const COLUMNS = 'tag, max_id, step, description, updated_at, fence_epoch';
 export class MysqlSegmentStore implements SegmentStore {
   readonly kind = 'mysql';
   readonly table: string;
+  private readonly connection: MysqlConnection;
   private readonly pool: Pool;
+  private closed = false;
   private readonly timeout: number;
   private initialised = false;
 
   constructor(options: MysqlSegmentStoreOptions) {
-    this.table = options.table ?? DEFAULT_TABLE;
-    if (!TABLE_NAME_PATTERN.test(this.table)) {
-      throw new InvalidArgumentError(`store: table must match ${TABLE_NAME_PATTERN.source}`);
-    }
+    this.table = tableName(options.table);
     this.timeout = positiveSetting(options.queryTimeoutMs ?? 5000, 'queryTimeoutMs');
-    this.pool = mysql.createPool({
-      uri: options.uri,
-      connectionLimit: positiveSetting(options.maxConnections ?? 10, 'maxConnections'),
-      maxIdle: positiveSetting(options.maxConnections ?? 10, 'maxConnections'),
-      idleTimeout: positiveSetting(options.idleTimeoutMs ?? 30_000, 'idleTimeoutMs'),
-      connectTimeout: positiveSetting(options.connectTimeoutMs ?? 3000, 'connectTimeoutMs'),
-      supportBigNumbers: true,
-      bigNumberStrings: true,
-      timezone: 'Z',
-      enableKeepAlive: true,
-      waitForConnections: true,
-      // Matched rows, not changed rows: an UPDATE that writes the same values still counts.
-      flags: ['FOUND_ROWS'],
-    });
-    // A pooled connection that dies while idle emits 'error'; without a
-    // listener Node would throw it and kill the process. The pool drops it.
-    // (mysql2 passes the core connection here, whatever the promise typings say.)
-    this.pool.on('connection', (conn) => {
-      const target = ((conn as { connection?: unknown }).connection ?? conn) as { on?: (e: string, f: () => void) => void };
-      target.on?.('error', () => {});
-    });
+    if (options.connection) this.connection = options.connection.retain();
+    else if (options.uri) this.connection = new MysqlConnection({ ...options, uri: options.uri }).retain();
+    else throw new InvalidArgumentError('store: a MySQL URI or connection is required');
+    this.pool = this.connection.pool;
   }
 
   async init(): Promise<void> {
@@ -249,11 +223,9 @@ export class MysqlSegmentStore implements SegmentStore {
   }
 
   async close(): Promise<void> {
-    try {
-      await this.pool.end();
-    } catch {
-      // already ended
-    }
+    if (this.closed) return;
+    this.closed = true;
+    await this.connection.release();
   }
 
   private async mustGet(tag: string): Promise<TagInfo> {
@@ -285,24 +257,10 @@ export class MysqlSegmentStore implements SegmentStore {
     return r;
   }
 
-  /** Runs `fn` on one pooled connection; a connection that failed is destroyed, not reused. */
-  private async withConnection<T>(fn: (c: PoolConnection) => Promise<T>): Promise<T> {
-    let c: PoolConnection;
-    try {
-      c = await this.pool.getConnection();
-    } catch (e) {
-      throw wrap(e);
-    }
-    try {
-      const r = await fn(c);
-      c.release();
-      return r;
-    } catch (e) {
-      if (e instanceof SequoiaError) c.release();
-      else c.destroy();
-      throw wrap(e);
-    }
+  private withConnection<T>(fn: (c: PoolConnection) => Promise<T>): Promise<T> {
+    return this.connection.withConnection(BACKEND, fn);
   }
 }
 
-const wrap = (e: unknown) => storeError('MySQL store', e);
+const BACKEND = 'MySQL store';
+const wrap = (e: unknown) => storeError(BACKEND, e);

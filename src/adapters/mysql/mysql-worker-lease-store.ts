@@ -4,24 +4,22 @@
  * UPDATE`), so concurrent starters take ids one at a time; expiry is in the
  * server's clock. Only parameterised SQL; BIGINTs are read as strings.
  */
-import mysql, { type Pool, type PoolConnection, type ResultSetHeader, type RowDataPacket } from 'mysql2/promise';
+import { type PoolConnection, type ResultSetHeader, type RowDataPacket } from 'mysql2/promise';
 import type { AcquireRequest, LeaseRecord, LeaseRow, WorkerLeaseStore } from '../../ports/worker-lease-store.js';
-import { chooseWorker } from '../../ports/worker-lease-store.js';
-import { storeError } from '../store-errors.js';
+import { chooseWorker } from '../kit/choose-worker.js';
+import { MysqlConnection } from './mysql-connection.js';
 
 const NOW_MS = 'CAST(ROUND(UNIX_TIMESTAMP(NOW(3)) * 1000) AS SIGNED)';
 
 export class MysqlWorkerLeaseStore implements WorkerLeaseStore {
   readonly kind = 'mysql';
-  private readonly pool: Pool;
+  private readonly connection: MysqlConnection;
   private initialised = false;
+  private closed = false;
 
-  constructor(uri: string) {
-    this.pool = mysql.createPool({ uri, connectionLimit: 3, connectTimeout: 3000, supportBigNumbers: true, bigNumberStrings: true, timezone: 'Z', flags: ['FOUND_ROWS'] });
-    this.pool.on('connection', (conn) => {
-      const target = ((conn as { connection?: unknown }).connection ?? conn) as { on?: (e: string, f: () => void) => void };
-      target.on?.('error', () => {});
-    });
+  /** A URI opens a pool of its own; a connection is shared with the segment store. */
+  constructor(connection: string | MysqlConnection) {
+    this.connection = (typeof connection === 'string' ? new MysqlConnection({ uri: connection, maxConnections: 3 }) : connection).retain();
   }
 
   async init(): Promise<void> {
@@ -117,25 +115,12 @@ export class MysqlWorkerLeaseStore implements WorkerLeaseStore {
   }
 
   async close(): Promise<void> {
-    await this.pool.end().catch(() => {});
+    if (this.closed) return;
+    this.closed = true;
+    await this.connection.release();
   }
 
-  private async withConnection<T>(fn: (c: PoolConnection) => Promise<T>): Promise<T> {
-    let c: PoolConnection;
-    try {
-      c = await this.pool.getConnection();
-    } catch (e) {
-      throw wrap(e);
-    }
-    try {
-      const r = await fn(c);
-      c.release();
-      return r;
-    } catch (e) {
-      c.destroy();
-      throw wrap(e);
-    }
+  private withConnection<T>(fn: (c: PoolConnection) => Promise<T>): Promise<T> {
+    return this.connection.withConnection('MySQL lease store', fn);
   }
 }
-
-const wrap = (e: unknown) => storeError('MySQL lease store', e);

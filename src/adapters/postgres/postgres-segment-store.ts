@@ -18,48 +18,22 @@
  * errors are caught by the pool's 'error' listener and never crash the process.
  * Driver errors become STORE_UNAVAILABLE with the original as `cause`.
  */
-import pg from 'pg';
 import { InvalidArgumentError, TagExistsError, TagNotFoundError } from '../../core/errors.js';
 import { MAX_ID } from '../../core/id.js';
 import type { Allocation, NewTag, SegmentStore, TagInfo, TagUpdate } from '../../ports/segment-store.js';
-import { assertGiveBack, DEFAULT_START, DEFAULT_STEP } from '../../ports/segment-store.js';
-import { exhausted } from '../memory/memory-segment-store.js';
-import { positiveSetting, storeError, tagInfoFromTextRow } from '../store-errors.js';
+import { assertGiveBack, DEFAULT_START, DEFAULT_STEP, exhausted, tableName } from '../kit/segment-rules.js';
+import { storeError, tagInfoFromTextRow } from '../kit/store-errors.js';
+import { type PgPoolLike, PostgresConnection, type PostgresConnectionOptions } from './postgres-connection.js';
 
-export const TABLE_NAME_PATTERN = /^[a-z_][a-z0-9_]{0,62}$/;
-export const DEFAULT_TABLE = 'sequoia_alloc';
 const SCHEMA_VERSION = 1;
 /** Key of the advisory lock that serialises schema migrations ("SEQU"). */
 const MIGRATION_LOCK_KEY = 0x53455155;
 
-/** The part of a `pg.Pool` this store calls. */
-export interface PgPoolLike {
-  query(text: string, values?: unknown[]): Promise<{ rows: unknown[]; rowCount: number | null }>;
-  connect(): Promise<PgClientLike>;
-  end(): Promise<void>;
-}
-export interface PgClientLike {
-  query(text: string, values?: unknown[]): Promise<{ rows: unknown[]; rowCount: number | null }>;
-  release(err?: Error | boolean): void;
-}
-
-export interface PostgresSegmentStoreOptions {
-  /** `postgres://user:pass@host:port/db`. Ignored when `pool` is given. */
-  readonly connectionString?: string;
-  /** A pool made by the caller (it then owns the pool's settings; `close()` still ends it). */
-  readonly pool?: PgPoolLike;
+export interface PostgresSegmentStoreOptions extends PostgresConnectionOptions {
+  /** A connection shared with the lease store; the other connection options are then ignored. */
+  readonly connection?: PostgresConnection;
   /** Table name; default `sequoia_alloc`. Must match /^[a-z_][a-z0-9_]{0,62}$/. */
   readonly table?: string;
-  /** Default 10. */
-  readonly maxConnections?: number;
-  /** How long to wait for a connection, ms. Default 3000. */
-  readonly connectTimeoutMs?: number;
-  /** Server-side statement timeout and client-side query timeout, ms. Default 5000. */
-  readonly queryTimeoutMs?: number;
-  /** Idle connections are closed after this, ms. Default 30000. */
-  readonly idleTimeoutMs?: number;
-  /** Called with errors of idle clients (server restart, network cut). Default: ignored. */
-  readonly onPoolError?: (err: Error) => void;
 }
 
 interface RowText {
@@ -74,59 +48,31 @@ interface RowText {
 export class PostgresSegmentStore implements SegmentStore {
   readonly kind = 'postgres';
   readonly table: string;
+  private readonly connection: PostgresConnection;
   private readonly pool: PgPoolLike;
   private initialised = false;
+  private closed = false;
 
   constructor(options: PostgresSegmentStoreOptions) {
-    this.table = options.table ?? DEFAULT_TABLE;
-    if (!TABLE_NAME_PATTERN.test(this.table)) {
-      throw new InvalidArgumentError(`store: table must match ${TABLE_NAME_PATTERN.source}`);
-    }
-    if (options.pool) {
-      this.pool = options.pool;
-      return;
-    }
-    if (!options.connectionString) throw new InvalidArgumentError('store: a PostgreSQL connection string or pool is required');
-    const queryTimeout = positiveSetting(options.queryTimeoutMs ?? 5000, 'queryTimeoutMs');
-    const pool = new pg.Pool({
-      connectionString: options.connectionString,
-      max: positiveSetting(options.maxConnections ?? 10, 'maxConnections'),
-      connectionTimeoutMillis: positiveSetting(options.connectTimeoutMs ?? 3000, 'connectTimeoutMs'),
-      idleTimeoutMillis: positiveSetting(options.idleTimeoutMs ?? 30_000, 'idleTimeoutMs'),
-      statement_timeout: queryTimeout,
-      query_timeout: queryTimeout + 1000,
-      idle_in_transaction_session_timeout: queryTimeout * 2,
-      keepAlive: true,
-    });
-    const onError = options.onPoolError ?? (() => {});
-    // An idle client whose server went away emits 'error' on the pool; without
-    // a listener Node would throw it and kill the process.
-    pool.on('error', onError);
-    this.pool = pool as unknown as PgPoolLike;
+    this.table = tableName(options.table);
+    this.connection = (options.connection ?? new PostgresConnection(options)).retain();
+    this.pool = this.connection.pool;
   }
 
   async init(): Promise<void> {
     if (this.initialised) return;
     const t = this.table;
-    let client: PgClientLike;
-    try {
-      client = await this.pool.connect();
-    } catch (e) {
-      throw wrap(e);
-    }
-    let failed: unknown;
-    try {
-      await client.query('BEGIN');
+    await this.connection.transaction(BACKEND, async (c) => {
       // Several processes may start at once: CREATE TABLE IF NOT EXISTS alone
       // can still race on the catalog, so migrations run one at a time.
-      await client.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK_KEY]);
-      await client.query(
+      await c.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK_KEY]);
+      await c.query(
         `CREATE TABLE IF NOT EXISTS sequoia_schema (component TEXT PRIMARY KEY, version INTEGER NOT NULL)`,
       );
-      const r = await client.query('SELECT version FROM sequoia_schema WHERE component = $1', [t]);
+      const r = await c.query('SELECT version FROM sequoia_schema WHERE component = $1', [t]);
       const version = (r.rows[0] as { version: number } | undefined)?.version ?? 0;
       if (version < 1) {
-        await client.query(`CREATE TABLE IF NOT EXISTS ${t} (
+        await c.query(`CREATE TABLE IF NOT EXISTS ${t} (
           tag TEXT PRIMARY KEY,
           max_id BIGINT NOT NULL CHECK (max_id >= 0),
           step INTEGER NOT NULL CHECK (step > 0),
@@ -135,19 +81,12 @@ export class PostgresSegmentStore implements SegmentStore {
           fence_epoch INTEGER NOT NULL DEFAULT 0
         )`);
       }
-      await client.query(
+      await c.query(
         `INSERT INTO sequoia_schema (component, version) VALUES ($1, $2)
          ON CONFLICT (component) DO UPDATE SET version = GREATEST(sequoia_schema.version, EXCLUDED.version)`,
         [t, SCHEMA_VERSION],
       );
-      await client.query('COMMIT');
-    } catch (e) {
-      failed = e;
-      await client.query('ROLLBACK').catch(() => {});
-    } finally {
-      client.release(failed instanceof Error ? failed : undefined);
-    }
-    if (failed !== undefined) throw wrap(failed);
+    });
     this.initialised = true;
   }
 
@@ -242,22 +181,17 @@ export class PostgresSegmentStore implements SegmentStore {
   }
 
   async close(): Promise<void> {
-    try {
-      await this.pool.end();
-    } catch {
-      // ending twice, or a pool already broken: nothing left to release
-    }
+    if (this.closed) return;
+    this.closed = true;
+    await this.connection.release();
   }
 
-  private async q(text: string, values?: unknown[]): Promise<{ rows: unknown[]; rowCount: number | null }> {
-    try {
-      return await this.pool.query(text, values);
-    } catch (e) {
-      throw wrap(e);
-    }
+  private q(text: string, values?: unknown[]): Promise<{ rows: unknown[]; rowCount: number | null }> {
+    return this.connection.query(BACKEND, text, values);
   }
 }
 
 const COLUMNS = 'tag, max_id::text AS max_id, step, description, updated_at, fence_epoch';
 
-const wrap = (e: unknown) => storeError('PostgreSQL store', e);
+const BACKEND = 'PostgreSQL store';
+const wrap = (e: unknown) => storeError(BACKEND, e);

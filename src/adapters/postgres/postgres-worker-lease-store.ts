@@ -5,11 +5,9 @@
  * clock for every holder whatever machine it runs on. Only parameterised SQL;
  * BIGINTs are read as text. Driver errors become STORE_UNAVAILABLE.
  */
-import pg from 'pg';
-import { SequoiaError } from '../../core/errors.js';
 import type { AcquireRequest, LeaseRecord, LeaseRow, WorkerLeaseStore } from '../../ports/worker-lease-store.js';
-import { chooseWorker } from '../../ports/worker-lease-store.js';
-import { storeError } from '../store-errors.js';
+import { chooseWorker } from '../kit/choose-worker.js';
+import { type PgClientLike, type PgPoolLike, PostgresConnection } from './postgres-connection.js';
 
 const NOW_MS = `(extract(epoch from clock_timestamp()) * 1000)::bigint`;
 /** Advisory-lock namespace for lease acquisition ("SQWL"). */
@@ -17,12 +15,15 @@ const LOCK_CLASS = 0x5351574c;
 
 export class PostgresWorkerLeaseStore implements WorkerLeaseStore {
   readonly kind = 'postgres';
-  private readonly pool: pg.Pool;
+  private readonly connection: PostgresConnection;
+  private readonly pool: PgPoolLike;
   private initialised = false;
+  private closed = false;
 
-  constructor(connectionString: string) {
-    this.pool = new pg.Pool({ connectionString, max: 3, connectionTimeoutMillis: 3000, idleTimeoutMillis: 30_000, statement_timeout: 5000, keepAlive: true });
-    this.pool.on('error', () => {});
+  /** A connection string opens a pool of its own; a connection is shared with the segment store. */
+  constructor(connection: string | PostgresConnection) {
+    this.connection = (typeof connection === 'string' ? new PostgresConnection({ connectionString: connection, maxConnections: 3 }) : connection).retain();
+    this.pool = this.connection.pool;
   }
 
   async init(): Promise<void> {
@@ -54,8 +55,9 @@ export class PostgresWorkerLeaseStore implements WorkerLeaseStore {
       await c.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [LOCK_CLASS, req.space]);
       const now = Number(((await c.query(`SELECT ${NOW_MS}::text AS now`)).rows[0] as { now: string }).now);
       const rows = (
-        await c.query('SELECT worker_id::text AS w, owner, expires_at::text AS e FROM sequoia_worker_lease WHERE space = $1', [req.space])
-      ).rows.map((r: { w: string; owner: string; e: string }): LeaseRow => ({ workerId: Number(r.w), owner: r.owner, expiresAtMs: Number(r.e) }));
+        (await c.query('SELECT worker_id::text AS w, owner, expires_at::text AS e FROM sequoia_worker_lease WHERE space = $1', [req.space]))
+          .rows as { w: string; owner: string; e: string }[]
+      ).map((r): LeaseRow => ({ workerId: Number(r.w), owner: r.owner, expiresAtMs: Number(r.e) }));
       const choice = chooseWorker(rows, now, req);
       if ('refused' in choice) return choice;
       const r = await c.query(
@@ -96,38 +98,18 @@ export class PostgresWorkerLeaseStore implements WorkerLeaseStore {
   }
 
   async close(): Promise<void> {
-    await this.pool.end().catch(() => {});
+    if (this.closed) return;
+    this.closed = true;
+    await this.connection.release();
   }
 
-  private async q(text: string, values: unknown[]): Promise<pg.QueryResult> {
-    try {
-      return await this.pool.query(text, values);
-    } catch (e) {
-      throw wrap(e);
-    }
+  private q(text: string, values: unknown[]): Promise<{ rows: unknown[]; rowCount: number | null }> {
+    return this.connection.query(BACKEND, text, values);
   }
 
-  private async tx<T>(fn: (c: pg.PoolClient) => Promise<T>): Promise<T> {
-    let c: pg.PoolClient;
-    try {
-      c = await this.pool.connect();
-    } catch (e) {
-      throw wrap(e);
-    }
-    let failed: unknown;
-    try {
-      await c.query('BEGIN');
-      const r = await fn(c);
-      await c.query('COMMIT');
-      return r;
-    } catch (e) {
-      failed = e;
-      await c.query('ROLLBACK').catch(() => {});
-      throw wrap(e);
-    } finally {
-      c.release(failed instanceof Error && !(failed instanceof SequoiaError) ? failed : undefined);
-    }
+  private tx<T>(fn: (c: PgClientLike) => Promise<T>): Promise<T> {
+    return this.connection.transaction(BACKEND, fn);
   }
 }
 
-const wrap = (e: unknown) => storeError('PostgreSQL lease store', e);
+const BACKEND = 'PostgreSQL lease store';

@@ -14,9 +14,8 @@ import Database from 'better-sqlite3';
 import { SequoiaError, TagExistsError, TagNotFoundError, UnavailableError } from '../../core/errors.js';
 import { MAX_ID } from '../../core/id.js';
 import type { Allocation, NewTag, SegmentStore, TagInfo, TagUpdate } from '../../ports/segment-store.js';
-import { assertGiveBack, DEFAULT_START, DEFAULT_STEP } from '../../ports/segment-store.js';
-import { exhausted } from '../memory/memory-segment-store.js';
-import { storeError } from '../store-errors.js';
+import { storeError } from '../kit/store-errors.js';
+import { assertGiveBack, DEFAULT_START, DEFAULT_STEP, exhausted } from '../kit/segment-rules.js';
 
 export interface SqliteSegmentStoreOptions {
   /** File path, or ':memory:'. */

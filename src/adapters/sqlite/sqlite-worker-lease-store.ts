@@ -9,7 +9,7 @@ import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import { SequoiaError, UnavailableError } from '../../core/errors.js';
 import type { AcquireRequest, LeaseRecord, LeaseRow, WorkerLeaseStore } from '../../ports/worker-lease-store.js';
-import { chooseWorker } from '../../ports/worker-lease-store.js';
+import { chooseWorker } from '../kit/choose-worker.js';
 
 export class SqliteWorkerLeaseStore implements WorkerLeaseStore {
   readonly kind = 'sqlite';

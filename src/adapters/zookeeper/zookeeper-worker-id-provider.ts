@@ -39,8 +39,9 @@ import { hostname } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import zookeeper from 'node-zookeeper-client';
 import { ClockError, InvalidArgumentError, UnavailableError } from '../../core/errors.js';
-import { type Clock, systemClock } from '../../ports/clock.js';
-import { type Logger, silentLogger } from '../../ports/logger.js';
+import { type Clock, systemClock } from '../../core/clock.js';
+import { silentLogger } from '../../core/silent-logger.js';
+import type { Logger } from '../../ports/logger.js';
 import type { IdSpace, WorkerGrant, WorkerIdProvider } from '../../ports/worker-id-provider.js';
 
 export interface ZookeeperWorkerIdProviderOptions {

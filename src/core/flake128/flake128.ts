@@ -11,7 +11,7 @@
  * `retryAfterMs` set to the gap: no (ms, worker, sequence) triple repeats.
  */
 import { ClockError, InvalidArgumentError } from '../errors.js';
-import type { Clock } from '../../ports/clock.js';
+import type { Clock } from '../clock.js';
 import { HEX_BYTES, decodeHex } from '../codecs/hex.js';
 
 export const FLAKE128_MAX_WORKER = 2 ** 48 - 1;

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { ObjectId } from 'bson';
 import { ObjectIdGenerator, formatObjectId, parseObjectId } from './object-id.js';
-import { systemRandom } from '../../ports/random.js';
+import { systemRandom } from '../random.js';
 import { InvalidArgumentError } from '../errors.js';
 
 const fixedRandom = (bytes: number[]) => ({

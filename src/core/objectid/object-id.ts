@@ -9,8 +9,8 @@
  * and the `bson` package). Seconds past 2^32-1 wrap, as in `bson`.
  */
 import { InvalidArgumentError } from '../errors.js';
-import type { Clock } from '../../ports/clock.js';
-import type { Random } from '../../ports/random.js';
+import type { Clock } from '../clock.js';
+import type { Random } from '../random.js';
 import { HEX_BYTES, hexToBytes } from '../codecs/hex.js';
 
 export interface ObjectIdOptions {

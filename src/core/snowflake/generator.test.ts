@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../../../test/helpers/fakes.js';
-import { PooledSystemRandom } from '../../ports/random.js';
+import { PooledSystemRandom } from '../random.js';
 import { SequoiaError } from '../errors.js';
 import { type ClockPolicy, SnowflakeGenerator, splitE8 } from './generator.js';
 import { PRESETS, compose, decompose, getLayout, joinWorker } from './layout.js';

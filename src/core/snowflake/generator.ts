@@ -26,8 +26,8 @@
  *   below the clock, and keep issuing there; throw when none is.
  */
 import { ClockError, InvalidArgumentError, UnavailableError } from '../errors.js';
-import type { Clock } from '../../ports/clock.js';
-import type { Random } from '../../ports/random.js';
+import type { Clock } from '../clock.js';
+import type { Random } from '../random.js';
 import { type Layout, splitWorker } from './layout.js';
 
 export const CLOCK_POLICIES = ['reject', 'wait', 'logical', 'backup-worker'] as const;

@@ -5,7 +5,7 @@ import * as uuid from 'uuid';
 import { bytesToUlid, ulidTimestampMs, ulidToBytes, ulidToUuid, uuidToUlid } from './ulid.js';
 import { UuidV7Generator } from './uuid-v7.js';
 import { formatUuid } from './uuid-text.js';
-import { systemRandom } from '../../ports/random.js';
+import { systemRandom } from '../random.js';
 import { InvalidArgumentError } from '../errors.js';
 
 const bytes16 = fc.uint8Array({ minLength: 16, maxLength: 16 });

@@ -3,7 +3,7 @@ import fc from 'fast-check';
 import * as uuid from 'uuid';
 import { describeUuid, formatUuid, isValidUuid, parseUuid, tryParseUuid } from './uuid-text.js';
 import { UuidV4Generator } from './uuid-v4.js';
-import { systemRandom } from '../../ports/random.js';
+import { systemRandom } from '../random.js';
 import { InvalidArgumentError } from '../errors.js';
 
 const bytes16 = fc.uint8Array({ minLength: 16, maxLength: 16 });

@@ -3,7 +3,7 @@
  * come from the injected `Random` into a private pool consumed 16 bytes per ID.
  */
 import { InvalidArgumentError } from '../errors.js';
-import type { Random } from '../../ports/random.js';
+import type { Random } from '../random.js';
 import { HEX_BYTES } from '../codecs/hex.js';
 
 const VERSION_BYTE: readonly string[] = Array.from({ length: 256 }, (_, i) => HEX_BYTES[0x40 | (i & 0x0f)]!);

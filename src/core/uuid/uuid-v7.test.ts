@@ -4,8 +4,8 @@ import { randomBytes } from 'node:crypto';
 import * as uuid from 'uuid';
 import { UuidV7Generator, UUID_V7_MAX_MS } from './uuid-v7.js';
 import { parseUuid, describeUuid } from './uuid-text.js';
-import type { Random } from '../../ports/random.js';
-import { systemRandom } from '../../ports/random.js';
+import type { Random } from '../random.js';
+import { systemRandom } from '../random.js';
 import { ClockError, SequoiaError } from '../errors.js';
 
 /** A Random that hands out `script` first, then bytes from `rest` (default: the CSPRNG). */

@@ -27,8 +27,8 @@
  * one clock read and allocates only its result.
  */
 import { ClockError, InvalidArgumentError, UnavailableError } from '../errors.js';
-import type { Clock } from '../../ports/clock.js';
-import type { Random } from '../../ports/random.js';
+import type { Clock } from '../clock.js';
+import type { Random } from '../random.js';
 import { HEX_BYTES } from '../codecs/hex.js';
 import { bytesToUlid } from './ulid.js';
 

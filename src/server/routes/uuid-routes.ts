@@ -2,8 +2,8 @@
 import type { FastifyInstance } from 'fastify';
 import { InvalidArgumentError } from '../../core/errors.js';
 import { UuidV4Generator, UuidV7Generator } from '../../core/uuid/index.js';
-import { type Clock, systemClock } from '../../ports/clock.js';
-import { type Random, systemRandom } from '../../ports/random.js';
+import { type Clock, systemClock } from '../../core/clock.js';
+import { type Random, systemRandom } from '../../core/random.js';
 import type { Access } from '../auth.js';
 import { parseCount } from './segment-routes.js';
 

@@ -6,7 +6,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
-import { DEFAULT_STORE_URL } from '../adapters/create-store.js';
+import { DEFAULT_STORE_URL } from './stores.js';
 import { type BusinessNumberFormat, validateBusinessNumberFormat } from '../core/business-number/index.js';
 import { InvalidArgumentError } from '../core/errors.js';
 import { TAG_PATTERN } from '../core/validate.js';

@@ -5,15 +5,14 @@
  */
 import { readFileSync } from 'node:fs';
 import { pino } from 'pino';
-import { createStore, redactStoreUrl } from '../adapters/create-store.js';
-import { FileHighWaterMarkStore } from '../adapters/state-dir/file-high-water-mark-store.js';
-import type { ServeConfig } from '../cli/config.js';
-import { IdService } from '../service/id-service.js';
+import { buildApp } from '../server/build-app.js';
+import { FormatRegistry } from '../server/formats.js';
+import { SequoiaMetrics } from '../server/metrics.js';
+import type { IdService } from '../service/id-service.js';
 import { VERSION } from '../version.js';
-import { buildApp } from './build-app.js';
-import { FormatRegistry } from './formats.js';
-import { SequoiaMetrics } from './metrics.js';
-import { createSnowflakeService } from './snowflake-wiring.js';
+import type { ServeConfig } from './config.js';
+import { openBackend, redactStoreUrl } from './stores.js';
+import { createIdService, createSnowflakeService } from './wiring.js';
 
 export interface RunningServer {
   readonly url: string;
@@ -27,20 +26,11 @@ export async function startServer(
   options: { handleSignals?: boolean; listeningMessage?: string } = {},
 ): Promise<RunningServer> {
   const logger = pino({ level: config.logLevel, base: { pid: process.pid } });
-  const store = createStore(config.store);
-  const marks = new FileHighWaterMarkStore(config.stateDir);
+  const backend = await openBackend(config.store);
   const metrics = new SequoiaMetrics();
-  const service = new IdService({
-    onLoad: metrics.onLoad,
-    store,
-    marks,
-    logger,
-    refreshIntervalMs: config.refreshIntervalMs,
-    allocator: { maxStep: config.maxStep, loadTimeoutMs: config.loadTimeoutMs },
-    strictTags: config.strictTags,
-  });
+  const service = createIdService(config, backend, { logger, onLoad: metrics.onLoad });
   await service.start();
-  const snowflake = createSnowflakeService(config, logger);
+  const snowflake = createSnowflakeService(config, backend, { logger, optional: true });
   await snowflake?.start().catch(async (e: unknown) => {
     await Promise.allSettled([snowflake.close(), service.close()]);
     throw e;

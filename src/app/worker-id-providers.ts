@@ -12,32 +12,12 @@ import { InvalidArgumentError } from '../core/errors.js';
 import type { Logger } from '../ports/logger.js';
 import type { WorkerIdProvider } from '../ports/worker-id-provider.js';
 import type { WorkerLeaseStore } from '../ports/worker-lease-store.js';
-import { k8sOrdinal } from './k8s/k8s-ordinal.js';
-import { LeaseWorkerIdProvider, WorkerNodeWorkerIdProvider } from './lease/lease-worker-id-provider.js';
-import { MemoryWorkerLeaseStore } from './memory/memory-worker-lease-store.js';
-import { MysqlWorkerLeaseStore } from './mysql/mysql-worker-lease-store.js';
-import { PostgresWorkerLeaseStore } from './postgres/postgres-worker-lease-store.js';
-import { SqliteWorkerLeaseStore } from './sqlite/sqlite-worker-lease-store.js';
-import { StaticWorkerIdProvider } from './static/static-worker-id-provider.js';
-import { ZookeeperWorkerIdProvider, parseZookeeperSpec } from './zookeeper/zookeeper-worker-id-provider.js';
+import { k8sOrdinal } from '../adapters/k8s/k8s-ordinal.js';
+import { LeaseWorkerIdProvider, WorkerNodeWorkerIdProvider } from '../adapters/lease/lease-worker-id-provider.js';
+import { StaticWorkerIdProvider } from '../adapters/static/static-worker-id-provider.js';
+import { ZookeeperWorkerIdProvider, parseZookeeperSpec } from '../adapters/zookeeper/zookeeper-worker-id-provider.js';
 
 export const WORKER_ID_PROVIDER_HELP = 'lease, static:N, k8s-ordinal[:OFFSET], worker-node or zookeeper:HOST:PORT[/ROOT]';
-
-/** The lease store on the same backend as the segment store, or undefined (redis). */
-export function createWorkerLeaseStore(storeUrl: string): WorkerLeaseStore | undefined {
-  for (const raw of storeUrl.split(',')) {
-    const u = raw.trim();
-    if (u === 'memory:') return new MemoryWorkerLeaseStore();
-    if (u.startsWith('sqlite:')) return new SqliteWorkerLeaseStore(u.slice('sqlite:'.length).replace(/^\/\/(?=\/)/, ''));
-    const scheme = /^([a-z][a-z0-9+.-]*):\/\//i.exec(u)?.[1]?.toLowerCase();
-    if (scheme === 'postgres' || scheme === 'postgresql' || scheme === 'mysql') {
-      const url = new URL(u);
-      url.searchParams.delete('table');
-      return scheme === 'mysql' ? new MysqlWorkerLeaseStore(url.toString()) : new PostgresWorkerLeaseStore(url.toString());
-    }
-  }
-  return undefined;
-}
 
 export interface ProviderOptions {
   readonly ttlMs?: number;
@@ -49,7 +29,11 @@ export interface ProviderOptions {
   readonly logger?: Logger;
 }
 
-export function createWorkerIdProvider(spec: string, storeUrl: string, o: ProviderOptions = {}): WorkerIdProvider {
+/**
+ * `leases` answers the lease store on the configured backend (see
+ * `openBackend`), asked only by the providers that use one.
+ */
+export function createWorkerIdProvider(spec: string, leases: () => WorkerLeaseStore | undefined, o: ProviderOptions = {}): WorkerIdProvider {
   if (spec.trim().startsWith('zookeeper:')) {
     const z = parseZookeeperSpec(spec);
     return new ZookeeperWorkerIdProvider({ ...z, stateDir: o.stateDir ?? './data', port: o.port, hostname: o.hostname, logger: o.logger });
@@ -58,7 +42,7 @@ export function createWorkerIdProvider(spec: string, storeUrl: string, o: Provid
   if (!m) throw new InvalidArgumentError(`worker id provider must be ${WORKER_ID_PROVIDER_HELP} (got ${JSON.stringify(spec)})`);
   const kind = m[1] as string;
   const arg = m[2] === undefined ? undefined : Number(m[2]);
-  const store = createWorkerLeaseStore(storeUrl);
+  const store = leases();
   if (kind === 'static' && arg === undefined) throw new InvalidArgumentError('worker id provider static needs an id: static:N');
   if (kind === 'static' || kind === 'k8s-ordinal') {
     const id = kind === 'static' ? (arg as number) : k8sOrdinal(o.hostname ?? hostname(), arg ?? 0);

@@ -31,10 +31,10 @@ import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { pino } from 'pino';
-import { redactStoreUrl } from '../adapters/create-store.js';
-import type { ServeConfig } from '../cli/config.js';
+import { redactStoreUrl } from './stores.js';
+import type { ServeConfig } from './config.js';
 import { VERSION } from '../version.js';
-import { handleGatherInPrimary } from './cluster-gather.js';
+import { handleGatherInPrimary } from '../server/cluster-gather.js';
 
 /** Messages between primary and workers. */
 export type WorkerMessage =

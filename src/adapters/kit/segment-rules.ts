@@ -1,0 +1,31 @@
+/**
+ * Rules every segment store applies the same way: what a new tag starts
+ * with, when a range would pass 2^63-1, what a give-back may do, and which
+ * table names the SQL stores accept.
+ */
+import { InvalidArgumentError, UnavailableError } from '../../core/errors.js';
+
+export const DEFAULT_STEP = 1000;
+export const DEFAULT_START = 1n;
+
+/** SQL table names: letters, digits, underscores; no quoting needed on any backend. */
+export const TABLE_NAME_PATTERN = /^[a-z_][a-z0-9_]{0,62}$/;
+export const DEFAULT_TABLE = 'sequoia_alloc';
+
+/** Throws unless `table` is a legal table name (the error names the `store` field). */
+export function tableName(table: string | undefined): string {
+  const t = table ?? DEFAULT_TABLE;
+  if (!TABLE_NAME_PATTERN.test(t)) throw new InvalidArgumentError(`store: table must match ${TABLE_NAME_PATTERN.source}`);
+  return t;
+}
+
+export function exhausted(tag: string): UnavailableError {
+  return new UnavailableError('ID_SPACE_EXHAUSTED', `tag ${JSON.stringify(tag)} would pass 2^63-1; it never wraps`);
+}
+
+/** Throws unless `newMaxId` is a legal give-back target for `expectedMaxId` (0 <= new <= expected). */
+export function assertGiveBack(expectedMaxId: bigint, newMaxId: bigint): void {
+  if (newMaxId < 0n || newMaxId > expectedMaxId) {
+    throw new InvalidArgumentError('giveBack: newMaxId must be from 0 to expectedMaxId (a give-back never raises max_id)');
+  }
+}

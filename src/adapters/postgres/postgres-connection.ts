@@ -1,0 +1,115 @@
+/**
+ * One PostgreSQL pool shared by the segment store and the lease store of a
+ * server: its settings, its transaction helper and its error mapping live
+ * here once. The pool ends when the last store using it closes.
+ */
+import pg from 'pg';
+import { InvalidArgumentError, SequoiaError } from '../../core/errors.js';
+import { positiveSetting, storeError } from '../kit/store-errors.js';
+
+/** The part of a `pg.Pool` the stores call. */
+export interface PgPoolLike {
+  query(text: string, values?: unknown[]): Promise<{ rows: unknown[]; rowCount: number | null }>;
+  connect(): Promise<PgClientLike>;
+  end(): Promise<void>;
+}
+export interface PgClientLike {
+  query(text: string, values?: unknown[]): Promise<{ rows: unknown[]; rowCount: number | null }>;
+  release(err?: Error | boolean): void;
+}
+
+export interface PostgresConnectionOptions {
+  /** `postgres://user:pass@host:port/db`. Ignored when `pool` is given. */
+  readonly connectionString?: string;
+  /** A pool made by the caller (it then owns the pool's settings; the last `release()` still ends it). */
+  readonly pool?: PgPoolLike;
+  /** Default 10. */
+  readonly maxConnections?: number;
+  /** How long to wait for a connection, ms. Default 3000. */
+  readonly connectTimeoutMs?: number;
+  /** Server-side statement timeout and client-side query timeout, ms. Default 5000. */
+  readonly queryTimeoutMs?: number;
+  /** Idle connections are closed after this, ms. Default 30000. */
+  readonly idleTimeoutMs?: number;
+  /** Called with errors of idle clients (server restart, network cut). Default: ignored. */
+  readonly onPoolError?: (err: Error) => void;
+}
+
+export class PostgresConnection {
+  readonly pool: PgPoolLike;
+  private users = 0;
+  private ended = false;
+
+  constructor(options: PostgresConnectionOptions) {
+    if (options.pool) {
+      this.pool = options.pool;
+      return;
+    }
+    if (!options.connectionString) throw new InvalidArgumentError('store: a PostgreSQL connection string or pool is required');
+    const queryTimeout = positiveSetting(options.queryTimeoutMs ?? 5000, 'queryTimeoutMs');
+    const pool = new pg.Pool({
+      connectionString: options.connectionString,
+      max: positiveSetting(options.maxConnections ?? 10, 'maxConnections'),
+      connectionTimeoutMillis: positiveSetting(options.connectTimeoutMs ?? 3000, 'connectTimeoutMs'),
+      idleTimeoutMillis: positiveSetting(options.idleTimeoutMs ?? 30_000, 'idleTimeoutMs'),
+      statement_timeout: queryTimeout,
+      query_timeout: queryTimeout + 1000,
+      idle_in_transaction_session_timeout: queryTimeout * 2,
+      keepAlive: true,
+    });
+    // An idle client whose server went away emits 'error' on the pool; without
+    // a listener Node would throw it and kill the process.
+    pool.on('error', options.onPoolError ?? (() => {}));
+    this.pool = pool as unknown as PgPoolLike;
+  }
+
+  /** A store starts using the pool; each retain is matched by one `release`. */
+  retain(): this {
+    this.users++;
+    return this;
+  }
+
+  /** A store is done; the last one ends the pool. */
+  async release(): Promise<void> {
+    this.users--;
+    if (this.users > 0 || this.ended) return;
+    this.ended = true;
+    try {
+      await this.pool.end();
+    } catch {
+      // a pool already broken: nothing left to release
+    }
+  }
+
+  /** One statement; driver errors become STORE_UNAVAILABLE naming `backend`. */
+  async query(backend: string, text: string, values?: unknown[]): Promise<{ rows: unknown[]; rowCount: number | null }> {
+    try {
+      return await this.pool.query(text, values);
+    } catch (e) {
+      throw storeError(backend, e);
+    }
+  }
+
+  /** Runs `fn` in one transaction on one client; a client that failed with a driver error is dropped, not reused. */
+  async transaction<T>(backend: string, fn: (c: PgClientLike) => Promise<T>): Promise<T> {
+    let c: PgClientLike;
+    try {
+      c = await this.pool.connect();
+    } catch (e) {
+      throw storeError(backend, e);
+    }
+    let failed: unknown;
+    try {
+      await c.query('BEGIN');
+      const r = await fn(c);
+      await c.query('COMMIT');
+      return r;
+    } catch (e) {
+      failed = e;
+      await c.query('ROLLBACK').catch(() => {});
+      throw storeError(backend, e);
+    } finally {
+      c.release(failed instanceof Error && !(failed instanceof SequoiaError) ? failed : undefined);
+    }
+  }
+}

@@ -1,0 +1,129 @@
+/**
+ * Turns a store URL into the stores a server needs. One place knows every scheme:
+ *   sqlite:PATH (or sqlite::memory:), memory:,
+ *   postgres://… or postgresql://…   (option: ?table=NAME, default sequoia_alloc)
+ *   mysql://…                        (option: ?table=NAME; MySQL 8 or MariaDB 10.11+)
+ *   redis://… or rediss://…          (options: ?keyPrefix=…&tagsKey=…)
+ * and a comma-separated list of those for a multi-store HA set (store i, in
+ * list order, hands out IDs ≡ i mod N; see multi-segment-store.ts). A comma
+ * inside a password must be percent-encoded (%2C).
+ *
+ * The URL is parsed once. On PostgreSQL and MySQL the segment store and the
+ * worker-id lease store share one pool; the lease store is made only when a
+ * provider asks for it, so admin commands never open it. Each backend's
+ * adapter (and driver) is loaded only when a URL names it.
+ */
+import { InvalidArgumentError } from '../core/errors.js';
+import type { SegmentStore } from '../ports/segment-store.js';
+import type { WorkerLeaseStore } from '../ports/worker-lease-store.js';
+
+export const DEFAULT_STORE_URL = 'sqlite:./data/sequoia.db';
+
+const SUPPORTED = 'use sqlite:PATH, postgres://…, mysql://…, redis://…, memory:, or several of them separated by commas';
+
+/** Removes credentials from a store URL (or a comma-separated list) for logs and status pages. */
+export function redactStoreUrl(url: string): string {
+  return url.replace(/\/\/([^@/,]*)@/g, (_m, cred: string) => (cred.includes(':') ? `//${cred.split(':')[0]}:***@` : `//${cred}@`));
+}
+
+/** The stores of one configured URL. */
+export interface Backend {
+  readonly segments: SegmentStore;
+  /**
+   * The worker-id lease store on the same backend (a multi-store list: its
+   * first entry that can hold leases), made on the first call and the same
+   * object after; undefined when no entry can (redis). The caller closes it.
+   */
+  leases(): WorkerLeaseStore | undefined;
+}
+
+interface Entry {
+  readonly segments: SegmentStore;
+  readonly leases: (() => WorkerLeaseStore) | undefined;
+}
+
+export async function openBackend(url: string): Promise<Backend> {
+  const parts = url.split(',').map((p) => p.trim());
+  if (parts.length > 1 && parts.some((p) => p === '')) {
+    throw new InvalidArgumentError(`store: empty entry in the store list ${JSON.stringify(redactStoreUrl(url))}`);
+  }
+  const entries = await Promise.all(parts.map(openEntry));
+  const segments =
+    entries.length > 1
+      ? new (await import('../adapters/multi/multi-segment-store.js')).MultiSegmentStore(entries.map((e) => e.segments))
+      : (entries[0] as Entry).segments;
+  const make = entries.find((e) => e.leases !== undefined)?.leases;
+  let leases: WorkerLeaseStore | undefined;
+  return { segments, leases: () => (leases ??= make?.()) };
+}
+
+/** The segment store of a URL (or list), for callers that need no leases. */
+export async function createStore(url: string): Promise<SegmentStore> {
+  return (await openBackend(url)).segments;
+}
+
+async function openEntry(u: string): Promise<Entry> {
+  if (u === 'memory:') {
+    const [{ MemorySegmentStore }, { MemoryWorkerLeaseStore }] = await Promise.all([
+      import('../adapters/memory/memory-segment-store.js'),
+      import('../adapters/memory/memory-worker-lease-store.js'),
+    ]);
+    return { segments: new MemorySegmentStore(), leases: () => new MemoryWorkerLeaseStore() };
+  }
+  if (u.startsWith('sqlite:')) {
+    const path = u.slice('sqlite:'.length).replace(/^\/\/(?=\/)/, '');
+    if (path === '') throw new InvalidArgumentError('store: sqlite URL needs a path, e.g. sqlite:./data/sequoia.db');
+    const [{ SqliteSegmentStore }, { SqliteWorkerLeaseStore }] = await Promise.all([
+      import('../adapters/sqlite/sqlite-segment-store.js'),
+      import('../adapters/sqlite/sqlite-worker-lease-store.js'),
+    ]);
+    return { segments: new SqliteSegmentStore({ path }), leases: () => new SqliteWorkerLeaseStore(path) };
+  }
+  const scheme = /^([a-z][a-z0-9+.-]*):\/\//i.exec(u)?.[1]?.toLowerCase();
+  if (scheme === 'postgres' || scheme === 'postgresql') {
+    const { rest, options } = takeParams(u, ['table']);
+    const [{ PostgresConnection }, { PostgresSegmentStore }, { PostgresWorkerLeaseStore }] = await Promise.all([
+      import('../adapters/postgres/postgres-connection.js'),
+      import('../adapters/postgres/postgres-segment-store.js'),
+      import('../adapters/postgres/postgres-worker-lease-store.js'),
+    ]);
+    const connection = new PostgresConnection({ connectionString: rest });
+    return { segments: new PostgresSegmentStore({ connection, table: options.table }), leases: () => new PostgresWorkerLeaseStore(connection) };
+  }
+  if (scheme === 'mysql') {
+    const { rest, options } = takeParams(u, ['table']);
+    const [{ MysqlConnection }, { MysqlSegmentStore }, { MysqlWorkerLeaseStore }] = await Promise.all([
+      import('../adapters/mysql/mysql-connection.js'),
+      import('../adapters/mysql/mysql-segment-store.js'),
+      import('../adapters/mysql/mysql-worker-lease-store.js'),
+    ]);
+    const connection = new MysqlConnection({ uri: rest });
+    return { segments: new MysqlSegmentStore({ connection, table: options.table }), leases: () => new MysqlWorkerLeaseStore(connection) };
+  }
+  if (scheme === 'redis' || scheme === 'rediss') {
+    const { rest, options } = takeParams(u, ['keyPrefix', 'tagsKey']);
+    const { RedisSegmentStore } = await import('../adapters/redis/redis-segment-store.js');
+    return { segments: new RedisSegmentStore({ url: rest, keyPrefix: options.keyPrefix, tagsKey: options.tagsKey }), leases: undefined };
+  }
+  throw new InvalidArgumentError(`store: unsupported URL ${JSON.stringify(redactStoreUrl(u))} (${SUPPORTED})`);
+}
+
+/** Takes Sequoia's own query parameters off a URL, leaving the driver's. */
+function takeParams(u: string, names: readonly string[]): { rest: string; options: Record<string, string | undefined> } {
+  let parsed: URL;
+  try {
+    parsed = new URL(u);
+  } catch {
+    throw new InvalidArgumentError(`store: malformed URL ${JSON.stringify(redactStoreUrl(u))}`);
+  }
+  const options: Record<string, string | undefined> = {};
+  for (const n of names) {
+    const v = parsed.searchParams.get(n);
+    if (v !== null) {
+      if (v === '') throw new InvalidArgumentError(`store: URL parameter ${n} must not be empty`);
+      options[n] = v;
+      parsed.searchParams.delete(n);
+    }
+  }
+  return { rest: parsed.toString(), options };
+}

@@ -1,0 +1,114 @@
+/**
+ * The wiring: services from configuration, one function each, used by
+ * `serve`, every CLI command and the benchmarks. The store URL is parsed once
+ * (`openBackend`) and its backend shared by the segment service and the
+ * worker-id provider.
+ */
+import { FileHighWaterMarkStore, MemoryHighWaterMarkStore } from '../adapters/state-dir/file-high-water-mark-store.js';
+import { InvalidArgumentError } from '../core/errors.js';
+import type { Logger } from '../ports/logger.js';
+import { IdService, type IdServiceOptions } from '../service/id-service.js';
+import { SnowflakeService } from '../service/snowflake-service.js';
+import type { ServeConfig } from './config.js';
+import { type Backend, openBackend } from './stores.js';
+import { createWorkerIdProvider } from './worker-id-providers.js';
+
+export interface SegmentConfig {
+  readonly store: string;
+  /** Where the rollback guard keeps its high-water marks; null keeps them in memory only (benchmarks, throwaway stores). */
+  readonly stateDir: string | null;
+  /** 0 for one-shot commands: no refresh timer. */
+  readonly refreshIntervalMs?: number;
+  readonly maxStep?: number;
+  readonly loadTimeoutMs?: number;
+  readonly strictTags?: readonly string[] | undefined;
+}
+
+export type SnowflakeConfig = Pick<
+  ServeConfig,
+  'snowflakeLayout' | 'workerIdProvider' | 'workerLeaseTtlMs' | 'clockPolicy' | 'clockMaxWaitMs'
+> & { readonly stateDir?: string; readonly port?: number };
+
+export function createIdService(
+  config: SegmentConfig,
+  backend: Backend,
+  o: { readonly logger?: Logger; readonly onLoad?: IdServiceOptions['onLoad'] } = {},
+): IdService {
+  return new IdService({
+    store: backend.segments,
+    marks: config.stateDir === null ? new MemoryHighWaterMarkStore() : new FileHighWaterMarkStore(config.stateDir),
+    logger: o.logger,
+    onLoad: o.onLoad,
+    refreshIntervalMs: config.refreshIntervalMs,
+    allocator: {
+      ...(config.maxStep !== undefined ? { maxStep: config.maxStep } : {}),
+      ...(config.loadTimeoutMs !== undefined ? { loadTimeoutMs: config.loadTimeoutMs } : {}),
+    },
+    strictTags: config.strictTags,
+  });
+}
+
+/**
+ * The snowflake service on the configured worker-id provider. With
+ * `optional` (the server), the default provider meeting a store that cannot
+ * hold leases (redis) disables snowflake IDs with a warning instead of
+ * failing (the routes answer NOT_FOUND); an explicit provider that cannot
+ * work is always an error.
+ */
+export function createSnowflakeService(
+  config: SnowflakeConfig,
+  backend: Backend,
+  o: { readonly logger?: Logger; readonly optional?: boolean } = {},
+): SnowflakeService | undefined {
+  let provider;
+  try {
+    provider = createWorkerIdProvider(config.workerIdProvider, backend.leases, {
+      ttlMs: config.workerLeaseTtlMs,
+      stateDir: config.stateDir,
+      port: config.port,
+      logger: o.logger,
+    });
+  } catch (e) {
+    if (o.optional && e instanceof InvalidArgumentError && config.workerIdProvider === 'lease') {
+      o.logger?.warn({ reason: e.message }, 'snowflake IDs disabled: set --worker-id-provider');
+      return undefined;
+    }
+    throw e;
+  }
+  return new SnowflakeService({
+    provider,
+    defaultLayout: config.snowflakeLayout,
+    clockPolicy: config.clockPolicy,
+    maxWaitMs: config.clockMaxWaitMs,
+    logger: o.logger,
+  });
+}
+
+/** For one-shot commands: a started service without refresh timer, closed (tails given back) after `fn`. */
+export async function withIdService<T>(config: SegmentConfig, fn: (s: IdService) => Promise<T>): Promise<T> {
+  const service = createIdService({ ...config, refreshIntervalMs: 0 }, await openBackend(config.store));
+  try {
+    await service.start();
+    return await fn(service);
+  } finally {
+    await service.close();
+  }
+}
+
+/** For one-shot commands: the snowflake service on the configured provider, closed with its backend after `fn`. */
+export async function withSnowflakeService<T>(
+  config: SnowflakeConfig & { readonly store: string },
+  fn: (s: SnowflakeService) => Promise<T>,
+): Promise<T> {
+  const backend = await openBackend(config.store);
+  try {
+    const service = createSnowflakeService(config, backend) as SnowflakeService;
+    try {
+      return await fn(service);
+    } finally {
+      await service.close();
+    }
+  } finally {
+    await backend.segments.close();
+  }
+}
