@@ -39,7 +39,9 @@ const formatsSchema = z.preprocess(
           ctx.addIssue({ code: 'custom', message: e instanceof Error ? e.message : String(e) });
         }
       }
-    }),
+    })
+    // Each entry was just validated as a format.
+    .transform((rec) => rec as Record<string, BusinessNumberFormat>),
 );
 
 /** A list of tags: a JSON array, or a comma-separated string (flag, env). */
@@ -107,37 +109,8 @@ export const FIELDS = {
 
 export type FieldName = keyof typeof FIELDS;
 
-export interface ServeConfig {
-  host: string;
-  port: number;
-  store: string;
-  stateDir: string;
-  adminToken: string | undefined;
-  logLevel: (typeof LOG_LEVELS)[number];
-  maxStep: number;
-  refreshIntervalMs: number;
-  loadTimeoutMs: number;
-  shutdownTimeoutMs: number;
-  /** Worker processes (node:cluster); 0 means one per core, 1 runs in-process. */
-  workers: number;
-  formats: Record<string, BusinessNumberFormat> | undefined;
-  adminTokenFile: string | undefined;
-  clientTokens: Array<{ token: string; tags: string[] }> | undefined;
-  clientTokensFile: string | undefined;
-  rateLimit: number;
-  rateLimitBurst: number | undefined;
-  tlsCert: string | undefined;
-  tlsKey: string | undefined;
-  requestTimeoutMs: number;
-  maxHeaderBytes: number;
-  /** Tags served in strict mode; none by default. */
-  strictTags?: string[] | undefined;
-  snowflakeLayout: string;
-  workerIdProvider: string;
-  workerLeaseTtlMs: number;
-  clockPolicy: 'reject' | 'wait' | 'logical' | 'backup-worker';
-  clockMaxWaitMs: number;
-}
+/** The resolved configuration: one field per entry of FIELDS, typed by its schema's output. */
+export type ServeConfig = { [K in FieldName]: z.output<(typeof FIELDS)[K]['schema']> };
 
 /** Bad configuration: one message per field. */
 export class ConfigError extends InvalidArgumentError {
@@ -194,7 +167,7 @@ export function resolveConfig(
   }
   if (problems.length === 0) readSecretFiles(out, problems);
   if (problems.length) throw new ConfigError(problems);
-  return out as unknown as ServeConfig;
+  return out as ServeConfig;
 }
 
 /** Secrets may come from files; cross-field rules are checked here. */
