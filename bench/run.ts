@@ -1,5 +1,5 @@
 /**
- * `npm run bench [-- section…]`: sections core, generators, snowflake, stores, latency, http, client, cluster, metrics (default: all).
+ * `npm run bench [-- section…]`: sections startup, core, generators, snowflake, stores, latency, http, client, cluster, metrics (default: all).
  * Prints Markdown for BENCHMARKS.md. Every ratio compares numbers measured in
  * this same run; each figure is the median of several rounds.
  */
@@ -12,6 +12,7 @@ import { benchHttp, haveWrk } from './http.js';
 import { benchLatency } from './latency.js';
 import { benchMetrics, printMetricsBench } from './metrics.js';
 import { benchSnowflake } from './snowflake.js';
+import { benchStartup } from './startup.js';
 import { benchStores } from './stores.js';
 import { fmt, pct } from './util.js';
 
@@ -21,6 +22,15 @@ const rounds = Number(process.env.BENCH_ROUNDS ?? 5);
 
 console.log(`# Sequoia benchmark run ${new Date().toISOString()}`);
 console.log(`node ${process.version}, ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}; medians of ${rounds} rounds\n`);
+
+if (want('startup')) {
+  const rows = benchStartup();
+  console.log('## Start-up: the library entry and the CLI (medians of 21 interleaved runs)\n');
+  console.log('| what | ms | baseline | baseline ms | ratio | target |');
+  console.log('| --- | ---: | --- | ---: | ---: | ---: |');
+  for (const r of rows) console.log(`| ${r.name} | ${r.ms.toFixed(1)} | ${r.baseline} | ${r.baselineMs.toFixed(1)} | ${r.ratio.toFixed(2)}× | ≤ ${r.target}× |`);
+  console.log('');
+}
 
 if (want('core')) {
   const r = await benchCore(rounds);

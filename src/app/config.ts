@@ -6,7 +6,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
-import { DEFAULT_STORE_URL } from './stores.js';
+import { DEFAULT_STATE_DIR, DEFAULT_STORE_URL } from './defaults.js';
 import { type BusinessNumberFormat, validateBusinessNumberFormat } from '../core/business-number/index.js';
 import { InvalidArgumentError } from '../core/errors.js';
 import { TAG_PATTERN } from '../core/validate.js';
@@ -81,7 +81,7 @@ export const FIELDS = {
   host: { schema: z.string().min(1, 'must not be empty'), default: '127.0.0.1', env: 'SEQUOIA_HOST', flag: '--host', doc: 'address to listen on' },
   port: { schema: intFrom(0, 65535), default: 8080, env: 'SEQUOIA_PORT', flag: '--port', doc: 'TCP port (0 picks a free one)' },
   store: { schema: z.string().min(1, 'must not be empty'), default: DEFAULT_STORE_URL, env: 'SEQUOIA_STORE', flag: '--store', doc: 'store URL: sqlite:PATH, postgres://…, mysql://…, redis://…, or several comma-separated' },
-  stateDir: { schema: z.string().min(1, 'must not be empty'), default: './data', env: 'SEQUOIA_STATE_DIR', flag: '--state-dir', doc: 'local state directory (high-water marks)' },
+  stateDir: { schema: z.string().min(1, 'must not be empty'), default: DEFAULT_STATE_DIR, env: 'SEQUOIA_STATE_DIR', flag: '--state-dir', doc: 'local state directory (high-water marks)' },
   adminToken: { schema: z.string().min(8, 'must be at least 8 characters').optional(), default: undefined, env: 'SEQUOIA_ADMIN_TOKEN', flag: '--admin-token', doc: 'bearer token for the admin routes; unset leaves them open' },
   logLevel: { schema: z.enum(LOG_LEVELS, { error: `must be one of ${LOG_LEVELS.join(', ')}` }), default: 'info', env: 'SEQUOIA_LOG_LEVEL', flag: '--log-level', doc: 'pino log level' },
   maxStep: { schema: intFrom(1, 2_000_000_000), default: 1_000_000, env: 'SEQUOIA_MAX_STEP', flag: '--max-step', doc: 'cap of the dynamic step' },

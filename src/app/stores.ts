@@ -17,8 +17,6 @@ import { InvalidArgumentError } from '../core/errors.js';
 import type { SegmentStore } from '../ports/segment-store.js';
 import type { WorkerLeaseStore } from '../ports/worker-lease-store.js';
 
-export const DEFAULT_STORE_URL = 'sqlite:./data/sequoia.db';
-
 const SUPPORTED = 'use sqlite:PATH, postgres://…, mysql://…, redis://…, memory:, or several of them separated by commas';
 
 /** Removes credentials from a store URL (or a comma-separated list) for logs and status pages. */

@@ -9,6 +9,7 @@
  */
 import { hostname } from 'node:os';
 import { InvalidArgumentError } from '../core/errors.js';
+import { DEFAULT_STATE_DIR } from './defaults.js';
 import type { Logger } from '../ports/logger.js';
 import type { WorkerIdProvider } from '../ports/worker-id-provider.js';
 import type { WorkerLeaseStore } from '../ports/worker-lease-store.js';
@@ -36,7 +37,7 @@ export interface ProviderOptions {
 export function createWorkerIdProvider(spec: string, leases: () => WorkerLeaseStore | undefined, o: ProviderOptions = {}): WorkerIdProvider {
   if (spec.trim().startsWith('zookeeper:')) {
     const z = parseZookeeperSpec(spec);
-    return new ZookeeperWorkerIdProvider({ ...z, stateDir: o.stateDir ?? './data', port: o.port, hostname: o.hostname, logger: o.logger });
+    return new ZookeeperWorkerIdProvider({ ...z, stateDir: o.stateDir ?? DEFAULT_STATE_DIR, port: o.port, hostname: o.hostname, logger: o.logger });
   }
   const m = /^(lease|sql-lease|static|k8s-ordinal|worker-node)(?::([0-9]{1,9}))?$/.exec(spec.trim());
   if (!m) throw new InvalidArgumentError(`worker id provider must be ${WORKER_ID_PROVIDER_HELP} (got ${JSON.stringify(spec)})`);

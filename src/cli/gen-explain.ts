@@ -10,7 +10,6 @@ import { ObjectIdGenerator, parseObjectId } from '../core/objectid/index.js';
 import { describeUuid, ulidTimestampMs, ulidToUuid, UuidV4Generator, UuidV7Generator } from '../core/uuid/index.js';
 import { systemClock } from '../core/clock.js';
 import { systemRandom } from '../core/random.js';
-import { resolveConfig } from '../app/config.js';
 import { SNOWFLAKE_LAYOUTS, explainSnowflake, genSnowflake, isSnowflakeLayout } from './snowflake-commands.js';
 
 export const GEN_KINDS = ['uuid', 'uuid4', 'ulid', 'objectid'] as const;
@@ -121,8 +120,8 @@ export function registerGenAndExplain(program: Command): void {
     .option('--layout <layout>', `${[...SNOWFLAKE_LAYOUTS, ...EXPLAIN_LAYOUTS].join(' | ')} (guessed from the text when omitted; decimal IDs: twitter)`)
     .option('--format <name>', 'a business-number format: a configured name (formats from --config / SEQUOIA_FORMATS) or e.g. base62, crockford32:13:check')
     .option('--config <file>', 'JSON config file with `formats`')
-    .action((id: string, o: { layout?: string; format?: string; config?: string }) => {
-      const formats = o.format !== undefined ? resolveConfig({}, process.env, o.config).formats : undefined;
+    .action(async (id: string, o: { layout?: string; format?: string; config?: string }) => {
+      const formats = o.format !== undefined ? (await import('../app/config.js')).resolveConfig({}, process.env, o.config).formats : undefined;
       console.log(JSON.stringify(explain(id, { layout: o.layout, format: o.format, formats }), null, 2));
     });
 }
@@ -133,8 +132,8 @@ export function registerGenAndExplain(program: Command): void {
  * range is given back on exit when no one allocated after it.
  */
 export async function genSegment(tag: string, count: number, opts: { store?: string; stateDir?: string }): Promise<string[]> {
+  const [{ resolveConfig }, { withIdService }] = await Promise.all([import('../app/config.js'), import('../app/wiring.js')]);
   const config = resolveConfig({ store: opts.store, stateDir: opts.stateDir }, process.env, undefined);
-  const { withIdService } = await import('../app/wiring.js');
   return withIdService(config, async (service) => {
     const ids: string[] = [];
     for (let left = count; left > 0; left -= 10_000) {

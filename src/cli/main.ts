@@ -8,7 +8,8 @@ import { InvalidArgumentError, SequoiaError } from '../core/errors.js';
 import { MAX_STORED_STEP } from '../core/validate.js';
 import type { IdService } from '../service/id-service.js';
 import { VERSION } from '../version.js';
-import { FIELDS, type FieldName, resolveConfig } from '../app/config.js';
+import type { FieldName } from '../app/config.js';
+import { DEFAULT_STATE_DIR, DEFAULT_STORE_URL } from '../app/defaults.js';
 import { registerGenAndExplain } from './gen-explain.js';
 import { registerPlan } from './snowflake-commands.js';
 
@@ -21,14 +22,18 @@ program
   .configureOutput({ outputError: (str, write) => write(`sequoia: ${str.replace(/^error: /, '')}`) });
 
 const serve = program.command('serve').description('run the HTTP ID server');
-for (const [name, f] of Object.entries(FIELDS) as [FieldName, (typeof FIELDS)[FieldName]][]) {
-  // commander names the option's attribute after the flag: --state-dir → stateDir, matching FIELDS.
-  serve.option(`${f.flag} <value>`, `${f.doc} (env ${f.env}; default ${f.default ?? 'none'})`);
-  void name;
+if (process.argv.slice(2).includes('serve')) {
+  // The field table (and its schema library) loads only for serve: every other command starts without it.
+  const { FIELDS } = await import('../app/config.js');
+  for (const f of Object.values(FIELDS)) {
+    // commander names the option's attribute after the flag: --state-dir → stateDir, matching FIELDS.
+    serve.option(`${f.flag} <value>`, `${f.doc} (env ${f.env}; default ${f.default ?? 'none'})`);
+  }
+  serve.option('--config <file>', 'JSON config file (env SEQUOIA_CONFIG)');
 }
-serve.option('--config <file>', 'JSON config file (env SEQUOIA_CONFIG)');
 serve.action(async (opts: Record<string, unknown>) => {
   const { config: file, ...flags } = opts;
+  const { resolveConfig } = await import('../app/config.js');
   const config = resolveConfig(flags as Partial<Record<FieldName, unknown>>, process.env, file as string | undefined);
   // Loaded only here: the admin commands stay quick without fastify and pino.
   // --workers 1 runs in this process; more fork a node:cluster primary (src/app/cluster.ts).
@@ -43,15 +48,15 @@ interface StoreOpts {
 
 function storeOption(cmd: Command): Command {
   return cmd
-    .option('--store <url>', `store URL (env SEQUOIA_STORE; default ${FIELDS.store.default})`)
-    .option('--state-dir <dir>', `local state directory (env SEQUOIA_STATE_DIR; default ${FIELDS.stateDir.default})`);
+    .option('--store <url>', `store URL (env SEQUOIA_STORE; default ${DEFAULT_STORE_URL})`)
+    .option('--state-dir <dir>', `local state directory (env SEQUOIA_STATE_DIR; default ${DEFAULT_STATE_DIR})`);
 }
 
 /** A service for one-shot admin commands: no refresh timer, no HTTP. */
 async function withService<T>(opts: StoreOpts, fn: (s: IdService) => Promise<T>): Promise<T> {
+  // Loaded here, not at start-up: `sequoia gen uuid` never loads the config schema, a store or a driver.
+  const [{ resolveConfig }, { withIdService }] = await Promise.all([import('../app/config.js'), import('../app/wiring.js')]);
   const config = resolveConfig({ store: opts.store, stateDir: opts.stateDir }, process.env, undefined);
-  // Loaded here, not at start-up: `sequoia gen uuid` never loads a store or driver.
-  const { withIdService } = await import('../app/wiring.js');
   return withIdService(config, fn);
 }
 

@@ -7,8 +7,7 @@ import type { Command } from 'commander';
 import { InvalidArgumentError } from '../core/errors.js';
 import { PRESETS, getLayout } from '../core/snowflake/layout.js';
 import { plan } from '../core/snowflake/planner.js';
-import { explainId } from '../service/snowflake-service.js';
-import { resolveConfig } from '../app/config.js';
+import { explainId } from '../core/snowflake/explain.js';
 
 export const SNOWFLAKE_LAYOUTS = [...PRESETS.keys()];
 
@@ -25,6 +24,7 @@ export interface GenSnowflakeOptions {
 }
 
 export async function genSnowflake(o: GenSnowflakeOptions): Promise<string[]> {
+  const { resolveConfig } = await import('../app/config.js');
   const config = resolveConfig({ store: o.store, workerIdProvider: o.workerIdProvider, snowflakeLayout: o.layout }, process.env, undefined);
   const layout = getLayout(config.snowflakeLayout);
   let shard = 0;

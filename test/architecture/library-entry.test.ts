@@ -1,0 +1,51 @@
+/**
+ * What the library entry and a light CLI command load: `import 'sequoia'`
+ * gives the generators and loads no server, store or driver code; `sequoia
+ * gen uuid` loads no store, driver, server or config schema; an admin
+ * command loads only the driver of the store it names. Traced with module
+ * hooks in a child process, on the built package (npm run build).
+ */
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ROOT, assertBuilt } from '../helpers/cli.js';
+
+const REGISTER = join(ROOT, 'test', 'helpers', 'load-trace', 'register.mjs');
+
+function loaded(args: readonly string[]): string[] {
+  const r = spawnSync(process.execPath, ['--import', REGISTER, ...args], { cwd: ROOT, encoding: 'utf8', timeout: 30_000 });
+  expect(r.status, r.stderr).toBe(0);
+  return [...r.stderr.matchAll(/^LOADED (\S+)$/gm)].map((m) => (m[1] as string).replace(`file://${join(ROOT, '/')}`, ''));
+}
+
+const DRIVERS = /node_modules\/(pg|pg-[a-z-]+|mysql2|ioredis|better-sqlite3|node-zookeeper-client)\//;
+const SERVER_SIDE = /node_modules\/(fastify|pino|prom-client|zod)\/|dist\/(app|server|adapters|service|cli)\//;
+
+describe('what gets loaded', () => {
+  it("import('sequoia') loads no server, store, driver or other package", () => {
+    assertBuilt();
+    const mods = loaded(['--input-type=module', '-e', "const m = await import('sequoia'); if (typeof m.UuidV7Generator !== 'function') process.exit(3);"]);
+    expect(mods.some((m) => m.startsWith('dist/pkg/index.js'))).toBe(true);
+    expect(mods.filter((m) => m.includes('node_modules/') || SERVER_SIDE.test(m))).toEqual([]);
+  });
+
+  it('sequoia gen uuid loads no store, driver, server or config schema', () => {
+    assertBuilt();
+    const mods = loaded([join(ROOT, 'dist', 'cli', 'main.js'), 'gen', 'uuid']);
+    expect(mods).toContain('dist/cli/main.js');
+    const heavy = mods.filter(
+      (m) => DRIVERS.test(m) || /node_modules\/(fastify|pino|prom-client|zod)\//.test(m) || /dist\/(adapters|server|service)\//.test(m) || /dist\/app\/(?!defaults\.js)/.test(m),
+    );
+    expect(heavy).toEqual([]);
+  });
+
+  it('an admin command on SQLite loads the SQLite driver and no other', () => {
+    assertBuilt();
+    const dir = mkdtempSync(join(tmpdir(), 'sequoia-loads-'));
+    const mods = loaded([join(ROOT, 'dist', 'cli', 'main.js'), 'tag', 'list', '--store', `sqlite:${join(dir, 'ids.db')}`, '--state-dir', dir]);
+    expect(mods.some((m) => m.includes('dist/adapters/sqlite/'))).toBe(true);
+    expect(mods.filter((m) => /node_modules\/(pg|mysql2|ioredis|fastify)\//.test(m) || /dist\/adapters\/(postgres|mysql|redis)\//.test(m))).toEqual([]);
+  });
+});
