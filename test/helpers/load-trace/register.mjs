@@ -1,3 +1,3 @@
 // `node --import ./register.mjs …` traces which modules a command loads (see hooks.mjs).
 import { register } from 'node:module';
-register(new URL('./hooks.mjs', import.meta.url));
+register('./hooks.mjs', import.meta.url);
