@@ -3,9 +3,7 @@
  * business numbers. Output is JSON for explain, one ID per line for gen.
  */
 import type { Command } from 'commander';
-import { createBusinessNumberCodec, resolveBusinessNumberFormat } from '../core/business-number/index.js';
 import { InvalidArgumentError } from '../core/errors.js';
-import { decomposeFlake128, parseFlake128 } from '../core/flake128/index.js';
 import { ObjectIdGenerator, parseObjectId } from '../core/objectid/index.js';
 import { describeUuid, ulidTimestampMs, ulidToUuid, UuidV4Generator, UuidV7Generator } from '../core/uuid/index.js';
 import { systemClock } from '../core/clock.js';
@@ -44,13 +42,15 @@ const ULID_LIKE = /^[0-9A-HJKMNP-TV-Z]{26}$/i;
 const OBJECTID_LIKE = /^[0-9a-f]{24}$/i;
 
 /** Decodes an ID of a coordination-free layout, or a business number with `format`. */
-export function explain(id: string, opts: { layout?: string; format?: string; formats?: Record<string, unknown> }): Record<string, unknown> {
+export async function explain(id: string, opts: { layout?: string; format?: string; formats?: Record<string, unknown> }): Promise<Record<string, unknown>> {
   if (opts.format !== undefined) {
+    // Loaded here: `sequoia gen` starts without the codecs and the permutation.
+    const { createBusinessNumberCodec, resolveBusinessNumberFormat } = await import('../core/business-number/index.js');
     const named = new Map(Object.entries(opts.formats ?? {})) as Parameters<typeof resolveBusinessNumberFormat>[1];
     const codec = createBusinessNumberCodec(resolveBusinessNumberFormat(opts.format, named, '--format'));
     return { id, format: opts.format, value: codec.decode(id).toString() };
   }
-  if (isSnowflakeLayout(opts.layout) || (opts.layout === undefined && /^[0-9]{1,19}$/.test(id))) return explainSnowflake(id, opts.layout ?? 'twitter');
+  if (isSnowflakeLayout(opts.layout) || (opts.layout === undefined && /^[0-9]{1,19}$/.test(id))) return await explainSnowflake(id, opts.layout ?? 'twitter');
   const layout = opts.layout ?? (UUID_LIKE.test(id) ? 'uuid' : ULID_LIKE.test(id) ? 'ulid' : OBJECTID_LIKE.test(id) ? 'objectid' : undefined);
   switch (layout) {
     case 'uuid': {
@@ -73,6 +73,7 @@ export function explain(id: string, opts: { layout?: string; format?: string; fo
       };
     }
     case 'flake128': {
+      const { decomposeFlake128, parseFlake128 } = await import('../core/flake128/index.js');
       const f = decomposeFlake128(parseFlake128(id));
       return { id, layout: 'flake128', ...jsonSafe(f) };
     }
@@ -122,7 +123,7 @@ export function registerGenAndExplain(program: Command): void {
     .option('--config <file>', 'JSON config file with `formats`')
     .action(async (id: string, o: { layout?: string; format?: string; config?: string }) => {
       const formats = o.format !== undefined ? (await import('../app/config.js')).resolveConfig({}, process.env, o.config).formats : undefined;
-      console.log(JSON.stringify(explain(id, { layout: o.layout, format: o.format, formats }), null, 2));
+      console.log(JSON.stringify(await explain(id, { layout: o.layout, format: o.format, formats }), null, 2));
     });
 }
 

@@ -6,8 +6,6 @@
 import type { Command } from 'commander';
 import { InvalidArgumentError } from '../core/errors.js';
 import { PRESETS, getLayout } from '../core/snowflake/layout.js';
-import { plan } from '../core/snowflake/planner.js';
-import { explainId } from '../core/snowflake/explain.js';
 
 export const SNOWFLAKE_LAYOUTS = [...PRESETS.keys()];
 
@@ -42,7 +40,8 @@ export async function genSnowflake(o: GenSnowflakeOptions): Promise<string[]> {
   });
 }
 
-export function explainSnowflake(id: string, layout: string): Record<string, unknown> {
+export async function explainSnowflake(id: string, layout: string): Promise<Record<string, unknown>> {
+  const { explainId } = await import('../core/snowflake/explain.js');
   return { ...explainId(id, getLayout(layout)) };
 }
 
@@ -62,7 +61,8 @@ export function registerPlan(program: Command): void {
     .requiredOption('--years <n>', 'years the format must last', num('--years'))
     .option('--unit-ms <n>', 'milliseconds per tick (default 1)', num('--unit-ms'))
     .option('--json', 'print JSON')
-    .action((o: { nodes: number; peakPerMs: number; years: number; unitMs?: number; json?: boolean }) => {
+    .action(async (o: { nodes: number; peakPerMs: number; years: number; unitMs?: number; json?: boolean }) => {
+      const { plan } = await import('../core/snowflake/planner.js');
       const p = plan({ nodes: o.nodes, peakPerMs: o.peakPerMs, years: o.years, unitMs: o.unitMs });
       if (o.json) {
         console.log(JSON.stringify(p, null, 2));

@@ -10,7 +10,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ROOT, assertBuilt } from '../helpers/cli.js';
+import { PACKAGED_BIN, ROOT, assertBuilt, cleanEnv, startServe } from '../helpers/cli.js';
 
 const REGISTER = join(ROOT, 'test', 'helpers', 'load-trace', 'register.mjs');
 
@@ -47,5 +47,35 @@ describe('what gets loaded', () => {
     const mods = loaded([join(ROOT, 'dist', 'cli', 'main.js'), 'tag', 'list', '--store', `sqlite:${join(dir, 'ids.db')}`, '--state-dir', dir]);
     expect(mods.some((m) => m.includes('dist/adapters/sqlite/'))).toBe(true);
     expect(mods.filter((m) => /node_modules\/(pg|mysql2|ioredis|fastify)\//.test(m) || /dist\/adapters\/(postgres|mysql|redis)\//.test(m))).toEqual([]);
+  });
+});
+
+describe('the bundled command (package.json "bin")', () => {
+  const run = (args: string[]) => spawnSync(process.execPath, [PACKAGED_BIN, ...args], { encoding: 'utf8', env: cleanEnv(), timeout: 30_000 });
+
+  it('loads no store, driver or server for gen uuid, and generates', () => {
+    assertBuilt();
+    const mods = loaded([PACKAGED_BIN, 'gen', 'uuid']);
+    expect(mods.filter((m) => DRIVERS.test(m) || /node_modules\/(fastify|pino|prom-client|zod)\//.test(m))).toEqual([]);
+    const r = run(['gen', 'uuid', '--count', '3']);
+    expect(r.status).toBe(0);
+    expect(r.stdout.trim().split('\n')).toHaveLength(3);
+  });
+
+  it('manages tags on SQLite and serves segment IDs from two cluster workers', async () => {
+    assertBuilt();
+    const dir = mkdtempSync(join(tmpdir(), 'sequoia-bundle-'));
+    const store = `sqlite:${join(dir, 'ids.db')}`;
+    expect(run(['tag', 'create', 'order', '--store', store, '--state-dir', join(dir, 'cli')]).status).toBe(0);
+    expect(run(['tag', 'list', '--store', store, '--state-dir', join(dir, 'cli')]).stdout).toMatch(/^order\t/m);
+    const s = await startServe(['--store', store, '--state-dir', join(dir, 'state'), '--workers', '2', '--log-level', 'info'], {}, PACKAGED_BIN);
+    try {
+      const r = await fetch(`${s.url}/v1/segment/order`);
+      expect(r.status).toBe(200);
+      expect(((await r.json()) as { ids: unknown[] }).ids).toHaveLength(1);
+    } finally {
+      s.child.kill('SIGTERM');
+      expect(await s.exited).toBe(0);
+    }
   });
 });

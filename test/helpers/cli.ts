@@ -5,6 +5,8 @@ import { fileURLToPath } from 'node:url';
 
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 export const BIN = fileURLToPath(new URL('../../dist/cli/main.js', import.meta.url));
+/** The bundled command the package installs (package.json "bin"). */
+export const PACKAGED_BIN = fileURLToPath(new URL('../../dist/pkg/cli.js', import.meta.url));
 
 export function assertBuilt(): void {
   if (!existsSync(BIN)) throw new Error('dist/ is missing: run `npm run build` first (npm test does)');
@@ -36,9 +38,9 @@ export interface ServerProcess {
 }
 
 /** Starts `sequoia serve --port 0 …` with node directly (npx would not pass signals) and waits for its URL. */
-export async function startServe(args: string[], env: NodeJS.ProcessEnv = {}): Promise<ServerProcess> {
+export async function startServe(args: string[], env: NodeJS.ProcessEnv = {}, bin = BIN): Promise<ServerProcess> {
   assertBuilt();
-  const child = spawn(process.execPath, [BIN, 'serve', '--port', '0', ...args], {
+  const child = spawn(process.execPath, [bin, 'serve', '--port', '0', ...args], {
     env: { ...cleanEnv(), ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
