@@ -3,7 +3,15 @@
  * it in large slices (they keep their own pools), so the per-ID path never
  * calls into the CSPRNG. Tests inject a scripted `Random` to reproduce vectors.
  */
-import { randomFillSync } from 'node:crypto';
+import { createRequire } from 'node:module';
+
+type Fill = (bytes: Uint8Array) => void;
+let cryptoFill: Fill | undefined;
+/** node:crypto is loaded on the first fill, not at import: `import 'sequoia'` stays cheap for code that never draws. */
+function randomFillSync(bytes: Uint8Array): void {
+  cryptoFill ??= (createRequire(import.meta.url)('node:crypto') as { randomFillSync: Fill }).randomFillSync;
+  cryptoFill(bytes);
+}
 
 export interface Random {
   /** Overwrites every byte of `bytes` with fresh random bytes. Never hands out the same bytes twice. */
