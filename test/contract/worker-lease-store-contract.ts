@@ -1,0 +1,172 @@
+/**
+ * The one contract every WorkerLeaseStore runs (memory, SQLite, PostgreSQL,
+ * MySQL/MariaDB), as the segment stores run theirs. Each case works in
+ * spaces of its own (random names), since other test files use the same
+ * servers at the same time; stores that several processes share also give
+ * `reopen`, and then independent instances race for ids in one space.
+ */
+import { randomBytes } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { AcquireRequest, LeaseRecord, WorkerLeaseStore } from '../../src/ports/worker-lease-store.js';
+
+export interface LeaseHarness {
+  readonly store: WorkerLeaseStore;
+  /** A second, independent instance on the same backend (stores other processes can share). */
+  reopen?(): Promise<WorkerLeaseStore>;
+  /** Removes the rows of the given spaces and closes. */
+  cleanup(spaces: readonly string[]): Promise<void>;
+}
+
+export type LeaseFactory = () => Promise<LeaseHarness>;
+
+function isRecord(r: LeaseRecord | { refused: string }): r is LeaseRecord {
+  return !('refused' in r);
+}
+
+async function take(store: WorkerLeaseStore, req: AcquireRequest): Promise<LeaseRecord> {
+  const r = await store.acquire(req);
+  if (!isRecord(r)) throw new Error(`refused: ${r.refused}`);
+  return r;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** `shared`: other processes can open the same store (SQLite file, SQL servers); the harness then gives `reopen`. */
+export function runWorkerLeaseStoreContract(name: string, factory: LeaseFactory, options: { readonly shared: boolean }): void {
+  describe(`WorkerLeaseStore contract: ${name}`, () => {
+    let h: LeaseHarness;
+    const spaces: string[] = [];
+    const space = (): string => {
+      const s = `test-${process.pid}-${randomBytes(4).toString('hex')}`;
+      spaces.push(s);
+      return s;
+    };
+    const req = (s: string, owner: string, more: Partial<AcquireRequest> = {}): AcquireRequest => ({ space: s, owner, ttlMs: 10_000, workerCount: 4, ...more });
+
+    beforeAll(async () => {
+      h = await factory();
+      await h.store.init();
+    });
+    afterAll(async () => {
+      await h?.cleanup(spaces);
+    });
+
+    it('init is idempotent', async () => {
+      await h.store.init();
+      await h.store.init();
+    });
+
+    it('the first holder of a space gets id 0, generation 1, never used (-1), expiring about ttl from now', async () => {
+      const s = space();
+      const r = await take(h.store, req(s, 'a', { ttlMs: 10_000 }));
+      expect(r).toMatchObject({ workerId: 0, generation: 1, lastTick: -1 });
+      // The store's clock (the database server's on SQL) is this machine's here.
+      expect(Math.abs(r.expiresAtMs - (Date.now() + 10_000))).toBeLessThan(5_000);
+    });
+
+    it('live holders get different ids, lowest first; a space full of live leases is refused', async () => {
+      const s = space();
+      const ids = [];
+      for (const owner of ['a', 'b', 'c']) ids.push((await take(h.store, req(s, owner, { workerCount: 3 }))).workerId);
+      expect(ids).toEqual([0, 1, 2]);
+      const full = await h.store.acquire(req(s, 'd', { workerCount: 3 }));
+      expect(full).toEqual({ refused: expect.stringContaining('all 3 worker ids') });
+    });
+
+    it('spaces are independent', async () => {
+      const [s1, s2] = [space(), space()];
+      expect((await take(h.store, req(s1, 'a'))).workerId).toBe(0);
+      expect((await take(h.store, req(s2, 'b'))).workerId).toBe(0);
+    });
+
+    it('want takes exactly that id; another owner is refused while the lease lives, the same owner is not', async () => {
+      const s = space();
+      const a = await take(h.store, req(s, 'a', { want: 2 }));
+      expect(a).toMatchObject({ workerId: 2, generation: 1 });
+      const b = await h.store.acquire(req(s, 'b', { want: 2 }));
+      expect(b).toEqual({ refused: expect.stringContaining('worker id 2 is held by a') });
+      const again = await take(h.store, req(s, 'a', { want: 2 }));
+      expect(again).toMatchObject({ workerId: 2, generation: 2 });
+    });
+
+    it('exclude skips ids this process already holds', async () => {
+      const s = space();
+      expect((await take(h.store, req(s, 'a', { exclude: [0, 1] }))).workerId).toBe(2);
+    });
+
+    it('renew extends the lease and keeps the highest tick; a stale generation or owner gets undefined', async () => {
+      const s = space();
+      const a = await take(h.store, req(s, 'a', { ttlMs: 5_000 }));
+      const r1 = await h.store.renew(s, a.workerId, 'a', a.generation, 20_000, 100);
+      expect(r1).toMatchObject({ workerId: a.workerId, generation: a.generation, lastTick: 100 });
+      expect(r1!.expiresAtMs).toBeGreaterThan(a.expiresAtMs);
+      const r2 = await h.store.renew(s, a.workerId, 'a', a.generation, 20_000, 50);
+      expect(r2?.lastTick).toBe(100);
+      expect(await h.store.renew(s, a.workerId, 'a', a.generation + 1, 20_000, 200)).toBeUndefined();
+      expect(await h.store.renew(s, a.workerId, 'b', a.generation, 20_000, 200)).toBeUndefined();
+    });
+
+    it('release frees the id at once; the next holder gets it with the last tick and a new generation', async () => {
+      const s = space();
+      const a = await take(h.store, req(s, 'a'));
+      await take(h.store, req(s, 'b'));
+      await h.store.release(s, a.workerId, 'a', a.generation, 777);
+      const c = await take(h.store, req(s, 'c'));
+      expect(c).toMatchObject({ workerId: a.workerId, generation: a.generation + 1, lastTick: 777 });
+    });
+
+    it('a release with a stale generation is a no-op: the new holder keeps its lease', async () => {
+      const s = space();
+      const a = await take(h.store, req(s, 'a', { want: 1 }));
+      await h.store.release(s, 1, 'a', a.generation, 10);
+      const b = await take(h.store, req(s, 'b', { want: 1 }));
+      await h.store.release(s, 1, 'a', a.generation, 5);
+      expect(await h.store.acquire(req(s, 'c', { want: 1 }))).toEqual({ refused: expect.stringContaining('held by b') });
+      expect(await h.store.renew(s, 1, 'b', b.generation, 10_000, 11)).toMatchObject({ lastTick: 11 });
+    });
+
+    it('an expired lease is taken over, lowest expired id first, after the last renewed tick', async () => {
+      const s = space();
+      const a = await take(h.store, req(s, 'a', { ttlMs: 200 }));
+      await take(h.store, req(s, 'b', { ttlMs: 60_000 }));
+      await h.store.renew(s, a.workerId, 'a', a.generation, 200, 4242);
+      await sleep(450);
+      const c = await take(h.store, req(s, 'c'));
+      expect(c).toMatchObject({ workerId: a.workerId, generation: a.generation + 1, lastTick: 4242 });
+      expect(await h.store.renew(s, a.workerId, 'a', a.generation, 10_000, 5000)).toBeUndefined();
+    });
+
+    it('registerNode answers a new id on every call', async () => {
+      const s = space();
+      const ids = [];
+      for (let i = 0; i < 5; i++) ids.push(await h.store.registerNode(s, `host-${i}`));
+      expect(new Set(ids).size).toBe(5);
+      expect(ids.every((id) => Number.isSafeInteger(id) && id >= 0)).toBe(true);
+    });
+
+    it('concurrent acquires on one instance never hand out one id twice', async () => {
+      const s = space();
+      const got = await Promise.all(Array.from({ length: 8 }, (_, i) => h.store.acquire(req(s, `o${i}`, { workerCount: 6 }))));
+      const ids = got.filter(isRecord).map((r) => r.workerId);
+      expect(ids.length).toBe(6);
+      expect(new Set(ids).size).toBe(6);
+      expect(got.filter((r) => !isRecord(r))).toHaveLength(2);
+    });
+
+    if (!options.shared) return;
+    it('independent instances racing in one space never share an id', async () => {
+      if (!h.reopen) throw new Error('a shared store must give reopen');
+      const s = space();
+      const others = await Promise.all(Array.from({ length: 3 }, () => h.reopen!()));
+      try {
+        await Promise.all(others.map((o) => o.init()));
+        const all = [h.store, ...others];
+        const got = await Promise.all(Array.from({ length: 12 }, (_, i) => all[i % all.length]!.acquire(req(s, `p${i}`, { workerCount: 10 }))));
+        const ids = got.filter(isRecord).map((r) => r.workerId);
+        expect(ids.sort((x, y) => x - y)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
+      } finally {
+        await Promise.all(others.map((o) => o.close()));
+      }
+    });
+  });
+}

@@ -1,0 +1,124 @@
+/**
+ * The WorkerLeaseStore contract on every lease store, and the one pool a SQL
+ * backend shares between its segment store and its lease store.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import mysql from 'mysql2/promise';
+import pg from 'pg';
+import { expect, it } from 'vitest';
+import { MemoryWorkerLeaseStore } from '../../src/adapters/memory/memory-worker-lease-store.js';
+import { MysqlWorkerLeaseStore } from '../../src/adapters/mysql/mysql-worker-lease-store.js';
+import { PostgresWorkerLeaseStore } from '../../src/adapters/postgres/postgres-worker-lease-store.js';
+import { SqliteWorkerLeaseStore } from '../../src/adapters/sqlite/sqlite-worker-lease-store.js';
+import { openBackend } from '../../src/app/stores.js';
+import { describeWithService } from '../helpers/services.js';
+import { MYSQL_URL, POSTGRES_URL, probeMysql, probePostgres, uniqueName } from './backends.js';
+import { runWorkerLeaseStoreContract } from './worker-lease-store-contract.js';
+
+runWorkerLeaseStoreContract('memory', async () => {
+  const store = new MemoryWorkerLeaseStore();
+  return { store, cleanup: () => store.close() };
+}, { shared: false });
+
+runWorkerLeaseStoreContract('sqlite (file, WAL)', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'sequoia-lease-sqlite-'));
+  const path = join(dir, 'sequoia.db');
+  const store = new SqliteWorkerLeaseStore(path);
+  return {
+    store,
+    reopen: async () => new SqliteWorkerLeaseStore(path),
+    cleanup: async () => {
+      await store.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}, { shared: true });
+
+const describePg = await describeWithService('PostgreSQL', probePostgres);
+describePg('postgres leases', () => {
+  runWorkerLeaseStoreContract('postgres', async () => {
+    const store = new PostgresWorkerLeaseStore(POSTGRES_URL);
+    return {
+      store,
+      reopen: async () => new PostgresWorkerLeaseStore(POSTGRES_URL),
+      cleanup: async (spaces) => {
+        await store.close();
+        const c = new pg.Client({ connectionString: POSTGRES_URL });
+        await c.connect();
+        try {
+          await c.query('DELETE FROM sequoia_worker_lease WHERE space = ANY($1)', [spaces]);
+          await c.query('DELETE FROM sequoia_worker_node WHERE space = ANY($1)', [spaces]);
+        } finally {
+          await c.end();
+        }
+      },
+    };
+  }, { shared: true });
+
+  it('the segment store and the lease store of one URL share one pool, ended when the last closes', async () => {
+    const table = uniqueName('sequoia_pool');
+    const backend = await openBackend(`${POSTGRES_URL}?table=${table}`);
+    const leases = backend.leases()!;
+    expect(backend.leases()).toBe(leases);
+    const pool = (backend.segments as unknown as { pool: pg.Pool }).pool;
+    expect((leases as unknown as { pool: pg.Pool }).pool).toBe(pool);
+    await backend.segments.init();
+    await leases.init();
+    await backend.segments.close();
+    expect(pool.ended).toBe(false);
+    const space = uniqueName('pool-space');
+    expect(await leases.acquire({ space, owner: 'a', ttlMs: 1000, workerCount: 2 })).toMatchObject({ workerId: 0 });
+    await leases.close();
+    expect(pool.ended).toBe(true);
+    const c = new pg.Client({ connectionString: POSTGRES_URL });
+    await c.connect();
+    await c.query(`DROP TABLE IF EXISTS ${table}`);
+    await c.query('DELETE FROM sequoia_schema WHERE component = $1', [table]);
+    await c.query('DELETE FROM sequoia_worker_lease WHERE space = $1', [space]);
+    await c.end();
+  });
+});
+
+const describeMysql = await describeWithService('MySQL/MariaDB', probeMysql);
+describeMysql('mysql leases', () => {
+  runWorkerLeaseStoreContract('mysql', async () => {
+    const store = new MysqlWorkerLeaseStore(MYSQL_URL);
+    return {
+      store,
+      reopen: async () => new MysqlWorkerLeaseStore(MYSQL_URL),
+      cleanup: async (spaces) => {
+        await store.close();
+        if (spaces.length === 0) return;
+        const c = await mysql.createConnection({ uri: MYSQL_URL });
+        try {
+          await c.query('DELETE FROM sequoia_worker_lease WHERE space IN (?)', [spaces]);
+          await c.query('DELETE FROM sequoia_worker_node WHERE space IN (?)', [spaces]);
+        } finally {
+          await c.end();
+        }
+      },
+    };
+  }, { shared: true });
+
+  it('the segment store and the lease store of one URL share one pool, ended when the last closes', async () => {
+    const table = uniqueName('sequoia_pool');
+    const backend = await openBackend(`${MYSQL_URL}?table=${table}`);
+    const leases = backend.leases()!;
+    const pool = (backend.segments as unknown as { pool: mysql.Pool }).pool;
+    expect((leases as unknown as { connection: { pool: mysql.Pool } }).connection.pool).toBe(pool);
+    await backend.segments.init();
+    await leases.init();
+    await backend.segments.close();
+    const space = uniqueName('pool-space');
+    expect(await leases.acquire({ space, owner: 'a', ttlMs: 1000, workerCount: 2 })).toMatchObject({ workerId: 0 });
+    await leases.close();
+    await expect(pool.query('SELECT 1')).rejects.toThrow(/closed/i);
+    const c = await mysql.createConnection({ uri: MYSQL_URL });
+    await c.query(`DROP TABLE IF EXISTS ${table}`);
+    await c.query('DELETE FROM sequoia_schema WHERE component = ?', [table]);
+    await c.query('DELETE FROM sequoia_worker_lease WHERE space = ?', [space]);
+    await c.end();
+  });
+});
