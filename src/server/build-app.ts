@@ -11,7 +11,7 @@ import type { IdService } from '../service/id-service.js';
 import { createServer as createHttpServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import { type ClientToken, makeAccess } from './auth.js';
-import { makeFastPath } from './fast-path.js';
+import { hooksSkippedByFastPath, makeFastPath } from './fast-path.js';
 import { TokenBucketLimiter } from './rate-limit.js';
 import { ERROR_STATUS } from './error-status.js';
 import { SequoiaMetrics } from './metrics.js';
@@ -68,6 +68,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   const verboseLog = opts.logger !== undefined && (opts.logger.level === 'debug' || opts.logger.level === 'trace');
   const fast =
     opts.fastPath !== false && !opts.clientTokens?.length && !opts.rateLimit && !verboseLog ? makeFastPath(opts.service) : undefined;
+  let fastOn = fast !== undefined;
   const app: FastifyInstance = Fastify({
     ...(opts.logger ? { loggerInstance: opts.logger as unknown as FastifyBaseLogger } : { logger: false }),
     // Our own onResponse hook logs requests: hot ID routes only at debug.
@@ -100,7 +101,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     // Our own server: the fast path answers the hot routes before fastify when it can.
     serverFactory: (handler: (req: IncomingMessage, res: ServerResponse) => void) => {
       const maxHeaderSize = opts.maxHeaderBytes ?? 16 * 1024;
-      const h = fast ? (req: IncomingMessage, res: ServerResponse) => void (fast(req, res) || handler(req, res)) : handler;
+      const h = fast ? (req: IncomingMessage, res: ServerResponse) => void ((fastOn && fast(req, res)) || handler(req, res)) : handler;
       const server = opts.tls
         ? createHttpsServer({ cert: opts.tls.cert, key: opts.tls.key, maxHeaderSize }, h)
         : createHttpServer({ maxHeaderSize }, h);
@@ -110,6 +111,19 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
       return server;
     },
   });
+
+  if (fast) {
+    // The fast path answers before fastify: a request hook (CORS, tracing, a
+    // limit) registered on its routes would silently not run there. Such a
+    // hook turns the fast path off, so every request runs it.
+    app.addHook('onReady', async () => {
+      const skipped = hooksSkippedByFastPath(app);
+      if (skipped.length > 0) {
+        fastOn = false;
+        app.log.warn({ hooks: skipped }, 'HTTP fast path off: request hooks on its routes');
+      }
+    });
+  }
 
   // Route table, kept to answer 405 on known paths with other methods.
   const methodsByPath = new Map<string, Set<string>>();

@@ -4,6 +4,7 @@ import { MemoryHighWaterMarkStore } from '../adapters/state-dir/file-high-water-
 import { IdService } from '../service/id-service.js';
 import { ControlledStore } from '../../test/helpers/fakes.js';
 import { type AppOptions, buildApp } from './build-app.js';
+import { hooksSkippedByFastPath } from './fast-path.js';
 
 let app: FastifyInstance | undefined;
 afterEach(async () => {
@@ -11,12 +12,13 @@ afterEach(async () => {
   app = undefined;
 });
 
-async function serve(extra: Partial<AppOptions> = {}) {
+async function serve(extra: Partial<AppOptions> = {}, before?: (app: FastifyInstance) => Promise<void>) {
   const store = new ControlledStore();
   const service = new IdService({ store, marks: new MemoryHighWaterMarkStore(), refreshIntervalMs: 0, allocator: { loadTimeoutMs: 100 } });
   await service.start();
   await service.createTag({ tag: 't', step: 10 });
   app = await buildApp({ service, metrics: false, ...extra });
+  await before?.(app);
   await app.listen({ port: 0, host: '127.0.0.1' });
   const url = `http://127.0.0.1:${(app.server.address() as { port: number }).port}`;
   return { url, store, service };
@@ -71,5 +73,52 @@ describe('HTTP fast path (real sockets)', () => {
     const auth = { headers: { authorization: 'Bearer client-token-0123456789' } };
     expect((await get(`${url}/api/segment/get/t`, auth)).status).toBe(200);
     expect((await get(`${url}/api/segment/get/t`)).status).toBe(401);
+  });
+});
+
+describe('fast path guard', () => {
+  // As a CORS plugin registers: one that is not encapsulated (fastify-plugin's skip-override), so its hook covers every route.
+  const cors = (a: FastifyInstance) =>
+    a.register(
+      Object.assign(
+        async (i: FastifyInstance) => {
+          i.addHook('onRequest', function allowOrigin(_req, reply, done) {
+            void reply.header('access-control-allow-origin', '*');
+            done();
+          });
+        },
+        { [Symbol.for('skip-override')]: true },
+      ),
+    );
+
+  it('the app as built has no request hook on the fast-path routes', async () => {
+    await serve();
+    expect(hooksSkippedByFastPath(app!)).toEqual([]);
+  });
+
+  it('sees a request hook (say CORS) that the fast path would skip', async () => {
+    await serve({}, async (a) => void (await cors(a)));
+    expect(hooksSkippedByFastPath(app!)).toEqual(['/api/segment/get/:tag onRequest ["allowOrigin()"]', '/v1/segment/:tag onRequest ["allowOrigin()"]']);
+  });
+
+  it('a hook registered after buildApp runs on every hot request: the fast path turns itself off', async () => {
+    const { url } = await serve({}, async (a) => void (await cors(a)));
+    // Without the guard, the first request loads the tag through fastify and the next ones skip the hook.
+    for (const path of ['/api/segment/get/t', '/api/segment/get/t', '/v1/segment/t', '/v1/segment/t?count=2']) {
+      expect((await fetch(`${url}${path}`)).headers.get('access-control-allow-origin'), path).toBe('*');
+    }
+  });
+
+  it('a hook inside an encapsulated plugin without hot routes leaves the fast path on', async () => {
+    const { url } = await serve({}, async (a) => {
+      await a.register(async (child) => {
+        child.addHook('onRequest', function childOnly(_q, _r, done) {
+          done();
+        });
+        child.get('/elsewhere', async () => 'ok');
+      });
+    });
+    expect(hooksSkippedByFastPath(app!)).toEqual([]);
+    expect(await get(`${url}/elsewhere`)).toMatchObject({ status: 200 });
   });
 });

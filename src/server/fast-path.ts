@@ -12,6 +12,7 @@
  * client tokens or a rate limit are configured, or at debug logging, since
  * those act on every request.
  */
+import type { FastifyInstance } from 'fastify';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Id } from '../core/id.js';
 import { TAG_PATTERN } from '../core/validate.js';
@@ -23,6 +24,32 @@ const COUNT = /^count=([1-9][0-9]{0,4})$/;
 const MAX_COUNT = 10_000;
 
 export type FastPath = (req: IncomingMessage, res: ServerResponse) => boolean;
+
+/** The fastify routes whose GET requests the fast path may answer instead. */
+export const FAST_PATH_ROUTES = ['/api/segment/get/:tag', '/v1/segment/:tag'] as const;
+
+/**
+ * The request hooks (onRequest, preHandler, onSend, onResponse …) fastify
+ * would run on a GET of a fast-path route: the fast path runs none of them,
+ * so while it is on this must be empty. A CORS or tracing plugin that hooks
+ * every request shows up here. Read from fastify's own route table, once
+ * the app is ready.
+ */
+export function hooksSkippedByFastPath(app: FastifyInstance): string[] {
+  const skipped: string[] = [];
+  let current: string | undefined;
+  for (const line of app.printRoutes({ includeHooks: true, commonPrefix: false }).split('\n')) {
+    const route = /(\/\S*) \(([A-Z, ]+)\)\s*$/.exec(line);
+    if (route) {
+      const methods = (route[2] as string).split(',').map((m) => m.trim());
+      current = methods.includes('GET') && (FAST_PATH_ROUTES as readonly string[]).includes(route[1] as string) ? (route[1] as string) : undefined;
+      continue;
+    }
+    const hook = /• \((\w+)\) (.*)$/.exec(line);
+    if (hook && current !== undefined) skipped.push(`${current} ${hook[1]} ${hook[2]}`);
+  }
+  return skipped;
+}
 
 export function makeFastPath(service: IdService): FastPath {
   return (req, res) => {
