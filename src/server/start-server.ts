@@ -6,7 +6,7 @@
 import { readFileSync } from 'node:fs';
 import { pino } from 'pino';
 import { createStore, redactStoreUrl } from '../adapters/create-store.js';
-import { FileHighWaterMarkStore } from '../adapters/state-dir/file-high-water-mark-store.js';
+import { StateDir } from '../adapters/state-dir/state-dir.js';
 import type { ServeConfig } from '../cli/config.js';
 import { IdService } from '../service/id-service.js';
 import { VERSION } from '../version.js';
@@ -28,7 +28,8 @@ export async function startServer(
 ): Promise<RunningServer> {
   const logger = pino({ level: config.logLevel, base: { pid: process.pid } });
   const store = createStore(config.store);
-  const marks = new FileHighWaterMarkStore(config.stateDir);
+  // One state directory for the whole server: every worker of --workers N shares its marks and ticks.
+  const marks = new StateDir(config.stateDir);
   const metrics = new SequoiaMetrics();
   const service = new IdService({
     onLoad: metrics.onLoad,

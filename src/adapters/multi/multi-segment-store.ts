@@ -84,6 +84,7 @@ type Settled<T> = { ok: true; value: T } | { ok: false; error: SequoiaError };
 export class MultiSegmentStore implements SegmentStore {
   readonly kind: string;
   readonly n: number;
+  readonly stride: number;
   private readonly members: Member[];
   private readonly bigN: bigint;
   private readonly cooldown: number;
@@ -93,6 +94,7 @@ export class MultiSegmentStore implements SegmentStore {
   constructor(stores: readonly SegmentStore[], options: MultiSegmentStoreOptions = {}) {
     if (stores.length < 1) throw new InvalidArgumentError('store: a multi-store set needs at least one store');
     this.n = stores.length;
+    this.stride = stores.length;
     this.bigN = BigInt(stores.length);
     this.members = stores.map((store, index) => ({ store, index, ready: undefined, downUntil: 0 }));
     this.kind = `multi(${stores.map((s) => s.kind).join(',')})`;
