@@ -374,7 +374,9 @@ export class TagAllocator {
         // Another process (or an earlier run) detected a rollback: refuse without allocating, unless fenced since.
         const info = await store.getTag(this.tag);
         if (info && info.fenceEpoch <= plain.trippedAtEpoch) {
-          this.refuse(`a rollback was detected earlier (high-water mark ${plain.mark}); run \`sequoia fence\``, plain.trippedAtEpoch);
+          const reason = `a rollback was detected earlier (high-water mark ${plain.mark}); run \`sequoia fence\``;
+          this.refuse(reason, plain.trippedAtEpoch);
+          logger.error({ tag: this.tag, code: 'STORE_ROLLBACK_DETECTED' }, reason);
           this.loadFailures++;
           this.deps.onLoad?.(this.tag, false, (performance.now() - t0) / 1000);
           return;
