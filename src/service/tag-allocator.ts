@@ -363,10 +363,19 @@ export class TagAllocator {
     try {
       // Read before sending: every answer to this request starts at or above
       // these marks in a monotonic store, whichever process of the server set them.
-      const floor = this.readFloor();
+      let floor: ReadonlyMap<string, HighWaterMark | undefined>;
+      try {
+        floor = this.readFloor();
+      } catch (e) {
+        throw (this.markFailure = markError(e));
+      }
       if (this.markFailure) {
         // The last mark could not be written: prove the state directory takes a write before burning a range.
-        marks.update(this.tag, (cur) => (cur ? { ...cur } : { mark: 0n }));
+        try {
+          marks.update(this.tag, (cur) => (cur ? { ...cur } : { mark: 0n }));
+        } catch (e) {
+          throw (this.markFailure = markError(e));
+        }
         this.markFailure = undefined;
       }
       const plain = floor.get(this.tag);
@@ -415,8 +424,7 @@ export class TagAllocator {
         }
       } catch (e) {
         // Nothing of this range is handed out (a gap); the next load first proves the state directory writable.
-        this.markFailure = e instanceof SequoiaError ? e : new UnavailableError('STORE_UNAVAILABLE', 'cannot record the high-water mark', { cause: e, retryAfterMs: 1000 });
-        throw this.markFailure;
+        throw (this.markFailure = markError(e));
       }
       if (!verdict?.ok) {
         const reason = verdict && !verdict.ok ? verdict.reason : 'rollback';
@@ -483,6 +491,10 @@ function unusedTail(buffer: SegmentBuffer): { from: bigint; end: bigint } | unde
 }
 
 const FENCE_RECHECK_MS = 1000;
+
+function markError(e: unknown): SequoiaError {
+  return e instanceof SequoiaError ? e : new UnavailableError('STORE_UNAVAILABLE', 'cannot record the high-water mark', { cause: e, retryAfterMs: 1000 });
+}
 
 /** The mark key of one residue class of a multi-store set ('#' is not legal in tags, so no tag has this key). */
 function classKey(tag: string, stride: number, offset: number): string {
