@@ -7,8 +7,11 @@
 import { mkdtempSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import zookeeper from 'node-zookeeper-client';
 import { afterAll, describe, expect, it } from 'vitest';
+import { decompose, getLayout } from '../../src/core/snowflake/layout.js';
 import { type ServerProcess, sequoia, startServe } from '../helpers/cli.js';
+import { describeWithService } from '../helpers/services.js';
 
 const running: ServerProcess[] = [];
 afterAll(() => {
@@ -62,4 +65,65 @@ describe('one snowflake worker id per worker process', () => {
     expect(r.stderr).toMatch(/workerIdProvider: .*same snowflake worker id; use --workers 1/);
     expect(r.stderr).not.toMatch(/use .*(static|k8s-ordinal) provider/);
   });
+});
+
+const ZK = process.env.SEQUOIA_TEST_ZOOKEEPER ?? '127.0.0.1:2181';
+const describeZk = await describeWithService('ZooKeeper', () => {
+  const c = zookeeper.createClient(ZK, { sessionTimeout: 6000, retries: 0 });
+  return new Promise<void>((resolve, reject) => {
+    const t = setTimeout(() => {
+      c.close();
+      reject(new Error(`no ZooKeeper at ${ZK}`));
+    }, 2000);
+    c.once('connected', () => {
+      clearTimeout(t);
+      c.close();
+      resolve();
+    });
+    c.connect();
+  });
+});
+
+/** Snowflake IDs over fresh connections (round-robin over the workers): the worker ids seen, and every ID. */
+async function workerIdsSeen(url: string): Promise<{ nodes: Set<number>; ids: string[] }> {
+  const twitter = getLayout('twitter');
+  const nodes = new Set<number>();
+  const ids: string[] = [];
+  for (let i = 0; i < 12; i++) {
+    const r = await fetch(`${url}/v1/snowflake?count=200`, { headers: { connection: 'close' } });
+    expect(r.status).toBe(200);
+    for (const id of ((await r.json()) as { ids: string[] }).ids) {
+      ids.push(id);
+      const v = decompose(twitter, BigInt(id)).values;
+      nodes.add(((v.datacenter as number) << 5) | (v.worker as number));
+    }
+  }
+  return { nodes, ids };
+}
+
+describe('lease provider with --workers 2 (SQLite)', () => {
+  it('each worker issues on its own worker id; no repeats', async () => {
+    const { store, stateDir } = fresh();
+    const s = await startServe(['--workers', '2', '--store', store, '--state-dir', stateDir]);
+    running.push(s);
+    const { nodes, ids } = await workerIdsSeen(s.url);
+    expect(nodes.size).toBe(2);
+    expect(new Set(ids).size).toBe(ids.length);
+    s.child.kill('SIGTERM');
+    expect(await s.exited).toBe(0);
+  }, 60_000);
+});
+
+describeZk('zookeeper provider with --workers 2', () => {
+  it('each worker of one port is its own node with its own worker id, although they share the state directory', async () => {
+    const { store, stateDir } = fresh();
+    const root = `/sequoia-test/${Math.random().toString(36).slice(2, 10)}`;
+    const s = await startServe(['--workers', '2', '--store', store, '--state-dir', stateDir, '--worker-id-provider', `zookeeper:${ZK}${root}`]);
+    running.push(s);
+    const { nodes, ids } = await workerIdsSeen(s.url);
+    expect(nodes.size).toBe(2);
+    expect(new Set(ids).size).toBe(ids.length);
+    s.child.kill('SIGTERM');
+    expect(await s.exited).toBe(0);
+  }, 60_000);
 });
