@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { SqliteSegmentStore } from '../../src/adapters/sqlite/sqlite-segment-store.js';
 import { StateDir } from '../../src/adapters/state-dir/state-dir.js';
-import { SequoiaError } from '../../src/core/errors.js';
+import type { SequoiaError } from '../../src/core/errors.js';
 import { IdService } from '../../src/service/id-service.js';
 import { type ServerProcess, startServe } from '../helpers/cli.js';
 
