@@ -276,6 +276,14 @@ export class SnowflakeService {
       { layout: name, workerId: primary.workerId, backups: backups.map((g) => g.workerId), afterTick: primary.afterTick, provider: this.provider.kind },
       'snowflake worker id acquired',
     );
+    const behindMs = (primary.afterTick - generator.currentTick()) * layout.unitMs;
+    if (behindMs > 0) {
+      // A restart with the clock behind the last recorded tick (a crash, then a clock stepped back): the policy decides.
+      this.logger.warn(
+        { layout: name, workerId: primary.workerId, afterTick: primary.afterTick, behindMs, policy: this.clockPolicy, maxWaitMs: this.maxWaitMs },
+        'snowflake clock is behind the last recorded tick: IDs wait or are refused (CLOCK_MOVED_BACKWARDS) until it catches up',
+      );
+    }
     return w;
   }
 
