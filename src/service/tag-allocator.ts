@@ -105,6 +105,8 @@ export class TagAllocator {
   private late: { readonly start: bigint; readonly end: bigint } | undefined;
   private lastFenceEpoch: number | undefined;
   private mayGiveBack = false;
+  /** The end of the last range whose mark this allocator recorded (a range arriving after close is not recorded). */
+  private markedEnd: bigint | undefined;
   /** While refused after a rollback: the trip's fence epoch, and when the store's epoch was last read. */
   private refusedAtEpoch: number | undefined;
   private fenceCheckedAt = Number.NEGATIVE_INFINITY;
@@ -256,10 +258,14 @@ export class TagAllocator {
     if (!tail || tail.from >= tail.end) return false;
     const range = tail;
     try {
-      // Atomic against the server's other processes: a mark above our tail means one of them allocated after us.
+      // Atomic against the server's other processes. Only while the server's
+      // mark is exactly our tail's end is our range the last one recorded: a
+      // higher mark means another worker allocated after us, a lower one that
+      // another worker already gave back a later range (lowering it further
+      // would uncover IDs that worker handed out).
       let ours = true;
       marks.update(this.tag, (mark) => {
-        if (mark && (mark.trippedAtEpoch !== undefined || mark.mark > range.end)) ours = false;
+        if (mark && (mark.trippedAtEpoch !== undefined || mark.mark !== (this.markedEnd ?? range.end))) ours = false;
         else if (mark && mark.mark > range.from) return { mark: range.from };
         return mark;
       });
@@ -426,6 +432,7 @@ export class TagAllocator {
         // Nothing of this range is handed out (a gap); the next load first proves the state directory writable.
         throw (this.markFailure = markError(e));
       }
+      if (verdict?.ok && stride === 1) this.markedEnd = alloc.maxId;
       if (!verdict?.ok) {
         const reason = verdict && !verdict.ok ? verdict.reason : 'rollback';
         this.refuse(reason, verdict?.record.trippedAtEpoch ?? alloc.fenceEpoch);
