@@ -14,7 +14,12 @@ import { probeRedis, REDIS_URL } from '../contract/backends.js';
 import { assertBuilt, BIN, cleanEnv } from '../helpers/cli.js';
 import { describeWithService } from '../helpers/services.js';
 
-const STORES = ['redis://127.0.0.1:1', 'postgres://postgres@127.0.0.1:1/test', 'mysql://root@127.0.0.1:1/test'];
+const STORES = [
+  'redis://127.0.0.1:1',
+  'postgres://postgres@127.0.0.1:1/test',
+  'mysql://root@127.0.0.1:1/test',
+  'redis://127.0.0.1:1,mysql://root@127.0.0.1:1/test', // a multi-store set with every member down
+];
 
 function run(args: string[]): { status: number | null; stderr: string; ms: number } {
   assertBuilt();

@@ -111,7 +111,12 @@ export class MultiSegmentStore implements SegmentStore {
     const results = await this.onAll((m) => this.ready(m));
     const fatal = results.find((r) => !r.ok && r.error.code !== 'STORE_UNAVAILABLE');
     if (fatal && !fatal.ok) throw fatal.error;
-    if (!results.some((r) => r.ok)) throw unavailable('no store of the multi-store set could be initialised', results);
+    if (!results.some((r) => r.ok)) {
+      // At start, say where each store failed (host and port in the members' own messages).
+      const failed = results.flatMap((r, i) => (r.ok ? [] : [{ i, error: r.error }]));
+      const why = failed.map((f) => `#${f.i + 1}: ${f.error.message}`).join('; ');
+      throw new UnavailableError('STORE_UNAVAILABLE', `no store of the multi-store set could be initialised (${why})`, { cause: failed[0]?.error, retryAfterMs: 1000 });
+    }
   }
 
   async allocate(tag: string, step?: number): Promise<Allocation> {
