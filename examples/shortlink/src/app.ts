@@ -46,6 +46,8 @@ export function buildShortlinkApp(opts: ShortlinkOptions): FastifyInstance {
   const tag = opts.tag ?? 'short_link';
   const base = opts.baseUrl.replace(/\/+$/, '');
   const app = Fastify({ logger: opts.logger ?? false, bodyLimit: 16 * 1024 });
+  // JSON only: a text body would otherwise reach the handler as a string.
+  app.removeContentTypeParser('text/plain');
 
   const view = (link: Link) => ({ code: link.code, shortUrl: `${base}/${link.code}`, url: link.url, createdAt: link.createdAt.toISOString() });
 
