@@ -90,11 +90,12 @@ describePg('the short-link example, on PostgreSQL and a real sequoia serve', () 
   });
 
   /** The app on a free port, with its own schema and its own Sequoia client. */
-  async function startApp(opts: { codes?: CodeScheme; client?: Partial<ClientOptions>; sequoiaUrl?: string } = {}): Promise<RunningApp> {
+  async function startApp(opts: { codes?: CodeScheme; client?: Partial<ClientOptions>; sequoiaUrl?: string; pool?: pg.Pool } = {}): Promise<RunningApp> {
     const schema = `shortlink_test_${randomBytes(5).toString('hex')}`;
     schemas.push(schema);
     const store = new LinkStore(pool, schema);
     await store.migrate();
+    const appStore = opts.pool === undefined ? store : new LinkStore(opts.pool, schema);
     const client: SequoiaClient = createClient({ url: opts.sequoiaUrl ?? sequoia.url, ...opts.client });
     const drawn: bigint[] = [];
     const ids = {
@@ -104,7 +105,7 @@ describePg('the short-link example, on PostgreSQL and a real sequoia serve', () 
         return id;
       },
     };
-    const app = buildShortlinkApp({ store, ids, tag: TAG, codes: opts.codes ?? plainCodes(), baseUrl: 'https://sho.rt' });
+    const app = buildShortlinkApp({ store: appStore, ids, tag: TAG, codes: opts.codes ?? plainCodes(), baseUrl: 'https://sho.rt' });
     const url = await app.listen({ host: '127.0.0.1', port: 0 });
     const close = async () => {
       await app.close();
@@ -225,6 +226,51 @@ describePg('the short-link example, on PostgreSQL and a real sequoia serve', () 
     proxy.restore();
 
     const retry = await post(via, 'lost-1', { url: 'https://example.com/lost' });
+    expect(retry.status).toBe(200);
+    expect(retry.body.code).toBe(link!.code);
+    expect(app.drawn).toHaveLength(1);
+    expect(await count(`SELECT count(*) AS n FROM "${app.schema}".short_link`)).toBe(1);
+  });
+
+  it('a commit whose answer the app never gets: it asks by key, answers 503, and the retry returns that link without a new ID', async () => {
+    const pgUrl = new URL(PG_URL);
+    const pgProxy = await FaultProxy.start('127.0.0.1', Number(pgUrl.port || 5432));
+    cleanups.push(() => pgProxy.close());
+    const appName = `shortlink-test-${randomBytes(4).toString('hex')}`;
+    pgUrl.hostname = '127.0.0.1';
+    pgUrl.port = String(pgProxy.port);
+    const appPool = new pg.Pool({ connectionString: pgUrl.toString(), max: 4, connectionTimeoutMillis: 2000, application_name: appName });
+    appPool.on('error', () => undefined); // idle connections die with the proxy's cut
+    cleanups.push(() => appPool.end());
+    const app = await startApp({ pool: appPool });
+    // The commit of this one key takes 1.5 s (a deferred trigger), long enough to hold back its answer.
+    await pool.query(`CREATE FUNCTION "${app.schema}".slow_commit() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN IF NEW.request_key = 'slow-commit' THEN PERFORM pg_sleep(1.5); END IF; RETURN NULL; END $$`);
+    await pool.query(`CREATE CONSTRAINT TRIGGER slow_commit AFTER INSERT ON "${app.schema}".request_result
+      DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION "${app.schema}".slow_commit()`);
+
+    const first = post(app.url, 'slow-commit', { url: 'https://example.com/slow' });
+    let committing = false;
+    for (let i = 0; i < 200 && !committing; i++) {
+      const r = await pool.query(`SELECT 1 FROM pg_stat_activity WHERE application_name = $1 AND query = 'COMMIT' AND wait_event = 'PgSleep'`, [appName]);
+      committing = r.rowCount === 1;
+      if (!committing) await new Promise((r) => setTimeout(r, 20));
+    }
+    expect(committing).toBe(true);
+    pgProxy.stall('down'); // the COMMIT's answer will be held
+    let link;
+    for (let i = 0; i < 200 && link === undefined; i++) {
+      link = await app.store.findByKey('slow-commit');
+      if (link === undefined) await new Promise((r) => setTimeout(r, 20));
+    }
+    expect(link).toBeDefined(); // committed, but the app does not know it
+    pgProxy.cut();
+    const answer = await first;
+    expect([answer.status, answer.body.error?.code]).toEqual([503, 'DATABASE_UNAVAILABLE']);
+    expect(answer.headers.get('retry-after')).toBe('1');
+    pgProxy.restore();
+
+    const retry = await post(app.url, 'slow-commit', { url: 'https://example.com/slow' });
     expect(retry.status).toBe(200);
     expect(retry.body.code).toBe(link!.code);
     expect(app.drawn).toHaveLength(1);
