@@ -34,6 +34,9 @@ export function isConnectionError(e: unknown): boolean {
   return /Connection terminated|connection timeout|Client has encountered a connection error|timeout exceeded when trying to connect/i.test(message);
 }
 
+/** A checked-out connection that breaks emits 'error' besides failing its query; unheard, that event would end the process. */
+const ignore = () => undefined;
+
 export class LinkStore {
   private readonly s: string;
 
@@ -48,6 +51,7 @@ export class LinkStore {
   /** Creates the schema and tables if missing; safe when several instances start at once. */
   async migrate(): Promise<void> {
     const c = await this.pool.connect();
+    c.on('error', ignore);
     try {
       await c.query('BEGIN');
       // CREATE ... IF NOT EXISTS still races on the catalog's unique index; one instance at a time.
@@ -75,6 +79,7 @@ export class LinkStore {
       await c.query('ROLLBACK').catch(() => undefined);
       throw e;
     } finally {
+      c.off('error', ignore);
       c.release();
     }
   }
@@ -109,6 +114,7 @@ export class LinkStore {
    */
   async create(id: bigint, code: string, url: string, key: string): Promise<CreateResult> {
     const c = await this.pool.connect();
+    c.on('error', ignore);
     let broken: unknown;
     try {
       await c.query('BEGIN');
@@ -131,7 +137,8 @@ export class LinkStore {
       if (constraint === 'short_link_request_key_uk' || constraint === 'request_result_pk') return { kind: 'key-taken' };
       throw e;
     } finally {
-      // A connection that failed mid-transaction is discarded, not returned to the pool in an unknown state.
+      // A connection that failed mid-transaction is discarded (and may still report its end), never reused.
+      if (broken === undefined) c.off('error', ignore);
       c.release(broken === undefined ? undefined : broken instanceof Error ? broken : new Error(String(broken)));
     }
   }
