@@ -23,8 +23,8 @@ export interface ShortlinkOptions {
   /** The Sequoia segment tag (default `short_link`). */
   readonly tag?: string;
   readonly codes: CodeScheme;
-  /** Prefix of every shortUrl, e.g. `https://sho.rt` (no trailing slash needed). */
-  readonly baseUrl: string;
+  /** Prefix of every shortUrl, e.g. `https://sho.rt`; a function when it is known only once listening. */
+  readonly baseUrl: string | (() => string);
   readonly logger?: FastifyServerOptions['logger'];
 }
 
@@ -44,12 +44,12 @@ const unavailable = (code: string, message: string) => new HttpError(503, code, 
 export function buildShortlinkApp(opts: ShortlinkOptions): FastifyInstance {
   const { store, ids, codes } = opts;
   const tag = opts.tag ?? 'short_link';
-  const base = opts.baseUrl.replace(/\/+$/, '');
+  const base = () => (typeof opts.baseUrl === 'string' ? opts.baseUrl : opts.baseUrl()).replace(/\/+$/, '');
   const app = Fastify({ logger: opts.logger ?? false, bodyLimit: 16 * 1024 });
   // JSON only: a text body would otherwise reach the handler as a string.
   app.removeContentTypeParser('text/plain');
 
-  const view = (link: Link) => ({ code: link.code, shortUrl: `${base}/${link.code}`, url: link.url, createdAt: link.createdAt.toISOString() });
+  const view = (link: Link) => ({ code: link.code, shortUrl: `${base()}/${link.code}`, url: link.url, createdAt: link.createdAt.toISOString() });
 
   /** The answer for a key that already has a link: the same link, unless the key is being reused for another URL. */
   const replay = (reply: FastifyReply, link: Link, url: string) => {

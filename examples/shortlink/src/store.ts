@@ -20,7 +20,7 @@ export type CreateResult =
   /** Another request with the same key committed first (or this one's commit answer was lost): read it by key. */
   | { kind: 'key-taken' };
 
-const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
+export const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
 
 /** Errors that say the database could not be reached or the connection broke: the outcome may be unknown. */
 export function isConnectionError(e: unknown): boolean {

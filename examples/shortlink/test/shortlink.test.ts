@@ -18,6 +18,7 @@ import { describeWithService } from '../../../test/helpers/services.js';
 import { buildShortlinkApp } from '../src/app.js';
 import { type CodeScheme, permutedCodes, plainCodes } from '../src/codes.js';
 import { ensureTag } from '../src/sequoia.js';
+import { ConfigError, startShortlink } from '../src/start.js';
 import { LinkStore } from '../src/store.js';
 
 const PG_URL = process.env.SEQUOIA_TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
@@ -328,6 +329,46 @@ describePg('the short-link example, on PostgreSQL and a real sequoia serve', () 
     expect(app.drawn[1]! > wasted).toBe(true);
     expect(ok.body.code).toBe(plainCodes().encode(app.drawn[1]!));
     expect(await count(`SELECT count(*) AS n FROM "${app.schema}".short_link WHERE id = $1`, [wasted.toString()])).toBe(0);
+  });
+
+  it('starts from environment variables, keeps its links across a restart, and names the variable it cannot use', async () => {
+    const schema = `shortlink_test_${randomBytes(5).toString('hex')}`;
+    schemas.push(schema);
+    const env = { PORT: '0', DATABASE_URL: PG_URL, SHORTLINK_SCHEMA: schema, SHORTLINK_SEQUOIA_URL: sequoia.url, SHORTLINK_CODE_KEY: 'a key of sixteen bytes or more', SHORTLINK_LOG: 'off' };
+    const lines: string[] = [];
+    let running = await startShortlink(env, (l) => lines.push(l));
+    let made: PostResult;
+    try {
+      expect(running.codes).toBe('permuted');
+      made = await post(running.url, 'env-1', { url: 'https://example.com/env' });
+      expect(made.status).toBe(201);
+      expect(made.body.shortUrl).toBe(`${running.url}/${made.body.code as string}`);
+      expect(made.body.code).toMatch(/^[0-9A-Za-z]{8}$/);
+    } finally {
+      await running.stop();
+    }
+    expect(lines.join('\n')).toContain('codes: permuted');
+    running = await startShortlink(env, () => undefined);
+    try {
+      const go = await fetch(`${running.url}/${made.body.code as string}`, { redirect: 'manual' });
+      expect([go.status, go.headers.get('location')]).toEqual([301, 'https://example.com/env']);
+      const next = await post(running.url, 'env-2', { url: 'https://example.com/env2' });
+      expect(next.status).toBe(201);
+      expect(next.body.code).not.toBe(made.body.code);
+    } finally {
+      await running.stop();
+    }
+
+    for (const [bad, name] of [
+      [{ PORT: 'eighty' }, 'PORT'],
+      [{ PORT: '70000' }, 'PORT'],
+      [{ SHORTLINK_CODE_KEY: 'short' }, 'SHORTLINK_CODE_KEY'],
+      [{ SHORTLINK_SCHEMA: 'Robert"; DROP' }, 'SHORTLINK_SCHEMA'],
+    ] as const) {
+      const err = await startShortlink({ ...env, ...bad }, () => undefined).then(() => undefined, (e: unknown) => e);
+      expect(err).toBeInstanceOf(ConfigError);
+      expect((err as Error).message).toContain(name);
+    }
   });
 
   it('10,000 links get 10,000 distinct permuted codes, and every one redirects', { timeout: 600_000 }, async () => {
