@@ -90,10 +90,10 @@ describePg('the short-link example, on PostgreSQL and a real sequoia serve', () 
     if (work !== undefined) rmSync(work, { recursive: true, force: true });
   });
 
-  /** The app on a free port, with its own schema and its own Sequoia client. */
-  async function startApp(opts: { codes?: CodeScheme; client?: Partial<ClientOptions>; sequoiaUrl?: string; pool?: pg.Pool } = {}): Promise<RunningApp> {
-    const schema = `shortlink_test_${randomBytes(5).toString('hex')}`;
-    schemas.push(schema);
+  /** The app on a free port, with its own Sequoia client; its own schema unless `schema` names another app's. */
+  async function startApp(opts: { codes?: CodeScheme; client?: Partial<ClientOptions>; sequoiaUrl?: string; pool?: pg.Pool; schema?: string } = {}): Promise<RunningApp> {
+    const schema = opts.schema ?? `shortlink_test_${randomBytes(5).toString('hex')}`;
+    if (opts.schema === undefined) schemas.push(schema);
     const store = new LinkStore(pool, schema);
     await store.migrate();
     const appStore = opts.pool === undefined ? store : new LinkStore(opts.pool, schema);
@@ -179,10 +179,13 @@ describePg('the short-link example, on PostgreSQL and a real sequoia serve', () 
     expect(await count(`SELECT count(*) AS n FROM "${app.schema}".short_link`)).toBe(0);
   });
 
-  it('concurrent requests with one key make one link; the losers read it and their IDs are never used', async () => {
+  it('concurrent requests with one key, to two app instances, make one link; the losers read it and their IDs are never used', async () => {
     const app = await startApp();
+    const other = await startApp({ schema: app.schema });
     const keys = Array.from({ length: 5 }, (_, i) => `dup-${i}`);
-    const results = await Promise.all(keys.flatMap((key) => Array.from({ length: 10 }, () => post(app.url, key, { url: `https://example.com/${key}` }).then((r) => ({ key, ...r })))));
+    const results = await Promise.all(
+      keys.flatMap((key) => Array.from({ length: 10 }, (_, i) => post((i % 2 === 0 ? app : other).url, key, { url: `https://example.com/${key}` }).then((r) => ({ key, ...r })))),
+    );
     for (const key of keys) {
       const mine = results.filter((r) => r.key === key);
       expect(mine.map((r) => r.status).sort()).toEqual([200, 200, 200, 200, 200, 200, 200, 200, 200, 201]);
@@ -191,16 +194,18 @@ describePg('the short-link example, on PostgreSQL and a real sequoia serve', () 
       expect(await count(`SELECT count(*) AS n FROM "${app.schema}".request_result WHERE request_key = $1`, [key])).toBe(1);
     }
     // The race was real: more IDs were drawn than links made, and the extra ones are simply gone.
-    expect(app.drawn.length).toBeGreaterThan(keys.length);
+    const drawn = [...app.drawn, ...other.drawn];
+    expect(new Set(drawn).size).toBe(drawn.length);
+    expect(drawn.length).toBeGreaterThan(keys.length);
     const stored = (await pool.query<{ id: string }>(`SELECT id FROM "${app.schema}".short_link`)).rows.map((r) => BigInt(r.id));
     expect(stored).toHaveLength(keys.length);
-    const wasted = app.drawn.filter((id) => !stored.includes(id));
-    expect(wasted).toHaveLength(app.drawn.length - keys.length);
+    const wasted = drawn.filter((id) => !stored.includes(id));
+    expect(wasted).toHaveLength(drawn.length - keys.length);
     const later = await post(app.url, 'after-the-race', { url: 'https://example.com/later' });
     expect(later.status).toBe(201);
     const laterId = app.drawn.at(-1)!;
     expect(wasted).not.toContain(laterId);
-    expect(laterId > (app.drawn.slice(0, -1).reduce((a, b) => (a > b ? a : b)))).toBe(true);
+    expect(laterId > app.drawn.slice(0, -1).reduce((a, b) => (a > b ? a : b))).toBe(true);
   });
 
   it('an answer lost after the commit is recovered by the key, without drawing a new ID', async () => {
@@ -371,9 +376,10 @@ describePg('the short-link example, on PostgreSQL and a real sequoia serve', () 
     }
   });
 
-  it('10,000 links get 10,000 distinct permuted codes, and every one redirects', { timeout: 600_000 }, async () => {
+  it('10,000 links made through two app instances get 10,000 distinct permuted codes, and every one redirects', { timeout: 600_000 }, async () => {
     const codes = permutedCodes('shortlink example test key');
     const app = await startApp({ codes });
+    const other = await startApp({ codes, schema: app.schema });
     const n = 10_000;
     const made = new Map<string, string>();
     await pooled(
@@ -381,13 +387,14 @@ describePg('the short-link example, on PostgreSQL and a real sequoia serve', () 
       16,
       async (i) => {
         const url = `https://example.com/page/${i}`;
-        const r = await post(app.url, `bulk-${i}`, { url });
+        const r = await post((i % 2 === 0 ? app : other).url, `bulk-${i}`, { url });
         expect(r.status).toBe(201);
         made.set(r.body.code as string, url);
       },
     );
     expect(made.size).toBe(n);
-    expect(app.drawn).toHaveLength(n);
+    expect(app.drawn.length + other.drawn.length).toBe(n);
+    expect(other.drawn.length).toBeGreaterThan(0);
     for (const code of made.keys()) expect(code).toMatch(/^[0-9A-Za-z]{8}$/);
     // Consecutive IDs do not give neighbouring codes.
     const first = [...made.keys()].slice(0, 100).sort();
