@@ -283,6 +283,34 @@ describePg('the short-link example, on PostgreSQL and a real sequoia serve', () 
     expect(await count(`SELECT count(*) AS n FROM "${app.schema}".short_link`)).toBe(1);
   });
 
+  it('a connection lost between the two inserts leaves neither row: the key stays free and a retry creates the link', async () => {
+    const app = await startApp();
+    // Hold this one key's transaction after its short_link row, as if the app died right there.
+    await pool.query(`CREATE FUNCTION "${app.schema}".hold() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN IF NEW.request_key = 'cut-mid-transaction' THEN PERFORM pg_sleep(30); END IF; RETURN NEW; END $$`);
+    await pool.query(`CREATE TRIGGER hold BEFORE INSERT ON "${app.schema}".request_result FOR EACH ROW EXECUTE FUNCTION "${app.schema}".hold()`);
+    const first = post(app.url, 'cut-mid-transaction', { url: 'https://example.com/cut' });
+    let pid: number | undefined;
+    for (let i = 0; i < 200 && pid === undefined; i++) {
+      const r = await pool.query<{ pid: number }>(`SELECT pid FROM pg_stat_activity WHERE wait_event = 'PgSleep' AND query LIKE $1`, [`%"${app.schema}".request_result%`]);
+      pid = r.rows[0]?.pid;
+      if (pid === undefined) await new Promise((r) => setTimeout(r, 20));
+    }
+    expect(pid).toBeDefined();
+    await pool.query('SELECT pg_terminate_backend($1)', [pid]);
+    const answer = await first;
+    expect([answer.status, answer.body.error?.code]).toEqual([503, 'DATABASE_UNAVAILABLE']);
+    expect(await count(`SELECT count(*) AS n FROM "${app.schema}".short_link WHERE request_key = 'cut-mid-transaction'`)).toBe(0);
+    expect(await count(`SELECT count(*) AS n FROM "${app.schema}".request_result`)).toBe(0);
+
+    await pool.query(`DROP TRIGGER hold ON "${app.schema}".request_result`);
+    const retry = await post(app.url, 'cut-mid-transaction', { url: 'https://example.com/cut' });
+    expect(retry.status).toBe(201);
+    expect(app.drawn).toHaveLength(2); // the first attempt's ID is not reused
+    expect(retry.body.code).toBe(plainCodes().encode(app.drawn[1]!));
+    expect(await count(`SELECT count(*) AS n FROM "${app.schema}".short_link`)).toBe(1);
+  });
+
   it('Sequoia unreachable: 503 with Retry-After and nothing created; the same key succeeds once it is back', async () => {
     // A one-ID batch, so the client's buffer runs dry within a few requests.
     const app = await startApp({
