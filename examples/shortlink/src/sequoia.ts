@@ -11,12 +11,18 @@ import { dirname, join, resolve } from 'node:path';
 export async function ensureTag(sequoiaUrl: string, tag: string, opts: { token?: string; step?: number; start?: string } = {}): Promise<void> {
   const headers: Record<string, string> = { 'content-type': 'application/json' };
   if (opts.token !== undefined) headers.authorization = `Bearer ${opts.token}`;
-  const res = await fetch(new URL('/v1/tags', sequoiaUrl), {
-    method: 'POST',
-    headers,
-    body: JSON.stringify({ tag, step: opts.step ?? 1000, start: opts.start ?? '1', description: 'short links' }),
-    signal: AbortSignal.timeout(5000),
-  });
+  let res: Response;
+  try {
+    res = await fetch(new URL('/v1/tags', sequoiaUrl), {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({ tag, step: opts.step ?? 1000, start: opts.start ?? '1', description: 'short links' }),
+      signal: AbortSignal.timeout(5000),
+    });
+  } catch (e) {
+    const cause = (e as { cause?: { code?: string; message?: string } }).cause;
+    throw new Error(`cannot reach Sequoia at ${sequoiaUrl}: ${cause?.code ?? cause?.message ?? (e instanceof Error ? e.message : String(e))}`, { cause: e });
+  }
   if (res.status === 201) return;
   const text = await res.text();
   if (res.status === 409 && text.includes('TAG_EXISTS')) return;
