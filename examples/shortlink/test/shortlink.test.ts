@@ -7,6 +7,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
+import { type AddressInfo, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
@@ -402,6 +403,13 @@ describePg('the short-link example, on PostgreSQL and a real sequoia serve', () 
       expect(err).toBeInstanceOf(ConfigError);
       expect((err as Error).message).toContain(name);
     }
+    const closed = createServer();
+    await new Promise<void>((r) => closed.listen(0, '127.0.0.1', () => r()));
+    const closedPort = (closed.address() as AddressInfo).port;
+    await new Promise((r) => closed.close(r));
+    await expect(startShortlink({ ...env, SHORTLINK_SEQUOIA_URL: `http://127.0.0.1:${closedPort}` }, () => undefined)).rejects.toThrow(
+      `cannot reach Sequoia at http://127.0.0.1:${closedPort}: ECONNREFUSED`,
+    );
   });
 
   it('10,000 links made through two app instances get 10,000 distinct permuted codes, and every one redirects', { timeout: 600_000 }, async () => {
