@@ -346,6 +346,44 @@ describePg('the short-link example, on PostgreSQL and a real sequoia serve', () 
     expect((await app.store.findByKey(key))?.code).toBe(back.body.code);
   });
 
+  it('Sequoia killed and restarted: 503 while it is down, nothing created; then the same key succeeds with an ID never drawn before', async () => {
+    const dir = join(work, 'killed');
+    const args = ['--store', `sqlite:${join(dir, 'ids.db')}`, '--state-dir', join(dir, 'state')];
+    let own = await startServe(args);
+    cleanups.push(async () => {
+      own.child.kill('SIGTERM');
+      await own.exited;
+    });
+    await ensureTag(own.url, TAG);
+    const port = new URL(own.url).port;
+    const app = await startApp({ sequoiaUrl: own.url, client: { batch: { initial: 1, min: 1, max: 1 }, timeoutMs: 500, retry: { attempts: 2, baseDelayMs: 20, maxDelayMs: 50 } } });
+    for (let i = 0; i < 3; i++) expect((await post(app.url, `before-${i}`, { url: `https://example.com/before/${i}` })).status).toBe(201);
+
+    own.child.kill('SIGKILL');
+    await own.exited;
+    let refused: string | undefined;
+    for (let i = 0; i < 6 && refused === undefined; i++) {
+      const r = await post(app.url, `while-down-${i}`, { url: `https://example.com/while-down/${i}` });
+      if (r.status === 503) {
+        expect(r.body.error?.code).toBe('ID_SERVICE_UNAVAILABLE');
+        refused = `while-down-${i}`;
+      } else {
+        expect(r.status).toBe(201);
+      }
+    }
+    expect(refused).toBeDefined();
+    expect(await app.store.findByKey(refused!)).toBeUndefined();
+    const linksWhileDown = await count(`SELECT count(*) AS n FROM "${app.schema}".short_link`);
+
+    own = await startServe([...args, '--port', port]); // the same address, so the app's client finds it again
+    const back = await post(app.url, refused!, { url: `https://example.com/while-down/${refused!.slice('while-down-'.length)}` });
+    expect(back.status).toBe(201);
+    expect(await count(`SELECT count(*) AS n FROM "${app.schema}".short_link`)).toBe(linksWhileDown + 1);
+    expect(new Set(app.drawn).size).toBe(app.drawn.length);
+    const last = app.drawn.at(-1)!;
+    expect(app.drawn.slice(0, -1).every((id) => id < last)).toBe(true);
+  });
+
   it('a failed insert wastes its ID: the key stays free and the next link gets a new, higher ID', async () => {
     const app = await startApp();
     // A real database refusal, not a mock: a check constraint this test adds to its own schema.
