@@ -17,6 +17,7 @@ export type { WorkerLeaseStore } from '../ports/worker-lease-store.js';
 export { MemorySegmentStore } from '../adapters/memory/memory-segment-store.js';
 export { SqliteSegmentStore } from '../adapters/sqlite/sqlite-segment-store.js';
 export { FileHighWaterMarkStore, MemoryHighWaterMarkStore } from '../adapters/state-dir/file-high-water-mark-store.js';
+export { StateDir } from '../adapters/state-dir/state-dir.js';
 export { createStore } from './stores.js';
 export { createWorkerIdProvider } from './worker-id-providers.js';
 export { IdService, type IdServiceOptions } from '../service/id-service.js';

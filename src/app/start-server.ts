@@ -30,23 +30,28 @@ export async function startServer(
   const metrics = new SequoiaMetrics();
   const service = createIdService(config, backend, { logger, onLoad: metrics.onLoad });
   await service.start();
-  const snowflake = createSnowflakeService(config, backend, { logger, optional: true });
-  await snowflake?.start().catch(async (e: unknown) => {
-    await Promise.allSettled([snowflake.close(), service.close()]);
+  let snowflake: ReturnType<typeof createSnowflakeService>;
+  let app: Awaited<ReturnType<typeof buildApp>> | undefined;
+  try {
+    snowflake = createSnowflakeService(config, backend, { logger, optional: true });
+    await snowflake?.start();
+    app = await buildApp({
+      service,
+      snowflake,
+      adminToken: config.adminToken,
+      clientTokens: config.clientTokens,
+      rateLimit: config.rateLimit > 0 ? { perSecond: config.rateLimit, burst: config.rateLimitBurst ?? config.rateLimit * 2 } : undefined,
+      tls: config.tlsCert && config.tlsKey ? { cert: readFileSync(config.tlsCert), key: readFileSync(config.tlsKey) } : undefined,
+      requestTimeoutMs: config.requestTimeoutMs,
+      maxHeaderBytes: config.maxHeaderBytes,
+      formats: new FormatRegistry(config.formats ?? {}),
+      logger, version: VERSION, metrics });
+    await app.listen({ host: config.host, port: config.port });
+  } catch (e) {
+    // A store client left open (reconnecting in the background) would keep the process alive after a failed start.
+    await Promise.allSettled([app?.close(), snowflake?.close(), service.close()]);
     throw e;
-  });
-  const app = await buildApp({
-    service,
-    snowflake,
-    adminToken: config.adminToken,
-    clientTokens: config.clientTokens,
-    rateLimit: config.rateLimit > 0 ? { perSecond: config.rateLimit, burst: config.rateLimitBurst ?? config.rateLimit * 2 } : undefined,
-    tls: config.tlsCert && config.tlsKey ? { cert: readFileSync(config.tlsCert), key: readFileSync(config.tlsKey) } : undefined,
-    requestTimeoutMs: config.requestTimeoutMs,
-    maxHeaderBytes: config.maxHeaderBytes,
-    formats: new FormatRegistry(config.formats ?? {}),
-    logger, version: VERSION, metrics });
-  await app.listen({ host: config.host, port: config.port });
+  }
   const addr = app.server.address();
   const port = typeof addr === 'object' && addr ? addr.port : config.port;
   const host = config.host.includes(':') ? `[${config.host}]` : config.host;

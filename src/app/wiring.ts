@@ -4,7 +4,8 @@
  * (`openBackend`) and its backend shared by the segment service and the
  * worker-id provider.
  */
-import { FileHighWaterMarkStore, MemoryHighWaterMarkStore } from '../adapters/state-dir/file-high-water-mark-store.js';
+import { MemoryHighWaterMarkStore } from '../adapters/state-dir/file-high-water-mark-store.js';
+import { StateDir } from '../adapters/state-dir/state-dir.js';
 import { InvalidArgumentError } from '../core/errors.js';
 import type { Logger } from '../ports/logger.js';
 import { IdService, type IdServiceOptions } from '../service/id-service.js';
@@ -27,7 +28,7 @@ export interface SegmentConfig {
 export type SnowflakeConfig = Pick<
   ServeConfig,
   'snowflakeLayout' | 'workerIdProvider' | 'workerLeaseTtlMs' | 'clockPolicy' | 'clockMaxWaitMs'
-> & { readonly stateDir?: string; readonly port?: number };
+> & { readonly stateDir?: string; readonly port?: number; readonly workerSlot?: number | undefined };
 
 export function createIdService(
   config: SegmentConfig,
@@ -36,7 +37,8 @@ export function createIdService(
 ): IdService {
   return new IdService({
     store: backend.segments,
-    marks: config.stateDir === null ? new MemoryHighWaterMarkStore() : new FileHighWaterMarkStore(config.stateDir),
+    // One state directory for the whole server: every worker of --workers N shares its marks and ticks.
+    marks: config.stateDir === null ? new MemoryHighWaterMarkStore() : new StateDir(config.stateDir),
     logger: o.logger,
     onLoad: o.onLoad,
     refreshIntervalMs: config.refreshIntervalMs,
@@ -65,6 +67,7 @@ export function createSnowflakeService(
     provider = createWorkerIdProvider(config.workerIdProvider, backend.leases, {
       ttlMs: config.workerLeaseTtlMs,
       stateDir: config.stateDir,
+      workerSlot: config.workerSlot,
       port: config.port,
       logger: o.logger,
     });

@@ -57,12 +57,12 @@ export interface SegmentStore {
   /** A short name for logs and status, without credentials. */
   readonly kind: string;
   /**
-   * True for a multi-store set: its IDs come from several independent stores,
-   * unique but not ordered across them (strict tags need one store). A store
-   * that is not a set yet holds the set's meta tag is a member and must not
-   * be served alone.
+   * The stride of its answers when above 1: a multi-store set of N stores
+   * answers stride N. Its IDs come from independent stores, unique but not
+   * ordered across them (strict tags need one store); a store that is not a
+   * set yet holds the set's meta tag is a member and must not be served alone.
    */
-  readonly multiStoreSet?: boolean;
+  readonly stride?: number;
   /** Creates or migrates the schema. Idempotent. */
   init(): Promise<void>;
   /**
