@@ -42,7 +42,8 @@ describe('sequoia/client from the packed package', () => {
     const files = packed[0]!.files.map((f) => f.path);
     expect(files).toContain('dist/client/index.js');
     expect(files).toContain('dist/client/index.d.ts');
-    expect(files).toContain('dist/pkg/client/index.js');
+    expect(files).toContain('dist/pkg/client.js');
+    expect(files).toContain('dist/pkg/cli.js');
     expect(files.some((f) => f.includes('.test.'))).toBe(false);
 
     const app = join(work, 'app');
