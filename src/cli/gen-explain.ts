@@ -4,6 +4,7 @@
  */
 import type { Command } from 'commander';
 import { InvalidArgumentError } from '../core/errors.js';
+import { MAX_COUNT } from '../core/request-rules.js';
 import { ObjectIdGenerator, parseObjectId } from '../core/objectid/index.js';
 import { describeUuid, ulidTimestampMs, ulidToUuid, UuidV4Generator, UuidV7Generator } from '../core/uuid/index.js';
 import { systemClock } from '../core/clock.js';
@@ -137,8 +138,8 @@ export async function genSegment(tag: string, count: number, opts: { store?: str
   const config = resolveConfig({ store: opts.store, stateDir: opts.stateDir }, process.env, undefined);
   return withIdService(config, async (service) => {
     const ids: string[] = [];
-    for (let left = count; left > 0; left -= 10_000) {
-      for (const id of await service.nextMany(tag, Math.min(left, 10_000))) ids.push(String(id));
+    for (let left = count; left > 0; left -= MAX_COUNT) {
+      for (const id of await service.nextMany(tag, Math.min(left, MAX_COUNT))) ids.push(String(id));
     }
     return ids;
   });

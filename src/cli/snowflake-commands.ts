@@ -5,6 +5,7 @@
  */
 import type { Command } from 'commander';
 import { InvalidArgumentError } from '../core/errors.js';
+import { MAX_COUNT } from '../core/request-rules.js';
 import { PRESETS, getLayout } from '../core/snowflake/layout.js';
 
 export const SNOWFLAKE_LAYOUTS = [...PRESETS.keys()];
@@ -35,7 +36,7 @@ export async function genSnowflake(o: GenSnowflakeOptions): Promise<string[]> {
   const { withSnowflakeService } = await import('../app/wiring.js');
   return withSnowflakeService({ ...config, snowflakeLayout: layout.name }, async (service) => {
     const out: string[] = [];
-    while (out.length < o.count) out.push(...(await service.nextMany(layout.name, Math.min(10_000, o.count - out.length), shard)));
+    while (out.length < o.count) out.push(...(await service.nextMany(layout.name, Math.min(MAX_COUNT, o.count - out.length), shard)));
     return out;
   });
 }

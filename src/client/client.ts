@@ -10,6 +10,7 @@
  * This module imports nothing from the server side: only the error classes
  * and ID parsing of src/core.
  */
+import { MAX_COUNT } from '../core/request-rules.js';
 import { InvalidArgumentError, SequoiaError } from '../core/errors.js';
 import { parseDecimalId } from '../core/id.js';
 import { type BatchPolicy, TagBuffer } from './tag-buffer.js';
@@ -63,7 +64,6 @@ export interface UuidOptions {
 }
 
 const TAG = /^[A-Za-z0-9_.-]{1,128}$/;
-const SERVER_MAX_COUNT = 10_000;
 
 export class SequoiaClient {
   private readonly transport: Transport;
@@ -195,7 +195,7 @@ export class SequoiaClient {
     const b = this.buffer(tag);
     const out = b.takeMany(n);
     const chunks: Promise<bigint[]>[] = [];
-    for (let left = n - out.length; left > 0; left -= SERVER_MAX_COUNT) chunks.push(this.fetchIds(tag, Math.min(left, SERVER_MAX_COUNT)));
+    for (let left = n - out.length; left > 0; left -= MAX_COUNT) chunks.push(this.fetchIds(tag, Math.min(left, MAX_COUNT)));
     for (const ids of await Promise.all(chunks)) for (const id of ids) out.push(id);
     return out;
   }
@@ -263,9 +263,9 @@ export class SequoiaClient {
 
   /** A buffer's batch: above the server's 10,000 per request, parallel requests; partial success keeps what came. */
   private async fetchBatch(tag: string, count: number): Promise<bigint[]> {
-    if (count <= SERVER_MAX_COUNT) return this.fetchIds(tag, count);
+    if (count <= MAX_COUNT) return this.fetchIds(tag, count);
     const chunks: Promise<bigint[]>[] = [];
-    for (let left = count; left > 0; left -= SERVER_MAX_COUNT) chunks.push(this.fetchIds(tag, Math.min(left, SERVER_MAX_COUNT)));
+    for (let left = count; left > 0; left -= MAX_COUNT) chunks.push(this.fetchIds(tag, Math.min(left, MAX_COUNT)));
     const settled = await Promise.allSettled(chunks);
     const out: bigint[] = [];
     let firstError: unknown;

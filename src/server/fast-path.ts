@@ -14,14 +14,12 @@
  */
 import type { FastifyInstance } from 'fastify';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Id } from '../core/id.js';
+import { countFromText, idsJson } from '../core/request-rules.js';
 import { TAG_PATTERN } from '../core/validate.js';
 import type { IdService } from '../service/id-service.js';
 
 const LEAF = '/api/segment/get/';
 const V1 = '/v1/segment/';
-const COUNT = /^count=([1-9][0-9]{0,4})$/;
-const MAX_COUNT = 10_000;
 
 export type FastPath = (req: IncomingMessage, res: ServerResponse) => boolean;
 
@@ -71,10 +69,10 @@ export function makeFastPath(service: IdService): FastPath {
       const tag = q < 0 ? rest : rest.slice(0, q);
       let count = 1;
       if (q >= 0) {
-        const m = COUNT.exec(rest.slice(q + 1));
-        if (!m) return false;
-        count = Number(m[1]);
-        if (count > MAX_COUNT) return false;
+        const query = rest.slice(q + 1);
+        const n = query.startsWith('count=') ? countFromText(query.slice('count='.length)) : undefined;
+        if (n === undefined) return false;
+        count = n;
       }
       if (!TAG_PATTERN.test(tag)) return false;
       const ids = service.takeBufferedMany(tag, count);
@@ -86,9 +84,4 @@ export function makeFastPath(service: IdService): FastPath {
     }
     return false;
   };
-}
-
-/** The same text as the fastify route's: tags are `[A-Za-z0-9_.-]`, so they need no JSON escaping. */
-function idsJson(tag: string, ids: Id[]): string {
-  return `{"tag":"${tag}","ids":["${ids.join('","')}"]}`;
 }

@@ -21,6 +21,7 @@ import { type Random, systemRandom } from '../core/random.js';
 import type { IdSpace, WorkerGrant, WorkerIdProvider } from '../ports/worker-id-provider.js';
 import type { SnowflakeWorkerReport } from '../ports/metrics.js';
 import { type ExplainResult, explainId } from '../core/snowflake/explain.js';
+import { assertCount } from '../core/request-rules.js';
 
 export { type ExplainResult, explainId };
 
@@ -47,7 +48,6 @@ export interface SnowflakeServiceOptions {
 /** One row of `report()`: the Metrics port's report, with the layout's lifetime always known. */
 export type SnowflakeReport = SnowflakeWorkerReport & { readonly layoutRemainingSeconds: number };
 
-const MAX_COUNT = 10_000;
 
 class Worker {
   grants: WorkerGrant[];
@@ -131,7 +131,7 @@ export class SnowflakeService {
 
   /** `count` IDs (1..10000), all or nothing. */
   nextMany(layoutName: string | undefined, count: number, shard = 0): string[] | Promise<string[]> {
-    if (!Number.isSafeInteger(count) || count < 1 || count > MAX_COUNT) throw new InvalidArgumentError(`count must be an integer from 1 to ${MAX_COUNT}`);
+    assertCount(count);
     const name = layoutName ?? this.defaultLayout;
     const w = this.workers.get(name);
     if (w && !w.lost) {

@@ -17,7 +17,7 @@ afterAll(() => {
 });
 
 describe('sequoia/client from the packed package', () => {
-  it('dist/client imports only core/errors and core/id', () => {
+  it('dist/client imports only core/errors, core/id and core/request-rules', () => {
     assertBuilt();
     const dir = join(ROOT, 'dist', 'client');
     let seen = 0;
@@ -25,7 +25,7 @@ describe('sequoia/client from the packed package', () => {
       const src = readFileSync(join(dir, f), 'utf8');
       for (const m of src.matchAll(/^(?:import|export)\b[^;]*?from\s*['"]([^'"]+)['"]|\bimport\(\s*['"]([^'"]+)['"]/gm)) {
         seen++;
-        expect([`${f}: ${m[1] ?? m[2]}`]).toEqual([expect.stringMatching(/: (\.\/[a-z-]+\.js|\.\.\/core\/(errors|id)\.js)$/)]);
+        expect([`${f}: ${m[1] ?? m[2]}`]).toEqual([expect.stringMatching(/: (\.\/[a-z-]+\.js|\.\.\/core\/(errors|id|request-rules)\.js)$/)]);
       }
     }
     expect(seen).toBeGreaterThan(3);

@@ -3,38 +3,18 @@
  * below 2^53 (or bigints above) and go out as decimal strings.
  */
 import type { FastifyInstance, FastifyReply } from 'fastify';
-import { InvalidArgumentError } from '../../core/errors.js';
 import type { Id } from '../../core/id.js';
-import { TAG_PATTERN } from '../../core/validate.js';
+import { idsJson, parseCount } from '../../core/request-rules.js';
+import { assertTag } from '../../core/validate.js';
 import type { BusinessNumberCodec } from '../../core/business-number/index.js';
 import type { IdService } from '../../service/id-service.js';
 import type { Access } from '../auth.js';
 import type { FormatRegistry } from '../formats.js';
 
-export const MAX_COUNT = 10_000;
-const COUNT = /^[1-9][0-9]{0,4}$/;
-
-export function parseCount(raw: unknown): number {
-  if (raw === undefined) return 1;
-  if (typeof raw !== 'string' || !COUNT.test(raw) || Number(raw) > MAX_COUNT) {
-    throw new InvalidArgumentError(`count must be an integer from 1 to ${MAX_COUNT}`);
-  }
-  return Number(raw);
-}
-
-export function checkTag(tag: string): string {
-  if (!TAG_PATTERN.test(tag)) {
-    throw new InvalidArgumentError(`tag must match ${TAG_PATTERN.source} (1-128 letters, digits, _ . -)`);
-  }
-  return tag;
-}
+const checkTag = (tag: string): string => assertTag(tag);
 
 function sendText(reply: FastifyReply, id: Id): FastifyReply {
   return reply.type('text/plain; charset=utf-8').send(String(id));
-}
-
-function idsJson(tag: string, ids: Id[]): string {
-  return `{"tag":${JSON.stringify(tag)},"ids":["${ids.join('","')}"]}`;
 }
 
 function formattedJson(tag: string, ids: Id[], codec: BusinessNumberCodec): string {

@@ -10,7 +10,10 @@ import type { FastifyInstance, FastifyReply } from 'fastify';
 import { InvalidArgumentError } from '../../core/errors.js';
 import type { SnowflakeService } from '../../service/snowflake-service.js';
 import type { Access } from '../auth.js';
-import { checkTag, parseCount } from './segment-routes.js';
+import { parseCount } from '../../core/request-rules.js';
+import { assertTag } from '../../core/validate.js';
+
+const checkTag = (tag: string): string => assertTag(tag);
 
 const LAYOUT = /^[a-z][a-z0-9_-]{0,39}$/;
 const SHARD = /^(0|[1-9][0-9]{0,8})$/;

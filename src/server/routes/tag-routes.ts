@@ -4,7 +4,9 @@ import { z } from 'zod';
 import type { TagInfo } from '../../ports/segment-store.js';
 import type { IdService } from '../../service/id-service.js';
 import { parseBody } from '../body.js';
-import { checkTag } from './segment-routes.js';
+import { assertTag } from '../../core/validate.js';
+
+const checkTag = (tag: string): string => assertTag(tag);
 
 const idValue = z.union([z.string(), z.number()]);
 const createBody = z

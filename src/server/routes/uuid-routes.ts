@@ -5,7 +5,7 @@ import { UuidV4Generator, UuidV7Generator } from '../../core/uuid/index.js';
 import { type Clock, systemClock } from '../../core/clock.js';
 import { type Random, systemRandom } from '../../core/random.js';
 import type { Access } from '../auth.js';
-import { parseCount } from './segment-routes.js';
+import { parseCount } from '../../core/request-rules.js';
 
 export async function uuidRoutes(app: FastifyInstance, opts: { clock?: Clock; random?: Random; access?: Access }): Promise<void> {
   const v7 = new UuidV7Generator({ clock: opts.clock ?? systemClock, random: opts.random ?? systemRandom });
