@@ -7,9 +7,10 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
-import { SequoiaError, UnavailableError } from '../../core/errors.js';
+import { UnavailableError } from '../../core/errors.js';
 import type { AcquireRequest, LeaseRecord, LeaseRow, WorkerLeaseStore } from '../../ports/worker-lease-store.js';
 import { chooseWorker } from '../kit/choose-worker.js';
+import { storeError } from '../kit/store-errors.js';
 
 export class SqliteWorkerLeaseStore implements WorkerLeaseStore {
   readonly kind = 'sqlite';
@@ -133,8 +134,4 @@ export class SqliteWorkerLeaseStore implements WorkerLeaseStore {
   }
 }
 
-function wrap(e: unknown): SequoiaError {
-  if (e instanceof SequoiaError) return e;
-  const code = (e as { code?: string }).code ?? 'unknown';
-  return new UnavailableError('STORE_UNAVAILABLE', `SQLite lease store error (${code})`, { cause: e, retryAfterMs: 1000 });
-}
+const wrap = (e: unknown) => storeError('SQLite lease store', e);

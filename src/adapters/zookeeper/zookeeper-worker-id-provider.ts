@@ -34,15 +34,16 @@
  *   ephemeral `live` node), since it would share the id.
  */
 import { createHash } from 'node:crypto';
-import { mkdirSync, openSync, closeSync, fsyncSync, readFileSync, renameSync, writeSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import zookeeper from 'node-zookeeper-client';
 import { ClockError, InvalidArgumentError, UnavailableError } from '../../core/errors.js';
 import { type Clock, systemClock } from '../../core/clock.js';
 import { silentLogger } from '../../core/silent-logger.js';
 import type { Logger } from '../../ports/logger.js';
 import type { IdSpace, WorkerGrant, WorkerIdProvider } from '../../ports/worker-id-provider.js';
+import { writeFileDurably } from '../kit/durable-file.js';
 
 export interface ZookeeperWorkerIdProviderOptions {
   /** Connection string, `host:port[,host:port…]`. */
@@ -563,25 +564,9 @@ function readCache(file: string, identity: string, root: string, space: string):
   return c as CacheFile;
 }
 
-/** Write to a temporary file, fsync, rename: a crash leaves the old file or the new one, never half of one. */
+/** A crash leaves the old cache or the new one, never half of one. */
 function writeCache(file: string, c: CacheFile): void {
-  const dir = dirname(file);
-  mkdirSync(dir, { recursive: true });
-  const tmp = `${file}.${process.pid}.tmp`;
-  const fd = openSync(tmp, 'w');
-  try {
-    writeSync(fd, `${JSON.stringify(c)}\n`);
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
-  renameSync(tmp, file);
-  const dfd = openSync(dir, 'r');
-  try {
-    fsyncSync(dfd);
-  } finally {
-    closeSync(dfd);
-  }
+  writeFileDurably(file, `${JSON.stringify(c)}\n`);
 }
 
 function sleep(ms: number): Promise<void> {
