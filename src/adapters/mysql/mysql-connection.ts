@@ -5,6 +5,7 @@
  */
 import mysql, { type Pool, type PoolConnection } from 'mysql2/promise';
 import { SequoiaError } from '../../core/errors.js';
+import { PoolUsers } from '../kit/pool-users.js';
 import { positiveSetting, storeError } from '../kit/store-errors.js';
 
 export interface MysqlConnectionOptions {
@@ -20,8 +21,7 @@ export interface MysqlConnectionOptions {
 
 export class MysqlConnection {
   readonly pool: Pool;
-  private users = 0;
-  private ended = false;
+  private readonly users = new PoolUsers(() => this.pool.end());
 
   constructor(options: MysqlConnectionOptions) {
     const max = positiveSetting(options.maxConnections ?? 10, 'maxConnections');
@@ -50,16 +50,13 @@ export class MysqlConnection {
 
   /** A store starts using the pool; each retain is matched by one `release`. */
   retain(): this {
-    this.users++;
+    this.users.retain();
     return this;
   }
 
   /** A store is done; the last one ends the pool. */
-  async release(): Promise<void> {
-    this.users--;
-    if (this.users > 0 || this.ended) return;
-    this.ended = true;
-    await this.pool.end().catch(() => {});
+  release(): Promise<void> {
+    return this.users.release();
   }
 
   /**

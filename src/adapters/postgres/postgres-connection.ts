@@ -5,6 +5,7 @@
  */
 import pg from 'pg';
 import { InvalidArgumentError, SequoiaError } from '../../core/errors.js';
+import { PoolUsers } from '../kit/pool-users.js';
 import { positiveSetting, storeError } from '../kit/store-errors.js';
 
 /** The part of a `pg.Pool` the stores call. */
@@ -37,8 +38,7 @@ export interface PostgresConnectionOptions {
 
 export class PostgresConnection {
   readonly pool: PgPoolLike;
-  private users = 0;
-  private ended = false;
+  private readonly users = new PoolUsers(() => this.pool.end());
 
   constructor(options: PostgresConnectionOptions) {
     if (options.pool) {
@@ -65,20 +65,13 @@ export class PostgresConnection {
 
   /** A store starts using the pool; each retain is matched by one `release`. */
   retain(): this {
-    this.users++;
+    this.users.retain();
     return this;
   }
 
   /** A store is done; the last one ends the pool. */
-  async release(): Promise<void> {
-    this.users--;
-    if (this.users > 0 || this.ended) return;
-    this.ended = true;
-    try {
-      await this.pool.end();
-    } catch {
-      // a pool already broken: nothing left to release
-    }
+  release(): Promise<void> {
+    return this.users.release();
   }
 
   /** One statement; driver errors become STORE_UNAVAILABLE naming `backend`. */
