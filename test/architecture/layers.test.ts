@@ -3,7 +3,7 @@
  * wrong import and pass the right one. Each case lints a planted file, as if
  * it stood at that path, with the project's own configuration.
  */
-import { readdirSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { ESLint } from 'eslint';
 import { describe, expect, it } from 'vitest';
@@ -57,5 +57,15 @@ describe('layer rule (eslint.config.js)', () => {
   it('every folder of src/ is a layer the rule and docs/architecture.md know', async () => {
     const folders = readdirSync(join(ROOT, 'src'), { withFileTypes: true }).filter((e) => e.isDirectory()).map((e) => e.name).sort();
     expect(folders).toEqual(['adapters', 'app', 'cli', 'client', 'core', 'ports', 'server', 'service']);
+    const doc = readFileSync(join(ROOT, 'docs', 'architecture.md'), 'utf8');
+    for (const f of folders) expect(doc, f).toContain(`\`src/${f}/\``);
+  });
+
+  it('every file docs/architecture.md names exists', () => {
+    const doc = readFileSync(join(ROOT, 'docs', 'architecture.md'), 'utf8');
+    const named = [...doc.matchAll(/`((?:src|test|adapters|core|ports|service|app|server|cli|client)\/[A-Za-z0-9_./-]+\.ts)`/g)].map((m) => m[1] as string);
+    expect(named.length).toBeGreaterThan(30);
+    const missing = named.filter((p) => !existsSync(join(ROOT, p)) && !existsSync(join(ROOT, 'src', p)) && !p.includes('…'));
+    expect(missing).toEqual([]);
   });
 });
