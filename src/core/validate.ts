@@ -31,3 +31,17 @@ export function assertIdValue(value: unknown, field: string): bigint {
   }
   return v;
 }
+
+/**
+ * The bytes APIs' one check: `bytes` is a Uint8Array holding `length` bytes
+ * from `offset`, an integer. Without it a negative or fractional offset reads
+ * `undefined` bytes and writes nothing (text such as "undefined0f5a…", an all-zero UUID).
+ */
+export function assertByteRange(bytes: unknown, offset: unknown, length: number, what: string): void {
+  if (!(bytes instanceof Uint8Array)) throw new InvalidArgumentError(`${what}: bytes must be a Uint8Array`);
+  if (typeof offset !== 'number' || !Number.isSafeInteger(offset) || offset < 0 || offset + length > bytes.length) {
+    throw new InvalidArgumentError(
+      `${what}: offset must be an integer from 0 to ${bytes.length - length} for ${length} bytes in a ${bytes.length}-byte array (got ${String(offset)})`,
+    );
+  }
+}

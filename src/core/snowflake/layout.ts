@@ -70,6 +70,7 @@ export interface Layout extends LayoutSpec {
 const NAME = /^[a-z][a-z0-9_-]{0,39}$/;
 const MAX_TICK_SIGNED = (lowBits: number) => 2 ** (63 - lowBits) - 1;
 export const TWITTER_EPOCH_MS = 1288834974657; // 2010-11-04T01:42:54.657Z
+export const UID_GENERATOR_EPOCH_MS = 1463673600000; // 2016-05-19T16:00:00Z = 2016-05-20 00:00 +08:00
 const YEAR_MS = 365.25 * 86_400_000;
 
 function f(name: string, bits: number, role: FieldRole = 'node'): LayoutField {
@@ -90,11 +91,14 @@ export const PRESET_SPECS: readonly LayoutSpec[] = [
   {
     name: 'leaf',
     version: 1,
-    description: "Meituan Leaf's snowflake mode: 41 bits of ms, 10 worker, 12 sequence",
+    description: "Meituan Leaf's snowflake mode: 41 bits of ms, 10 worker, 12 sequence starting at a random 0-99 each ms",
     epochMs: TWITTER_EPOCH_MS,
     unitMs: 1,
     timeBits: 41,
     fields: [f('worker', 10), f('sequence', 12, 'sequence')],
+    // As Leaf's SnowflakeIDGenImpl (RANDOM.nextInt(100) at each new ms): with one ID
+    // per ms a zero start would make every ID even, so `id % N` sharding would fill one shard.
+    sequenceStart: { kind: 'random', max: 99 },
   },
   {
     name: 'sonyflake',
@@ -108,8 +112,9 @@ export const PRESET_SPECS: readonly LayoutSpec[] = [
   {
     name: 'uid-generator',
     version: 1,
-    description: "Baidu uid-generator's default: 28 bits of seconds since 2016-05-20, 22 worker, 13 sequence (ran out on 2024-11-20)",
-    epochMs: Date.UTC(2016, 4, 20),
+    description: "Baidu uid-generator's default: 28 bits of seconds since 2016-05-20 00:00 Shanghai time, 22 worker, 13 sequence (ran out on 2024-11-20)",
+    // DefaultUidGenerator parses its epochStr "2016-05-20" in the JVM's zone (Asia/Shanghai): 1463673600000.
+    epochMs: UID_GENERATOR_EPOCH_MS,
     unitMs: 1000,
     timeBits: 28,
     fields: [f('worker', 22), f('sequence', 13, 'sequence')],
