@@ -9,6 +9,7 @@ import { z } from 'zod';
 import { DEFAULT_STORE_URL } from '../adapters/create-store.js';
 import { type BusinessNumberFormat, validateBusinessNumberFormat } from '../core/business-number/index.js';
 import { InvalidArgumentError } from '../core/errors.js';
+import { PRESETS, defineLayouts } from '../core/snowflake/layout.js';
 import { TAG_PATTERN } from '../core/validate.js';
 
 const intFrom = (min: number, max: number) =>
@@ -57,6 +58,18 @@ const jsonText = (v: unknown): unknown => {
   }
 };
 
+/** Custom snowflake layouts, by name: validated like the presets (see `defineLayouts`). */
+const layoutsSchema = z.preprocess(
+  jsonText,
+  z.record(z.string(), z.unknown(), { error: 'must be a JSON object of name → layout' }).superRefine((rec, ctx) => {
+    try {
+      defineLayouts(rec);
+    } catch (e) {
+      ctx.addIssue({ code: 'custom', message: e instanceof Error ? e.message : String(e) });
+    }
+  }),
+);
+
 /** Client tokens: `[{"token":"…","tags":["order","pay"]}]`; `"*"` grants every tag. */
 export const clientTokensSchema = z.preprocess(
   jsonText,
@@ -98,7 +111,8 @@ export const FIELDS = {
   shutdownTimeoutMs: { schema: intFrom(0, 600_000), default: 10_000, env: 'SEQUOIA_SHUTDOWN_TIMEOUT_MS', flag: '--shutdown-timeout-ms', doc: 'how long SIGTERM waits for in-flight requests' },
   workers: { schema: intFrom(0, 256), default: 0, env: 'SEQUOIA_WORKERS', flag: '--workers', doc: 'worker processes sharing the port (node:cluster); 0: one per CPU core; 1: no cluster, one process' },
   strictTags: { schema: tagList.optional(), default: undefined, env: 'SEQUOIA_STRICT_TAGS', flag: '--strict-tags', doc: 'tags served strictly increasing across servers, one store operation per request (comma-separated)' },
-  snowflakeLayout: { schema: z.string().regex(/^[a-z][a-z0-9_-]{0,39}$/, 'must be a layout name: twitter, leaf, sonyflake, uid-generator, instagram, customuuid, simpleflake'), default: 'twitter', env: 'SEQUOIA_SNOWFLAKE_LAYOUT', flag: '--snowflake-layout', doc: 'default snowflake layout (of /api/snowflake/get and requests without layout)' },
+  snowflakeLayout: { schema: z.string().regex(/^[a-z][a-z0-9_-]{0,39}$/, `must be a layout name: ${[...PRESETS.keys()].join(', ')} or one from layouts`), default: 'twitter', env: 'SEQUOIA_SNOWFLAKE_LAYOUT', flag: '--snowflake-layout', doc: 'default snowflake layout (of /api/snowflake/get and requests without layout)' },
+  layouts: { schema: layoutsSchema.optional(), default: undefined, env: 'SEQUOIA_LAYOUTS', flag: '--layouts', doc: 'custom snowflake layouts, JSON {"discord":{"epochMs":1420070400000,"timeBits":42,"fields":[…]}}; best in the config file' },
   workerIdProvider: { schema: z.string().regex(/^(lease|sql-lease|worker-node|static:[0-9]{1,9}|k8s-ordinal(:[0-9]{1,9})?|zookeeper:\S{1,500})$/, 'must be lease, static:N, k8s-ordinal[:OFFSET], worker-node or zookeeper:HOST:PORT[,HOST:PORT…][/ROOT][?reclaim-after=SECONDS]'), default: 'lease', env: 'SEQUOIA_WORKER_ID_PROVIDER', flag: '--worker-id-provider', doc: 'where snowflake worker ids come from (lease: leased from the store)' },
   workerLeaseTtlMs: { schema: intFrom(300, 600_000), default: 10_000, env: 'SEQUOIA_WORKER_LEASE_TTL_MS', flag: '--worker-lease-ttl-ms', doc: 'worker-id lease length; renewed every third of it' },
   clockPolicy: { schema: z.enum(['reject', 'wait', 'logical', 'backup-worker'], { error: 'must be reject, wait, logical or backup-worker' }), default: 'wait', env: 'SEQUOIA_CLOCK_POLICY', flag: '--clock-policy', doc: 'what snowflake does when the clock goes back' },
@@ -133,6 +147,8 @@ export interface ServeConfig {
   /** Tags served in strict mode; none by default. */
   strictTags?: string[] | undefined;
   snowflakeLayout: string;
+  /** Custom snowflake layouts as configured (plain data: it crosses to cluster workers); build them with `defineLayouts`. */
+  layouts?: Record<string, unknown> | undefined;
   workerIdProvider: string;
   workerLeaseTtlMs: number;
   clockPolicy: 'reject' | 'wait' | 'logical' | 'backup-worker';
@@ -228,6 +244,14 @@ function readSecretFiles(out: Record<string, unknown>, problems: string[]): void
     problems.push(
       'workerIdProvider: static:N would give every worker process the same snowflake worker id; use --workers 1, or the lease / k8s-ordinal provider',
     );
+  }
+  if (typeof out.snowflakeLayout === 'string' && !PRESETS.has(out.snowflakeLayout)) {
+    const custom = out.layouts as Record<string, unknown> | undefined;
+    if (!custom || !Object.hasOwn(custom, out.snowflakeLayout)) {
+      problems.push(
+        `snowflakeLayout: no layout ${JSON.stringify(out.snowflakeLayout)}; known: ${[...PRESETS.keys(), ...Object.keys(custom ?? {})].join(', ')}`,
+      );
+    }
   }
   if ((out.tlsCert === undefined) !== (out.tlsKey === undefined)) {
     problems.push('tlsCert/tlsKey: give both the certificate and the key, or neither');

@@ -165,6 +165,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     exposeMetrics: opts.metrics !== false,
     adminToken: opts.adminToken,
     checkAdmin,
+    snowflake: opts.snowflake,
   });
 
   if (opts.snowflake) {

@@ -7,6 +7,7 @@
  */
 import { createWorkerIdProvider } from '../adapters/create-worker-id-provider.js';
 import { InvalidArgumentError } from '../core/errors.js';
+import { defineLayouts } from '../core/snowflake/layout.js';
 import type { Logger } from '../ports/logger.js';
 import { SnowflakeService } from '../service/snowflake-service.js';
 
@@ -19,6 +20,8 @@ export interface SnowflakeConfig {
   readonly workerLeaseTtlMs: number;
   readonly clockPolicy: 'reject' | 'wait' | 'logical' | 'backup-worker';
   readonly clockMaxWaitMs: number;
+  /** Custom layouts as configured (validated again here: `defineLayouts`). */
+  readonly layouts?: Record<string, unknown> | undefined;
 }
 
 export function createSnowflakeService(config: SnowflakeConfig, logger: Logger): SnowflakeService | undefined {
@@ -40,6 +43,7 @@ export function createSnowflakeService(config: SnowflakeConfig, logger: Logger):
   return new SnowflakeService({
     provider,
     defaultLayout: config.snowflakeLayout,
+    layouts: defineLayouts(config.layouts),
     clockPolicy: config.clockPolicy,
     maxWaitMs: config.clockMaxWaitMs,
     logger,

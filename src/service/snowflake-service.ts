@@ -14,7 +14,7 @@
 import { ClockError, InvalidArgumentError, SequoiaError, UnavailableError } from '../core/errors.js';
 import { type ClockEvent, type ClockPolicy, SnowflakeGenerator } from '../core/snowflake/generator.js';
 import { type ExplainResult, explainId } from '../core/snowflake/explain.js';
-import { DEFAULT_LAYOUT, type Layout, getLayout, remainingSeconds } from '../core/snowflake/layout.js';
+import { DEFAULT_LAYOUT, type Layout, PRESETS, getLayout, remainingSeconds } from '../core/snowflake/layout.js';
 import { type Clock, systemClock } from '../ports/clock.js';
 import { type Logger, silentLogger } from '../ports/logger.js';
 import { type Random, systemRandom } from '../ports/random.js';
@@ -113,6 +113,11 @@ export class SnowflakeService {
 
   layout(name?: string): Layout {
     return getLayout(name ?? this.defaultLayout, this.layouts);
+  }
+
+  /** Every layout this service issues in: the presets, then the custom ones. */
+  knownLayouts(): Layout[] {
+    return [...PRESETS.values(), ...(this.layouts?.values() ?? [])];
   }
 
   /** One ID as a decimal string; synchronous when the generator is ready and no wait is needed. */
