@@ -10,7 +10,7 @@ import { DEFAULT_STORE_URL } from '../adapters/create-store.js';
 import { type BusinessNumberFormat, validateBusinessNumberFormat } from '../core/business-number/index.js';
 import { InvalidArgumentError } from '../core/errors.js';
 import { PRESETS, defineLayouts } from '../core/snowflake/layout.js';
-import { TAG_PATTERN } from '../core/validate.js';
+import { TAG_PATTERN, TAG_RULE, isValidTag } from '../core/tag.js';
 
 const intFrom = (min: number, max: number) =>
   z.preprocess(
@@ -46,7 +46,7 @@ const formatsSchema = z.preprocess(
 /** A list of tags: a JSON array, or a comma-separated string (flag, env). */
 const tagList = z.preprocess(
   (v) => (typeof v === 'string' ? v.split(',').map((t) => t.trim()).filter((t) => t !== '') : v),
-  z.array(z.string().regex(TAG_PATTERN, 'each tag must match ^[A-Za-z0-9_.-]{1,128}$'), { error: 'must be a list of tags (comma-separated, or a JSON array)' }),
+  z.array(z.string().regex(TAG_PATTERN, `each tag ${TAG_RULE}`), { error: 'must be a list of tags (comma-separated, or a JSON array)' }),
 );
 
 const jsonText = (v: unknown): unknown => {
@@ -77,7 +77,7 @@ export const clientTokensSchema = z.preprocess(
     z
       .object({
         token: z.string().min(16, 'each token must be at least 16 characters').regex(/^[\x21-\x7e]+$/, 'tokens are printable ASCII without spaces'),
-        tags: z.array(z.string().regex(/^(\*|[A-Za-z0-9_.-]{1,128})$/, 'tags must be tag names or "*"')).min(1, 'give at least one tag'),
+        tags: z.array(z.string().refine((t) => t === '*' || isValidTag(t), `tags must be "*" or tag names: each ${TAG_RULE}`)).min(1, 'give at least one tag'),
       })
       .strict(),
     { error: 'must be a JSON array of {"token":"…","tags":["…"]}' },

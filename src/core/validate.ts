@@ -1,14 +1,15 @@
 /** Input rules shared by the server, the CLI and the stores. */
 import { InvalidArgumentError } from './errors.js';
 import { MAX_ID, parseDecimalId } from './id.js';
+import { TAG_RULE, isValidTag } from './tag.js';
 
-export const TAG_PATTERN = /^[A-Za-z0-9_.-]{1,128}$/;
+export { TAG_PATTERN, TAG_RULE } from './tag.js';
 /** Steps are stored as 32-bit integers in every backend. */
 export const MAX_STORED_STEP = 2_000_000_000;
 
 export function assertTag(tag: unknown, field = 'tag'): string {
-  if (typeof tag !== 'string' || !TAG_PATTERN.test(tag)) {
-    throw new InvalidArgumentError(`${field} must match ${TAG_PATTERN.source} (1-128 letters, digits, _ . -)`);
+  if (!isValidTag(tag)) {
+    throw new InvalidArgumentError(`${field} ${TAG_RULE}`);
   }
   return tag;
 }
