@@ -6,6 +6,9 @@
  * 175928847299117063 is 2016-04-30T11:18:25.796Z, worker 1, process 0, increment 7.
  */
 import { spawnSync } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ROOT, assertBuilt } from '../helpers/cli.js';
 
@@ -49,4 +52,35 @@ describe("import 'sequoia'", () => {
     expect(out.leaf).toBe('leaf');
   });
 
+});
+
+describe("the README's library example, run twice as a new user would", () => {
+  it('ensureTag makes the second run work, and close() lets the process end', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'sequoia-lib-'));
+    const script = `
+      import { IdService, SqliteSegmentStore, FileHighWaterMarkStore } from 'sequoia';
+      const service = new IdService({
+        store: new SqliteSegmentStore({ path: ${JSON.stringify(join(dir, 'ids.db'))} }),
+        marks: new FileHighWaterMarkStore(${JSON.stringify(dir)}),
+      });
+      await service.start();
+      await service.ensureTag({ tag: 'order', step: 1000 });
+      const id = await service.next('order');
+      const created = await service.createTag({ tag: 'order' }, { ifExists: 'ok' });
+      let code = '';
+      try { await service.createTag({ tag: 'order' }); } catch (e) { code = e.code; }
+      console.log(JSON.stringify({ id: String(id), step: created.step, code }));
+      await service.close();
+    `;
+    // no process.exit: the run must end by itself once close() has stopped every timer and handle
+    const first = runModule(script);
+    expect(first.stderr).toBe('');
+    expect(JSON.parse(first.stdout)).toEqual({ id: '1', step: 1000, code: 'TAG_EXISTS' });
+    const second = runModule(script);
+    expect(second.stderr).toBe('');
+    expect(second.status).toBe(0);
+    const out = JSON.parse(second.stdout) as { id: string; step: number };
+    expect(BigInt(out.id)).toBeGreaterThan(1n);
+    expect(out.step).toBe(1000);
+  });
 });
