@@ -8,9 +8,10 @@
  * needs nothing new: workers are simply N servers on one store, which the
  * store already keeps disjoint (one atomic update per segment).
  *
- * - Port 0: the primary picks a free port once (binds a probe socket on the
- *   configured host, reads the port, closes it) and gives that port to every
- *   worker, so all workers and every replacement share one port.
+ * - The port: the primary binds it once (a probe socket on the configured
+ *   host) before forking, so a port in use fails in one line before any worker
+ *   leases anything; for port 0 it reads the OS's choice and gives that port
+ *   to every worker, so all workers and every replacement share one port.
  * - State directory: worker i keeps its high-water marks in
  *   `<stateDir>/workers/<i>`. One shared directory would race: worker A's
  *   answer [100,200) checked after worker B wrote its mark 300 would look like
@@ -26,7 +27,6 @@
  *   `--workers 0` (the default) means one worker per core (os.availableParallelism()).
  */
 import cluster, { type Worker } from 'node:cluster';
-import { createServer } from 'node:net';
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -35,6 +35,7 @@ import { redactStoreUrl } from '../adapters/create-store.js';
 import type { ServeConfig } from '../cli/config.js';
 import { VERSION } from '../version.js';
 import { handleGatherInPrimary } from './cluster-gather.js';
+import { reservePort } from './listen-check.js';
 
 /** Messages between primary and workers. */
 export type WorkerMessage =
@@ -62,19 +63,6 @@ export async function serve(config: ServeConfig): Promise<void> {
   await runPrimary(config, n);
 }
 
-/** A free TCP port on `host`, found by binding port 0 and closing again. */
-async function freePort(host: string): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen({ host, port: 0, exclusive: true }, () => {
-      const a = s.address();
-      const port = typeof a === 'object' && a ? a.port : 0;
-      s.close(() => resolve(port));
-    });
-  });
-}
-
 interface Slot {
   worker: Worker | undefined;
   startedAt: number;
@@ -86,7 +74,10 @@ interface Slot {
 
 async function runPrimary(config: ServeConfig, n: number): Promise<void> {
   const logger = pino({ level: config.logLevel, base: { pid: process.pid, role: 'primary' } });
-  const port = config.port === 0 ? await freePort(config.host) : config.port;
+  // Checked before any worker starts (and leases anything): a port in use is one line, not one per worker.
+  const probe = await reservePort(config.host, config.port);
+  await probe.release();
+  const port = probe.port;
   const shared: ServeConfig = { ...config, port };
   cluster.setupPrimary({ exec: fileURLToPath(new URL('./cluster-worker.js', import.meta.url)), args: [] });
 
