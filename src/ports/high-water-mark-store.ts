@@ -7,4 +7,6 @@ import type { HighWaterMark } from '../core/segment/rollback-guard.js';
 export interface HighWaterMarkStore {
   get(tag: string): HighWaterMark | undefined;
   put(tag: string, record: HighWaterMark): void;
+  /** Where the marks are kept, for messages (`state dir ./data`). */
+  readonly where?: string;
 }

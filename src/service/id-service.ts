@@ -221,7 +221,7 @@ export class IdService {
     const mark = this.marks.get(tag);
     if (mark && to < mark.mark) {
       throw new InvalidArgumentError(
-        `to must be at least ${mark.mark}: this server has already handed out IDs up to ${mark.mark - 1n}`,
+        `to must be at least ${mark.mark}: IDs up to ${mark.mark - 1n} were handed out (high-water mark ${mark.mark} in ${this.marks.where ?? 'this process'})`,
       );
     }
     const info = await this.store.fence(tag, to);

@@ -184,7 +184,7 @@ export class StrictTagAllocator extends TagAllocator {
       }
       // Judge against the mark at send time, but keep a trip recorded since.
       const prev = w.floor && { mark: w.floor.mark, trippedAtEpoch: record?.trippedAtEpoch ?? w.floor.trippedAtEpoch };
-      const v = checkAnswer(prev, w.start, w.end, w.fenceEpoch);
+      const v = checkAnswer(prev, w.start, w.end, w.fenceEpoch, marks.where);
       const top = record && record.mark > w.end ? record.mark : w.end;
       if (v.ok) {
         record = { mark: top };

@@ -311,7 +311,7 @@ export class TagAllocator {
       // class, so each class keeps its own mark ('#' and ':' are not legal in
       // tags); the plain mark then only summarises, for fence.
       const markKey = stride === 1 ? this.tag : `${this.tag}#${stride}:${alloc.offset ?? 0}`;
-      const verdict = checkAnswer(marks.get(markKey), start, alloc.maxId, alloc.fenceEpoch);
+      const verdict = checkAnswer(marks.get(markKey), start, alloc.maxId, alloc.fenceEpoch, marks.where);
       // Durable before any of these IDs can be handed out.
       marks.put(markKey, verdict.record);
       if (stride !== 1 && verdict.ok) {

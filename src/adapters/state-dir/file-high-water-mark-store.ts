@@ -20,9 +20,11 @@ interface FileRecord {
 
 export class FileHighWaterMarkStore implements HighWaterMarkStore {
   private readonly dir: string;
+  readonly where: string;
 
   constructor(stateDir: string) {
     this.dir = join(stateDir, 'hwm');
+    this.where = `state dir ${stateDir}`;
     mkdirSync(this.dir, { recursive: true });
   }
 

@@ -20,25 +20,31 @@ export type GuardVerdict =
   | { readonly ok: true; readonly record: HighWaterMark }
   | { readonly ok: false; readonly record: HighWaterMark; readonly reason: string };
 
+/**
+ * `where`: where the marks are kept (e.g. `state dir ./data`), so a refusal
+ * names it, whether a server or a CLI command holds them.
+ */
 export function checkAnswer(
   previous: HighWaterMark | undefined,
   start: bigint,
   end: bigint,
   epoch: number,
+  where?: string,
 ): GuardVerdict {
+  const kept = where === undefined ? '' : ` kept in ${where}`;
   if (previous === undefined) return { ok: true, record: { mark: end } };
   if (previous.trippedAtEpoch !== undefined && epoch <= previous.trippedAtEpoch) {
     return {
       ok: false,
       record: previous,
-      reason: `a rollback was detected earlier (high-water mark ${previous.mark}); run \`sequoia fence\``,
+      reason: `a rollback was detected earlier (high-water mark ${previous.mark}${kept}); run \`sequoia fence\``,
     };
   }
   if (start < previous.mark) {
     return {
       ok: false,
       record: { mark: previous.mark, trippedAtEpoch: epoch },
-      reason: `store answered [${start}, ${end}) below this server's high-water mark ${previous.mark}`,
+      reason: `store answered [${start}, ${end}) below the high-water mark ${previous.mark}${kept}`,
     };
   }
   return { ok: true, record: { mark: end > previous.mark ? end : previous.mark } };
