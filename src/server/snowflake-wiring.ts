@@ -40,10 +40,13 @@ export function createSnowflakeService(config: SnowflakeConfig, logger: Logger):
     }
     throw e;
   }
+  const layouts = defineLayouts(config.layouts);
+  // Said once at start, as `sequoia plan --layout` says it: 2^53, the sign bit, a short lifetime.
+  for (const l of layouts.values()) for (const warning of l.warnings) logger.warn({ layout: l.name, warning }, 'custom snowflake layout');
   return new SnowflakeService({
     provider,
     defaultLayout: config.snowflakeLayout,
-    layouts: defineLayouts(config.layouts),
+    layouts,
     clockPolicy: config.clockPolicy,
     maxWaitMs: config.clockMaxWaitMs,
     logger,

@@ -119,6 +119,8 @@ describe('custom layouts in the config file', () => {
     const status = (await (await fetch(`${s.url}/v1/status`)).json()) as { layouts: { name: string; preset: boolean; epoch: string }[] };
     expect(status.layouts.find((l) => l.name === 'discord')).toMatchObject({ preset: false, epoch: '2015-01-01T00:00:00.000Z' });
     expect(status.layouts.find((l) => l.name === 'twitter')).toMatchObject({ preset: true });
+    // its warnings are logged once at start, as plan prints them
+    expect(s.output()).toMatch(/"layout":"discord","warning":"widths sum to 64[^"]*","msg":"custom snowflake layout"/);
     const bad = await fetch(`${s.url}/v1/snowflake?layout=nope`);
     expect(bad.status).toBe(400);
     expect(((await bad.json()) as { error: { message: string } }).error.message).toMatch(/discord/);
