@@ -44,11 +44,15 @@ const EXPLAINED: Record<string, string> = {
  */
 export function storeError(backend: string, e: unknown, target?: string): SequoiaError {
   if (e instanceof SequoiaError) return e;
-  const err = e as { code?: unknown; errno?: unknown; sqlState?: unknown };
+  const err = e as { code?: unknown; errno?: unknown; address?: unknown; port?: unknown };
   const code = typeof err.code === 'string' ? err.code : e instanceof Error ? e.message : 'unknown';
   // mysql2 gives ER_ACCESS_DENIED_ERROR with errno 1045; pg gives the SQLSTATE as code.
   const key = typeof err.errno === 'number' && EXPLAINED[String(err.errno)] ? String(err.errno) : code;
-  const where = target ? ` at ${target}` : '';
+  // Where: from the store's URL, else where a connection failure tried (host and port only, never credentials).
+  const at =
+    target ??
+    (typeof err.address === 'string' && typeof err.port === 'number' ? `${err.address.includes(':') ? `[${err.address}]` : err.address}:${err.port}` : undefined);
+  const where = at ? ` at ${at}` : '';
   const explained = EXPLAINED[key];
   const message = explained ? `${backend}${where}: ${explained} (${key === code ? code : `${code} ${key}`})` : `${backend}${where} error (${code})`;
   return new UnavailableError('STORE_UNAVAILABLE', message, { cause: e, retryAfterMs: 1000 });

@@ -34,11 +34,7 @@ export function checkAnswer(
   const kept = where === undefined ? '' : ` kept in ${where}`;
   if (previous === undefined) return { ok: true, record: { mark: end } };
   if (previous.trippedAtEpoch !== undefined && epoch <= previous.trippedAtEpoch) {
-    return {
-      ok: false,
-      record: previous,
-      reason: `a rollback was detected earlier (high-water mark ${previous.mark}${kept}); run \`sequoia fence\``,
-    };
+    return { ok: false, record: previous, reason: earlierTrip(previous.mark, where) };
   }
   if (start < previous.mark) {
     return {
@@ -48,4 +44,34 @@ export function checkAnswer(
     };
   }
   return { ok: true, record: { mark: end > previous.mark ? end : previous.mark } };
+}
+
+/**
+ * The guard for a server whose processes share one set of marks. `floor` is
+ * the mark as read before the request was sent: a monotonic store answers
+ * every later request at or above it, whichever process raised it. `current`
+ * is the mark as it is now (other processes may have raised it meanwhile with
+ * answers of their own, which is no alarm, or recorded a trip, which refuses
+ * here too). The record to store is the highest mark seen, tripped or not.
+ */
+export function checkShared(
+  floor: HighWaterMark | undefined,
+  current: HighWaterMark | undefined,
+  start: bigint,
+  end: bigint,
+  epoch: number,
+  where?: string,
+): GuardVerdict {
+  if (current?.trippedAtEpoch !== undefined && epoch <= current.trippedAtEpoch) {
+    return { ok: false, record: current, reason: earlierTrip(current.mark, where) };
+  }
+  const v = checkAnswer(floor && { mark: floor.mark }, start, end, epoch, where);
+  const top = (a: bigint, b: bigint | undefined) => (b !== undefined && b > a ? b : a);
+  if (!v.ok) return { ok: false, record: { mark: top(v.record.mark, current?.mark), trippedAtEpoch: epoch }, reason: v.reason };
+  return { ok: true, record: { mark: top(end, current?.mark) } };
+}
+
+/** The refusal of a tag whose rollback was recorded earlier, naming where the mark is kept. */
+export function earlierTrip(mark: bigint, where?: string): string {
+  return `a rollback was detected earlier (high-water mark ${mark}${where === undefined ? '' : ` kept in ${where}`}); run \`sequoia fence\``;
 }
