@@ -31,7 +31,8 @@ export async function startServer(
   // Bind first: a port in use must fail before a store connection or a worker-id lease is taken.
   const reservation = options.reservePort === false ? undefined : await reservePort(config.host, config.port);
   try {
-    return await startReserved(reservation === undefined ? config : { ...config, port: reservation.port }, options, reservation);
+    // The configured port (0 stays 0) still names this server to its worker-id provider (ZooKeeper's host:port node).
+    return await startReserved(config, options, reservation);
   } finally {
     await reservation?.release();
   }
@@ -75,9 +76,9 @@ async function startReserved(
       logger, version: VERSION, metrics });
     await reservation?.release();
     try {
-      await app.listen({ host: config.host, port: config.port });
+      await app.listen({ host: config.host, port: reservation?.port ?? config.port });
     } catch (e) {
-      throw listenError(e, config.host, config.port);
+      throw listenError(e, config.host, reservation?.port ?? config.port);
     }
   } catch (e) {
     // A store client left open (reconnecting in the background) would keep the process alive after a failed start.
