@@ -114,6 +114,8 @@ export function registerPlan(program: Command): void {
         console.log(`epoch          ${String(d.epoch)}, ticks of ${String(d.unitMs)} ms`);
         console.log(`time bits      ${String(d.timeBits)}`);
         for (const f of d.fields as { name: string; bits: number; role: string }[]) console.log(`${`${f.name} bits`.padEnd(15)}${f.bits}  (${f.role})`);
+        const start = d.sequenceStart as Layout['sequenceStart'];
+        console.log(`sequence start ${start.kind === 'random' ? `random 0-${start.max} each tick` : '0 each tick'}`);
         console.log(`lifetime       ${String(d.lifetimeYears)} years: ends ${String(d.endsAt)}`);
         for (const w of d.warnings as string[]) console.log(`warning: ${w}`);
         return;

@@ -63,6 +63,7 @@ describe('custom layouts in the config file', () => {
     expect((p.warnings as string[]).join()).toMatch(/sign bit/);
     const text = sequoia(['plan', '--layout', 'discord', '--config', good]).stdout;
     expect(text).toMatch(/increment bits\s+12/);
+    expect(sequoia(['plan', '--layout', 'leaf']).stdout).toMatch(/sequence start random 0-99 each tick/);
     expect(sequoia(['plan', '--layout', 'uid-generator']).stdout).toMatch(/warning: its time bits ran out on 2024-11-20T13:24:16/);
     expect(sequoia(['plan']).status).toBe(2);
   });
