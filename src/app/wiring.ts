@@ -7,6 +7,7 @@
 import { MemoryHighWaterMarkStore } from '../adapters/state-dir/file-high-water-mark-store.js';
 import { StateDir } from '../adapters/state-dir/state-dir.js';
 import { InvalidArgumentError } from '../core/errors.js';
+import { defineLayouts } from '../core/snowflake/layout.js';
 import type { Logger } from '../ports/logger.js';
 import { IdService, type IdServiceOptions } from '../service/id-service.js';
 import { SnowflakeService } from '../service/snowflake-service.js';
@@ -27,7 +28,7 @@ export interface SegmentConfig {
 
 export type SnowflakeConfig = Pick<
   ServeConfig,
-  'snowflakeLayout' | 'workerIdProvider' | 'workerLeaseTtlMs' | 'clockPolicy' | 'clockMaxWaitMs'
+  'snowflakeLayout' | 'workerIdProvider' | 'workerLeaseTtlMs' | 'clockPolicy' | 'clockMaxWaitMs' | 'layouts'
 > & { readonly stateDir?: string; readonly port?: number; readonly workerSlot?: number | undefined };
 
 export function createIdService(
@@ -78,9 +79,14 @@ export function createSnowflakeService(
     }
     throw e;
   }
+  // Custom layouts, validated again here (they cross to cluster workers as plain data).
+  const layouts = defineLayouts(config.layouts);
+  // Said once at start, as `sequoia plan --layout` says it: 2^53, the sign bit, a short lifetime.
+  for (const l of layouts.values()) for (const warning of l.warnings) o.logger?.warn({ layout: l.name, warning }, 'custom snowflake layout');
   return new SnowflakeService({
     provider,
     defaultLayout: config.snowflakeLayout,
+    layouts,
     clockPolicy: config.clockPolicy,
     maxWaitMs: config.clockMaxWaitMs,
     logger: o.logger,

@@ -13,7 +13,7 @@
  */
 import { ClockError, InvalidArgumentError, SequoiaError, UnavailableError } from '../core/errors.js';
 import { type ClockEvent, type ClockPolicy, SnowflakeGenerator } from '../core/snowflake/generator.js';
-import { DEFAULT_LAYOUT, type Layout, getLayout, remainingSeconds } from '../core/snowflake/layout.js';
+import { DEFAULT_LAYOUT, type Layout, PRESETS, getLayout, remainingSeconds } from '../core/snowflake/layout.js';
 import { type Clock, systemClock } from '../core/clock.js';
 import { silentLogger } from '../core/silent-logger.js';
 import type { Logger } from '../ports/logger.js';
@@ -23,7 +23,8 @@ import type { SnowflakeWorkerReport } from '../ports/metrics.js';
 import { type ExplainResult, explainId } from '../core/snowflake/explain.js';
 import { assertCount } from '../core/request-rules.js';
 
-export { type ExplainResult, explainId };
+
+export { explainId, type ExplainResult };
 
 export interface SnowflakeServiceOptions {
   readonly provider: WorkerIdProvider;
@@ -113,6 +114,11 @@ export class SnowflakeService {
 
   layout(name?: string): Layout {
     return getLayout(name ?? this.defaultLayout, this.layouts);
+  }
+
+  /** Every layout this service issues in: the presets, then the custom ones. */
+  knownLayouts(): Layout[] {
+    return [...PRESETS.values(), ...(this.layouts?.values() ?? [])];
   }
 
   /** One ID as a decimal string; synchronous when the generator is ready and no wait is needed. */

@@ -6,7 +6,7 @@
 import mysql, { type Pool, type PoolConnection } from 'mysql2/promise';
 import { SequoiaError } from '../../core/errors.js';
 import { PoolUsers } from '../kit/pool-users.js';
-import { positiveSetting, storeError } from '../kit/store-errors.js';
+import { positiveSetting, storeError, storeTarget } from '../kit/store-errors.js';
 
 export interface MysqlConnectionOptions {
   /** `mysql://user:pass@host:port/db`. */
@@ -21,9 +21,12 @@ export interface MysqlConnectionOptions {
 
 export class MysqlConnection {
   readonly pool: Pool;
+  /** host:port, database: named in every store error. */
+  readonly target: string | undefined;
   private readonly users = new PoolUsers(() => this.pool.end());
 
   constructor(options: MysqlConnectionOptions) {
+    this.target = storeTarget(options.uri, 3306);
     const max = positiveSetting(options.maxConnections ?? 10, 'maxConnections');
     this.pool = mysql.createPool({
       uri: options.uri,
@@ -69,7 +72,7 @@ export class MysqlConnection {
     try {
       c = await this.pool.getConnection();
     } catch (e) {
-      throw storeError(backend, e);
+      throw storeError(backend, e, this.target);
     }
     try {
       const r = await fn(c);
@@ -78,7 +81,7 @@ export class MysqlConnection {
     } catch (e) {
       if (e instanceof SequoiaError) c.release();
       else c.destroy();
-      throw storeError(backend, e);
+      throw storeError(backend, e, this.target);
     }
   }
 }

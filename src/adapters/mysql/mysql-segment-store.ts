@@ -20,7 +20,7 @@
  * /^[a-z_][a-z0-9_]{0,62}$/; all values are placeholders.
  */
 import type { Pool, PoolConnection, ResultSetHeader, RowDataPacket } from 'mysql2/promise';
-import { InvalidArgumentError, TagExistsError, TagNotFoundError, UnavailableError } from '../../core/errors.js';
+import { InvalidArgumentError, type SequoiaError, TagExistsError, TagNotFoundError, UnavailableError } from '../../core/errors.js';
 import { MAX_ID } from '../../core/id.js';
 import type { Allocation, NewTag, SegmentStore, TagInfo, TagUpdate } from '../../ports/segment-store.js';
 import { positiveSetting, storeError, tagInfoFromTextRow } from '../kit/store-errors.js';
@@ -167,7 +167,7 @@ export class MysqlSegmentStore implements SegmentStore {
       });
     } catch (e) {
       if ((e as { code?: string }).code === 'ER_DUP_ENTRY') throw new TagExistsError(t.tag);
-      throw wrap(e);
+      throw this.wrap(e);
     }
     return this.mustGet(t.tag);
   }
@@ -239,7 +239,7 @@ export class MysqlSegmentStore implements SegmentStore {
       const [rows] = await this.pool.query<Row[]>({ sql, values, timeout: this.timeout });
       return rows;
     } catch (e) {
-      throw wrap(e);
+      throw this.wrap(e);
     }
   }
 
@@ -248,7 +248,7 @@ export class MysqlSegmentStore implements SegmentStore {
       const [r] = await this.pool.query<ResultSetHeader>({ sql, values, timeout: this.timeout });
       return r;
     } catch (e) {
-      throw wrap(e);
+      throw this.wrap(e);
     }
   }
 
@@ -257,10 +257,14 @@ export class MysqlSegmentStore implements SegmentStore {
     return r;
   }
 
+  /** Driver errors become STORE_UNAVAILABLE naming the backend and its host, port and database. */
+  private wrap(e: unknown): SequoiaError {
+    return storeError(BACKEND, e, this.connection.target);
+  }
+
   private withConnection<T>(fn: (c: PoolConnection) => Promise<T>): Promise<T> {
     return this.connection.withConnection(BACKEND, fn);
   }
 }
 
 const BACKEND = 'MySQL store';
-const wrap = (e: unknown) => storeError(BACKEND, e);

@@ -6,7 +6,7 @@
 import pg from 'pg';
 import { InvalidArgumentError, SequoiaError } from '../../core/errors.js';
 import { PoolUsers } from '../kit/pool-users.js';
-import { positiveSetting, storeError } from '../kit/store-errors.js';
+import { positiveSetting, storeError, storeTarget } from '../kit/store-errors.js';
 
 /** The part of a `pg.Pool` the stores call. */
 export interface PgPoolLike {
@@ -38,9 +38,12 @@ export interface PostgresConnectionOptions {
 
 export class PostgresConnection {
   readonly pool: PgPoolLike;
+  /** host:port, database: named in every store error. */
+  readonly target: string | undefined;
   private readonly users = new PoolUsers(() => this.pool.end());
 
   constructor(options: PostgresConnectionOptions) {
+    this.target = storeTarget(options.connectionString, 5432);
     if (options.pool) {
       this.pool = options.pool;
       return;
@@ -79,7 +82,7 @@ export class PostgresConnection {
     try {
       return await this.pool.query(text, values);
     } catch (e) {
-      throw storeError(backend, e);
+      throw storeError(backend, e, this.target);
     }
   }
 
@@ -89,7 +92,7 @@ export class PostgresConnection {
     try {
       c = await this.pool.connect();
     } catch (e) {
-      throw storeError(backend, e);
+      throw storeError(backend, e, this.target);
     }
     let failed: unknown;
     try {
@@ -100,7 +103,7 @@ export class PostgresConnection {
     } catch (e) {
       failed = e;
       await c.query('ROLLBACK').catch(() => {});
-      throw storeError(backend, e);
+      throw storeError(backend, e, this.target);
     } finally {
       c.release(failed instanceof Error && !(failed instanceof SequoiaError) ? failed : undefined);
     }

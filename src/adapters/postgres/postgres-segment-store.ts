@@ -18,7 +18,7 @@
  * errors are caught by the pool's 'error' listener and never crash the process.
  * Driver errors become STORE_UNAVAILABLE with the original as `cause`.
  */
-import { InvalidArgumentError, TagExistsError, TagNotFoundError } from '../../core/errors.js';
+import { InvalidArgumentError, type SequoiaError, TagExistsError, TagNotFoundError } from '../../core/errors.js';
 import { MAX_ID } from '../../core/id.js';
 import type { Allocation, NewTag, SegmentStore, TagInfo, TagUpdate } from '../../ports/segment-store.js';
 import { assertGiveBack, DEFAULT_START, DEFAULT_STEP, exhausted, tableName } from '../kit/segment-rules.js';
@@ -131,7 +131,7 @@ export class PostgresSegmentStore implements SegmentStore {
       return tagInfoFromTextRow(r.rows[0] as RowText);
     } catch (e) {
       if ((e as { code?: string }).code === '23505') throw new TagExistsError(t.tag);
-      throw wrap(e);
+      throw this.wrap(e);
     }
   }
 
@@ -186,6 +186,11 @@ export class PostgresSegmentStore implements SegmentStore {
     await this.connection.release();
   }
 
+  /** Driver errors become STORE_UNAVAILABLE naming the backend and its host, port and database. */
+  private wrap(e: unknown): SequoiaError {
+    return storeError(BACKEND, e, this.connection.target);
+  }
+
   private q(text: string, values?: unknown[]): Promise<{ rows: unknown[]; rowCount: number | null }> {
     return this.connection.query(BACKEND, text, values);
   }
@@ -194,4 +199,3 @@ export class PostgresSegmentStore implements SegmentStore {
 const COLUMNS = 'tag, max_id::text AS max_id, step, description, updated_at, fence_epoch';
 
 const BACKEND = 'PostgreSQL store';
-const wrap = (e: unknown) => storeError(BACKEND, e);
