@@ -58,7 +58,7 @@ describe("the README's library example, run twice as a new user would", () => {
   it('ensureTag makes the second run work, and close() lets the process end', () => {
     const dir = mkdtempSync(join(tmpdir(), 'sequoia-lib-'));
     const script = `
-      import { IdService, SqliteSegmentStore, FileHighWaterMarkStore } from 'sequoia';
+      import { IdService, SqliteSegmentStore, FileHighWaterMarkStore } from 'sequoia/server';
       const service = new IdService({
         store: new SqliteSegmentStore({ path: ${JSON.stringify(join(dir, 'ids.db'))} }),
         marks: new FileHighWaterMarkStore(${JSON.stringify(dir)}),
