@@ -1,6 +1,5 @@
 /**
- * Per-client token bucket: each client (its bearer token's digest when it
- * sends one, else its address) holds up to `burst` tokens, refilled at `rate`
+ * Per-client token bucket: each client (its identity, client-gate.ts) holds up to `burst` tokens, refilled at `rate`
  * per second; a request takes one. An empty bucket answers 429 RATE_LIMITED
  * with the seconds until a token is back. The bucket map is bounded: past
  * `maxClients`, the least recently seen client is forgotten (it starts full).
@@ -25,7 +24,25 @@ export class TokenBucketLimiter {
   }
 
   /** Takes a token for `key` or throws RATE_LIMITED. */
-  take(key: string): void {
+  take(key: string, what = 'too many requests'): void {
+    const b = this.bucket(key);
+    if (b.tokens < 1) {
+      const waitMs = ((1 - b.tokens) / this.rate) * 1000;
+      throw new SequoiaError('RATE_LIMITED', `${what}; retry in ${Math.ceil(waitMs / 1000)} s`, { retryAfterMs: waitMs });
+    }
+    b.tokens -= 1;
+  }
+
+  /** Takes a token for `key` if there is one. */
+  tryTake(key: string): boolean {
+    const b = this.bucket(key);
+    if (b.tokens < 1) return false;
+    b.tokens -= 1;
+    return true;
+  }
+
+  /** The key's bucket, refilled up to now. */
+  private bucket(key: string): Bucket {
     const t = this.now();
     let b = this.buckets.get(key);
     if (b === undefined) {
@@ -40,12 +57,6 @@ export class TokenBucketLimiter {
       b.at = t;
     }
     this.buckets.set(key, b);
-    if (b.tokens < 1) {
-      const waitMs = ((1 - b.tokens) / this.rate) * 1000;
-      throw new SequoiaError('RATE_LIMITED', `too many requests; retry in ${Math.ceil(waitMs / 1000)} s`, {
-        retryAfterMs: waitMs,
-      });
-    }
-    b.tokens -= 1;
+    return b;
   }
 }
