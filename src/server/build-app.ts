@@ -108,7 +108,11 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
       const status = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400;
       const message =
         status === 431 ? 'the request head is too large' : status === 408 ? 'the request took too long' : 'malformed HTTP request';
-      answerSocket(socket, { status, code: 'INVALID_ARGUMENT', message });
+      const answer = () => answerSocket(socket, { status, code: 'INVALID_ARGUMENT', message });
+      // A pipelined request's answer still being written: ours comes after it, not inside it.
+      const inFlight = (socket as { _httpMessage?: ServerResponse | null })._httpMessage;
+      if (inFlight && !inFlight.writableFinished) inFlight.once('finish', answer);
+      else answer();
     },
     // Our own server: the fast path answers the hot routes before fastify when it can.
     serverFactory: (handler: (req: IncomingMessage, res: ServerResponse) => void) => {
