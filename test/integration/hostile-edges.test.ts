@@ -82,11 +82,17 @@ describe('rate limit keyed by an identity the caller cannot mint', () => {
   });
 
   it('a new junk token on every request buys no new bucket: its address is limited', async () => {
+    const { port: p } = await serve(['t'], ['--rate-limit', '5', '--rate-limit-burst', '5']);
     const statuses: number[] = [];
-    for (let i = 0; i < 30; i++) statuses.push((await get(port, '/v1/uuid', bearer(`junk-token-${i}-xxxxxxxx`), '127.0.0.11')).status);
-    // 5 in the bucket (403: the token is junk), at most one refilled meanwhile, then 429s
-    expect(statuses.filter((s) => s !== 429).length).toBeLessThanOrEqual(6);
+    for (let i = 0; i < 30; i++) statuses.push((await get(p, '/v1/segment/t', bearer(`junk${i}`), '127.0.0.11')).status);
+    // 5 in the bucket, at most one refilled meanwhile, then 429s
+    expect(statuses.filter((s) => s === 200).length).toBeLessThanOrEqual(6);
     expect(statuses.slice(-10)).toEqual(Array(10).fill(429));
+    // the same with client tokens configured: a junk token (403) still drains its address's bucket
+    const junk: number[] = [];
+    for (let i = 0; i < 30; i++) junk.push((await get(port, '/v1/uuid', bearer(`junk-token-${i}-xxxxxxxx`), '127.0.0.11')).status);
+    expect(junk.filter((s) => s !== 429).length).toBeLessThanOrEqual(6);
+    expect(junk.slice(-10)).toEqual(Array(10).fill(429));
   });
 
   it('a configured token is its own client, whatever address it comes from; others at that address do not drain it', async () => {
@@ -128,37 +134,47 @@ describe('rate limit keyed by an identity the caller cannot mint', () => {
 });
 
 describe('unknown-tag look-ups: a per-client share, never a reason to call a real tag missing', () => {
-  it('a flood of random names from one client neither blanks out real tags nor tags made later, and is refused 429 with Retry-After', async () => {
-    const { port, store } = await serve(['real'], ['--client-tokens', CLIENT_TOKENS]);
+  it('a flood of random names from one address neither blanks out real tags nor tags made later, and is refused 429 with Retry-After', async () => {
+    const { port, store } = await serve(['real'], []);
     // a tag made by another process after the server started: not on its list yet
     expect(sequoia(['tag', 'create', 'later', '--store', store]).status).toBe(0);
     const flood: Answer[] = [];
     const t0 = Date.now();
     for (let round = 0; round < 8; round++) {
-      flood.push(...(await Promise.all(Array.from({ length: 50 }, (_, i) => get(port, `/api/segment/get/rnd-${round}-${i}-${Math.random().toString(36).slice(2)}`, bearer(ORDERS))))));
+      const names = Array.from({ length: 50 }, (_, i) => `rnd-${round}-${i}-${Math.random().toString(36).slice(2)}`);
+      flood.push(...(await Promise.all(names.map((n) => get(port, `/api/segment/get/${n}`, {}, '127.0.0.21')))));
     }
     const floodMs = Date.now() - t0;
-    const codes = new Set(flood.map(codeOf));
-    expect([...codes].sort()).toEqual(['RATE_LIMITED', 'TAG_NOT_FOUND']);
+    expect([...new Set(flood.map(codeOf))].sort()).toEqual(['RATE_LIMITED', 'TAG_NOT_FOUND']);
     for (const a of flood.filter((x) => x.status === 429)) expect(Number(a.headers['retry-after'])).toBeGreaterThanOrEqual(1);
-    // the flooder's own share (burst 20 + 10/s) is all that reached the store
+    // only the flooder's share (burst 20 + 10/s) reached the store
     expect(flood.filter((x) => x.status === 404).length).toBeLessThanOrEqual(20 + Math.ceil(floodMs / 100) + 1);
-    // meanwhile, the flooder itself and every other client still get the real tag
+    // right after, the real tag answers, to another client and to the flooder itself
     for (let i = 0; i < 5; i++) {
-      expect((await get(port, '/api/segment/get/real', bearer(ORDERS))).status).toBe(200);
-      expect((await get(port, '/api/segment/get/real', bearer(BILLING))).status).toBe(200);
+      expect((await get(port, '/api/segment/get/real', {}, '127.0.0.22')).status).toBe(200);
+      expect((await get(port, '/api/segment/get/real', {}, '127.0.0.21')).status).toBe(200);
     }
-    // another client's look-up of the new tag is its own, not the flooder's
-    const later = await get(port, '/api/segment/get/later', bearer(BILLING));
+    // another client's look-up of the new tag is its own share, not the flooder's
+    const later = await get(port, '/api/segment/get/later', {}, '127.0.0.22');
     expect(later.status).toBe(200);
     expect(later.body).toBe('1');
+  });
+
+  it('with client tokens, the share is the token\'s', async () => {
+    const { port, store } = await serve([], ['--client-tokens', CLIENT_TOKENS]);
+    expect(sequoia(['tag', 'create', 'later', '--store', store]).status).toBe(0);
+    const flood = await Promise.all(Array.from({ length: 60 }, (_, i) => get(port, `/v1/segment/nope-${i}`, bearer(ORDERS))));
+    expect(flood.filter((x) => x.status === 429).length).toBeGreaterThan(0);
+    // same address, another client
+    expect((await get(port, '/v1/segment/later', bearer(BILLING))).status).toBe(200);
   });
 });
 
 describe('tag detail needs the admin or the metrics token once any token is configured', () => {
   let port: number;
   beforeAll(async () => {
-    ({ port } = await serve(['secret-volume'], ['--client-tokens', CLIENT_TOKENS, '--admin-token', ADMIN, '--metrics-token', SCRAPER]));
+    const unnamed = JSON.stringify([{ token: ORDERS, tags: ['*'] }]);
+    ({ port } = await serve(['secret-volume'], ['--client-tokens', unnamed, '--admin-token', ADMIN]));
     expect((await get(port, '/api/segment/get/secret-volume', bearer(ORDERS))).status).toBe(200);
     expect((await get(port, '/api/segment/get/no-such-tag', bearer(ORDERS))).status).toBe(404);
   });
@@ -185,6 +201,8 @@ describe('tag detail needs the admin or the metrics token once any token is conf
   });
 
   it('the metrics token (as Prometheus sends it) and the admin token see every tag', async () => {
+    ({ port } = await serve(['secret-volume'], ['--client-tokens', CLIENT_TOKENS, '--admin-token', ADMIN, '--metrics-token', SCRAPER]));
+    expect((await get(port, '/api/segment/get/secret-volume', bearer(ORDERS))).status).toBe(200);
     for (const t of [SCRAPER, ADMIN]) {
       const m = await get(port, '/metrics', bearer(t));
       expect(m.status).toBe(200);
@@ -207,6 +225,7 @@ function one(raw: Buffer): RawResponse {
 
 describe('every request gets one complete answer in the contract shape', () => {
   let port: number;
+  let clustered: Promise<number> | undefined;
   beforeAll(async () => {
     ({ port } = await serve(['t'], ['--request-timeout-ms', '2000']));
   });
@@ -237,6 +256,7 @@ describe('every request gets one complete answer in the contract shape', () => {
     expect(x.ms).toBeLessThan(3000);
   });
 
+  // Under --workers 2 /metrics and /v1/status gather from every worker over IPC: truly asynchronous answers.
   it.each([
     ['/metrics', /sequoia_ids_issued_total/],
     ['/v1/status', /"uptimeSeconds"/],
@@ -244,8 +264,9 @@ describe('every request gets one complete answer in the contract shape', () => {
     ['/v1/uuid', /"ids":\["[0-9a-f-]{36}"\]/],
     ['/readyz', /"ready"/],
     ['/v1/segment/t?count=3', /"ids":\["\d+","\d+","\d+"\]/],
-  ])('a client that half-closes after sending GET %s gets the whole answer', async (path, body) => {
-    const x = await rawExchange(port, `GET ${path} HTTP/1.1\r\nHost: x\r\n\r\n`, { halfClose: true });
+  ])('a client that half-closes after sending GET %s gets the whole answer (--workers 2)', async (path, body) => {
+    clustered ??= serve(['t'], ['--workers', '2']).then((x) => x.port);
+    const x = await rawExchange(await clustered, `GET ${path} HTTP/1.1\r\nHost: x\r\n\r\n`, { halfClose: true });
     const r = one(x.raw);
     expect(r.status).toBe(200);
     expect(r.body).toMatch(body);
@@ -253,7 +274,7 @@ describe('every request gets one complete answer in the contract shape', () => {
 
   it('pipelined and half-closed: every request answered, in order', async () => {
     const req = (p: string) => `GET ${p} HTTP/1.1\r\nHost: x\r\n\r\n`;
-    const x = await rawExchange(port, req('/metrics') + req('/v1/segment/t') + req('/v1/status') + req('/nope'), { halfClose: true });
+    const x = await rawExchange(await (clustered ??= serve(['t'], ['--workers', '2']).then((y) => y.port)), req('/metrics') + req('/v1/segment/t') + req('/v1/status') + req('/nope'), { halfClose: true });
     const { responses } = parseResponses(x.raw);
     expect(responses.map((r) => r.status)).toEqual([200, 200, 200, 404]);
     expect(contractProblem(responses[3] as RawResponse)).toBeUndefined();
