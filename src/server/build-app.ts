@@ -108,11 +108,15 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
       const status = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400;
       const message =
         status === 431 ? 'the request head is too large' : status === 408 ? 'the request took too long' : 'malformed HTTP request';
-      const answer = () => answerSocket(socket, { status, code: 'INVALID_ARGUMENT', message });
-      // A pipelined request's answer still being written: ours comes after it, not inside it.
+      const e = { status, code: 'INVALID_ARGUMENT', message } as const;
+      const answer = () => answerSocket(socket, e);
       const inFlight = (socket as { _httpMessage?: ServerResponse | null })._httpMessage;
-      if (inFlight && !inFlight.writableFinished) inFlight.once('finish', answer);
-      else answer();
+      if (!inFlight || inFlight.writableFinished) answer();
+      // A request still being answered: ours comes after its answer, not inside it ...
+      else if (inFlight.req.complete) inFlight.once('finish', answer);
+      // ... unless it is the broken one (its body will never come): then this is its answer.
+      else if (!inFlight.headersSent) answerRaw(inFlight, e);
+      else socket.destroy();
     },
     // Our own server: the fast path answers the hot routes before fastify when it can.
     serverFactory: (handler: (req: IncomingMessage, res: ServerResponse) => void) => {
