@@ -51,7 +51,7 @@ export class ClientGate {
 
   /** The client's identity: `token:<name>` for a configured token, else `addr:<address>`. */
   key(req: IncomingMessage, caller: Caller = this.access.caller(req)): string {
-    if (caller.kind === 'admin' || caller.kind === 'metrics' || caller.kind === 'client') return `token:${caller.name}`;
+    if (caller.kind === 'admin' || caller.kind === 'metrics' || caller.kind === 'client') return caller.key;
     return `addr:${this.address(req)}`;
   }
 

@@ -2,13 +2,16 @@
  * Per-client token bucket: each client (its identity, client-gate.ts) holds up to `burst` tokens, refilled at `rate`
  * per second; a request takes one. An empty bucket answers 429 RATE_LIMITED
  * with the seconds until a token is back. The bucket map is bounded: past
- * `maxClients`, the least recently seen client is forgotten (it starts full).
+ * `maxClients`, the least recently seen client (to the second) is forgotten
+ * (it starts full).
  */
 import { SequoiaError } from '../core/errors.js';
 
 interface Bucket {
   tokens: number;
   at: number;
+  /** When it last moved to the end of the map (the most recent). */
+  moved: number;
 }
 
 export class TokenBucketLimiter {
@@ -50,13 +53,18 @@ export class TokenBucketLimiter {
         const oldest = this.buckets.keys().next().value;
         if (oldest !== undefined) this.buckets.delete(oldest);
       }
-      b = { tokens: this.burst, at: t };
+      b = { tokens: this.burst, at: t, moved: t };
+      this.buckets.set(key, b);
     } else {
-      this.buckets.delete(key); // re-inserted below: Map order is recency order
+      // Map order is recency order, to the second: moving a busy client on every request costs the hot path.
+      if (t - b.moved >= 1000) {
+        this.buckets.delete(key);
+        this.buckets.set(key, b);
+        b.moved = t;
+      }
       b.tokens = Math.min(this.burst, b.tokens + ((t - b.at) / 1000) * this.rate);
       b.at = t;
     }
-    this.buckets.set(key, b);
     return b;
   }
 }
