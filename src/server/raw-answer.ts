@@ -38,7 +38,7 @@ export function answerRaw(res: ServerResponse, e: RawError): void {
 
 /** Answers on a bare socket (no parsed request to answer through), then closes it. */
 export function answerSocket(socket: Duplex, e: RawError): void {
-  if (!socket.writable) return;
+  if (!socket.writable) return void socket.destroy();
   const text = body(e);
   socket.end(
     `HTTP/1.1 ${e.status} ${STATUS_CODES[e.status] ?? 'Error'}\r\n` +
