@@ -13,7 +13,7 @@ import { createServer as createHttpsServer } from 'node:https';
 import { type ClientToken, makeAccess } from './auth.js';
 import { ClientGate } from './client-gate.js';
 import { makeFastPath } from './fast-path.js';
-import { answerRaw, answerSocket } from './raw-answer.js';
+import { answerRaw, answerSocket, type RawError } from './raw-answer.js';
 import { ERROR_STATUS } from './error-status.js';
 import { SequoiaMetrics } from './metrics.js';
 import { healthRoutes } from './routes/health-routes.js';
@@ -84,6 +84,8 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   const requestTimeout = opts.requestTimeoutMs ?? 30_000;
   // Set once close() starts: later requests (on kept-alive connections) answer SHUTTING_DOWN.
   let draining = false;
+  // Answers written below fastify count in sequoia_errors_total too (set once metrics exist).
+  let recordRaw: (e: RawError, method?: string, url?: string) => void = () => undefined;
   const app: FastifyInstance = Fastify({
     ...(opts.logger ? { loggerInstance: opts.logger as unknown as FastifyBaseLogger } : { logger: false }),
     // Our own onResponse hook logs requests: hot ID routes only at debug.
@@ -109,6 +111,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
       const message =
         status === 431 ? 'the request head is too large' : status === 408 ? 'the request took too long' : 'malformed HTTP request';
       const e = { status, code: 'INVALID_ARGUMENT', message } as const;
+      recordRaw(e);
       const answer = () => answerSocket(socket, e);
       const inFlight = (socket as { _httpMessage?: ServerResponse | null })._httpMessage;
       if (!inFlight || inFlight.writableFinished) answer();
@@ -130,11 +133,13 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
         requireHostHeader: false,
       };
       const h = (req: IncomingMessage, res: ServerResponse): void => {
-        if (draining) {
-          return answerRaw(res, { status: 503, code: 'SHUTTING_DOWN', message: 'the server is shutting down; retry', retryAfter: 1 });
-        }
+        const refuse = (e: RawError): void => {
+          recordRaw(e, req.method, req.url);
+          answerRaw(res, e);
+        };
+        if (draining) return refuse({ status: 503, code: 'SHUTTING_DOWN', message: 'the server is shutting down; retry', retryAfter: 1 });
         if (req.headers.host === undefined && req.httpVersionMinor === 1 && req.httpVersionMajor === 1) {
-          return answerRaw(res, { status: 400, code: 'INVALID_ARGUMENT', message: 'HTTP/1.1 requests need a Host header' });
+          return refuse({ status: 400, code: 'INVALID_ARGUMENT', message: 'HTTP/1.1 requests need a Host header' });
         }
         if (fast === undefined || !fast(req, res)) handler(req, res);
       };
@@ -147,8 +152,10 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
       // the answer: without this, Node drops every request not answered synchronously.
       (server as typeof server & { httpAllowHalfOpen: boolean }).httpAllowHalfOpen = true;
       // Node would close a CONNECT without a word: no proxying here.
-      server.on('connect', (_req: IncomingMessage, socket) => {
-        answerSocket(socket, { status: 405, code: 'METHOD_NOT_ALLOWED', message: 'CONNECT is not allowed: this is not a proxy' });
+      server.on('connect', (req: IncomingMessage, socket) => {
+        const e = { status: 405, code: 'METHOD_NOT_ALLOWED', message: 'CONNECT is not allowed: this is not a proxy' } as const;
+        recordRaw(e, req.method);
+        answerSocket(socket, e);
       });
       return server;
     },
@@ -167,6 +174,8 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   metrics.attach(opts.service);
   app.addHook('onClose', async () => metrics.close());
   const onError = (e: ErrorRecord) => metrics.recordError(e);
+  recordRaw = (e, method = '', url = '') =>
+    onError({ code: e.code, status: e.status, method, path: url.split('?')[0]?.slice(0, 200) ?? '', message: e.message });
 
   app.setErrorHandler((err: FastifyError | SequoiaError | Error, req, reply) => sendError(err, req, reply, onError));
   app.setNotFoundHandler((req, reply) => {

@@ -255,6 +255,8 @@ describe('every request gets one complete answer in the contract shape', () => {
     const r = one(x.raw);
     expect(r.status).toBe(405);
     expect(JSON.parse(r.body)).toMatchObject({ error: { code: 'METHOD_NOT_ALLOWED' } });
+    // answered below fastify, still counted
+    expect((await get(port, '/metrics')).body).toMatch(/sequoia_errors_total\{code="METHOD_NOT_ALLOWED"\} [1-9]/);
   });
 
   it('requestTimeoutMs fires within a second of its setting, with a 408 in the error shape', async () => {
