@@ -88,5 +88,19 @@ export async function benchHttp(rounds: number, seconds: number) {
     bareBatch: med(res.bareBatch),
     securedSingle: med(res.securedSingle),
     bareSingleAuth: med(res.bareSingleAuth),
+    // Each round's Sequoia run against the bare run just before it, then the median: on a shared,
+    // noisy machine the pairs drift together, so their ratios scatter less than the medians' ratio.
+    paired: {
+      single: paired(res.seqSingle, res.bareSingle),
+      secured: paired(res.securedSingle, res.bareSingleAuth),
+      batch: paired(res.seqBatch, res.bareBatch),
+    },
+  };
+}
+
+function paired(seq: WrkResult[], bare: WrkResult[]): { rps: number; p99: number } {
+  return {
+    rps: median(seq.map((x, i) => x.rps / (bare[i] as WrkResult).rps)),
+    p99: median(seq.map((x, i) => x.p99ms / (bare[i] as WrkResult).p99ms)),
   };
 }

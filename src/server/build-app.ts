@@ -138,7 +138,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
           answerRaw(res, e);
         };
         if (draining) return refuse({ status: 503, code: 'SHUTTING_DOWN', message: 'the server is shutting down; retry', retryAfter: 1 });
-        if (req.headers.host === undefined && req.httpVersionMinor === 1 && req.httpVersionMajor === 1) {
+        if (req.httpVersionMinor === 1 && req.httpVersionMajor === 1 && !hasHost(req.rawHeaders)) {
           return refuse({ status: 400, code: 'INVALID_ARGUMENT', message: 'HTTP/1.1 requests need a Host header' });
         }
         if (fast === undefined || !fast(req, res)) handler(req, res);
@@ -248,6 +248,15 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
 }
 
 type ErrorRecord = Parameters<SequoiaMetrics['recordError']>[0];
+
+/** Whether the request names a Host; reads the raw list, since Node builds `req.headers` only when first asked. */
+function hasHost(raw: string[]): boolean {
+  for (let i = 0; i < raw.length; i += 2) {
+    const k = raw[i] as string;
+    if (k.length === 4 && (k === 'Host' || k === 'host' || k.toLowerCase() === 'host')) return true;
+  }
+  return false;
+}
 
 
 function sendError(err: Error, req: FastifyRequest, reply: FastifyReply, onError: (e: ErrorRecord) => void): FastifyReply {
