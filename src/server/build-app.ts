@@ -217,7 +217,6 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     metrics,
     exposeMetrics: opts.metrics !== false,
     adminToken: opts.adminToken,
-    checkAdmin,
     access,
   });
 

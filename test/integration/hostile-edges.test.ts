@@ -285,6 +285,13 @@ describe('every request gets one complete answer in the contract shape', () => {
     expect(r.body).toMatch(body);
   });
 
+  it.each([[''], ['Expect: 100-continue\r\n']])('a client that half-closes in the middle of a body (%s) gets 400 in the error shape, not silence', async (expect100) => {
+    const x = await rawExchange(port, `POST /v1/tags HTTP/1.1\r\nHost: x\r\ncontent-type: application/json\r\n${expect100}content-length: 40\r\n\r\n{"tag":"half`, { halfClose: true });
+    const answers = parseResponses(x.raw).responses.filter((r) => r.status >= 200);
+    expect(answers.map((r) => r.status)).toEqual([400]);
+    expect(contractProblem(answers[0] as RawResponse)).toBeUndefined();
+  });
+
   it('pipelined and half-closed: every request answered, in order', async () => {
     const req = (p: string) => `GET ${p} HTTP/1.1\r\nHost: x\r\n\r\n`;
     const x = await rawExchange(await (clustered ??= serve(['t'], ['--workers', '2']).then((y) => y.port)), req('/metrics') + req('/v1/segment/t') + req('/v1/status') + req('/nope'), { halfClose: true });

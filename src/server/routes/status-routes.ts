@@ -10,7 +10,7 @@
  * a token /v1/status is a summary without tags and /metrics answers 401; any
  * other token is refused (403) so the page can say so.
  */
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 import { SequoiaError } from '../../core/errors.js';
 import type { Access } from '../auth.js';
 import { AggregatorRegistry, type Registry } from 'prom-client';
@@ -31,7 +31,6 @@ export interface StatusRoutesOptions {
   /** Whether GET /metrics is served. */
   readonly exposeMetrics: boolean;
   readonly adminToken: string | undefined;
-  readonly checkAdmin: (req: FastifyRequest) => void;
   readonly access: Access;
 }
 
