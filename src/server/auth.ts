@@ -39,6 +39,22 @@ export type Caller =
 /** Anything with request headers: a node:http IncomingMessage or a fastify request. */
 export interface HasHeaders {
   readonly headers: IncomingHttpHeaders;
+  readonly rawHeaders?: string[];
+}
+
+/**
+ * The Authorization header (the first, as Node keeps it). From a node:http
+ * request it is read off the raw list: Node builds `headers` only when first
+ * asked, and the fast path need not pay for that.
+ */
+function authorizationOf(req: HasHeaders): string | undefined {
+  const raw = req.rawHeaders;
+  if (raw === undefined) return req.headers.authorization;
+  for (let i = 0; i < raw.length; i += 2) {
+    const k = raw[i] as string;
+    if (k.length === 13 && (k === 'Authorization' || k === 'authorization' || k.toLowerCase() === 'authorization')) return raw[i + 1];
+  }
+  return undefined;
 }
 
 export interface Access {
@@ -108,13 +124,13 @@ export function makeAccess(rules: AccessRules): Access {
     return found;
   };
   const caller = (req: HasHeaders): Caller => {
-    const h = req.headers.authorization;
+    const h = authorizationOf(req);
     if (h === undefined) return NONE;
     const hit = exact.get(h);
     if (hit !== undefined) return hit;
     let c = seen.get(req.headers);
     if (c === undefined) {
-      c = identify(req.headers.authorization);
+      c = identify(h);
       seen.set(req.headers, c);
     }
     return c;
