@@ -80,7 +80,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     trustedProxies: opts.trustedProxies,
     unknownTagLookups: opts.unknownTagLookups,
   });
-  const fast = opts.fastPath !== false && !verboseLog ? makeFastPath(opts.service, access, gate) : undefined;
+  const fast = opts.fastPath !== false && !verboseLog ? makeFastPath(opts.service, { access, gate }) : undefined;
   const requestTimeout = opts.requestTimeoutMs ?? 30_000;
   // Set once close() starts: later requests (on kept-alive connections) answer SHUTTING_DOWN.
   let draining = false;

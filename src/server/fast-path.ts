@@ -28,15 +28,16 @@ const MAX_COUNT = 10_000;
 
 export type FastPath = (req: IncomingMessage, res: ServerResponse) => boolean;
 
-export function makeFastPath(service: IdService, access?: Access, gate?: ClientGate): FastPath {
-  const checkTokens = access?.clientTokensEnabled === true;
-  const limited = gate?.rateLimited === true;
+export function makeFastPath(service: IdService, guard?: { readonly access: Access; readonly gate: ClientGate }): FastPath {
+  const checkTokens = guard?.access.clientTokensEnabled === true;
+  const limited = guard?.gate.rateLimited === true;
+  const gate = guard?.gate;
   /** Whether the caller may have `tag` now; charges its rate limit. */
   const admit = (req: IncomingMessage, tag: string): boolean => {
-    if (!checkTokens && !limited) return true;
-    const caller = (access as Access).caller(req);
-    if (checkTokens && !(access as Access).grants(caller, tag)) return false;
-    return !limited || (gate as ClientGate).tryCharge(req, caller);
+    if (guard === undefined || (!checkTokens && !limited)) return true;
+    const caller = guard.access.caller(req);
+    if (checkTokens && !guard.access.grants(caller, tag)) return false;
+    return !limited || guard.gate.tryCharge(req, caller);
   };
   return (req, res) => {
     if (req.method !== 'GET') return false;
