@@ -219,7 +219,8 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   const checkAdmin = (req: FastifyRequest) => access.admin(req);
   if (gate.rateLimited) {
     // Keyed by an identity the caller cannot mint (client-gate.ts).
-    app.addHook('onRequest', (req, _reply, done) => {
+    // Named: the fast path charges the same limit itself, and its guard knows this hook by name (MIRRORED_BY_FAST_PATH).
+    app.addHook('onRequest', function chargeRateLimit(req, _reply, done) {
       gate.charge(req.raw);
       done();
     });

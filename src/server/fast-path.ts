@@ -27,6 +27,9 @@ const V1 = '/v1/segment/';
 
 export type FastPath = (req: IncomingMessage, res: ServerResponse) => boolean;
 
+/** Request hooks (by function name) whose work the fast path does itself: build-app.ts's rate-limit hook. */
+export const MIRRORED_BY_FAST_PATH = ['chargeRateLimit'] as const;
+
 /** The fastify routes whose GET requests the fast path may answer instead. */
 export const FAST_PATH_ROUTES = ['/api/segment/get/:tag', '/v1/segment/:tag'] as const;
 
@@ -38,6 +41,7 @@ export const FAST_PATH_ROUTES = ['/api/segment/get/:tag', '/v1/segment/:tag'] as
  * the app is ready.
  */
 export function hooksSkippedByFastPath(app: FastifyInstance): string[] {
+  const mirrored = new Set(MIRRORED_BY_FAST_PATH.map((n) => `"${n}()"`));
   const skipped: string[] = [];
   let current: string | undefined;
   for (const line of app.printRoutes({ includeHooks: true, commonPrefix: false }).split('\n')) {
@@ -47,8 +51,10 @@ export function hooksSkippedByFastPath(app: FastifyInstance): string[] {
       current = methods.includes('GET') && (FAST_PATH_ROUTES as readonly string[]).includes(route[1] as string) ? (route[1] as string) : undefined;
       continue;
     }
-    const hook = /• \((\w+)\) (.*)$/.exec(line);
-    if (hook && current !== undefined) skipped.push(`${current} ${hook[1]} ${hook[2]}`);
+    const hook = /• \((\w+)\) \[(.*)\]$/.exec(line);
+    if (hook === null || current === undefined) continue;
+    const names = (hook[2] as string).split(', ').filter((n) => !mirrored.has(n));
+    if (names.length > 0) skipped.push(`${current} ${hook[1]} [${names.join(', ')}]`);
   }
   return skipped;
 }
