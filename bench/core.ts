@@ -1,7 +1,7 @@
 /** In-process next(): Sequoia's segment allocator against a bare counter closure. */
-import { MemorySegmentStore } from '../src/adapters/memory/memory-segment-store.js';
-import { MemoryHighWaterMarkStore } from '../src/adapters/state-dir/file-high-water-mark-store.js';
-import { IdService } from '../src/service/id-service.js';
+import { openBackend } from '../src/app/stores.js';
+import { createIdService } from '../src/app/wiring.js';
+import type { IdService } from '../src/service/id-service.js';
 import type { TagAllocator } from '../src/service/tag-allocator.js';
 import { median } from './util.js';
 
@@ -47,10 +47,10 @@ function takeViaTag(service: IdService, n: number): [number, number, Pending] {
 }
 
 async function runSequoia(viaHandle: boolean): Promise<number> {
-  const store = new MemorySegmentStore();
-  await store.createTag({ tag: 'bench', step: 1_000_000 });
-  const service = new IdService({ store, marks: new MemoryHighWaterMarkStore(), refreshIntervalMs: 0 });
+  // Wired as the CLI's `sequoia bench` is (src/app/wiring.ts): an in-memory store and marks.
+  const service = createIdService({ store: 'memory:', stateDir: null, refreshIntervalMs: 0 }, await openBackend('memory:'));
   await service.start();
+  await service.createTag({ tag: 'bench', step: 1_000_000 });
   const order = await service.allocator('bench');
   await order.next();
   let acc = 0;
