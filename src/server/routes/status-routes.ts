@@ -20,6 +20,7 @@ import { mergeStatuses, type StatusBody } from '../status-merge.js';
 import { PRESETS } from '../../core/snowflake/layout.js';
 import type { SnowflakeService } from '../../service/snowflake-service.js';
 import { COVER_CRITICAL_SECONDS, COVER_OK_SECONDS, type SequoiaMetrics } from '../metrics.js';
+import { round1, tagStatusJson } from '../status-view.js';
 import { UI_CSS, UI_HTML, UI_JS } from '../ui/page.js';
 
 const PING_TIMEOUT_MS = 1000;
@@ -79,8 +80,6 @@ function storeProbe(service: IdService): () => Promise<StoreHealth> {
   };
 }
 
-const round1 = (x: number): number => Math.round(x * 10) / 10;
-const round3 = (x: number): number => Math.round(x * 1000) / 1000;
 
 const SECURITY_HEADERS = {
   'content-security-policy':
@@ -112,41 +111,7 @@ export async function statusRoutes(app: FastifyInstance, opts: StatusRoutesOptio
       detail,
       thresholds: { coverOkSeconds: COVER_OK_SECONDS, coverCriticalSeconds: COVER_CRITICAL_SECONDS },
       store: { kind: service.store.kind, ...store },
-      tags: (detail ? metrics.tagStatuses() : []).map((t) => {
-        const s = t.snapshot;
-        return {
-          tag: s.tag,
-          health: t.health,
-          healthReason: t.healthReason,
-          current: s.current && {
-            start: String(s.current.start),
-            end: String(s.current.end),
-            next: s.current.next === undefined ? null : String(s.current.next),
-            // [value, max): the next ID this server hands out and the segment's end.
-            value: s.current.next === undefined ? null : String(s.current.next),
-            max: String(s.current.end),
-            size: s.currentSize,
-            remaining: s.remainingCurrent,
-          },
-          next: s.next ? { start: String(s.next.start), end: String(s.next.end), size: s.nextSize } : null,
-          remaining: s.remaining,
-          nextReady: s.nextReady,
-          loading: s.loading,
-          step: s.step ?? null,
-          storedStep: s.storedStep ?? null,
-          lastLoadAt: s.lastLoadAt === undefined ? null : new Date(s.lastLoadAt).toISOString(),
-          lastLoadMs: s.lastLoadMs === undefined ? null : round1(s.lastLoadMs),
-          loads: s.loads,
-          loadFailures: t.loadFailuresTotal,
-          lastError: s.lastError ? (admin ? s.lastError : { code: s.lastError.code }) : null,
-          refusing: s.refusing ?? null,
-          issued: t.issuedTotal,
-          ratePerSecond: round3(t.ratePerSecond),
-          // null: idle (no recent traffic), the buffered IDs last indefinitely.
-          coverSeconds: Number.isFinite(t.coverSeconds) ? round1(t.coverSeconds) : null,
-          rateHistory: t.rateHistory.map(round3),
-        };
-      }),
+      tags: (detail ? metrics.tagStatuses() : []).map((t) => tagStatusJson(t, admin)),
       errors: {
         byCode: metrics.errorsByCode(),
         recent: metrics
