@@ -33,17 +33,18 @@
  * - A second live process with the same identity is refused at start (the
  *   ephemeral `live` node), since it would share the id.
  */
-import { createHash } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import zookeeper from 'node-zookeeper-client';
 import { ClockError, InvalidArgumentError, UnavailableError } from '../../core/errors.js';
 import { type Clock, systemClock } from '../../core/clock.js';
 import { silentLogger } from '../../core/silent-logger.js';
 import type { Logger } from '../../ports/logger.js';
 import type { IdSpace, WorkerGrant, WorkerIdProvider } from '../../ports/worker-id-provider.js';
-import { writeFileDurably } from '../kit/durable-file.js';
+import { readCache, writeCache } from './zookeeper-cache.js';
+import { type ZookeeperSpec, DEFAULT_ZOOKEEPER_ROOT, IDENTITY, defaultIdentity, parseZookeeperSpec } from './zookeeper-spec.js';
+
+export { type ZookeeperSpec, DEFAULT_ZOOKEEPER_ROOT, defaultIdentity, parseZookeeperSpec };
 
 export interface ZookeeperWorkerIdProviderOptions {
   /** Connection string, `host:port[,host:port…]`. */
@@ -75,70 +76,10 @@ export interface ZookeeperWorkerIdProviderOptions {
   readonly logger?: Logger | undefined;
 }
 
-export interface ZookeeperSpec {
-  readonly connect: string;
-  readonly root: string;
-  readonly reclaimAfterMs: number | undefined;
-  readonly identity: string | undefined;
-  readonly reportIntervalMs: number | undefined;
-}
-
-export const DEFAULT_ZOOKEEPER_ROOT = '/sequoia/snowflake';
-const HOST_PORT = /^[A-Za-z0-9._-]+:[0-9]{1,5}$/;
-const IDENTITY = /^[A-Za-z0-9._:@~-]{1,200}$/;
-
-/**
- * Parses `zookeeper:HOST:PORT[,HOST:PORT…][/ROOT][?reclaim-after=SECONDS&node=NAME&report-interval=MS]`.
- * @example parseZookeeperSpec('zookeeper:zk1:2181,zk2:2181/ids?reclaim-after=86400')
- */
-export function parseZookeeperSpec(spec: string): ZookeeperSpec {
-  const m = /^zookeeper:([^/?]+)(\/[^?]*)?(?:\?(.*))?$/.exec(spec.trim());
-  const bad = (why: string) => new InvalidArgumentError(`worker id provider ${JSON.stringify(spec)}: ${why}; expected zookeeper:HOST:PORT[,HOST:PORT…][/ROOT][?reclaim-after=SECONDS&node=NAME]`);
-  if (!m) throw bad('malformed');
-  const hosts = (m[1] as string).split(',');
-  if (!hosts.every((h) => HOST_PORT.test(h))) throw bad('each server must be HOST:PORT');
-  let root = m[2] ?? DEFAULT_ZOOKEEPER_ROOT;
-  if (root.length > 1 && root.endsWith('/')) root = root.slice(0, -1);
-  if (root === '/' || !/^(\/[A-Za-z0-9._-]+)+$/.test(root) || root.split('/').some((p) => p === '.' || p === '..')) throw bad('the root must be a path like /sequoia/snowflake');
-  let reclaimAfterMs: number | undefined;
-  let identity: string | undefined;
-  let reportIntervalMs: number | undefined;
-  for (const [k, v] of new URLSearchParams(m[3] ?? '')) {
-    if (k === 'reclaim-after') {
-      if (!/^[0-9]{1,9}$/.test(v) || Number(v) < 2) throw bad('reclaim-after must be whole seconds, at least 2');
-      reclaimAfterMs = Number(v) * 1000;
-    } else if (k === 'report-interval') {
-      if (!/^[0-9]{3,6}$/.test(v)) throw bad('report-interval must be whole ms from 100');
-      reportIntervalMs = Number(v);
-    } else if (k === 'node') {
-      if (!IDENTITY.test(v)) throw bad('node must be 1–200 of A-Z a-z 0-9 . _ : @ ~ -');
-      identity = v;
-    } else throw bad(`unknown option ${k}`);
-  }
-  return { connect: hosts.join(','), root, reclaimAfterMs, identity, reportIntervalMs };
-}
-
-/** `${hostname}:${port}@${first 8 hex of sha256(absolute state dir)}`. */
-export function defaultIdentity(host: string, port: number, stateDir: string): string {
-  const h = createHash('sha256').update(resolve(stateDir)).digest('hex').slice(0, 8);
-  return `${host.replace(/[^A-Za-z0-9._-]/g, '_')}:${port}@${h}`;
-}
-
 interface NodeData {
   readonly tick: number;
   readonly atMs?: number;
   readonly identity?: string;
-}
-
-interface CacheFile {
-  readonly identity: string;
-  readonly root: string;
-  readonly space: string;
-  readonly path: string;
-  readonly workerId: number;
-  readonly tick: number;
-  /** Wall-clock ms of the last report ZooKeeper accepted. */
-  readonly reportedAtMs: number;
 }
 
 interface Held {
@@ -550,23 +491,6 @@ function epochFromKey(key: string): number {
   const m = /^e(-?[0-9]+)\./.exec(key);
   if (!m) throw new InvalidArgumentError(`id space ${key} names no epoch`);
   return Number(m[1]);
-}
-
-function readCache(file: string, identity: string, root: string, space: string): CacheFile | undefined {
-  let c: Partial<CacheFile>;
-  try {
-    c = JSON.parse(readFileSync(file, 'utf8')) as Partial<CacheFile>;
-  } catch {
-    return undefined;
-  }
-  if (c.identity !== identity || c.root !== root || c.space !== space) return undefined;
-  if (typeof c.path !== 'string' || !Number.isSafeInteger(c.workerId) || !Number.isSafeInteger(c.tick) || typeof c.reportedAtMs !== 'number') return undefined;
-  return c as CacheFile;
-}
-
-/** A crash leaves the old cache or the new one, never half of one. */
-function writeCache(file: string, c: CacheFile): void {
-  writeFileDurably(file, `${JSON.stringify(c)}\n`);
 }
 
 function sleep(ms: number): Promise<void> {

@@ -1,0 +1,54 @@
+/** The ZooKeeper provider's spec (`zookeeper:HOST:PORT…`) and the default node identity. */
+import { createHash } from 'node:crypto';
+import { resolve } from 'node:path';
+import { InvalidArgumentError } from '../../core/errors.js';
+
+export interface ZookeeperSpec {
+  readonly connect: string;
+  readonly root: string;
+  readonly reclaimAfterMs: number | undefined;
+  readonly identity: string | undefined;
+  readonly reportIntervalMs: number | undefined;
+}
+
+export const DEFAULT_ZOOKEEPER_ROOT = '/sequoia/snowflake';
+const HOST_PORT = /^[A-Za-z0-9._-]+:[0-9]{1,5}$/;
+/** What a node identity may hold: characters a ZooKeeper path can carry. */
+export const IDENTITY = /^[A-Za-z0-9._:@~-]{1,200}$/;
+
+/**
+ * Parses `zookeeper:HOST:PORT[,HOST:PORT…][/ROOT][?reclaim-after=SECONDS&node=NAME&report-interval=MS]`.
+ * @example parseZookeeperSpec('zookeeper:zk1:2181,zk2:2181/ids?reclaim-after=86400')
+ */
+export function parseZookeeperSpec(spec: string): ZookeeperSpec {
+  const m = /^zookeeper:([^/?]+)(\/[^?]*)?(?:\?(.*))?$/.exec(spec.trim());
+  const bad = (why: string) => new InvalidArgumentError(`worker id provider ${JSON.stringify(spec)}: ${why}; expected zookeeper:HOST:PORT[,HOST:PORT…][/ROOT][?reclaim-after=SECONDS&node=NAME]`);
+  if (!m) throw bad('malformed');
+  const hosts = (m[1] as string).split(',');
+  if (!hosts.every((h) => HOST_PORT.test(h))) throw bad('each server must be HOST:PORT');
+  let root = m[2] ?? DEFAULT_ZOOKEEPER_ROOT;
+  if (root.length > 1 && root.endsWith('/')) root = root.slice(0, -1);
+  if (root === '/' || !/^(\/[A-Za-z0-9._-]+)+$/.test(root) || root.split('/').some((p) => p === '.' || p === '..')) throw bad('the root must be a path like /sequoia/snowflake');
+  let reclaimAfterMs: number | undefined;
+  let identity: string | undefined;
+  let reportIntervalMs: number | undefined;
+  for (const [k, v] of new URLSearchParams(m[3] ?? '')) {
+    if (k === 'reclaim-after') {
+      if (!/^[0-9]{1,9}$/.test(v) || Number(v) < 2) throw bad('reclaim-after must be whole seconds, at least 2');
+      reclaimAfterMs = Number(v) * 1000;
+    } else if (k === 'report-interval') {
+      if (!/^[0-9]{3,6}$/.test(v)) throw bad('report-interval must be whole ms from 100');
+      reportIntervalMs = Number(v);
+    } else if (k === 'node') {
+      if (!IDENTITY.test(v)) throw bad('node must be 1–200 of A-Z a-z 0-9 . _ : @ ~ -');
+      identity = v;
+    } else throw bad(`unknown option ${k}`);
+  }
+  return { connect: hosts.join(','), root, reclaimAfterMs, identity, reportIntervalMs };
+}
+
+/** `${hostname}:${port}@${first 8 hex of sha256(absolute state dir)}`. */
+export function defaultIdentity(host: string, port: number, stateDir: string): string {
+  const h = createHash('sha256').update(resolve(stateDir)).digest('hex').slice(0, 8);
+  return `${host.replace(/[^A-Za-z0-9._-]/g, '_')}:${port}@${h}`;
+}
