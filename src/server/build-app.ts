@@ -100,7 +100,15 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     // Our own server: the fast path answers the hot routes before fastify when it can.
     serverFactory: (handler: (req: IncomingMessage, res: ServerResponse) => void) => {
       const maxHeaderSize = opts.maxHeaderBytes ?? 16 * 1024;
-      const h = fast ? (req: IncomingMessage, res: ServerResponse) => void (fast(req, res) || handler(req, res)) : handler;
+      const inner = fast ? (req: IncomingMessage, res: ServerResponse) => void (fast(req, res) || handler(req, res)) : handler;
+      // Which process answered: with --workers N the port is shared, and the
+      // torture harness checks the per-process promises (IDs of a tag increase)
+      // per answering process.
+      const pid = String(process.pid);
+      const h = (req: IncomingMessage, res: ServerResponse) => {
+        res.setHeader('sequoia-pid', pid);
+        inner(req, res);
+      };
       const server = opts.tls
         ? createHttpsServer({ cert: opts.tls.cert, key: opts.tls.key, maxHeaderSize }, h)
         : createHttpServer({ maxHeaderSize }, h);
