@@ -3,8 +3,8 @@
  * package to run, and helpers that register every process and proxy they
  * start so the runner can stop them all, whatever happened.
  */
-import { spawnSync } from 'node:child_process';
-import { copyFileSync, existsSync, rmSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { chmodSync, copyFileSync, existsSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { FaultProxy } from '../../test/helpers/fault-proxy.js';
 import type { CheckSpec, SnowflakeLayoutSpec } from '../checker.js';
@@ -42,6 +42,8 @@ export class Context {
     readonly long: boolean,
   ) {
     this.logDir = join(dir, 'log');
+    // Private PostgreSQL runs as its own user and must reach its data directory in here.
+    chmodSync(dir, 0o755);
     this.id = `${Date.now().toString(36)}${rng.int(0, 36 ** 4).toString(36)}`;
   }
 
@@ -71,15 +73,23 @@ export class Context {
     return p;
   }
 
-  /** The built CLI, e.g. `tag create`, `fence`. Throws on a non-zero exit unless `allowFail`. */
-  sequoia(args: readonly string[], allowFail = false): { status: number | null; stdout: string; stderr: string } {
-    const r = spawnSync(process.execPath, [join(this.dist, 'cli', 'main.js'), ...args], { encoding: 'utf8', env: cleanEnv(), timeout: 30_000 });
-    if (!allowFail && r.status !== 0) throw new Error(`sequoia ${args.join(' ')} exited ${r.status}: ${r.stderr}${r.stdout}`);
-    return { status: r.status, stdout: r.stdout, stderr: r.stderr };
+  /**
+   * The built CLI, e.g. `tag create`, `fence`. Throws on a non-zero exit unless `allowFail`.
+   * Asynchronous: the fault proxies live in this process and must keep forwarding meanwhile.
+   */
+  async sequoia(args: readonly string[], allowFail = false): Promise<{ status: number | null; stdout: string; stderr: string }> {
+    const child = spawn(process.execPath, [join(this.dist, 'cli', 'main.js'), ...args], { env: cleanEnv(), stdio: ['ignore', 'pipe', 'pipe'], timeout: 30_000 });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    const status = await new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
+    if (!allowFail && status !== 0) throw new Error(`sequoia ${args.join(' ')} exited ${status}: ${stderr}${stdout}`);
+    return { status, stdout, stderr };
   }
 
-  createTag(store: string, tag: string, step: number): void {
-    this.sequoia(['tag', 'create', tag, '--step', String(step), '--store', store]);
+  async createTag(store: string, tag: string, step: number): Promise<void> {
+    await this.sequoia(['tag', 'create', tag, '--step', String(step), '--store', store]);
   }
 
   /** Runs `n` clients at once until `ms` have passed (or their request budget is spent). */

@@ -117,9 +117,10 @@ export class ServerProcess {
       };
       child.stdout?.on('data', onData);
       child.stderr?.on('data', onData);
-      void this.exitedP.then((code) => {
+      // 'close': after the output pipes are drained, so the message below holds the reason.
+      child.on('close', (code, sig) => {
         clearTimeout(timer);
-        reject(new Error(`${this.name} exited (${code}) before listening:\n${this.out.slice(mark, mark + 4000)}`));
+        reject(new Error(`${this.name} exited (${code ?? sig}) before listening:\n${this.out.slice(mark, mark + 4000)}`));
       });
     });
   }

@@ -1,5 +1,8 @@
 /** Every scenario, in the order the sets run them. */
 import type { Scenario } from '../harness/context.js';
+import { segmentKills } from './segment-kills.js';
+import { storeFaultsMysql, storeFaultsPostgres, storeFaultsRedis } from './store-faults.js';
+import { snowflakeWorkers } from './snowflake-workers.js';
 import { restorePostgresSkewed, restoreSqlite, restoreSqliteSkewed } from './restore.js';
 
-export const SCENARIOS: readonly Scenario[] = [restoreSqlite, restoreSqliteSkewed, restorePostgresSkewed];
+export const SCENARIOS: readonly Scenario[] = [segmentKills, snowflakeWorkers, storeFaultsPostgres, storeFaultsMysql, storeFaultsRedis, restoreSqlite, restoreSqliteSkewed, restorePostgresSkewed];

@@ -39,7 +39,7 @@ function restoreScenario(name: string, kind: 'sqlite' | 'postgres', workers: 1 |
         store = pg.url;
       }
       const tag = `restore-${ctx.id}`;
-      ctx.createTag(store, tag, 100);
+      await ctx.createTag(store, tag, 100);
       const server = ctx.server({ name: 'A', args: ['--store', store, '--state-dir', join(ctx.dir, 'state'), '--workers', String(workers)] });
       await server.start();
       const all = () => [server];
@@ -67,7 +67,7 @@ function restoreScenario(name: string, kind: 'sqlite' | 'postgres', workers: 1 |
       ctx.notes.push(`after the restore: ${refused} answers STORE_ROLLBACK_DETECTED`);
       // The operator fences above everything handed out, from the CLI, while the server runs.
       const fenceTo = maxId(readLog(ctx.logDir)) + 1000n;
-      ctx.sequoia(['fence', tag, '--to', String(fenceTo), '--store', store, '--state-dir', join(ctx.dir, 'state')]);
+      await ctx.sequoia(['fence', tag, '--to', String(fenceTo), '--store', store, '--state-dir', join(ctx.dir, 'state')]);
       ctx.notes.push(`fenced ${tag} to ${fenceTo} while serving`);
       await sleep(1500);
       const fenced = await ctx.load(2, ctx.ms(2000, 5000), { servers: all, ops, maxRequests: 5000, sockets: 4, prefix: 'fenced' });
