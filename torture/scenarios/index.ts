@@ -1,8 +1,9 @@
 /** Every scenario, in the order the sets run them. */
 import type { Scenario } from '../harness/context.js';
+import { CLOCK_SCENARIOS } from './clock-jumps.js';
 import { segmentKills } from './segment-kills.js';
 import { storeFaultsMysql, storeFaultsPostgres, storeFaultsRedis } from './store-faults.js';
 import { snowflakeWorkers } from './snowflake-workers.js';
 import { restorePostgresSkewed, restoreSqlite, restoreSqliteSkewed } from './restore.js';
 
-export const SCENARIOS: readonly Scenario[] = [segmentKills, snowflakeWorkers, storeFaultsPostgres, storeFaultsMysql, storeFaultsRedis, restoreSqlite, restoreSqliteSkewed, restorePostgresSkewed];
+export const SCENARIOS: readonly Scenario[] = [segmentKills, snowflakeWorkers, storeFaultsPostgres, storeFaultsMysql, storeFaultsRedis, ...CLOCK_SCENARIOS, restoreSqlite, restoreSqliteSkewed, restorePostgresSkewed];
