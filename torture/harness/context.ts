@@ -30,6 +30,7 @@ export class Context {
   readonly stores: PrivateStore[] = [];
   readonly proxies: FaultProxy[] = [];
   readonly notes: string[] = [];
+  private readonly cleanups: Array<() => Promise<void> | void> = [];
   readonly logDir: string;
   /** A suffix for tag, table and key names that no other run shares. */
   readonly id: string;
@@ -109,10 +110,22 @@ export class Context {
     }
   }
 
+  /** Runs at the end of the scenario, after the servers stopped (e.g. dropping its tables on a shared store). */
+  onCleanup(fn: () => Promise<void> | void): void {
+    this.cleanups.push(fn);
+  }
+
   async cleanup(): Promise<void> {
     // A cluster's workers leave with their primary (their IPC channel closes).
     await Promise.allSettled(this.servers.map((s) => s.stop(3000)));
     await Promise.allSettled(this.proxies.map((p) => p.close()));
     await Promise.allSettled(this.stores.map((s) => s.kill()));
+    for (const fn of this.cleanups) {
+      try {
+        await fn();
+      } catch (e) {
+        this.notes.push(`cleanup: ${e instanceof Error ? e.message : String(e)}`);
+      }
+    }
   }
 }

@@ -16,6 +16,13 @@ export const SHARED = {
   redis: (prefix: string) => `redis://127.0.0.1:6379/?keyPrefix=${prefix}`,
 };
 
+/** Drops a scenario's own table from the shared PostgreSQL or MariaDB (never anything else). */
+export function dropSharedTable(kind: 'postgres' | 'mysql', table: string): void {
+  if (!/^torture_[a-z0-9]+$/.test(table)) throw new Error(`not a torture table: ${table}`);
+  if (kind === 'postgres') execFileSync('psql', ['-h', '127.0.0.1', '-U', 'postgres', '-d', 'test', '-qc', `DROP TABLE IF EXISTS ${table}`], { stdio: 'ignore', timeout: 10_000 });
+  else execFileSync('mariadb', ['-h', '127.0.0.1', '-uroot', 'test', '-e', `DROP TABLE IF EXISTS ${table}`], { stdio: 'ignore', timeout: 10_000 });
+}
+
 export async function freePort(): Promise<number> {
   const srv = createServer();
   await new Promise<void>((r) => srv.listen(0, '127.0.0.1', () => r()));
@@ -89,9 +96,12 @@ export abstract class PrivateStore {
     }
   }
 
+  /** The signal of a clean shutdown. */
+  protected readonly stopSignal: NodeJS.Signals = 'SIGTERM';
+
   /** A clean shutdown (the store flushes). */
   stop(): Promise<void> {
-    return this.exit('SIGTERM', 15_000);
+    return this.exit(this.stopSignal, 15_000);
   }
 
   /** A crash. */
@@ -139,6 +149,8 @@ const PG_BIN = (() => {
 /** PostgreSQL runs as the `postgres` user (it refuses root); the data directory is that user's. */
 export class PrivatePostgres extends PrivateStore {
   private readonly uid: number;
+  // SIGTERM is PostgreSQL's "smart" shutdown, which waits for every client to leave; SIGINT is its clean "fast" one.
+  protected override readonly stopSignal: NodeJS.Signals = 'SIGINT';
 
   constructor(dir: string) {
     super(dir);

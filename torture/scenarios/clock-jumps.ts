@@ -55,7 +55,7 @@ export function clockJumps(policy: Policy, provider: Provider, short: boolean): 
       let stop = false;
       const load = ctx.load(2, 10 * 60_000, { servers: () => (server.running ? [server] : []), ops, maxRequests: 1_000_000, sockets: 1, stop: () => stop });
       try {
-        const rounds = ctx.long ? 3 : 1;
+        const rounds = ctx.long ? 2 : 1;
         for (let r = 0; r < rounds; r++) {
           for (const step of STEPS) {
             clock.set(clock.offsetMs + step);

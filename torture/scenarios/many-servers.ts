@@ -10,7 +10,7 @@ import { performance } from 'node:perf_hooks';
 import type { CheckSpec } from '../checker.js';
 import { type Context, type Scenario, TWITTER } from '../harness/context.js';
 import { processFaults } from '../harness/faults.js';
-import { SHARED } from '../harness/stores.js';
+import { dropSharedTable, SHARED } from '../harness/stores.js';
 import { Recorder } from '../record.js';
 
 interface SdkClient {
@@ -47,41 +47,42 @@ async function sdkLoop(ctx: Context, name: string, urls: readonly string[], tags
 
 function manyServersScenario(name: string, providers: readonly string[], short: boolean): Scenario {
   return {
-  name,
-  short,
-  about: `PostgreSQL, 5 servers (workers 1 and 2; worker ids by ${[...new Set(providers)].join(' and ')}), plain and strict tags, client SDK failing over while servers die`,
-  async run(ctx: Context): Promise<CheckSpec> {
-    const store = SHARED.postgres(`torture_${ctx.id}`);
-    const plain = `many-${ctx.id}`;
-    const strict = `many-strict-${ctx.id}`;
-    await ctx.createTag(store, plain, 50);
-    await ctx.createTag(store, strict, 50);
-    const servers = [1, 2, 1, 2, 1].map((w, i) =>
-      ctx.server({ name: `S${i}`, args: ['--store', store, '--state-dir', join(ctx.dir, `state${i}`), '--workers', String(w), '--worker-id-provider', providers[i] ?? 'lease', '--strict-tags', strict] }),
-    );
-    for (const s of servers) await s.start();
-    const ms = ctx.ms(12_000, 60_000);
-    const until = Date.now() + ms;
-    const urls = servers.map((s) => s.url);
-    await Promise.all([
-      sdkLoop(ctx, 'sdk0', urls, [plain, strict], until),
-      sdkLoop(ctx, 'sdk1', [...urls].reverse(), [plain, strict], until),
-      ctx.load(2, ms, {
-        servers: () => servers.filter((s) => s.running && !s.stopped),
-        ops: [{ route: 'v1-segment', key: strict, count: 4 }, { route: 'leaf-segment', key: strict }, { route: 'v1-segment', key: plain, count: 10 }, { route: 'v1-snowflake', key: 'twitter', count: 20 }],
-        maxRequests: 100_000,
-        sockets: 2,
-      }),
-      processFaults(ctx, servers, until, ['kill', 'term', 'pause', 'kill-worker']),
-    ]);
-    return {
-      keys: {
-        [`segment:${plain}`]: { min: 1n },
-        [`segment:${strict}`]: { min: 1n, order: 'global' },
-        'snowflake:twitter': { layout: TWITTER },
-      },
-    };
-  },
+    name,
+    short,
+    about: `PostgreSQL, 5 servers (workers 1 and 2; worker ids by ${[...new Set(providers)].join(' and ')}), plain and strict tags, client SDK failing over while servers die`,
+    async run(ctx: Context): Promise<CheckSpec> {
+      const store = SHARED.postgres(`torture_${ctx.id}`);
+      ctx.onCleanup(() => dropSharedTable('postgres', `torture_${ctx.id}`));
+      const plain = `many-${ctx.id}`;
+      const strict = `many-strict-${ctx.id}`;
+      await ctx.createTag(store, plain, 50);
+      await ctx.createTag(store, strict, 50);
+      const servers = [1, 2, 1, 2, 1].map((w, i) =>
+        ctx.server({ name: `S${i}`, args: ['--store', store, '--state-dir', join(ctx.dir, `state${i}`), '--workers', String(w), '--worker-id-provider', providers[i] ?? 'lease', '--strict-tags', strict] }),
+      );
+      for (const s of servers) await s.start();
+      const ms = ctx.ms(12_000, 60_000);
+      const until = Date.now() + ms;
+      const urls = servers.map((s) => s.url);
+      await Promise.all([
+        sdkLoop(ctx, 'sdk0', urls, [plain, strict], until),
+        sdkLoop(ctx, 'sdk1', [...urls].reverse(), [plain, strict], until),
+        ctx.load(2, ms, {
+          servers: () => servers.filter((s) => s.running && !s.stopped),
+          ops: [{ route: 'v1-segment', key: strict, count: 4 }, { route: 'leaf-segment', key: strict }, { route: 'v1-segment', key: plain, count: 10 }, { route: 'v1-snowflake', key: 'twitter', count: 20 }],
+          maxRequests: 100_000,
+          sockets: 2,
+        }),
+        processFaults(ctx, servers, until, ['kill', 'term', 'pause', 'kill-worker']),
+      ]);
+      return {
+        keys: {
+          [`segment:${plain}`]: { min: 1n },
+          [`segment:${strict}`]: { min: 1n, order: 'global' },
+          'snowflake:twitter': { layout: TWITTER },
+        },
+      };
+    },
   };
 }
 

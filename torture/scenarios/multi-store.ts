@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import type { CheckSpec } from '../checker.js';
 import type { Context, Scenario } from '../harness/context.js';
 import { sleep } from '../harness/rng.js';
-import { PrivateRedis, SHARED } from '../harness/stores.js';
+import { dropSharedTable, PrivateRedis, SHARED } from '../harness/stores.js';
 
 export const multiStoreFrozen: Scenario = {
   name: 'multi-store-frozen',
@@ -19,6 +19,8 @@ export const multiStoreFrozen: Scenario = {
     const redis = ctx.store(new PrivateRedis(join(ctx.dir, 'redis')));
     await redis.start();
     const store = [SHARED.postgres(`torture_${ctx.id}`), SHARED.mysql(`torture_${ctx.id}`), `${redis.url}/?keyPrefix=torture:${ctx.id}:`].join(',');
+    ctx.onCleanup(() => dropSharedTable('postgres', `torture_${ctx.id}`));
+    ctx.onCleanup(() => dropSharedTable('mysql', `torture_${ctx.id}`));
     const tag = `multi-${ctx.id}`;
     await ctx.createTag(store, tag, 30);
     const servers = [1, 2].map((w, i) =>

@@ -40,7 +40,7 @@ function storeFaults(kind: Kind): Scenario {
         }),
       );
       for (const s of servers) await s.start();
-      const ms = ctx.ms(12_000, 60_000);
+      const ms = ctx.ms(8000, 60_000);
       const until = Date.now() + ms;
       // Every fault kind runs at least once, even past `ms` (up to a hard bound).
       const hardStop = Date.now() + 4 * ms;
