@@ -1,24 +1,73 @@
-/** Docs that cannot drift: the README names every error code with its status, and every config field. */
-import { readFileSync } from 'node:fs';
+/**
+ * Docs that cannot drift: the HTTP API page names every error code with its status, the configuration
+ * page every config field, the README the two commands of a fresh machine, and every relative link in
+ * the README and docs/ points at a file (and heading) that exists.
+ */
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { FIELDS } from '../src/cli/config.js';
 import { ERROR_CODES, ERROR_DOCS } from '../src/core/errors.js';
 import { ERROR_STATUS } from '../src/server/error-status.js';
 
-const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
+const root = fileURLToPath(new URL('..', import.meta.url));
+const read = (path: string): string => readFileSync(join(root, path), 'utf8');
+const readme = read('README.md');
+const httpApi = read('docs/http-api.md');
+const configuration = read('docs/configuration.md');
 
-describe('README', () => {
+describe('docs/http-api.md', () => {
   it.each(ERROR_CODES.map((c) => [c]))('documents error %s with its status', (code) => {
-    expect(readme).toMatch(new RegExp(`\\| \`${code}\` \\| ${ERROR_STATUS[code]} \\|`));
+    expect(httpApi).toMatch(new RegExp(`\\| \`${code}\` \\| ${ERROR_STATUS[code]} \\|`));
     expect(ERROR_DOCS[code].length).toBeGreaterThan(10);
   });
+});
 
+describe('docs/configuration.md', () => {
   it.each(Object.entries(FIELDS).map(([k, f]) => [k, f.flag, f.env]))('documents config field %s (%s, %s)', (name, flag, env) => {
-    expect(readme).toContain(`| \`${name}\` | \`${flag}\` | \`${env}\` |`);
+    expect(configuration).toContain(`| \`${name}\` | \`${flag}\` | \`${env}\` |`);
   });
+});
 
+describe('README', () => {
   it('shows the two commands of a fresh machine', () => {
     expect(readme).toContain('npm ci && npm start');
     expect(readme).toContain('npm ci && npm test');
+  });
+
+  it('links every page of docs/', () => {
+    const pages = readdirSync(join(root, 'docs')).filter((f) => f.endsWith('.md'));
+    expect(pages.length).toBeGreaterThan(5);
+    for (const page of pages) expect(readme).toContain(`(docs/${page})`);
+  });
+});
+
+/** GitHub's heading anchors: lower case, punctuation dropped, spaces to hyphens. */
+function anchors(markdown: string): Set<string> {
+  const out = new Set<string>();
+  for (const m of markdown.matchAll(/^#{1,6} (.+)$/gm)) {
+    out.add(m[1]!.trim().toLowerCase().replace(/[^\w\- ]/g, '').replace(/ /g, '-'));
+  }
+  return out;
+}
+
+describe('links between pages', () => {
+  const files = ['README.md', ...readdirSync(join(root, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)];
+  it.each(files.map((f) => [f]))('%s links only to files and headings that exist', (file) => {
+    const text = read(file);
+    const broken: string[] = [];
+    for (const m of text.matchAll(/\]\(([^)\s]+)\)/g)) {
+      const target = m[1]!;
+      if (/^[a-z]+:/.test(target)) continue;
+      const [path, anchor] = target.split('#') as [string, string | undefined];
+      const resolved = path === '' ? file : join(dirname(file), path);
+      if (!existsSync(join(root, resolved))) {
+        broken.push(target);
+        continue;
+      }
+      if (anchor !== undefined && resolved.endsWith('.md') && !anchors(read(resolved)).has(anchor)) broken.push(target);
+    }
+    expect(broken).toEqual([]);
   });
 });
