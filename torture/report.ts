@@ -3,6 +3,8 @@ import type { CheckResult, Finding } from './checker.js';
 
 export interface ScenarioReport {
   readonly name: string;
+  /** What the scenario does, one line. */
+  readonly about?: string | undefined;
   readonly seed: number;
   readonly seconds: number;
   /** Set when the scenario itself failed (a server that would not start, a store that did not come up). */
@@ -71,6 +73,7 @@ export function toMarkdown(r: RunReport): string {
   }
   for (const s of r.scenarios) {
     const detail = [
+      ...(s.about ? [`- *${s.about}*`] : []),
       ...(s.failure ? [`- **scenario failed**: ${s.failure}`] : []),
       ...s.notes.map((n) => `- ${n}`),
       ...findingLines('repeats', s.result.repeats, s.result.counts.repeats),

@@ -29,11 +29,18 @@ export async function runScenario(s: Scenario, o: RunOptions, seed: number): Pro
   const t0 = Date.now();
   let failure: string | undefined;
   let spec = {};
+  let timer: NodeJS.Timeout | undefined;
   try {
-    spec = await s.run(ctx);
+    // Every scenario bounds its own phases; this bounds the scenario whatever hangs.
+    const limitMs = o.long ? 20 * 60_000 : 5 * 60_000;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`scenario did not finish in ${limitMs / 60_000} minutes`)), limitMs);
+    });
+    spec = await Promise.race([s.run(ctx), timeout]);
   } catch (e) {
     failure = e instanceof Error ? e.message.slice(0, 2000) : String(e);
   } finally {
+    clearTimeout(timer);
     await ctx.cleanup();
   }
   const t1 = Date.now();
@@ -45,7 +52,7 @@ export async function runScenario(s: Scenario, o: RunOptions, seed: number): Pro
   }
   // Time fields may sit up to the largest clock jump away from the harness's clock.
   const result = check(records, { window: { from: t0, to: t1, slackMs: 2 * 3600_000 }, ...spec });
-  const report: ScenarioReport = { name: s.name, seed, seconds: Math.round((t1 - t0) / 100) / 10, failure, notes: ctx.notes, result };
+  const report: ScenarioReport = { name: s.name, about: s.about, seed, seconds: Math.round((t1 - t0) / 100) / 10, failure, notes: ctx.notes, result };
   const ok = failure === undefined && result.ok;
   o.log?.(`${ok ? 'pass' : 'FAIL'} ${s.name}: ${result.idsChecked} IDs, ${result.counts.repeats} repeats, availability ${result.availability}% (${report.seconds} s)${failure ? `: ${failure.split('\n')[0]}` : ''}`);
   if (ok && !o.keep) rmSync(dir, { recursive: true, force: true });

@@ -66,8 +66,18 @@ function restoreScenario(name: string, kind: 'sqlite' | 'postgres', workers: 1 |
       const refused = after.flatMap((r) => r.records).filter((r) => r.error === 'STORE_ROLLBACK_DETECTED').length;
       ctx.notes.push(`after the restore: ${refused} answers STORE_ROLLBACK_DETECTED`);
       // The operator fences above everything handed out, from the CLI, while the server runs.
-      const fenceTo = maxId(readLog(ctx.logDir)) + 1000n;
-      await ctx.sequoia(['fence', tag, '--to', String(fenceTo), '--store', store, '--state-dir', join(ctx.dir, 'state')]);
+      // An operator's bound: the highest ID in use plus a margin. A fence below what this server's
+      // state directory knows it handed out is refused with the least acceptable bound: take that, as an operator would.
+      let fenceTo = maxId(readLog(ctx.logDir)) + 1000n;
+      const fence = () => ctx.sequoia(['fence', tag, '--to', String(fenceTo), '--store', store, '--state-dir', join(ctx.dir, 'state')], true);
+      let f = await fence();
+      const least = /to must be at least ([0-9]+)/.exec(f.stderr)?.[1];
+      if (f.status === 2 && least !== undefined) {
+        ctx.notes.push(`fence to ${fenceTo} refused: ${f.stderr.trim().split('\n')[0]}`);
+        fenceTo = BigInt(least);
+        f = await fence();
+      }
+      if (f.status !== 0) throw new Error(`sequoia fence exited ${f.status}: ${f.stderr}${f.stdout}`);
       ctx.notes.push(`fenced ${tag} to ${fenceTo} while serving`);
       await sleep(1500);
       const fenced = await ctx.load(2, ctx.ms(2000, 5000), { servers: all, ops, maxRequests: 5000, sockets: 4, prefix: 'fenced' });
