@@ -78,7 +78,9 @@ export function clockJumps(policy: Policy, provider: Provider, short: boolean): 
         await load;
       }
       // backup-worker switches to another worker id: an ID from it may be smaller than one before.
-      return { keys: { 'snowflake:twitter': { layout: TWITTER, order: policy === 'backup-worker' ? 'none' : 'process' } } };
+      // A fixed id is the only node field these IDs may carry.
+      const nodes = provider === 'static' ? [5] : provider === 'k8s-ordinal' ? [6] : undefined;
+      return { keys: { 'snowflake:twitter': { layout: { ...TWITTER, nodes }, order: policy === 'backup-worker' ? 'none' : 'process' } } };
     },
   };
 }

@@ -44,6 +44,9 @@ export const leasePause: Scenario = {
     await onB;
     stop = true;
     const recsA = (await onA).flatMap((r) => r.records).filter((r) => r.start >= afterResume);
+    const nodesOf = (recs: readonly { ids?: readonly string[] | undefined }[]) =>
+      [...new Set(recs.flatMap((r) => (r.ids ?? []).map((i) => Number((BigInt(i) >> 12n) & 1023n))))].sort((x, y) => x - y).join(', ') || 'none';
+    ctx.notes.push(`worker ids in the IDs: A before the pause ${node}; B ${nodesOf((await onB).flatMap((r) => r.records))}; A after resuming ${nodesOf(recsA)}`);
     ctx.notes.push(
       `A after resuming: ${recsA.filter((r) => r.ids).length} answers with IDs, errors ${JSON.stringify(recsA.filter((r) => r.error).reduce<Record<string, number>>((m, r) => ({ ...m, [r.error as string]: (m[r.error as string] ?? 0) + 1 }), {}))}`,
     );

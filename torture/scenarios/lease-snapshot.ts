@@ -46,7 +46,7 @@ export function leaseSnapshot(provider: 'lease' | 'static', short: boolean): Sce
       } catch (e) {
         ctx.notes.push(`start refused on the restored lease store: ${(e instanceof Error ? e.message : String(e)).split('\n').slice(1, 3).join(' ').slice(0, 300)}`);
       }
-      return { keys: { 'snowflake:twitter': { layout: TWITTER } } };
+      return { keys: { 'snowflake:twitter': { layout: { ...TWITTER, nodes: provider === 'static' ? [9] : undefined } } } };
     },
   };
 }
