@@ -51,7 +51,7 @@ export function clockJumps(policy: Policy, provider: Provider, short: boolean): 
         }
         throw e;
       }
-      const ops = [{ route: 'v1-snowflake' as const, key: 'twitter', count: 50 }, { route: 'leaf-snowflake' as const, key: 'twitter' }];
+      const ops = [{ route: 'v1-snowflake' as const, key: 'twitter', count: 20 }, { route: 'leaf-snowflake' as const, key: 'twitter' }];
       let stop = false;
       const load = ctx.load(2, 10 * 60_000, { servers: () => (server.running ? [server] : []), ops, maxRequests: 1_000_000, sockets: 1, stop: () => stop });
       try {

@@ -26,7 +26,7 @@ export function leaseSnapshot(provider: 'lease' | 'static', short: boolean): Sce
       if (provider === 'static') args.push('--worker-id-provider', 'static:9');
       const a = ctx.server({ name: 'A', clock, args });
       await a.start();
-      const ops = [{ route: 'v1-snowflake' as const, key: 'twitter', count: 100 }];
+      const ops = [{ route: 'v1-snowflake' as const, key: 'twitter', count: 50 }];
       await ctx.load(1, 500, { servers: () => [a], ops, maxRequests: 100_000 });
       await a.stop();
       ctx.copySqlite(db, join(ctx.dir, 'snapshot.db'));
