@@ -7,6 +7,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { track, untrack } from './reaper.js';
 import { sleep } from './rng.js';
 
 const FAKETIME_LIB = '/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1';
@@ -96,6 +97,8 @@ export class ServerProcess {
         : ['unshare', ['--uts', 'sh', '-c', 'hostname "$0" && exec "$@"', this.o.hostname, process.execPath, ...node]];
     const child = spawn(cmd, argv, { env, stdio: ['ignore', 'pipe', 'pipe'] });
     this.child = child;
+    track(child.pid, false);
+    child.once('exit', () => untrack(child.pid));
     this.stopped = false;
     this.starts++;
     const mark = this.out.length;

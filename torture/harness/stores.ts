@@ -8,6 +8,7 @@ import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { chownSync, mkdirSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
+import { track, untrack } from './reaper.js';
 import { sleep } from './rng.js';
 
 export const SHARED = {
@@ -75,25 +76,49 @@ export abstract class PrivateStore {
     }
     const child = this.spawnIt();
     this.child = child;
+    track(child.pid, true);
+    child.once('exit', () => untrack(child.pid));
     child.stdout?.on('data', (d: Buffer) => (this.log += d.toString()));
     child.stderr?.on('data', (d: Buffer) => (this.log += d.toString()));
-    await waitFor(`${this.constructor.name} on port ${this.port}`, () => child.exitCode === null && this.ready());
+    try {
+      await waitFor(`${this.constructor.name} on port ${this.port}`, () => child.exitCode === null && this.ready());
+    } catch (e) {
+      throw new Error(`${e instanceof Error ? e.message : String(e)}; its log ends:\n${this.log.slice(-1500)}`, { cause: e });
+    }
     await this.afterStart();
   }
 
   protected async afterStart(): Promise<void> {}
 
+  /**
+   * A signal to the store's whole process group (stores are started detached,
+   * each in a group of its own): a crash must take PostgreSQL's backends down
+   * with the postmaster, or the next start finds its shared memory in use.
+   */
+  private group(sig: NodeJS.Signals): void {
+    const pid = this.child?.pid;
+    if (pid === undefined) return;
+    try {
+      process.kill(-pid, sig);
+    } catch {
+      // the group is gone
+    }
+  }
+
   private async exit(sig: NodeJS.Signals, ms: number): Promise<void> {
     const c = this.child;
     if (c === undefined || c.exitCode !== null || c.signalCode !== null) return;
     const done = new Promise<void>((r) => c.once('exit', () => r()));
-    c.kill('SIGCONT');
-    c.kill(sig);
+    this.group('SIGCONT');
+    if (sig === 'SIGKILL') this.group(sig);
+    else c.kill(sig);
     await Promise.race([done, sleep(ms)]);
     if (c.exitCode === null && c.signalCode === null) {
-      c.kill('SIGKILL');
+      this.group('SIGKILL');
       await done;
     }
+    // Backends of a killed postmaster leave on their own only later.
+    this.group('SIGKILL');
   }
 
   /** The signal of a clean shutdown. */
@@ -110,11 +135,11 @@ export abstract class PrivateStore {
   }
 
   freeze(): void {
-    this.child?.kill('SIGSTOP');
+    this.group('SIGSTOP');
   }
 
   thaw(): void {
-    this.child?.kill('SIGCONT');
+    this.group('SIGCONT');
   }
 
   async restart(crash = false): Promise<void> {
@@ -130,7 +155,7 @@ export class PrivateRedis extends PrivateStore {
 
   protected spawnIt(): ChildProcess {
     // appendfsync always: a restart (even a crash) keeps every acknowledged INCRBY.
-    return spawn('redis-server', ['--port', String(this.port), '--bind', '127.0.0.1', '--dir', this.dir, '--save', '', '--appendonly', 'yes', '--appendfsync', 'always'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    return spawn('redis-server', ['--port', String(this.port), '--bind', '127.0.0.1', '--dir', this.dir, '--save', '', '--appendonly', 'yes', '--appendfsync', 'always'], { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
   }
 
   protected ready(): boolean {
@@ -170,7 +195,7 @@ export class PrivatePostgres extends PrivateStore {
     return spawn(
       join(PG_BIN, 'postgres'),
       ['-D', join(this.dir, 'data'), '-p', String(this.port), '-k', this.dir, '-c', 'listen_addresses=127.0.0.1', '-c', 'max_connections=60', '-c', 'shared_buffers=16MB'],
-      { stdio: ['ignore', 'pipe', 'pipe'], uid: this.uid, cwd: '/tmp' },
+      { stdio: ['ignore', 'pipe', 'pipe'], uid: this.uid, cwd: '/tmp', detached: true },
     );
   }
 
@@ -202,7 +227,7 @@ export class PrivateMariadb extends PrivateStore {
     return spawn(
       'mariadbd',
       ['--no-defaults', `--datadir=${join(this.dir, 'data')}`, `--port=${this.port}`, '--bind-address=127.0.0.1', `--socket=${join(this.dir, 'sock')}`, '--user=root', '--skip-log-bin', '--innodb-buffer-pool-size=32M', `--pid-file=${join(this.dir, 'pid')}`],
-      { stdio: ['ignore', 'pipe', 'pipe'] },
+      { stdio: ['ignore', 'pipe', 'pipe'], detached: true },
     );
   }
 
