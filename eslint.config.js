@@ -2,7 +2,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'dist-bench/**', 'dist-bench-tmp/**', 'dist-all/**', 'dist-torture/**', 'torture-out/**', 'node_modules/**', 'data/**', 'test-artifacts/**'] },
+  { ignores: ['dist/**', 'dist-bench/**', 'dist-bench-tmp/**', 'dist-all/**', 'dist-torture/**', 'torture-out/**', 'node_modules/**', 'data/**', 'test-artifacts/**', 'examples/*/dist/**', 'examples/*/data/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

@@ -1,8 +1,19 @@
+import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
 
+const src = (p: string) => fileURLToPath(new URL(`./src/${p}`, import.meta.url));
+
 export default defineConfig({
+  // examples/ import the package by name, as their users do (after their own
+  // `npm install`); the project's tests run them against this checkout's src/.
+  resolve: {
+    alias: [
+      { find: /^sequoia\/client$/, replacement: src('client/index.ts') },
+      { find: /^sequoia$/, replacement: src('index.ts') },
+    ],
+  },
   test: {
-    include: ['src/**/*.test.ts', 'test/**/*.test.ts', 'torture/**/*.test.ts'],
+    include: ['src/**/*.test.ts', 'test/**/*.test.ts', 'torture/**/*.test.ts', 'examples/*/test/**/*.test.ts'],
     testTimeout: 60_000,
     hookTimeout: 60_000,
     // Integration suites share real databases and spawn servers; two cores do not

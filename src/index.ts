@@ -17,6 +17,7 @@ export type { HighWaterMarkStore } from './ports/high-water-mark-store.js';
 export { MemorySegmentStore } from './adapters/memory/memory-segment-store.js';
 export { SqliteSegmentStore } from './adapters/sqlite/sqlite-segment-store.js';
 export { FileHighWaterMarkStore, MemoryHighWaterMarkStore } from './adapters/state-dir/file-high-water-mark-store.js';
+export { StateDir } from './adapters/state-dir/state-dir.js';
 export { createStore } from './adapters/create-store.js';
 export { IdService, type IdServiceOptions } from './service/id-service.js';
 export { TagAllocator } from './service/tag-allocator.js';

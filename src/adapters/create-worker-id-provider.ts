@@ -8,6 +8,7 @@
  * A multi-store list leases on its first SQL entry (leases need one point of order).
  */
 import { hostname } from 'node:os';
+import { join } from 'node:path';
 import { InvalidArgumentError } from '../core/errors.js';
 import type { Logger } from '../ports/logger.js';
 import type { WorkerIdProvider } from '../ports/worker-id-provider.js';
@@ -18,6 +19,8 @@ import { MemoryWorkerLeaseStore } from './memory/memory-worker-lease-store.js';
 import { MysqlWorkerLeaseStore } from './mysql/mysql-worker-lease-store.js';
 import { PostgresWorkerLeaseStore } from './postgres/postgres-worker-lease-store.js';
 import { SqliteWorkerLeaseStore } from './sqlite/sqlite-worker-lease-store.js';
+import { StateDir } from './state-dir/state-dir.js';
+import { TickReservingProvider } from './state-dir/tick-reserving-provider.js';
 import { StaticWorkerIdProvider } from './static/static-worker-id-provider.js';
 import { ZookeeperWorkerIdProvider, parseZookeeperSpec } from './zookeeper/zookeeper-worker-id-provider.js';
 
@@ -42,17 +45,37 @@ export function createWorkerLeaseStore(storeUrl: string): WorkerLeaseStore | und
 export interface ProviderOptions {
   readonly ttlMs?: number;
   readonly hostname?: string;
-  /** zookeeper: where the worker id is cached. Default './data'. */
-  readonly stateDir?: string;
+  /**
+   * The server's state directory: the last snowflake tick of every provider
+   * is reserved there (see TickReservingProvider); zookeeper also caches its
+   * id there. Default for zookeeper './data'; without it no tick is recorded.
+   */
+  readonly stateDir?: string | undefined;
+  /** The cluster worker's slot when this process is one of `serve --workers N`. */
+  readonly workerSlot?: number | undefined;
   /** zookeeper: the server's port, part of the node name (host:port). */
   readonly port?: number;
   readonly logger?: Logger;
 }
 
+/** Worker slot i's own directory, for what must differ per worker of one port (the ZooKeeper node and its cached id). */
+export function workerStateDir(stateDir: string, slot: number): string {
+  return join(stateDir, 'workers', String(slot));
+}
+
+/** The provider for `spec`, its last tick reserved in the state directory when one is given. */
 export function createWorkerIdProvider(spec: string, storeUrl: string, o: ProviderOptions = {}): WorkerIdProvider {
+  const p = createBareProvider(spec, storeUrl, o);
+  return o.stateDir === undefined ? p : new TickReservingProvider(p, new StateDir(o.stateDir));
+}
+
+function createBareProvider(spec: string, storeUrl: string, o: ProviderOptions): WorkerIdProvider {
   if (spec.trim().startsWith('zookeeper:')) {
     const z = parseZookeeperSpec(spec);
-    return new ZookeeperWorkerIdProvider({ ...z, stateDir: o.stateDir ?? './data', port: o.port, hostname: o.hostname, logger: o.logger });
+    // ZooKeeper names its node after host:port and this directory: each worker of one port needs its own.
+    const dir = o.stateDir ?? './data';
+    const stateDir = o.workerSlot === undefined ? dir : workerStateDir(dir, o.workerSlot);
+    return new ZookeeperWorkerIdProvider({ ...z, stateDir, port: o.port, hostname: o.hostname, logger: o.logger });
   }
   const m = /^(lease|sql-lease|static|k8s-ordinal|worker-node)(?::([0-9]{1,9}))?$/.exec(spec.trim());
   if (!m) throw new InvalidArgumentError(`worker id provider must be ${WORKER_ID_PROVIDER_HELP} (got ${JSON.stringify(spec)})`);

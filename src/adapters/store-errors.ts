@@ -11,7 +11,10 @@ import type { TagInfo } from '../ports/segment-store.js';
 export function storeError(backend: string, e: unknown): SequoiaError {
   if (e instanceof SequoiaError) return e;
   const code = (e as { code?: string }).code ?? (e instanceof Error ? e.message : 'unknown');
-  return new UnavailableError('STORE_UNAVAILABLE', `${backend} error (${code})`, { cause: e, retryAfterMs: 1000 });
+  // A connection failure names where it tried (host and port only, never credentials).
+  const { address, port } = e as { address?: unknown; port?: unknown };
+  const where = typeof address === 'string' && typeof port === 'number' ? ` at ${address.includes(':') ? `[${address}]` : address}:${port}` : '';
+  return new UnavailableError('STORE_UNAVAILABLE', `${backend} error${where} (${code})`, { cause: e, retryAfterMs: 1000 });
 }
 
 /** A sequoia_alloc row whose integers arrive as decimal text or numbers. */

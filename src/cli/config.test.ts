@@ -74,4 +74,28 @@ describe('resolveConfig', () => {
     expect(() => resolveConfig({ workerIdProvider: 'static:3', workers: '2' }, {}, undefined)).toThrow(/same snowflake worker id/);
     expect(resolveConfig({ workerIdProvider: 'static:3', workers: '1' }, {}, undefined).workerIdProvider).toBe('static:3');
   });
+
+  it('refuses k8s-ordinal with several worker processes too, and recommends no provider with the same problem', () => {
+    for (const workers of ['2', 'auto']) {
+      for (const p of ['static:3', 'k8s-ordinal', 'k8s-ordinal:16']) {
+        let message = '';
+        try {
+          resolveConfig({ workerIdProvider: p, workers }, {}, undefined);
+        } catch (e) {
+          message = (e as ConfigError).problems.join('\n');
+        }
+        expect(message).toMatch(/^workerIdProvider: .*same snowflake worker id; use --workers 1/);
+        expect(message).not.toMatch(/use .*(static|k8s-ordinal) provider/);
+      }
+    }
+    expect(resolveConfig({ workerIdProvider: 'k8s-ordinal', workers: '1' }, {}, undefined).workerIdProvider).toBe('k8s-ordinal');
+  });
+
+  it('workers: 1 by default; auto is one per core (kept as 0); bad values name the field', () => {
+    expect(resolveConfig({}, {}, undefined).workers).toBe(1);
+    expect(resolveConfig({ workers: 'auto' }, {}, undefined).workers).toBe(0);
+    expect(resolveConfig({}, { SEQUOIA_WORKERS: '3' }, undefined).workers).toBe(3);
+    expect(() => resolveConfig({ workers: 'many' }, {}, undefined)).toThrow(/workers \(from --workers\): must be auto or an integer from 1 to 256/);
+    expect(() => resolveConfig({ workers: '300' }, {}, undefined)).toThrow(/workers \(from --workers\)/);
+  });
 });

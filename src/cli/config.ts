@@ -73,6 +73,12 @@ export const clientTokensSchema = z.preprocess(
 
 const filePath = z.string().min(1, 'must not be empty');
 
+/** `auto` (one per core) is kept as 0; N from 1. */
+const workersSchema = z.preprocess(
+  (v) => (v === 'auto' || v === '0' ? 0 : v),
+  z.union([z.literal(0), intFrom(1, 256)], { error: 'must be auto or an integer from 1 to 256' }),
+);
+
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
 export const FIELDS = {
@@ -96,7 +102,7 @@ export const FIELDS = {
   requestTimeoutMs: { schema: intFrom(1000, 600_000), default: 30_000, env: 'SEQUOIA_REQUEST_TIMEOUT_MS', flag: '--request-timeout-ms', doc: 'a request that takes longer is answered 408' },
   maxHeaderBytes: { schema: intFrom(1024, 1_048_576), default: 16_384, env: 'SEQUOIA_MAX_HEADER_BYTES', flag: '--max-header-bytes', doc: 'largest request head accepted (431 beyond)' },
   shutdownTimeoutMs: { schema: intFrom(0, 600_000), default: 10_000, env: 'SEQUOIA_SHUTDOWN_TIMEOUT_MS', flag: '--shutdown-timeout-ms', doc: 'how long SIGTERM waits for in-flight requests' },
-  workers: { schema: intFrom(0, 256), default: 0, env: 'SEQUOIA_WORKERS', flag: '--workers', doc: 'worker processes sharing the port (node:cluster); 0: one per CPU core; 1: no cluster, one process' },
+  workers: { schema: workersSchema, default: 1, env: 'SEQUOIA_WORKERS', flag: '--workers', doc: 'server processes sharing the port (node:cluster): 1 (one process: IDs of a tag increase), N, or auto (one per CPU core); N workers interleave like N servers' },
   strictTags: { schema: tagList.optional(), default: undefined, env: 'SEQUOIA_STRICT_TAGS', flag: '--strict-tags', doc: 'tags served strictly increasing across servers, one store operation per request (comma-separated)' },
   snowflakeLayout: { schema: z.string().regex(/^[a-z][a-z0-9_-]{0,39}$/, 'must be a layout name: twitter, leaf, sonyflake, uid-generator, instagram, customuuid, simpleflake'), default: 'twitter', env: 'SEQUOIA_SNOWFLAKE_LAYOUT', flag: '--snowflake-layout', doc: 'default snowflake layout (of /api/snowflake/get and requests without layout)' },
   workerIdProvider: { schema: z.string().regex(/^(lease|sql-lease|worker-node|static:[0-9]{1,9}|k8s-ordinal(:[0-9]{1,9})?|zookeeper:\S{1,500})$/, 'must be lease, static:N, k8s-ordinal[:OFFSET], worker-node or zookeeper:HOST:PORT[,HOST:PORT…][/ROOT][?reclaim-after=SECONDS]'), default: 'lease', env: 'SEQUOIA_WORKER_ID_PROVIDER', flag: '--worker-id-provider', doc: 'where snowflake worker ids come from (lease: leased from the store)' },
@@ -118,8 +124,10 @@ export interface ServeConfig {
   refreshIntervalMs: number;
   loadTimeoutMs: number;
   shutdownTimeoutMs: number;
-  /** Worker processes (node:cluster); 0 means one per core, 1 runs in-process. */
+  /** Worker processes (node:cluster); 0 (`auto`) means one per core, 1 runs in-process. */
   workers: number;
+  /** Set by the cluster primary in each worker's copy: the worker's slot (0..N-1). */
+  workerSlot?: number | undefined;
   formats: Record<string, BusinessNumberFormat> | undefined;
   adminTokenFile: string | undefined;
   clientTokens: Array<{ token: string; tags: string[] }> | undefined;
@@ -224,10 +232,17 @@ function readSecretFiles(out: Record<string, unknown>, problems: string[]): void
       else problems.push(`clientTokensFile: ${r.error.issues[0]?.message ?? 'invalid'}`);
     }
   }
-  if (typeof out.workerIdProvider === 'string' && out.workerIdProvider.startsWith('static:') && out.workers !== 1) {
-    problems.push(
-      'workerIdProvider: static:N would give every worker process the same snowflake worker id; use --workers 1, or the lease / k8s-ordinal provider',
-    );
+  if (typeof out.workerIdProvider === 'string' && out.workers !== 1) {
+    // One id per server, but N processes would each issue on it: the same (tick, id, sequence) N times.
+    if (out.workerIdProvider.startsWith('static:')) {
+      problems.push(
+        'workerIdProvider: static:N would give every worker process the same snowflake worker id; use --workers 1, or the lease or zookeeper provider (one id per worker)',
+      );
+    } else if (out.workerIdProvider.startsWith('k8s-ordinal')) {
+      problems.push(
+        'workerIdProvider: k8s-ordinal would give every worker process of the pod the same snowflake worker id; use --workers 1 (scale with StatefulSet replicas), or the lease or zookeeper provider (one id per worker)',
+      );
+    }
   }
   if ((out.tlsCert === undefined) !== (out.tlsKey === undefined)) {
     problems.push('tlsCert/tlsKey: give both the certificate and the key, or neither');

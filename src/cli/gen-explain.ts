@@ -134,14 +134,14 @@ export function registerGenAndExplain(program: Command): void {
  */
 export async function genSegment(tag: string, count: number, opts: { store?: string; stateDir?: string }): Promise<string[]> {
   const config = resolveConfig({ store: opts.store, stateDir: opts.stateDir }, process.env, undefined);
-  const [{ createStore }, { FileHighWaterMarkStore }, { IdService }] = await Promise.all([
+  const [{ createStore }, { StateDir }, { IdService }] = await Promise.all([
     import('../adapters/create-store.js'),
-    import('../adapters/state-dir/file-high-water-mark-store.js'),
+    import('../adapters/state-dir/state-dir.js'),
     import('../service/id-service.js'),
   ]);
   const service = new IdService({
     store: createStore(config.store),
-    marks: new FileHighWaterMarkStore(config.stateDir),
+    marks: new StateDir(config.stateDir),
     refreshIntervalMs: 0,
   });
   await service.start();

@@ -5,7 +5,7 @@
  */
 import { Command, CommanderError } from 'commander';
 import { createStore } from '../adapters/create-store.js';
-import { FileHighWaterMarkStore } from '../adapters/state-dir/file-high-water-mark-store.js';
+import { StateDir } from '../adapters/state-dir/state-dir.js';
 import { InvalidArgumentError, SequoiaError } from '../core/errors.js';
 import { MAX_STORED_STEP } from '../core/validate.js';
 import { IdService } from '../service/id-service.js';
@@ -54,7 +54,7 @@ async function withService<T>(opts: StoreOpts, fn: (s: IdService) => Promise<T>)
   const config = resolveConfig({ store: opts.store, stateDir: opts.stateDir }, process.env, undefined);
   const service = new IdService({
     store: createStore(config.store),
-    marks: new FileHighWaterMarkStore(config.stateDir),
+    marks: new StateDir(config.stateDir),
     refreshIntervalMs: 0,
   });
   await service.start();

@@ -36,7 +36,7 @@ export const ERROR_DOCS: Record<ErrorCode, string> = {
   TAG_EXISTS: 'A tag with this name already exists.',
   RATE_LIMITED: 'Too many requests from this client; retry after the given delay.',
   SEGMENTS_EXHAUSTED: 'Both buffered segments are used up and the store did not answer in time; retry later.',
-  STORE_UNAVAILABLE: 'The backing store cannot be reached.',
+  STORE_UNAVAILABLE: 'The backing store cannot be reached, or the server\'s state directory cannot be written.',
   STORE_ROLLBACK_DETECTED:
     'The store answered a range this server has already handed out (restored from an old backup?); an operator must run `sequoia fence`.',
   CLOCK_MOVED_BACKWARDS: 'The clock is behind the last issued tick beyond what the clock policy allows.',

@@ -1,10 +1,18 @@
 import type { HighWaterMark } from '../core/segment/rollback-guard.js';
 
 /**
- * Local, durable memory of the highest range end each tag has handed out.
- * `put` must be durable when it returns: IDs are handed out only after it.
+ * Durable memory of the highest range end each tag has handed out, one set
+ * per server: every process of the server reads and writes the same marks.
+ * Writes are durable when they return: IDs are handed out only after them.
  */
 export interface HighWaterMarkStore {
   get(tag: string): HighWaterMark | undefined;
+  /** Unconditional write (set-up and tests); servers change marks with `update`. */
   put(tag: string, record: HighWaterMark): void;
+  /**
+   * Atomic read-modify-write, also against other processes sharing the
+   * store: `change` sees the current record and returns the new one (or
+   * `current` / undefined to leave it). Answers the record stored afterwards.
+   */
+  update(tag: string, change: (current: HighWaterMark | undefined) => HighWaterMark | undefined): HighWaterMark | undefined;
 }

@@ -58,6 +58,8 @@ export interface TagUpdate {
 export interface SegmentStore {
   /** A short name for logs and status, without credentials. */
   readonly kind: string;
+  /** The stride of its answers when above 1 (a multi-store set of N stores answers stride N). */
+  readonly stride?: number;
   /** Creates or migrates the schema. Idempotent. */
   init(): Promise<void>;
   /**

@@ -11,10 +11,13 @@
  * - Port 0: the primary picks a free port once (binds a probe socket on the
  *   configured host, reads the port, closes it) and gives that port to every
  *   worker, so all workers and every replacement share one port.
- * - State directory: worker i keeps its high-water marks in
- *   `<stateDir>/workers/<i>`. One shared directory would race: worker A's
- *   answer [100,200) checked after worker B wrote its mark 300 would look like
- *   a rollback. A replacement reuses its slot's directory.
+ * - State directory: one for the whole server. Every worker reads and writes
+ *   the same marks and ticks (state-dir.ts: one SQLite file, transactions), so
+ *   the rollback guard covers the server: an answer is judged by the highest
+ *   mark any worker recorded before its request was sent (judging by later
+ *   marks would take worker A's [100,200) for a rollback after worker B's
+ *   [200,300)). Only the ZooKeeper provider keeps a per-slot directory
+ *   (`<stateDir>/workers/<i>`, its cached id), so each worker is its own node.
  * - A worker that dies is replaced in the same slot, after 100 ms doubling to
  *   30 s while replacements keep dying young (reset after 30 s of life).
  * - SIGTERM/SIGINT to the primary: every worker drains (stops accepting,
@@ -22,13 +25,14 @@
  *   (1 if a worker had to be killed or failed).
  * - The primary logs `listening` with the URL once every worker is up (tests
  *   and benchmarks parse that line); workers log `worker listening`.
- * - `--workers 1` runs the server in this process, without cluster;
- *   `--workers 0` (the default) means one worker per core (os.availableParallelism()).
+ * - `--workers 1` (the default) runs the server in this process, without
+ *   cluster; `--workers auto` (kept as 0) means one worker per core
+ *   (os.availableParallelism()). N workers interleave like N servers: IDs of a
+ *   tag increase per worker, not across them.
  */
 import cluster, { type Worker } from 'node:cluster';
 import { createServer } from 'node:net';
 import { availableParallelism } from 'node:os';
-import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { pino } from 'pino';
 import { redactStoreUrl } from '../adapters/create-store.js';
@@ -44,11 +48,6 @@ export type PrimaryMessage = { readonly type: 'config'; readonly config: ServeCo
 
 export function workerCount(config: Pick<ServeConfig, 'workers'>): number {
   return config.workers === 0 ? availableParallelism() : config.workers;
-}
-
-/** The state directory of worker slot i. */
-export function workerStateDir(stateDir: string, slot: number): string {
-  return join(stateDir, 'workers', String(slot));
 }
 
 /** Runs `serve`: in-process for one worker, else a cluster primary. Resolves once listening. */
@@ -106,7 +105,7 @@ async function runPrimary(config: ServeConfig, n: number): Promise<void> {
       w.on('message', (m: WorkerMessage) => {
         if (handleGatherInPrimary(w, m, () => slots.flatMap((s) => (s.worker && s.ready ? [s.worker] : [])))) return;
         if (m.type === 'need-config') {
-          const msg: PrimaryMessage = { type: 'config', config: { ...shared, stateDir: workerStateDir(shared.stateDir, i) }, slot: i };
+          const msg: PrimaryMessage = { type: 'config', config: { ...shared, workerSlot: i }, slot: i };
           w.send(msg);
         } else if (m.type === 'ready') {
           slot.ready = true;

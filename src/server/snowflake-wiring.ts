@@ -13,6 +13,8 @@ import { SnowflakeService } from '../service/snowflake-service.js';
 export interface SnowflakeConfig {
   readonly store: string;
   readonly stateDir?: string;
+  /** The cluster worker's slot, when this process is one of `--workers N`. */
+  readonly workerSlot?: number | undefined;
   readonly port?: number;
   readonly snowflakeLayout: string;
   readonly workerIdProvider: string;
@@ -27,6 +29,7 @@ export function createSnowflakeService(config: SnowflakeConfig, logger: Logger):
     provider = createWorkerIdProvider(config.workerIdProvider, config.store, {
       ttlMs: config.workerLeaseTtlMs,
       stateDir: config.stateDir,
+      workerSlot: config.workerSlot,
       port: config.port,
       logger,
     });

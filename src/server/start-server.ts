@@ -6,7 +6,7 @@
 import { readFileSync } from 'node:fs';
 import { pino } from 'pino';
 import { createStore, redactStoreUrl } from '../adapters/create-store.js';
-import { FileHighWaterMarkStore } from '../adapters/state-dir/file-high-water-mark-store.js';
+import { StateDir } from '../adapters/state-dir/state-dir.js';
 import type { ServeConfig } from '../cli/config.js';
 import { IdService } from '../service/id-service.js';
 import { VERSION } from '../version.js';
@@ -28,7 +28,8 @@ export async function startServer(
 ): Promise<RunningServer> {
   const logger = pino({ level: config.logLevel, base: { pid: process.pid } });
   const store = createStore(config.store);
-  const marks = new FileHighWaterMarkStore(config.stateDir);
+  // One state directory for the whole server: every worker of --workers N shares its marks and ticks.
+  const marks = new StateDir(config.stateDir);
   const metrics = new SequoiaMetrics();
   const service = new IdService({
     onLoad: metrics.onLoad,
@@ -40,23 +41,28 @@ export async function startServer(
     strictTags: config.strictTags,
   });
   await service.start();
-  const snowflake = createSnowflakeService(config, logger);
-  await snowflake?.start().catch(async (e: unknown) => {
-    await Promise.allSettled([snowflake.close(), service.close()]);
+  let snowflake: ReturnType<typeof createSnowflakeService>;
+  let app: Awaited<ReturnType<typeof buildApp>> | undefined;
+  try {
+    snowflake = createSnowflakeService(config, logger);
+    await snowflake?.start();
+    app = await buildApp({
+      service,
+      snowflake,
+      adminToken: config.adminToken,
+      clientTokens: config.clientTokens,
+      rateLimit: config.rateLimit > 0 ? { perSecond: config.rateLimit, burst: config.rateLimitBurst ?? config.rateLimit * 2 } : undefined,
+      tls: config.tlsCert && config.tlsKey ? { cert: readFileSync(config.tlsCert), key: readFileSync(config.tlsKey) } : undefined,
+      requestTimeoutMs: config.requestTimeoutMs,
+      maxHeaderBytes: config.maxHeaderBytes,
+      formats: new FormatRegistry(config.formats ?? {}),
+      logger, version: VERSION, metrics });
+    await app.listen({ host: config.host, port: config.port });
+  } catch (e) {
+    // A store client left open (reconnecting in the background) would keep the process alive after a failed start.
+    await Promise.allSettled([app?.close(), snowflake?.close(), service.close()]);
     throw e;
-  });
-  const app = await buildApp({
-    service,
-    snowflake,
-    adminToken: config.adminToken,
-    clientTokens: config.clientTokens,
-    rateLimit: config.rateLimit > 0 ? { perSecond: config.rateLimit, burst: config.rateLimitBurst ?? config.rateLimit * 2 } : undefined,
-    tls: config.tlsCert && config.tlsKey ? { cert: readFileSync(config.tlsCert), key: readFileSync(config.tlsKey) } : undefined,
-    requestTimeoutMs: config.requestTimeoutMs,
-    maxHeaderBytes: config.maxHeaderBytes,
-    formats: new FormatRegistry(config.formats ?? {}),
-    logger, version: VERSION, metrics });
-  await app.listen({ host: config.host, port: config.port });
+  }
   const addr = app.server.address();
   const port = typeof addr === 'object' && addr ? addr.port : config.port;
   const host = config.host.includes(':') ? `[${config.host}]` : config.host;

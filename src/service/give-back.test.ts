@@ -180,4 +180,26 @@ describe('give-back on a clean shutdown', () => {
     expect(await take(b, 'order', 1)).toEqual([maxBefore]);
     await b.close();
   });
+  it('two workers sharing one state directory: a give-back never lowers the mark below IDs the other worker handed out', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'sequoia-giveback-'));
+    const store = new LastingStore();
+    await store.createTag({ tag: 't', step: 10 });
+    const marks = () => new FileHighWaterMarkStore(join(dir, 'state'));
+    const early = service(store, marks());
+    const late = service(store, marks());
+    await early.start();
+    await late.start();
+    await take(early, 't', 2);
+    await settle(early, 't');
+    const lateIds = await take(late, 't', 5); // the later ranges
+    await settle(late, 't');
+    await late.close(); // gives its tail back: the mark drops to its cursor
+    await early.close(); // its range is not the last one: it must leave the mark alone
+    const top = lateIds[lateIds.length - 1]!;
+    expect(marks().get('t')!.mark).toBeGreaterThan(top);
+    const again = service(store, marks());
+    await again.start();
+    expect(BigInt(await again.next('t'))).toBeGreaterThan(top);
+    await again.close();
+  });
 });

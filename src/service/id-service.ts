@@ -88,15 +88,21 @@ export class IdService {
 
   async start(): Promise<void> {
     if (this.started) return;
-    await this.store.init();
-    if (!this.store.kind.startsWith('multi(') && (await this.store.getTag(MULTI_META_TAG))) {
-      // Its counters are units of a multi-store set, not IDs: serving them alone would repeat.
-      throw new InvalidArgumentError(
-        `store: this ${this.store.kind} store is a member of a multi-store set; configure the whole comma-separated list`,
-      );
-    }
-    if (this.strictTags.size > 0 && this.store.kind.startsWith('multi(')) {
-      throw new InvalidArgumentError('strictTags: a multi-store set cannot order IDs across its stores; serve strict tags from one store');
+    try {
+      await this.store.init();
+      if (!this.store.kind.startsWith('multi(') && (await this.store.getTag(MULTI_META_TAG))) {
+        // Its counters are units of a multi-store set, not IDs: serving them alone would repeat.
+        throw new InvalidArgumentError(
+          `store: this ${this.store.kind} store is a member of a multi-store set; configure the whole comma-separated list`,
+        );
+      }
+      if (this.strictTags.size > 0 && this.store.kind.startsWith('multi(')) {
+        throw new InvalidArgumentError('strictTags: a multi-store set cannot order IDs across its stores; serve strict tags from one store');
+      }
+    } catch (e) {
+      // A client that keeps reconnecting in the background would keep the process alive after the failed start.
+      await this.store.close().catch(() => {});
+      throw e;
     }
     this.started = true;
     if (this.refreshIntervalMs > 0) {
@@ -207,7 +213,8 @@ export class IdService {
       );
     }
     const info = await this.store.fence(tag, to);
-    this.marks.put(tag, { mark: mark ? mark.mark : 0n });
+    // Lifts the trip for every process of this server; the mark stays (another process may have raised it meanwhile).
+    this.marks.update(tag, (cur) => ({ mark: cur ? cur.mark : 0n }));
     this.allocators.get(tag)?.resetRefusal();
     this.logger.warn({ tag, to: String(to), maxId: String(info.maxId), fenceEpoch: info.fenceEpoch }, 'tag fenced');
     return info;

@@ -144,18 +144,20 @@ export class SnowflakeService {
       try {
         for (let i = 0; i < count; i++) {
           const id = w.generator.take(shard);
-          if (id === undefined) return this.nextSlow(name, shard, count - out.length, out);
+          // nextSlow fills `out` up to `count` in all: what was taken here stays part of this one batch.
+          if (id === undefined) return this.nextSlow(name, shard, count, out);
           out.push(id);
         }
         return out;
       } catch (e) {
         if (!(e instanceof SequoiaError && e.code === 'LEASE_LOST')) throw e;
-        return this.nextSlow(name, shard, count - out.length, out);
+        return this.nextSlow(name, shard, count, out);
       }
     }
     return this.nextSlow(name, shard, count);
   }
 
+  /** Fills `out` until it holds `count` IDs (all of them, or an error and none returned). */
   private async nextSlow(name: string, shard: number, count: number, out: string[] = []): Promise<string[]> {
     const layout = this.layout(name);
     if (layout.shardBits > 0 && !(Number.isSafeInteger(shard) && shard >= 0 && shard < 2 ** layout.shardBits)) {
@@ -274,6 +276,14 @@ export class SnowflakeService {
       { layout: name, workerId: primary.workerId, backups: backups.map((g) => g.workerId), afterTick: primary.afterTick, provider: this.provider.kind },
       'snowflake worker id acquired',
     );
+    const behindMs = (primary.afterTick - generator.currentTick()) * layout.unitMs;
+    if (behindMs > 0) {
+      // A restart with the clock behind the last recorded tick (a crash, then a clock stepped back): the policy decides.
+      this.logger.warn(
+        { layout: name, workerId: primary.workerId, afterTick: primary.afterTick, behindMs, policy: this.clockPolicy, maxWaitMs: this.maxWaitMs },
+        'snowflake clock is behind the last recorded tick: IDs wait or are refused (CLOCK_MOVED_BACKWARDS) until it catches up',
+      );
+    }
     return w;
   }
 

@@ -1,5 +1,6 @@
 /** Strict tags: one store operation per request; IDs follow the store's commit order across servers. */
 import { mkdtempSync } from 'node:fs';
+import Database from 'better-sqlite3';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -8,6 +9,7 @@ import { MultiSegmentStore } from '../adapters/multi/multi-segment-store.js';
 import { PostgresSegmentStore } from '../adapters/postgres/postgres-segment-store.js';
 import { SqliteSegmentStore } from '../adapters/sqlite/sqlite-segment-store.js';
 import { MemoryHighWaterMarkStore } from '../adapters/state-dir/file-high-water-mark-store.js';
+import { StateDir } from '../adapters/state-dir/state-dir.js';
 import { resolveConfig } from '../cli/config.js';
 import type { Allocation, SegmentStore } from '../ports/segment-store.js';
 import { postgresHarness, probePostgres } from '../../test/contract/backends.js';
@@ -118,6 +120,28 @@ describe('strict tags', () => {
     await s.fence('seq', 100n);
     expect(await s.next('seq')).toBe(100);
     await s.close();
+  });
+
+  it('two workers of one server (one state directory): a restore is refused by both, and a fence by one reopens the other', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'sequoia-strict-'));
+    const path = join(dir, 'ids.db');
+    const worker = () => new IdService({ store: new SqliteSegmentStore({ path }), marks: new StateDir(join(dir, 'state')), refreshIntervalMs: 0, strictTags: ['seq'] });
+    const a = worker();
+    const b = worker();
+    await a.start();
+    await b.start();
+    await a.createTag({ tag: 'seq' });
+    expect(await b.next('seq')).toBe(1);
+    for (let i = 0; i < 50; i++) await a.next('seq'); // traffic skewed to worker a: up to 51
+    new Database(path).prepare("UPDATE sequoia_alloc SET max_id = 2 WHERE tag = 'seq'").run(); // an old backup
+    await expect(Promise.resolve(b.next('seq'))).rejects.toMatchObject({ code: 'STORE_ROLLBACK_DETECTED' });
+    await expect(Promise.resolve(a.next('seq'))).rejects.toMatchObject({ code: 'STORE_ROLLBACK_DETECTED' });
+    await a.fence('seq', 1000n);
+    expect(await a.next('seq')).toBe(1000);
+    await new Promise((r) => setTimeout(r, 1100)); // b re-reads the fence epoch at most once a second
+    await expect(Promise.resolve(b.next('seq'))).resolves.toBe(1001);
+    await a.close();
+    await b.close();
   });
 
   it('two servers on one SQLite file: sequential requests alternate servers and still rise; concurrent ones stay ordered', async () => {

@@ -13,14 +13,14 @@
  *
  * The rollback guard still applies, adapted to concurrent requests whose
  * answers may arrive in any order: an answer must start at or above the
- * high-water mark as it was when its request was SENT (everything committed
- * before that is below it in a monotonic store). The mark then rises to the
- * highest end accepted. Marks of answers that arrive together are written with
- * one fsync before any of those IDs is returned.
+ * server-wide high-water mark as it was when its request was SENT (everything
+ * committed before that is below it in a monotonic store). The mark then
+ * rises to the highest end accepted. Marks of answers that arrive together are
+ * written with one fsync before any of those IDs is returned.
  */
 import { SequoiaError, TagNotFoundError, UnavailableError } from '../core/errors.js';
 import { type Id, toId } from '../core/id.js';
-import { checkAnswer, type HighWaterMark } from '../core/segment/rollback-guard.js';
+import { checkShared, type HighWaterMark } from '../core/segment/rollback-guard.js';
 import { TagAllocator, type TagAllocatorDeps, type TagAllocatorSnapshot } from './tag-allocator.js';
 
 interface Waiter {
@@ -35,7 +35,6 @@ interface Waiter {
 
 export class StrictTagAllocator extends TagAllocator {
   private readonly strictDeps: TagAllocatorDeps;
-  private strictRefusal: SequoiaError | undefined;
   private strictClosed = false;
   private inFlight = 0;
   private ops = 0;
@@ -46,9 +45,6 @@ export class StrictTagAllocator extends TagAllocator {
   private lastFailure: SequoiaError | undefined;
   private waiting: Waiter[] = [];
   private flushQueued = false;
-  /** In-memory copy of this tag's durable mark (read once, then kept in step with every write). */
-  private high: HighWaterMark | undefined;
-  private highLoaded = false;
 
   constructor(tag: string, deps: TagAllocatorDeps) {
     super(tag, deps);
@@ -79,12 +75,6 @@ export class StrictTagAllocator extends TagAllocator {
     return Promise.resolve();
   }
 
-  override resetRefusal(): void {
-    this.strictRefusal = undefined;
-    this.highLoaded = false; // a fence rewrote the mark
-    super.resetRefusal();
-  }
-
   override close(): void {
     this.strictClosed = true;
     super.close();
@@ -108,17 +98,27 @@ export class StrictTagAllocator extends TagAllocator {
       loads: this.ops,
       loadFailures: this.failures,
       lastError: this.lastFailure && { code: this.lastFailure.code, message: this.lastFailure.message },
-      refusing: this.strictRefusal?.code ?? (this.strictClosed ? 'TAG_NOT_FOUND' : undefined),
       issued: this.issuedIds,
     };
   }
 
   private async take(n: number): Promise<Id[]> {
-    if (this.strictRefusal) throw this.strictRefusal;
+    for (let r = this.refused(); r; r = this.refused()) {
+      // A fence made anywhere reopens the tag (the store's epoch is read at most once a second).
+      if (!(await this.recheckFence())) throw r;
+    }
     if (this.strictClosed) throw new TagNotFoundError(this.tag);
-    const { store, clock, logger } = this.strictDeps;
+    const { store, clock, logger, marks } = this.strictDeps;
     const t0 = performance.now();
-    const floor = this.mark();
+    // Server-wide, read before sending (see the class comment).
+    const floor = marks.get(this.tag);
+    if (floor?.trippedAtEpoch !== undefined) {
+      // A rollback recorded by another process or an earlier run: refuse without allocating, unless fenced since.
+      const info = await store.getTag(this.tag);
+      if (info && info.fenceEpoch <= floor.trippedAtEpoch) {
+        throw this.refuse(`a rollback was detected earlier (high-water mark ${floor.mark}); run \`sequoia fence\``, floor.trippedAtEpoch);
+      }
+    }
     this.inFlight++;
     let start: bigint;
     let end: bigint;
@@ -161,49 +161,35 @@ export class StrictTagAllocator extends TagAllocator {
     });
   }
 
-  private mark(): HighWaterMark | undefined {
-    if (!this.highLoaded) {
-      this.high = this.strictDeps.marks.get(this.tag);
-      this.highLoaded = true;
-    }
-    return this.high;
-  }
-
   private flush(): void {
     this.flushQueued = false;
     const batch = this.waiting;
     this.waiting = [];
     const { marks, logger } = this.strictDeps;
-    const before = this.mark();
-    let record = before;
     const ok: Waiter[] = [];
-    for (const w of batch) {
-      if (this.strictRefusal) {
-        w.reject(this.strictRefusal);
-        continue;
-      }
-      // Judge against the mark at send time, but keep a trip recorded since.
-      const prev = w.floor && { mark: w.floor.mark, trippedAtEpoch: record?.trippedAtEpoch ?? w.floor.trippedAtEpoch };
-      const v = checkAnswer(prev, w.start, w.end, w.fenceEpoch);
-      const top = record && record.mark > w.end ? record.mark : w.end;
-      if (v.ok) {
-        record = { mark: top };
-        ok.push(w);
-      } else {
-        record = { mark: record && record.mark > w.floor!.mark ? record.mark : w.floor!.mark, trippedAtEpoch: v.record.trippedAtEpoch };
-        this.strictRefusal = new UnavailableError('STORE_ROLLBACK_DETECTED', `tag ${JSON.stringify(this.tag)}: ${v.reason}`);
-        logger.error({ tag: this.tag, start: String(w.start), end: String(w.end) }, v.reason);
-        w.reject(this.strictRefusal);
-      }
-    }
+    const refused: Array<{ w: Waiter; reason: string; epoch: number }> = [];
     try {
-      if (record && (record.mark !== before?.mark || record.trippedAtEpoch !== before?.trippedAtEpoch)) {
-        marks.put(this.tag, record);
-        this.high = record;
-      }
+      marks.update(this.tag, (current) => {
+        let record = current;
+        for (const w of batch) {
+          const v = checkShared(w.floor, record, w.start, w.end, w.fenceEpoch);
+          record = v.record;
+          if (v.ok) ok.push(w);
+          else refused.push({ w, reason: v.reason, epoch: v.record.trippedAtEpoch ?? w.fenceEpoch });
+        }
+        return record;
+      });
     } catch (e) {
-      for (const w of ok) w.reject(new UnavailableError('STORE_UNAVAILABLE', 'cannot write the high-water mark', { cause: e }));
+      const err = e instanceof SequoiaError ? e : new UnavailableError('STORE_UNAVAILABLE', 'cannot record the high-water mark', { cause: e });
+      for (const w of batch) w.reject(err);
       return;
+    }
+    for (const { w, reason, epoch } of refused) {
+      if (!this.refused()) {
+        logger.error({ tag: this.tag, start: String(w.start), end: String(w.end) }, reason);
+        this.refuse(reason, epoch);
+      }
+      w.reject(this.refused());
     }
     for (const w of ok) w.resolve();
   }

@@ -152,6 +152,32 @@ describe('TagAllocator', () => {
     expect(await fenced.next()).toBe(20_000);
   });
 
+  it('a refused tag re-reads its fence epoch at most once a second, allocates nothing meanwhile, and reopens after a fence made elsewhere', async () => {
+    const { alloc: before, store, clock, make } = await setup(10);
+    await before.nextMany(15);
+    before.close();
+    store.restore('t', 1n);
+    const alloc = make();
+    expect(await codeOf(alloc.next())).toBe('STORE_ROLLBACK_DETECTED');
+    let reads = 0;
+    const getTag = store.getTag.bind(store);
+    store.getTag = (tag: string) => {
+      reads++;
+      return getTag(tag);
+    };
+    const allocations = store.allocateCalls;
+    for (let i = 0; i < 50; i++) expect(await codeOf(alloc.next())).toBe('STORE_ROLLBACK_DETECTED');
+    expect(reads).toBeLessThanOrEqual(1);
+    clock.advance(1000);
+    for (let i = 0; i < 50; i++) expect(await codeOf(alloc.next())).toBe('STORE_ROLLBACK_DETECTED');
+    expect(reads).toBeLessThanOrEqual(2);
+    expect(store.allocateCalls).toBe(allocations);
+    // a fence by someone else (CLI, another worker or server): no call on this allocator
+    await store.fence('t', 20_000n);
+    clock.advance(1000);
+    expect(await alloc.next()).toBe(20_000);
+  });
+
   it('never wraps at 2^63-1', async () => {
     const { alloc } = await setup(2, {}, MAX_ID - 4n);
     const ids = await alloc.nextMany(4);

@@ -9,7 +9,7 @@
  */
 import { SequoiaError, TagNotFoundError, UnavailableError } from '../core/errors.js';
 import type { Id } from '../core/id.js';
-import { checkAnswer } from '../core/segment/rollback-guard.js';
+import { checkShared, type HighWaterMark } from '../core/segment/rollback-guard.js';
 import { type Segment, SegmentBuffer, segmentSize } from '../core/segment/segment-buffer.js';
 import { nextStep } from '../core/segment/step-policy.js';
 import type { Clock } from '../ports/clock.js';
@@ -105,6 +105,14 @@ export class TagAllocator {
   private late: { readonly start: bigint; readonly end: bigint } | undefined;
   private lastFenceEpoch: number | undefined;
   private mayGiveBack = false;
+  /** The end of the last range whose mark this allocator recorded (a range arriving after close is not recorded). */
+  private markedEnd: bigint | undefined;
+  /** While refused after a rollback: the trip's fence epoch, and when the store's epoch was last read. */
+  private refusedAtEpoch: number | undefined;
+  private fenceCheckedAt = Number.NEGATIVE_INFINITY;
+  private fenceCheck: Promise<void> | undefined;
+  /** The last mark could not be recorded: the next load proves the state directory writable before it allocates. */
+  private markFailure: SequoiaError | undefined;
 
   constructor(tag: string, deps: TagAllocatorDeps) {
     this.tag = tag;
@@ -153,9 +161,65 @@ export class TagAllocator {
 
   /** After an operator's fence: forget the refusal so the next load is tried. */
   resetRefusal(): void {
+    if (this.closed) return;
     this.refusal = undefined;
+    this.refusedAtEpoch = undefined;
     this.lastError = undefined;
     this.nextLoadAllowedAt = 0;
+  }
+
+  /**
+   * While refused after a rollback, reads the tag's fence epoch from the store
+   * (at most once a second): a newer epoch than the trip's means an operator
+   * fenced the store, so the refusal is lifted. Resolves true when it was.
+   */
+  protected recheckFence(): Promise<boolean> {
+    const at = this.refusedAtEpoch;
+    if (at === undefined || this.closed) return Promise.resolve(false);
+    const now = this.deps.clock.now();
+    if (!this.fenceCheck && now - this.fenceCheckedAt >= FENCE_RECHECK_MS) {
+      this.fenceCheckedAt = now;
+      this.fenceCheck = this.deps.store
+        .getTag(this.tag)
+        .then((info) => {
+          if (info && info.fenceEpoch > at && this.refusedAtEpoch === at) {
+            this.deps.logger.warn({ tag: this.tag, fenceEpoch: info.fenceEpoch }, 'the store was fenced: serving the tag again');
+            this.resetRefusal();
+          }
+        })
+        .catch(() => {})
+        .finally(() => {
+          this.fenceCheck = undefined;
+        });
+    }
+    const pending = this.fenceCheck;
+    return pending ? pending.then(() => this.refusedAtEpoch === undefined) : Promise.resolve(false);
+  }
+
+  /** The refusal in force (rollback, or the tag closed), if any. */
+  protected refused(): SequoiaError | undefined {
+    return this.refusal;
+  }
+
+  /** Refuses the tag after a rollback, until a fence newer than `epoch`. */
+  protected refuse(reason: string, epoch: number): UnavailableError {
+    const e = new UnavailableError('STORE_ROLLBACK_DETECTED', `tag ${JSON.stringify(this.tag)}: ${reason}`);
+    this.refusal = e;
+    this.refusedAtEpoch = epoch;
+    this.lastError = e;
+    this.droppedIds += this.buffer.remaining();
+    this.buffer.clear();
+    return e;
+  }
+
+  /** The server-wide marks (all processes) an answer to a request sent now will be judged by. */
+  protected readFloor(): ReadonlyMap<string, HighWaterMark | undefined> {
+    const { marks, store } = this.deps;
+    const floor = new Map<string, HighWaterMark | undefined>();
+    const n = store.stride ?? 1;
+    if (n === 1) floor.set(this.tag, marks.get(this.tag));
+    else for (let i = 0; i < n; i++) floor.set(classKey(this.tag, n, i), marks.get(classKey(this.tag, n, i)));
+    return floor;
   }
 
   /** Stops background work and drops the buffer (the unused IDs become a gap). */
@@ -192,10 +256,20 @@ export class TagAllocator {
     const late = this.late;
     if (late) tail = tail && late.start === tail.end ? { from: tail.from, end: late.end } : { from: late.start, end: late.end };
     if (!tail || tail.from >= tail.end) return false;
-    const mark = marks.get(this.tag);
-    if (mark && (mark.trippedAtEpoch !== undefined || mark.mark > tail.end)) return false;
+    const range = tail;
     try {
-      if (mark && mark.mark > tail.from) marks.put(this.tag, { mark: tail.from });
+      // Atomic against the server's other processes. Only while the server's
+      // mark is exactly our tail's end is our range the last one recorded: a
+      // higher mark means another worker allocated after us, a lower one that
+      // another worker already gave back a later range (lowering it further
+      // would uncover IDs that worker handed out).
+      let ours = true;
+      marks.update(this.tag, (mark) => {
+        if (mark && (mark.trippedAtEpoch !== undefined || mark.mark !== (this.markedEnd ?? range.end))) ours = false;
+        else if (mark && mark.mark > range.from) return { mark: range.from };
+        return mark;
+      });
+      if (!ours) return false;
       const ok = await store.giveBack(this.tag, tail.end, tail.from, this.lastFenceEpoch);
       logger.info(
         { tag: this.tag, from: String(tail.from), to: String(tail.end), givenBack: ok },
@@ -247,7 +321,11 @@ export class TagAllocator {
     const { clock, options } = this.deps;
     const deadline = clock.now() + options.loadTimeoutMs;
     for (;;) {
-      if (this.refusal) throw this.refusal;
+      if (this.refusal) {
+        // A fence made anywhere (CLI, another worker, another server) reopens the tag without a restart.
+        if (!(await this.recheckFence())) throw this.refusal;
+        continue;
+      }
       if (this.closed) throw new UnavailableError('STORE_UNAVAILABLE', 'the service is shutting down');
       if (out.length < n) this.buffer.takeInto(n - out.length, out);
       if (out.length === n) return out;
@@ -269,7 +347,7 @@ export class TagAllocator {
 
   private failure(retryAfterMs: number): SequoiaError {
     const e = this.lastError;
-    if (e && (e.code === 'TAG_NOT_FOUND' || e.code === 'ID_SPACE_EXHAUSTED')) return e;
+    if (e && (e.code === 'TAG_NOT_FOUND' || e.code === 'ID_SPACE_EXHAUSTED' || e === this.markFailure)) return e;
     return new UnavailableError(
       'SEGMENTS_EXHAUSTED',
       `tag ${JSON.stringify(this.tag)}: both segments are used up and the last load failed${e ? ` (${e.code})` : ''}`,
@@ -289,6 +367,36 @@ export class TagAllocator {
       maxStep: options.maxStep,
     });
     try {
+      // Read before sending: every answer to this request starts at or above
+      // these marks in a monotonic store, whichever process of the server set them.
+      let floor: ReadonlyMap<string, HighWaterMark | undefined>;
+      try {
+        floor = this.readFloor();
+      } catch (e) {
+        throw (this.markFailure = markError(e));
+      }
+      if (this.markFailure) {
+        // The last mark could not be written: prove the state directory takes a write before burning a range.
+        try {
+          marks.update(this.tag, (cur) => (cur ? { ...cur } : { mark: 0n }));
+        } catch (e) {
+          throw (this.markFailure = markError(e));
+        }
+        this.markFailure = undefined;
+      }
+      const plain = floor.get(this.tag);
+      if (plain?.trippedAtEpoch !== undefined) {
+        // Another process (or an earlier run) detected a rollback: refuse without allocating, unless fenced since.
+        const info = await store.getTag(this.tag);
+        if (info && info.fenceEpoch <= plain.trippedAtEpoch) {
+          const reason = `a rollback was detected earlier (high-water mark ${plain.mark}); run \`sequoia fence\``;
+          this.refuse(reason, plain.trippedAtEpoch);
+          logger.error({ tag: this.tag, code: 'STORE_ROLLBACK_DETECTED' }, reason);
+          this.loadFailures++;
+          this.deps.onLoad?.(this.tag, false, (performance.now() - t0) / 1000);
+          return;
+        }
+      }
       // The first load of a tag uses the stored step: we do not know it yet.
       const wanted = this.lastStep === undefined ? undefined : step;
       // Near 2^63-1 a doubled step may not fit where the stored one still does.
@@ -308,24 +416,29 @@ export class TagAllocator {
       const stride = alloc.stride ?? 1;
       const start = alloc.maxId - BigInt(alloc.step) * BigInt(stride);
       // Each store of a multi-store set rises only within its own residue
-      // class, so each class keeps its own mark ('#' and ':' are not legal in
-      // tags); the plain mark then only summarises, for fence.
-      const markKey = stride === 1 ? this.tag : `${this.tag}#${stride}:${alloc.offset ?? 0}`;
-      const verdict = checkAnswer(marks.get(markKey), start, alloc.maxId, alloc.fenceEpoch);
-      // Durable before any of these IDs can be handed out.
-      marks.put(markKey, verdict.record);
-      if (stride !== 1 && verdict.ok) {
-        const summary = marks.get(this.tag);
-        if (!summary || summary.mark < alloc.maxId) marks.put(this.tag, { mark: alloc.maxId });
+      // class, so each class keeps its own mark; the plain mark then only summarises, for fence.
+      const markKey = stride === 1 ? this.tag : classKey(this.tag, stride, alloc.offset ?? 0);
+      let verdict: ReturnType<typeof checkShared> | undefined;
+      try {
+        // Durable before any of these IDs can be handed out.
+        marks.update(markKey, (current) => {
+          verdict = checkShared(floor.has(markKey) ? floor.get(markKey) : current, current, start, alloc.maxId, alloc.fenceEpoch);
+          return verdict.record;
+        });
+        if (stride !== 1 && verdict?.ok) {
+          marks.update(this.tag, (cur) => (!cur || cur.mark < alloc.maxId ? { mark: alloc.maxId, trippedAtEpoch: cur?.trippedAtEpoch } : cur));
+        }
+      } catch (e) {
+        // Nothing of this range is handed out (a gap); the next load first proves the state directory writable.
+        throw (this.markFailure = markError(e));
       }
-      if (!verdict.ok) {
-        this.refusal = new UnavailableError('STORE_ROLLBACK_DETECTED', `tag ${JSON.stringify(this.tag)}: ${verdict.reason}`);
-        this.lastError = this.refusal;
-        this.droppedIds += this.buffer.remaining();
-        this.buffer.clear();
+      if (verdict?.ok && stride === 1) this.markedEnd = alloc.maxId;
+      if (!verdict?.ok) {
+        const reason = verdict && !verdict.ok ? verdict.reason : 'rollback';
+        this.refuse(reason, verdict?.record.trippedAtEpoch ?? alloc.fenceEpoch);
         this.loadFailures++;
         this.deps.onLoad?.(this.tag, false, ms / 1000);
-        logger.error({ tag: this.tag, start: String(start), end: String(alloc.maxId), code: this.refusal.code }, verdict.reason);
+        logger.error({ tag: this.tag, start: String(start), end: String(alloc.maxId), code: 'STORE_ROLLBACK_DETECTED' }, reason);
         return;
       }
       const seg: Segment = { start, end: alloc.maxId, stride, step: alloc.step, loadedAt: clock.now() };
@@ -382,6 +495,17 @@ function unusedTail(buffer: SegmentBuffer): { from: bigint; end: bigint } | unde
   }
   if (cur && cursor !== undefined) return { from: cursor, end: cur.end };
   return undefined;
+}
+
+const FENCE_RECHECK_MS = 1000;
+
+function markError(e: unknown): SequoiaError {
+  return e instanceof SequoiaError ? e : new UnavailableError('STORE_UNAVAILABLE', 'cannot record the high-water mark', { cause: e, retryAfterMs: 1000 });
+}
+
+/** The mark key of one residue class of a multi-store set ('#' is not legal in tags, so no tag has this key). */
+function classKey(tag: string, stride: number, offset: number): string {
+  return `${tag}#${stride}:${offset}`;
 }
 
 /** Resolves true when `p` settles within `ms`, false on timeout. */

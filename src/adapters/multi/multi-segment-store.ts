@@ -84,6 +84,7 @@ type Settled<T> = { ok: true; value: T } | { ok: false; error: SequoiaError };
 export class MultiSegmentStore implements SegmentStore {
   readonly kind: string;
   readonly n: number;
+  readonly stride: number;
   private readonly members: Member[];
   private readonly bigN: bigint;
   private readonly cooldown: number;
@@ -93,6 +94,7 @@ export class MultiSegmentStore implements SegmentStore {
   constructor(stores: readonly SegmentStore[], options: MultiSegmentStoreOptions = {}) {
     if (stores.length < 1) throw new InvalidArgumentError('store: a multi-store set needs at least one store');
     this.n = stores.length;
+    this.stride = stores.length;
     this.bigN = BigInt(stores.length);
     this.members = stores.map((store, index) => ({ store, index, ready: undefined, downUntil: 0 }));
     this.kind = `multi(${stores.map((s) => s.kind).join(',')})`;
@@ -109,7 +111,12 @@ export class MultiSegmentStore implements SegmentStore {
     const results = await this.onAll((m) => this.ready(m));
     const fatal = results.find((r) => !r.ok && r.error.code !== 'STORE_UNAVAILABLE');
     if (fatal && !fatal.ok) throw fatal.error;
-    if (!results.some((r) => r.ok)) throw unavailable('no store of the multi-store set could be initialised', results);
+    if (!results.some((r) => r.ok)) {
+      // At start, say where each store failed (host and port in the members' own messages).
+      const failed = results.flatMap((r, i) => (r.ok ? [] : [{ i, error: r.error }]));
+      const why = failed.map((f) => `#${f.i + 1}: ${f.error.message}`).join('; ');
+      throw new UnavailableError('STORE_UNAVAILABLE', `no store of the multi-store set could be initialised (${why})`, { cause: failed[0]?.error, retryAfterMs: 1000 });
+    }
   }
 
   async allocate(tag: string, step?: number): Promise<Allocation> {

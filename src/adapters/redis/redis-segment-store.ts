@@ -129,6 +129,9 @@ export class RedisSegmentStore implements SegmentStore {
   private readonly redis: Redis;
   private readonly shas = new Map<string, string>();
   private initialised = false;
+  /** `host:port` for messages (never credentials), and the last connection error seen. */
+  private readonly address: string;
+  private lastConnectError: Error | undefined;
 
   constructor(options: RedisSegmentStoreOptions) {
     this.keyPrefix = options.keyPrefix ?? 'sequoia:tag:';
@@ -145,7 +148,11 @@ export class RedisSegmentStore implements SegmentStore {
       retryStrategy: (times) => Math.min(times * 100, 2000),
     });
     const onError = options.onError ?? (() => {});
-    this.redis.on('error', onError);
+    this.address = `${this.redis.options.host ?? '127.0.0.1'}:${this.redis.options.port ?? 6379}`;
+    this.redis.on('error', (err: Error) => {
+      this.lastConnectError = err;
+      onError(err);
+    });
   }
 
   async init(): Promise<void> {
@@ -155,7 +162,9 @@ export class RedisSegmentStore implements SegmentStore {
       else if (this.redis.status !== 'ready') await this.waitReady();
       await this.redis.ping();
     } catch (e) {
-      throw wrap(e);
+      const cause = this.lastConnectError ?? e;
+      const code = (cause as { code?: string }).code ?? (cause instanceof Error ? cause.message : String(cause));
+      throw new UnavailableError('STORE_UNAVAILABLE', `cannot reach Redis at ${this.address} (${code})`, { cause, retryAfterMs: 1000 });
     }
     this.initialised = true;
   }

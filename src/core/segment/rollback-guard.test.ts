@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { checkAnswer } from './rollback-guard.js';
+import { checkAnswer, checkShared } from './rollback-guard.js';
 
 describe('checkAnswer', () => {
   it('accepts the first answer and raises the mark', () => {
@@ -19,5 +19,23 @@ describe('checkAnswer', () => {
     const tripped = { mark: 200n, trippedAtEpoch: 3 };
     expect(checkAnswer(tripped, 1000n, 1100n, 4)).toEqual({ ok: true, record: { mark: 1100n } });
     expect(checkAnswer(tripped, 100n, 150n, 4).ok).toBe(false);
+  });
+});
+
+describe('checkShared (one set of marks for all processes of a server)', () => {
+  it('judges an answer by the mark read before its request was sent, not by marks other processes raised since', () => {
+    // worker A sent at mark 100; worker B's later answer raised the mark to 300 meanwhile
+    expect(checkShared({ mark: 100n }, { mark: 300n }, 100n, 200n, 0)).toEqual({ ok: true, record: { mark: 300n } });
+  });
+
+  it('trips below the floor and keeps the highest mark', () => {
+    const v = checkShared({ mark: 200n }, { mark: 300n }, 150n, 250n, 2);
+    expect(v).toMatchObject({ ok: false, record: { mark: 300n, trippedAtEpoch: 2 } });
+  });
+
+  it('refuses while any process recorded a trip at this epoch or later; a fenced (newer) epoch clears it', () => {
+    const tripped = { mark: 300n, trippedAtEpoch: 2 };
+    expect(checkShared({ mark: 0n }, tripped, 400n, 500n, 2).ok).toBe(false);
+    expect(checkShared({ mark: 0n }, tripped, 400n, 500n, 3)).toEqual({ ok: true, record: { mark: 500n } });
   });
 });

@@ -43,3 +43,31 @@ export function checkAnswer(
   }
   return { ok: true, record: { mark: end > previous.mark ? end : previous.mark } };
 }
+
+/**
+ * The guard for a server whose processes share one set of marks. `floor` is
+ * the mark as read before the request was sent: a monotonic store answers
+ * every later request at or above it, whichever process raised it. `current`
+ * is the mark as it is now (other processes may have raised it meanwhile with
+ * answers of their own, which is no alarm, or recorded a trip, which refuses
+ * here too). The record to store is the highest mark seen, tripped or not.
+ */
+export function checkShared(
+  floor: HighWaterMark | undefined,
+  current: HighWaterMark | undefined,
+  start: bigint,
+  end: bigint,
+  epoch: number,
+): GuardVerdict {
+  if (current?.trippedAtEpoch !== undefined && epoch <= current.trippedAtEpoch) {
+    return {
+      ok: false,
+      record: current,
+      reason: `a rollback was detected earlier (high-water mark ${current.mark}); run \`sequoia fence\``,
+    };
+  }
+  const v = checkAnswer(floor && { mark: floor.mark }, start, end, epoch);
+  const top = (a: bigint, b: bigint | undefined) => (b !== undefined && b > a ? b : a);
+  if (!v.ok) return { ok: false, record: { mark: top(v.record.mark, current?.mark), trippedAtEpoch: epoch }, reason: v.reason };
+  return { ok: true, record: { mark: top(end, current?.mark) } };
+}
