@@ -65,9 +65,9 @@ function restoreScenario(name: string, kind: 'sqlite' | 'postgres', workers: 1 |
       const after = await ctx.load(3, ctx.ms(2500, 6000), { servers: all, ops, maxRequests: 5000, sockets: 4, prefix: 'restored' });
       const refused = after.flatMap((r) => r.records).filter((r) => r.error === 'STORE_ROLLBACK_DETECTED').length;
       ctx.notes.push(`after the restore: ${refused} answers STORE_ROLLBACK_DETECTED`);
-      // The operator fences above everything handed out, from the CLI, while the server runs.
-      // An operator's bound: the highest ID in use plus a margin. A fence below what this server's
-      // state directory knows it handed out is refused with the least acceptable bound: take that, as an operator would.
+      // The operator fences from the CLI while the server runs, to the highest ID in use plus a margin.
+      // A fence below what this server's state directory knows it handed out is refused with the least
+      // acceptable bound: take that, as an operator would.
       let fenceTo = maxId(readLog(ctx.logDir)) + 1000n;
       const fence = () => ctx.sequoia(['fence', tag, '--to', String(fenceTo), '--store', store, '--state-dir', join(ctx.dir, 'state')], true);
       let f = await fence();
