@@ -30,6 +30,8 @@ export interface RequestRecord {
   /** The error code (the server's, or NETWORK / TIMEOUT / BAD_ANSWER when there was none). */
   readonly error?: string | undefined;
   readonly status?: number | undefined;
+  /** The start of an error answer that carried no code (it breaks the error shape the API promises). */
+  readonly body?: string | undefined;
 }
 
 export class Recorder {

@@ -68,13 +68,15 @@ export function scenarioSeed(seed: number, name: string): number {
 }
 
 export async function runSet(scenarios: readonly Scenario[], set: string, o: RunOptions): Promise<RunReport> {
-  const reports: ScenarioReport[] = [];
-  for (const s of scenarios) reports.push(await runScenario(s, o, scenarioSeed(o.seed, s.name)));
+  // The commit as it was when the run began (with `+changes` when the tree differed from it).
   let commit = 'unknown';
   try {
-    commit = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+    const git = (...args: string[]) => execFileSync('git', args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+    commit = git('rev-parse', '--short', 'HEAD') + (git('status', '--porcelain', '--untracked-files=no') === '' ? '' : '+changes');
   } catch {
     // not a checkout
   }
+  const reports: ScenarioReport[] = [];
+  for (const s of scenarios) reports.push(await runScenario(s, o, scenarioSeed(o.seed, s.name)));
   return summarize(set, o.seed, commit, reports);
 }

@@ -82,7 +82,7 @@ export async function call(rec: Recorder, agent: Agent, server: ServerProcess, o
     } catch {
       // a Leaf route: text/plain starting with the code
     }
-    rec.record({ ...base, error: code ?? `HTTP_${a.status}` });
+    rec.record({ ...base, error: code ?? `HTTP_${a.status}`, body: code === undefined ? body.slice(0, 200) : undefined });
     return undefined;
   }
   let ids: string[];
