@@ -82,12 +82,12 @@ function copySqlite(from: string, to: string): void {
  * run 2 with 10,000 IDs over one keep-alive connection (one worker), SIGKILL;
  * the copy restored. Answers the IDs handed out so far and the paths.
  */
-async function restoredAfterSkewedTraffic(tag: string) {
+async function restoredAfterSkewedTraffic(tag: string, extra: string[] = []) {
   const dir = mkdtempSync(join(tmpdir(), 'sequoia-guard-'));
   const dbFile = join(dir, 'ids.db');
   const store = `sqlite:${dbFile}`;
   const stateDir = join(dir, 'state');
-  const args = ['--workers', '2', '--store', store, '--state-dir', stateDir, '--log-level', 'info'];
+  const args = ['--workers', '2', '--store', store, '--state-dir', stateDir, '--log-level', 'info', ...extra];
   expect(sequoia(['tag', 'create', tag, '--step', '100', '--store', store, '--state-dir', stateDir]).status).toBe(0);
   const seen: string[] = [];
 
@@ -111,9 +111,9 @@ async function restoredAfterSkewedTraffic(tag: string) {
     seen.push(...(JSON.parse(r.body) as { ids: string[] }).ids);
   }
   agent.destroy();
-  // Skewed indeed: one worker loaded every range of this run.
+  // Skewed indeed: one worker loaded every range of this run (strict tags load no ranges).
   const loaders = new Set(logLines(second, 'segment loaded').map((l) => l.pid));
-  expect(loaders.size).toBe(1);
+  expect(loaders.size).toBe(extra.includes('--strict-tags') ? 0 : 1);
   killAll(second);
   await second.exited;
   copySqlite(join(dir, 'backup.db'), dbFile);
@@ -192,6 +192,29 @@ describe('the rollback guard covers the whole server (--workers 2, SQLite)', () 
     }
     expect(after.map((a) => a.status)).toEqual([200, 200, 200, 200, 200, 200]);
     const all = [...seen, ...idsOf(after)];
+    expect(new Set(all).size).toBe(all.length);
+    killAll(third);
+  }, 90_000);
+  it('strict tags too: after a restore both workers refuse, a CLI fence reopens them', async () => {
+    const tag = `strict-${Math.random().toString(36).slice(2, 8)}`;
+    const { store, stateDir, args, seen } = await restoredAfterSkewedTraffic(tag, ['--strict-tags', tag]);
+    const third = await startServe(args);
+    running.push(third);
+    const answers = await askEveryWorker(third.url, tag, 6);
+    expect(idsOf(answers).filter((id) => seen.includes(id))).toEqual([]);
+    expect(answers.map((a) => a.status)).toEqual([503, 503, 503, 503, 503, 503]);
+    for (const a of answers) expect(a.body).toContain('STORE_ROLLBACK_DETECTED');
+    const top = seen.map(BigInt).reduce((a, b) => (a > b ? a : b));
+    expect(sequoia(['fence', tag, '--to', String(top + 1_000_000n), '--store', store, '--state-dir', stateDir]).status).toBe(0);
+    const t0 = Date.now();
+    let after: Array<{ status: number; body: string }> = [];
+    while (Date.now() - t0 < 8000) {
+      after = await askEveryWorker(third.url, tag, 6);
+      if (after.every((a) => a.status === 200)) break;
+      await sleep(200);
+    }
+    expect(after.map((a) => a.status)).toEqual([200, 200, 200, 200, 200, 200]);
+    const all = [...seen, ...idsOf(answers), ...idsOf(after)];
     expect(new Set(all).size).toBe(all.length);
     killAll(third);
   }, 90_000);
