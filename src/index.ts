@@ -29,5 +29,6 @@ export * from './core/flake128/index.js';
 export * from './core/codecs/index.js';
 export * from './core/permutation/index.js';
 export * from './core/business-number/index.js';
+export * from './core/snowflake/index.js';
 export { type Random, PooledSystemRandom, systemRandom } from './ports/random.js';
 export { systemClock } from './ports/clock.js';

@@ -7,14 +7,55 @@
 import { InvalidArgumentError, SequoiaError, UnavailableError } from '../core/errors.js';
 import type { TagInfo } from '../ports/segment-store.js';
 
-/** Turns any driver failure into STORE_UNAVAILABLE; SequoiaErrors pass through unchanged. */
-export function storeError(backend: string, e: unknown): SequoiaError {
+/**
+ * Where a network store is, for messages: `host:port, database NAME` from its
+ * URL (never the user or password), or undefined when the URL cannot be read.
+ */
+export function storeTarget(url: string | undefined, defaultPort: number): string | undefined {
+  if (url === undefined) return undefined;
+  try {
+    const u = new URL(url);
+    const db = decodeURIComponent(u.pathname.replace(/^\//, ''));
+    return `${u.hostname || 'localhost'}:${u.port || defaultPort}${db ? `, database ${db}` : ''}`;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The server answers operators meet first, in words, with what to change
+ * (PostgreSQL SQLSTATE, MySQL errno, Node's socket codes).
+ */
+const EXPLAINED: Record<string, string> = {
+  '28000': 'authentication failed: the user in the store URL is not allowed (no such role, or pg_hba.conf refuses it)',
+  '28P01': 'authentication failed: wrong password for the user in the store URL',
+  '3D000': 'no such database: create it or fix the database in the store URL',
+  '1045': 'authentication failed: access denied for the user in the store URL (check user and password)',
+  '1049': 'no such database: create it or fix the database in the store URL',
+  ECONNREFUSED: 'connection refused: nothing listens there (is the server running? check host and port in the store URL)',
+  ENOTFOUND: 'host not found: check the host in the store URL',
+  EAI_AGAIN: 'host not found (DNS lookup failed): check the host in the store URL',
+  ETIMEDOUT: 'connection timed out: check host, port and firewalls',
+};
+
+/**
+ * Turns any driver failure into STORE_UNAVAILABLE; SequoiaErrors pass through
+ * unchanged. `target` (from `storeTarget`) names host, port and database.
+ */
+export function storeError(backend: string, e: unknown, target?: string): SequoiaError {
   if (e instanceof SequoiaError) return e;
-  const code = (e as { code?: string }).code ?? (e instanceof Error ? e.message : 'unknown');
-  // A connection failure names where it tried (host and port only, never credentials).
-  const { address, port } = e as { address?: unknown; port?: unknown };
-  const where = typeof address === 'string' && typeof port === 'number' ? ` at ${address.includes(':') ? `[${address}]` : address}:${port}` : '';
-  return new UnavailableError('STORE_UNAVAILABLE', `${backend} error${where} (${code})`, { cause: e, retryAfterMs: 1000 });
+  const err = e as { code?: unknown; errno?: unknown; address?: unknown; port?: unknown };
+  const code = typeof err.code === 'string' ? err.code : e instanceof Error ? e.message : 'unknown';
+  // mysql2 gives ER_ACCESS_DENIED_ERROR with errno 1045; pg gives the SQLSTATE as code.
+  const key = typeof err.errno === 'number' && EXPLAINED[String(err.errno)] ? String(err.errno) : code;
+  // Where: from the store's URL, else where a connection failure tried (host and port only, never credentials).
+  const at =
+    target ??
+    (typeof err.address === 'string' && typeof err.port === 'number' ? `${err.address.includes(':') ? `[${err.address}]` : err.address}:${err.port}` : undefined);
+  const where = at ? ` at ${at}` : '';
+  const explained = EXPLAINED[key];
+  const message = explained ? `${backend}${where}: ${explained} (${key === code ? code : `${code} ${key}`})` : `${backend}${where} error (${code})`;
+  return new UnavailableError('STORE_UNAVAILABLE', message, { cause: e, retryAfterMs: 1000 });
 }
 
 /** A sequoia_alloc row whose integers arrive as decimal text or numbers. */

@@ -9,7 +9,8 @@ import { z } from 'zod';
 import { DEFAULT_STORE_URL } from '../adapters/create-store.js';
 import { type BusinessNumberFormat, validateBusinessNumberFormat } from '../core/business-number/index.js';
 import { InvalidArgumentError } from '../core/errors.js';
-import { TAG_PATTERN } from '../core/validate.js';
+import { PRESETS, defineLayouts } from '../core/snowflake/layout.js';
+import { TAG_PATTERN, TAG_RULE, isValidTag } from '../core/tag.js';
 
 const intFrom = (min: number, max: number) =>
   z.preprocess(
@@ -45,7 +46,7 @@ const formatsSchema = z.preprocess(
 /** A list of tags: a JSON array, or a comma-separated string (flag, env). */
 const tagList = z.preprocess(
   (v) => (typeof v === 'string' ? v.split(',').map((t) => t.trim()).filter((t) => t !== '') : v),
-  z.array(z.string().regex(TAG_PATTERN, 'each tag must match ^[A-Za-z0-9_.-]{1,128}$'), { error: 'must be a list of tags (comma-separated, or a JSON array)' }),
+  z.array(z.string().regex(TAG_PATTERN, `each tag ${TAG_RULE}`), { error: 'must be a list of tags (comma-separated, or a JSON array)' }),
 );
 
 const jsonText = (v: unknown): unknown => {
@@ -57,6 +58,18 @@ const jsonText = (v: unknown): unknown => {
   }
 };
 
+/** Custom snowflake layouts, by name: validated like the presets (see `defineLayouts`). */
+const layoutsSchema = z.preprocess(
+  jsonText,
+  z.record(z.string(), z.unknown(), { error: 'must be a JSON object of name → layout' }).superRefine((rec, ctx) => {
+    try {
+      defineLayouts(rec);
+    } catch (e) {
+      ctx.addIssue({ code: 'custom', message: e instanceof Error ? e.message : String(e) });
+    }
+  }),
+);
+
 /** Client tokens: `[{"token":"…","tags":["order","pay"]}]`; `"*"` grants every tag. */
 export const clientTokensSchema = z.preprocess(
   jsonText,
@@ -64,7 +77,7 @@ export const clientTokensSchema = z.preprocess(
     z
       .object({
         token: z.string().min(16, 'each token must be at least 16 characters').regex(/^[\x21-\x7e]+$/, 'tokens are printable ASCII without spaces'),
-        tags: z.array(z.string().regex(/^(\*|[A-Za-z0-9_.-]{1,128})$/, 'tags must be tag names or "*"')).min(1, 'give at least one tag'),
+        tags: z.array(z.string().refine((t) => t === '*' || isValidTag(t), `tags must be "*" or tag names: each ${TAG_RULE}`)).min(1, 'give at least one tag'),
       })
       .strict(),
     { error: 'must be a JSON array of {"token":"…","tags":["…"]}' },
@@ -104,7 +117,8 @@ export const FIELDS = {
   shutdownTimeoutMs: { schema: intFrom(0, 600_000), default: 10_000, env: 'SEQUOIA_SHUTDOWN_TIMEOUT_MS', flag: '--shutdown-timeout-ms', doc: 'how long SIGTERM waits for in-flight requests' },
   workers: { schema: workersSchema, default: 1, env: 'SEQUOIA_WORKERS', flag: '--workers', doc: 'server processes sharing the port (node:cluster): 1 (one process: IDs of a tag increase), N, or auto (one per CPU core); N workers interleave like N servers' },
   strictTags: { schema: tagList.optional(), default: undefined, env: 'SEQUOIA_STRICT_TAGS', flag: '--strict-tags', doc: 'tags served strictly increasing across servers, one store operation per request (comma-separated)' },
-  snowflakeLayout: { schema: z.string().regex(/^[a-z][a-z0-9_-]{0,39}$/, 'must be a layout name: twitter, leaf, sonyflake, uid-generator, instagram, customuuid, simpleflake'), default: 'twitter', env: 'SEQUOIA_SNOWFLAKE_LAYOUT', flag: '--snowflake-layout', doc: 'default snowflake layout (of /api/snowflake/get and requests without layout)' },
+  snowflakeLayout: { schema: z.string().regex(/^[a-z][a-z0-9_-]{0,39}$/, `must be a layout name: ${[...PRESETS.keys()].join(', ')} or one from layouts`), default: 'twitter', env: 'SEQUOIA_SNOWFLAKE_LAYOUT', flag: '--snowflake-layout', doc: 'default snowflake layout (of /api/snowflake/get and requests without layout)' },
+  layouts: { schema: layoutsSchema.optional(), default: undefined, env: 'SEQUOIA_LAYOUTS', flag: '--layouts', doc: 'custom snowflake layouts, JSON {"discord":{"epochMs":1420070400000,"timeBits":42,"fields":[…]}}; best in the config file' },
   workerIdProvider: { schema: z.string().regex(/^(lease|sql-lease|worker-node|static:[0-9]{1,9}|k8s-ordinal(:[0-9]{1,9})?|zookeeper:\S{1,500})$/, 'must be lease, static:N, k8s-ordinal[:OFFSET], worker-node or zookeeper:HOST:PORT[,HOST:PORT…][/ROOT][?reclaim-after=SECONDS]'), default: 'lease', env: 'SEQUOIA_WORKER_ID_PROVIDER', flag: '--worker-id-provider', doc: 'where snowflake worker ids come from (lease: leased from the store)' },
   workerLeaseTtlMs: { schema: intFrom(300, 600_000), default: 10_000, env: 'SEQUOIA_WORKER_LEASE_TTL_MS', flag: '--worker-lease-ttl-ms', doc: 'worker-id lease length; renewed every third of it' },
   clockPolicy: { schema: z.enum(['reject', 'wait', 'logical', 'backup-worker'], { error: 'must be reject, wait, logical or backup-worker' }), default: 'wait', env: 'SEQUOIA_CLOCK_POLICY', flag: '--clock-policy', doc: 'what snowflake does when the clock goes back' },
@@ -141,6 +155,8 @@ export interface ServeConfig {
   /** Tags served in strict mode; none by default. */
   strictTags?: string[] | undefined;
   snowflakeLayout: string;
+  /** Custom snowflake layouts as configured (plain data: it crosses to cluster workers); build them with `defineLayouts`. */
+  layouts?: Record<string, unknown> | undefined;
   workerIdProvider: string;
   workerLeaseTtlMs: number;
   clockPolicy: 'reject' | 'wait' | 'logical' | 'backup-worker';
@@ -241,6 +257,14 @@ function readSecretFiles(out: Record<string, unknown>, problems: string[]): void
     } else if (out.workerIdProvider.startsWith('k8s-ordinal')) {
       problems.push(
         'workerIdProvider: k8s-ordinal would give every worker process of the pod the same snowflake worker id; use --workers 1 (scale with StatefulSet replicas), or the lease or zookeeper provider (one id per worker)',
+      );
+    }
+  }
+  if (typeof out.snowflakeLayout === 'string' && !PRESETS.has(out.snowflakeLayout)) {
+    const custom = out.layouts as Record<string, unknown> | undefined;
+    if (!custom || !Object.hasOwn(custom, out.snowflakeLayout)) {
+      problems.push(
+        `snowflakeLayout: no layout ${JSON.stringify(out.snowflakeLayout)}; known: ${[...PRESETS.keys(), ...Object.keys(custom ?? {})].join(', ')}`,
       );
     }
   }

@@ -5,6 +5,7 @@
 import type { Command } from 'commander';
 import { createBusinessNumberCodec, resolveBusinessNumberFormat } from '../core/business-number/index.js';
 import { InvalidArgumentError } from '../core/errors.js';
+import { type Layout, defineLayouts } from '../core/snowflake/layout.js';
 import { decomposeFlake128, parseFlake128 } from '../core/flake128/index.js';
 import { ObjectIdGenerator, parseObjectId } from '../core/objectid/index.js';
 import { describeUuid, ulidTimestampMs, ulidToUuid, UuidV4Generator, UuidV7Generator } from '../core/uuid/index.js';
@@ -14,6 +15,8 @@ import { resolveConfig } from './config.js';
 import { SNOWFLAKE_LAYOUTS, explainSnowflake, genSnowflake, isSnowflakeLayout } from './snowflake-commands.js';
 
 export const GEN_KINDS = ['uuid', 'uuid4', 'ulid', 'objectid'] as const;
+/** Every kind `sequoia gen` takes: the two with a store, then the coordination-free ones. */
+export const ALL_GEN_KINDS = ['snowflake', 'segment', ...GEN_KINDS] as const;
 export const EXPLAIN_LAYOUTS = ['uuid', 'ulid', 'objectid', 'flake128'] as const;
 
 export function parseCountArg(v: string): number {
@@ -35,7 +38,7 @@ export function generate(kind: string, count: number): string[] {
     const g = new ObjectIdGenerator({ clock: systemClock, random: systemRandom });
     for (let i = 0; i < count; i++) out.push(g.next());
   } else {
-    throw new InvalidArgumentError(`kind must be one of ${GEN_KINDS.join(', ')}`);
+    throw new InvalidArgumentError(`kind must be one of ${ALL_GEN_KINDS.join(', ')} (got ${JSON.stringify(kind)})`);
   }
   return out;
 }
@@ -45,28 +48,33 @@ const ULID_LIKE = /^[0-9A-HJKMNP-TV-Z]{26}$/i;
 const OBJECTID_LIKE = /^[0-9a-f]{24}$/i;
 
 /** Decodes an ID of a coordination-free layout, or a business number with `format`. */
-export function explain(id: string, opts: { layout?: string; format?: string; formats?: Record<string, unknown> }): Record<string, unknown> {
+export function explain(
+  id: string,
+  opts: { layout?: string; format?: string; formats?: Record<string, unknown>; layouts?: ReadonlyMap<string, Layout> },
+): Record<string, unknown> {
   if (opts.format !== undefined) {
     const named = new Map(Object.entries(opts.formats ?? {})) as Parameters<typeof resolveBusinessNumberFormat>[1];
     const codec = createBusinessNumberCodec(resolveBusinessNumberFormat(opts.format, named, '--format'));
-    return { id, format: opts.format, value: codec.decode(id).toString() };
+    return { id, kind: 'business-number', format: opts.format, value: codec.decode(id).toString() };
   }
-  if (isSnowflakeLayout(opts.layout) || (opts.layout === undefined && /^[0-9]{1,19}$/.test(id))) return explainSnowflake(id, opts.layout ?? 'twitter');
+  if (isSnowflakeLayout(opts.layout, opts.layouts) || (opts.layout === undefined && /^[0-9]{1,19}$/.test(id))) {
+    return explainSnowflake(id, opts.layout ?? 'twitter', opts.layouts);
+  }
   const layout = opts.layout ?? (UUID_LIKE.test(id) ? 'uuid' : ULID_LIKE.test(id) ? 'ulid' : OBJECTID_LIKE.test(id) ? 'objectid' : undefined);
   switch (layout) {
     case 'uuid': {
-      const d = describeUuid(id);
-      return { ...d, ...(d.timestampMs !== undefined ? { time: new Date(d.timestampMs).toISOString() } : {}) };
+      const { text, ...d } = describeUuid(id);
+      return { id: text, kind: 'uuid', ...d, ...(d.timestampMs !== undefined ? { time: new Date(d.timestampMs).toISOString() } : {}) };
     }
     case 'ulid': {
       const ms = ulidTimestampMs(id);
-      return { id, layout: 'ulid', time: new Date(ms).toISOString(), timestampMs: ms, uuid: ulidToUuid(id) };
+      return { id, kind: 'ulid', time: new Date(ms).toISOString(), timestampMs: ms, uuid: ulidToUuid(id) };
     }
     case 'objectid': {
       const o = parseObjectId(id);
       return {
         id: o.text,
-        layout: 'objectid',
+        kind: 'objectid',
         time: new Date(o.timestampSeconds * 1000).toISOString(),
         timestampMs: o.timestampSeconds * 1000,
         processUnique: o.processUnique,
@@ -75,10 +83,14 @@ export function explain(id: string, opts: { layout?: string; format?: string; fo
     }
     case 'flake128': {
       const f = decomposeFlake128(parseFlake128(id));
-      return { id, layout: 'flake128', ...jsonSafe(f) };
+      return { id, kind: 'flake128', ...jsonSafe(f) };
     }
     default:
-      throw new InvalidArgumentError(`cannot tell the layout of ${JSON.stringify(id)}: give --layout (${[...SNOWFLAKE_LAYOUTS, ...EXPLAIN_LAYOUTS].join(', ')}) or --format`);
+      throw new InvalidArgumentError(
+        opts.layout !== undefined
+          ? `unknown layout ${JSON.stringify(opts.layout)}: use ${[...SNOWFLAKE_LAYOUTS, ...(opts.layouts?.keys() ?? []), ...EXPLAIN_LAYOUTS].join(', ')}`
+          : `cannot tell the layout of ${JSON.stringify(id)}: give --layout (${[...SNOWFLAKE_LAYOUTS, ...EXPLAIN_LAYOUTS].join(', ')}) or --format`,
+      );
   }
 }
 
@@ -89,18 +101,19 @@ function jsonSafe(o: object): Record<string, unknown> {
 export function registerGenAndExplain(program: Command): void {
   program
     .command('gen <kind>')
-    .description(`print new IDs: snowflake | segment | ${GEN_KINDS.join(' | ')}`)
+    .description(`print new IDs: ${ALL_GEN_KINDS.join(' | ')}`)
     .option('--count <n>', 'how many (default 1)', parseCountArg)
     .option('--layout <layout>', `snowflake layout: ${SNOWFLAKE_LAYOUTS.join(' | ')} (default twitter)`)
     .option('--shard <n>', 'snowflake instagram layout: the logical shard')
     .option('--store <url>', 'snowflake: the store the worker id is leased from (env SEQUOIA_STORE)')
     .option('--worker-id-provider <spec>', 'snowflake: lease, static:N, k8s-ordinal[:OFFSET], worker-node')
+    .option('--config <file>', 'snowflake: JSON config file with custom `layouts` (env SEQUOIA_CONFIG)')
     .option('--tag <tag>', 'segment: the tag to draw from')
     .option('--state-dir <dir>', 'segment: local state directory (env SEQUOIA_STATE_DIR; default ./data)')
     .action(
       async (
         kind: string,
-        o: { count?: number; layout?: string; shard?: string; store?: string; workerIdProvider?: string; tag?: string; stateDir?: string },
+        o: { count?: number; layout?: string; shard?: string; store?: string; workerIdProvider?: string; tag?: string; stateDir?: string; config?: string },
       ) => {
       if (kind === 'snowflake') {
         console.log((await genSnowflake({ ...o, count: o.count ?? 1 })).join('\n'));
@@ -120,10 +133,11 @@ export function registerGenAndExplain(program: Command): void {
     .description('decode an ID: its time, node and sequence fields, or a business number back to its ID')
     .option('--layout <layout>', `${[...SNOWFLAKE_LAYOUTS, ...EXPLAIN_LAYOUTS].join(' | ')} (guessed from the text when omitted; decimal IDs: twitter)`)
     .option('--format <name>', 'a business-number format: a configured name (formats from --config / SEQUOIA_FORMATS) or e.g. base62, crockford32:13:check')
-    .option('--config <file>', 'JSON config file with `formats`')
+    .option('--config <file>', 'JSON config file with `formats` and `layouts` (env SEQUOIA_CONFIG)')
     .action((id: string, o: { layout?: string; format?: string; config?: string }) => {
-      const formats = o.format !== undefined ? resolveConfig({}, process.env, o.config).formats : undefined;
-      console.log(JSON.stringify(explain(id, { layout: o.layout, format: o.format, formats }), null, 2));
+      const config = o.format !== undefined || o.layout !== undefined ? resolveConfig({}, process.env, o.config) : undefined;
+      const layouts = defineLayouts(config?.layouts);
+      console.log(JSON.stringify(explain(id, { layout: o.layout, format: o.format, formats: config?.formats, layouts }), null, 2));
     });
 }
 

@@ -91,7 +91,8 @@ storeOption(tag.command('list').description('list tags'))
       console.log(JSON.stringify(tags.map((t) => ({ ...t, maxId: t.maxId.toString() })), null, 2));
       return;
     }
-    console.log(['TAG', 'NEXT_ID', 'STEP', 'DESCRIPTION'].join('\t'));
+    // MAX_ID is the store's max_id: where the next range starts, not the next ID a running server hands out.
+    console.log(['TAG', 'MAX_ID', 'STEP', 'DESCRIPTION'].join('\t'));
     for (const t of tags) console.log([t.tag, t.maxId.toString(), t.step, t.description].join('\t'));
   });
 storeOption(tag.command('update <tag>').description('change a tag\'s step or description'))

@@ -6,15 +6,20 @@
 import type { Command } from 'commander';
 import { createWorkerIdProvider } from '../adapters/create-worker-id-provider.js';
 import { InvalidArgumentError } from '../core/errors.js';
-import { PRESETS, getLayout } from '../core/snowflake/layout.js';
+import { type Layout, PRESETS, defineLayouts, getLayout, lifetimeYears } from '../core/snowflake/layout.js';
 import { plan } from '../core/snowflake/planner.js';
 import { SnowflakeService, explainId } from '../service/snowflake-service.js';
 import { resolveConfig } from './config.js';
 
 export const SNOWFLAKE_LAYOUTS = [...PRESETS.keys()];
 
-export function isSnowflakeLayout(name: string | undefined): boolean {
-  return name !== undefined && PRESETS.has(name);
+/** The custom layouts of the config file (`--config` or SEQUOIA_CONFIG) and SEQUOIA_LAYOUTS. */
+export function configuredLayouts(configFile: string | undefined): Map<string, Layout> {
+  return defineLayouts(resolveConfig({}, process.env, configFile).layouts);
+}
+
+export function isSnowflakeLayout(name: string | undefined, custom?: ReadonlyMap<string, Layout>): boolean {
+  return name !== undefined && (PRESETS.has(name) || custom?.has(name) === true);
 }
 
 export interface GenSnowflakeOptions {
@@ -23,11 +28,13 @@ export interface GenSnowflakeOptions {
   readonly shard?: string | undefined;
   readonly store?: string | undefined;
   readonly workerIdProvider?: string | undefined;
+  readonly config?: string | undefined;
 }
 
 export async function genSnowflake(o: GenSnowflakeOptions): Promise<string[]> {
-  const config = resolveConfig({ store: o.store, workerIdProvider: o.workerIdProvider, snowflakeLayout: o.layout }, process.env, undefined);
-  const layout = getLayout(config.snowflakeLayout);
+  const config = resolveConfig({ store: o.store, workerIdProvider: o.workerIdProvider, snowflakeLayout: o.layout }, process.env, o.config);
+  const layouts = defineLayouts(config.layouts);
+  const layout = getLayout(config.snowflakeLayout, layouts);
   let shard = 0;
   if (layout.shardBits > 0) {
     if (o.shard === undefined || !/^[0-9]{1,9}$/.test(o.shard) || Number(o.shard) >= 2 ** layout.shardBits) {
@@ -38,6 +45,7 @@ export async function genSnowflake(o: GenSnowflakeOptions): Promise<string[]> {
   const service = new SnowflakeService({
     provider: createWorkerIdProvider(config.workerIdProvider, config.store, { ttlMs: config.workerLeaseTtlMs, stateDir: config.stateDir }),
     defaultLayout: layout.name,
+    layouts,
     clockPolicy: config.clockPolicy,
     maxWaitMs: config.clockMaxWaitMs,
   });
@@ -50,8 +58,28 @@ export async function genSnowflake(o: GenSnowflakeOptions): Promise<string[]> {
   }
 }
 
-export function explainSnowflake(id: string, layout: string): Record<string, unknown> {
-  return { ...explainId(id, getLayout(layout)) };
+export function explainSnowflake(id: string, layout: string, custom?: ReadonlyMap<string, Layout>): Record<string, unknown> {
+  return { ...explainId(id, getLayout(layout, custom)) };
+}
+
+/** `sequoia plan --layout NAME`: a preset's or a configured layout's widths, lifetime and warnings. */
+export function describeLayout(layout: Layout, nowMs = Date.now()): Record<string, unknown> {
+  return {
+    layout: layout.name,
+    version: layout.version,
+    epoch: new Date(layout.epochMs).toISOString(),
+    epochMs: layout.epochMs,
+    unitMs: layout.unitMs,
+    timeBits: layout.timeBits,
+    fields: layout.fields.map((f) => ({ ...f })),
+    sequenceStart: layout.sequenceStart,
+    workers: 2 ** layout.workerBits,
+    sequencePerTick: 2 ** layout.sequenceBits,
+    lifetimeYears: Math.round(lifetimeYears(layout) * 10) / 10,
+    endsAt: new Date(layout.endsAtMs).toISOString(),
+    remainingYears: Math.round(((layout.endsAtMs - nowMs) / (365.25 * 86_400_000)) * 10) / 10,
+    warnings: layout.warnings,
+  };
 }
 
 function num(name: string) {
@@ -65,12 +93,36 @@ export function registerPlan(program: Command): void {
   program
     .command('plan')
     .description('size a snowflake layout: bit widths, lifetime, 53-bit and signed-64 warnings')
-    .requiredOption('--nodes <n>', 'most issuing nodes active at once', num('--nodes'))
-    .requiredOption('--peak-per-ms <n>', 'peak IDs per node per millisecond', num('--peak-per-ms'))
-    .requiredOption('--years <n>', 'years the format must last', num('--years'))
+    .option('--nodes <n>', 'most issuing nodes active at once', num('--nodes'))
+    .option('--peak-per-ms <n>', 'peak IDs per node per millisecond', num('--peak-per-ms'))
+    .option('--years <n>', 'years the format must last', num('--years'))
     .option('--unit-ms <n>', 'milliseconds per tick (default 1)', num('--unit-ms'))
+    .option('--layout <name>', 'instead: show a preset or configured layout (widths, lifetime, warnings)')
+    .option('--config <file>', 'JSON config file with `layouts` (env SEQUOIA_CONFIG)')
     .option('--json', 'print JSON')
-    .action((o: { nodes: number; peakPerMs: number; years: number; unitMs?: number; json?: boolean }) => {
+    .action((o: { nodes?: number; peakPerMs?: number; years?: number; unitMs?: number; layout?: string; config?: string; json?: boolean }) => {
+      if (o.layout !== undefined) {
+        if (o.nodes !== undefined || o.peakPerMs !== undefined || o.years !== undefined || o.unitMs !== undefined) {
+          throw new InvalidArgumentError('plan: give --layout, or --nodes, --peak-per-ms and --years, not both');
+        }
+        const d = describeLayout(getLayout(o.layout, configuredLayouts(o.config)));
+        if (o.json) {
+          console.log(JSON.stringify(d, null, 2));
+          return;
+        }
+        console.log(`layout         ${String(d.layout)} (version ${String(d.version)})`);
+        console.log(`epoch          ${String(d.epoch)}, ticks of ${String(d.unitMs)} ms`);
+        console.log(`time bits      ${String(d.timeBits)}`);
+        for (const f of d.fields as { name: string; bits: number; role: string }[]) console.log(`${`${f.name} bits`.padEnd(15)}${f.bits}  (${f.role})`);
+        const start = d.sequenceStart as Layout['sequenceStart'];
+        console.log(`sequence start ${start.kind === 'random' ? `random 0-${start.max} each tick` : '0 each tick'}`);
+        console.log(`lifetime       ${String(d.lifetimeYears)} years: ends ${String(d.endsAt)}`);
+        for (const w of d.warnings as string[]) console.log(`warning: ${w}`);
+        return;
+      }
+      if (o.nodes === undefined || o.peakPerMs === undefined || o.years === undefined) {
+        throw new InvalidArgumentError('plan needs --nodes, --peak-per-ms and --years (or --layout NAME)');
+      }
       const p = plan({ nodes: o.nodes, peakPerMs: o.peakPerMs, years: o.years, unitMs: o.unitMs });
       if (o.json) {
         console.log(JSON.stringify(p, null, 2));

@@ -12,6 +12,7 @@
  */
 import { InvalidArgumentError, SequoiaError } from '../core/errors.js';
 import { parseDecimalId } from '../core/id.js';
+import { TAG_RULE, isValidTag } from '../core/tag.js';
 import { type BatchPolicy, TagBuffer } from './tag-buffer.js';
 import { type RetryOptions, Transport, closedError } from './transport.js';
 
@@ -62,7 +63,6 @@ export interface UuidOptions {
   readonly version?: 7 | 4;
 }
 
-const TAG = /^[A-Za-z0-9_.-]{1,128}$/;
 const SERVER_MAX_COUNT = 10_000;
 
 export class SequoiaClient {
@@ -298,8 +298,8 @@ export function createClient(opts: ClientOptions): SequoiaClient {
 }
 
 function checkTag(tag: string): void {
-  if (typeof tag !== 'string' || !TAG.test(tag)) {
-    throw new InvalidArgumentError(`tag must match ${TAG.source} (1-128 letters, digits, _ . -)`);
+  if (!isValidTag(tag)) {
+    throw new InvalidArgumentError(`tag ${TAG_RULE}`);
   }
   // The WHATWG URL parser (fetch's) resolves `.` and `..` path segments, so these two legal tags cannot be addressed.
   if (tag === '.' || tag === '..') throw new InvalidArgumentError(`the tag ${JSON.stringify(tag)} cannot be used in a URL path; rename it`);

@@ -1,14 +1,15 @@
 /** Input rules shared by the server, the CLI and the stores. */
 import { InvalidArgumentError } from './errors.js';
 import { MAX_ID, parseDecimalId } from './id.js';
+import { TAG_RULE, isValidTag } from './tag.js';
 
-export const TAG_PATTERN = /^[A-Za-z0-9_.-]{1,128}$/;
+export { TAG_PATTERN, TAG_RULE } from './tag.js';
 /** Steps are stored as 32-bit integers in every backend. */
 export const MAX_STORED_STEP = 2_000_000_000;
 
 export function assertTag(tag: unknown, field = 'tag'): string {
-  if (typeof tag !== 'string' || !TAG_PATTERN.test(tag)) {
-    throw new InvalidArgumentError(`${field} must match ${TAG_PATTERN.source} (1-128 letters, digits, _ . -)`);
+  if (!isValidTag(tag)) {
+    throw new InvalidArgumentError(`${field} ${TAG_RULE}`);
   }
   return tag;
 }
@@ -30,4 +31,18 @@ export function assertIdValue(value: unknown, field: string): bigint {
     throw new InvalidArgumentError(`${field} must be a decimal integer from 0 to 9223372036854775807`);
   }
   return v;
+}
+
+/**
+ * The bytes APIs' one check: `bytes` is a Uint8Array holding `length` bytes
+ * from `offset`, an integer. Without it a negative or fractional offset reads
+ * `undefined` bytes and writes nothing (text such as "undefined0f5a…", an all-zero UUID).
+ */
+export function assertByteRange(bytes: unknown, offset: unknown, length: number, what: string): void {
+  if (!(bytes instanceof Uint8Array)) throw new InvalidArgumentError(`${what}: bytes must be a Uint8Array`);
+  if (typeof offset !== 'number' || !Number.isSafeInteger(offset) || offset < 0 || offset + length > bytes.length) {
+    throw new InvalidArgumentError(
+      `${what}: offset must be an integer from 0 to ${bytes.length - length} for ${length} bytes in a ${bytes.length}-byte array (got ${String(offset)})`,
+    );
+  }
 }

@@ -15,4 +15,6 @@ export interface HighWaterMarkStore {
    * `current` / undefined to leave it). Answers the record stored afterwards.
    */
   update(tag: string, change: (current: HighWaterMark | undefined) => HighWaterMark | undefined): HighWaterMark | undefined;
+  /** Where the marks are kept, for messages (`state dir ./data`). */
+  readonly where?: string;
 }

@@ -18,7 +18,7 @@ import { SequoiaMetrics } from './metrics.js';
 import { healthRoutes } from './routes/health-routes.js';
 import { statusRoutes } from './routes/status-routes.js';
 import { segmentRoutes } from './routes/segment-routes.js';
-import { snowflakeRoutes } from './routes/snowflake-routes.js';
+import { leafDecodeRoute, snowflakeRoutes } from './routes/snowflake-routes.js';
 import type { SnowflakeService } from '../service/snowflake-service.js';
 import { uuidRoutes } from './routes/uuid-routes.js';
 import { FormatRegistry } from './formats.js';
@@ -55,6 +55,9 @@ export interface AppOptions {
   /** Answer the plain hot routes before fastify (see fast-path.ts). Default true. */
   readonly fastPath?: boolean | undefined;
 }
+
+/** Paths of Leaf's own API: every error under them (404 and 405 included) is Leaf's `text/plain` `CODE: message`. */
+const LEAF_PREFIXES = ['/api/segment/', '/api/snowflake/', '/api/decode/'];
 
 const ALL_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS'] as const;
 
@@ -156,6 +159,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   }
   await app.register(segmentRoutes, { service: opts.service, formats: opts.formats ?? new FormatRegistry(), access });
   await app.register(uuidRoutes, { access });
+  await app.register(leafDecodeRoute, { access });
   await app.register(tagRoutes, { service: opts.service, checkAdmin });
   await app.register(healthRoutes, { service: opts.service, version: opts.version ?? '0.0.0' });
   await app.register(statusRoutes, {
@@ -165,6 +169,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     exposeMetrics: opts.metrics !== false,
     adminToken: opts.adminToken,
     checkAdmin,
+    snowflake: opts.snowflake,
   });
 
   if (opts.snowflake) {
@@ -226,7 +231,7 @@ function sendError(err: Error, req: FastifyRequest, reply: FastifyReply, onError
   onError({ code: code as ErrorRecord['code'], status, method: req.method, path: req.url.split('?')[0]?.slice(0, 200) ?? '', message });
   const flags = (req.routeOptions?.config ?? {}) as RouteFlags;
   void reply.code(status);
-  if (flags.leaf) return reply.type('text/plain; charset=utf-8').send(`${code}: ${message}`);
+  if (flags.leaf || LEAF_PREFIXES.some((p) => req.url.startsWith(p))) return reply.type('text/plain; charset=utf-8').send(`${code}: ${message}`);
   return reply.type('application/json; charset=utf-8').send(JSON.stringify({ error: { code, message } }));
 }
 

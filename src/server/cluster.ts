@@ -8,9 +8,10 @@
  * needs nothing new: workers are simply N servers on one store, which the
  * store already keeps disjoint (one atomic update per segment).
  *
- * - Port 0: the primary picks a free port once (binds a probe socket on the
- *   configured host, reads the port, closes it) and gives that port to every
- *   worker, so all workers and every replacement share one port.
+ * - The port: the primary binds it once (a probe socket on the configured
+ *   host) before forking, so a port in use fails in one line before any worker
+ *   leases anything; for port 0 it reads the OS's choice and gives that port
+ *   to every worker, so all workers and every replacement share one port.
  * - State directory: one for the whole server. Every worker reads and writes
  *   the same marks and ticks (state-dir.ts: one SQLite file, transactions), so
  *   the rollback guard covers the server: an answer is judged by the highest
@@ -31,7 +32,6 @@
  *   tag increase per worker, not across them.
  */
 import cluster, { type Worker } from 'node:cluster';
-import { createServer } from 'node:net';
 import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { pino } from 'pino';
@@ -39,6 +39,7 @@ import { redactStoreUrl } from '../adapters/create-store.js';
 import type { ServeConfig } from '../cli/config.js';
 import { VERSION } from '../version.js';
 import { handleGatherInPrimary } from './cluster-gather.js';
+import { reservePort } from './listen-check.js';
 
 /** Messages between primary and workers. */
 export type WorkerMessage =
@@ -61,19 +62,6 @@ export async function serve(config: ServeConfig): Promise<void> {
   await runPrimary(config, n);
 }
 
-/** A free TCP port on `host`, found by binding port 0 and closing again. */
-async function freePort(host: string): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen({ host, port: 0, exclusive: true }, () => {
-      const a = s.address();
-      const port = typeof a === 'object' && a ? a.port : 0;
-      s.close(() => resolve(port));
-    });
-  });
-}
-
 interface Slot {
   worker: Worker | undefined;
   startedAt: number;
@@ -85,7 +73,10 @@ interface Slot {
 
 async function runPrimary(config: ServeConfig, n: number): Promise<void> {
   const logger = pino({ level: config.logLevel, base: { pid: process.pid, role: 'primary' } });
-  const port = config.port === 0 ? await freePort(config.host) : config.port;
+  // Checked before any worker starts (and leases anything): a port in use is one line, not one per worker.
+  const probe = await reservePort(config.host, config.port);
+  await probe.release();
+  const port = probe.port;
   const shared: ServeConfig = { ...config, port };
   cluster.setupPrimary({ exec: fileURLToPath(new URL('./cluster-worker.js', import.meta.url)), args: [] });
 

@@ -61,7 +61,7 @@ export function makeFastPath(service: IdService): FastPath {
   };
 }
 
-/** The same text as the fastify route's: tags are `[A-Za-z0-9_.-]`, so they need no JSON escaping. */
+/** The same text as the fastify route's: tags (core/tag.ts) need no JSON escaping. */
 function idsJson(tag: string, ids: Id[]): string {
   return `{"tag":"${tag}","ids":["${ids.join('","')}"]}`;
 }

@@ -144,7 +144,7 @@ describe('GET /metrics', () => {
     expect(value(m, 'sequoia_snowflake_clock_backwards_total{generator="twitter"}')).toBe(2);
     expect(value(m, 'sequoia_snowflake_sequence_exhausted_total{generator="twitter"}')).toBe(5);
     expect(value(m, 'sequoia_worker_lease_expiry_seconds{generator="twitter"}')).toBe(30);
-    expect(value(m, 'sequoia_ids_issued_total{generator="twitter",tag=""}')).toBe(99);
+    expect(value(m, 'sequoia_ids_issued_total{generator="snowflake",layout="twitter"}')).toBe(99);
     expect(value(m, 'sequoia_layout_remaining_seconds{generator="twitter"}')).toBe(86_400);
   });
 });

@@ -19,6 +19,8 @@ import type { IdService } from '../service/id-service.js';
 import type { TagAllocatorSnapshot } from '../service/tag-allocator.js';
 import type { SnowflakeMetricsSource, SnowflakeWorkerReport } from '../ports/metrics.js';
 
+type IssuedLabel = 'generator' | 'tag' | 'layout';
+
 /** Cover at or above this is healthy (green). */
 export const COVER_OK_SECONDS = 300;
 /** Cover below this is critical (red); between the two, a warning (amber). */
@@ -150,13 +152,13 @@ export class SequoiaMetrics {
 
     // Read at scrape time from the allocators; see the file comment.
     const statuses = () => this.tagStatuses();
-    const snowflakeIssued = (c: Counter<'generator' | 'tag'>) => this.collectSnowflakeIssued(c);
+    const snowflakeIssued = (c: Counter<IssuedLabel>) => this.collectSnowflakeIssued(c);
     new Counter({
       name: 'sequoia_ids_issued_total',
-      help: 'IDs handed out, by generator and tag (read from the allocators at scrape time).',
-      labelNames: ['generator', 'tag'] as const,
+      help: 'IDs handed out: generator="segment" by tag, generator="snowflake" by layout (read from the generators at scrape time).',
+      labelNames: ['generator', 'tag', 'layout'] as const,
       registers,
-      collect: function (this: Counter<'generator' | 'tag'>) {
+      collect: function (this: Counter<IssuedLabel>) {
         this.reset();
         for (const s of statuses()) this.inc({ generator: 'segment', tag: s.snapshot.tag }, s.issuedTotal);
         snowflakeIssued(this);
@@ -387,10 +389,11 @@ export class SequoiaMetrics {
     return t;
   }
 
-  private collectSnowflakeIssued(c: Counter<'generator' | 'tag'>): void {
+  private collectSnowflakeIssued(c: Counter<IssuedLabel>): void {
     if (!this.snowflakeSources) return;
+    // A report's `generator` is its layout's name; the series says what it is.
     for (const r of this.snowflakeSources.flatMap((s) => s.report())) {
-      if (r.issuedTotal !== undefined) c.inc({ generator: r.generator, tag: '' }, r.issuedTotal);
+      if (r.issuedTotal !== undefined) c.inc({ generator: 'snowflake', layout: r.generator }, r.issuedTotal);
     }
   }
 }

@@ -7,6 +7,7 @@
  */
 import { createWorkerIdProvider } from '../adapters/create-worker-id-provider.js';
 import { InvalidArgumentError } from '../core/errors.js';
+import { defineLayouts } from '../core/snowflake/layout.js';
 import type { Logger } from '../ports/logger.js';
 import { SnowflakeService } from '../service/snowflake-service.js';
 
@@ -21,6 +22,8 @@ export interface SnowflakeConfig {
   readonly workerLeaseTtlMs: number;
   readonly clockPolicy: 'reject' | 'wait' | 'logical' | 'backup-worker';
   readonly clockMaxWaitMs: number;
+  /** Custom layouts as configured (validated again here: `defineLayouts`). */
+  readonly layouts?: Record<string, unknown> | undefined;
 }
 
 export function createSnowflakeService(config: SnowflakeConfig, logger: Logger): SnowflakeService | undefined {
@@ -40,9 +43,13 @@ export function createSnowflakeService(config: SnowflakeConfig, logger: Logger):
     }
     throw e;
   }
+  const layouts = defineLayouts(config.layouts);
+  // Said once at start, as `sequoia plan --layout` says it: 2^53, the sign bit, a short lifetime.
+  for (const l of layouts.values()) for (const warning of l.warnings) logger.warn({ layout: l.name, warning }, 'custom snowflake layout');
   return new SnowflakeService({
     provider,
     defaultLayout: config.snowflakeLayout,
+    layouts,
     clockPolicy: config.clockPolicy,
     maxWaitMs: config.clockMaxWaitMs,
     logger,

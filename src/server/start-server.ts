@@ -13,6 +13,7 @@ import { VERSION } from '../version.js';
 import { buildApp } from './build-app.js';
 import { FormatRegistry } from './formats.js';
 import { SequoiaMetrics } from './metrics.js';
+import { type PortReservation, listenError, reservePort } from './listen-check.js';
 import { createSnowflakeService } from './snowflake-wiring.js';
 
 export interface RunningServer {
@@ -24,7 +25,23 @@ export interface RunningServer {
 export async function startServer(
   config: ServeConfig,
   /** listeningMessage: the log line's msg once listening (cluster workers use 'worker listening'; the primary logs 'listening'). */
-  options: { handleSignals?: boolean; listeningMessage?: string } = {},
+  /** reservePort: false in cluster workers (the primary checked the port; the workers share it). */
+  options: { handleSignals?: boolean; listeningMessage?: string; reservePort?: boolean } = {},
+): Promise<RunningServer> {
+  // Bind first: a port in use must fail before a store connection or a worker-id lease is taken.
+  const reservation = options.reservePort === false ? undefined : await reservePort(config.host, config.port);
+  try {
+    // The configured port (0 stays 0) still names this server to its worker-id provider (ZooKeeper's host:port node).
+    return await startReserved(config, options, reservation);
+  } finally {
+    await reservation?.release();
+  }
+}
+
+async function startReserved(
+  config: ServeConfig,
+  options: { handleSignals?: boolean; listeningMessage?: string },
+  reservation: PortReservation | undefined,
 ): Promise<RunningServer> {
   const logger = pino({ level: config.logLevel, base: { pid: process.pid } });
   const store = createStore(config.store);
@@ -57,7 +74,12 @@ export async function startServer(
       maxHeaderBytes: config.maxHeaderBytes,
       formats: new FormatRegistry(config.formats ?? {}),
       logger, version: VERSION, metrics });
-    await app.listen({ host: config.host, port: config.port });
+    await reservation?.release();
+    try {
+      await app.listen({ host: config.host, port: reservation?.port ?? config.port });
+    } catch (e) {
+      throw listenError(e, config.host, reservation?.port ?? config.port);
+    }
   } catch (e) {
     // A store client left open (reconnecting in the background) would keep the process alive after a failed start.
     await Promise.allSettled([app?.close(), snowflake?.close(), service.close()]);

@@ -5,7 +5,7 @@
  * and a global cap on such look-ups so random names cannot flood the store.
  * A periodic refresh drops tags deleted elsewhere.
  */
-import { InvalidArgumentError, TagNotFoundError } from '../core/errors.js';
+import { InvalidArgumentError, SequoiaError, TagNotFoundError } from '../core/errors.js';
 import type { Id } from '../core/id.js';
 import { assertIdValue, assertStep, assertTag, TAG_PATTERN } from '../core/validate.js';
 import { MULTI_META_TAG } from '../adapters/multi/multi-segment-store.js';
@@ -158,15 +158,33 @@ export class IdService {
     for (const t of tags) this.missing.delete(t.tag);
   }
 
-  async createTag(input: CreateTagInput): Promise<TagInfo> {
+  /**
+   * Creates a tag. An existing tag is TAG_EXISTS, or with `ifExists: 'ok'`
+   * answered as it is (its step and IDs untouched), so start-up code can run
+   * on every start.
+   */
+  async createTag(input: CreateTagInput, options: { ifExists?: 'error' | 'ok' } = {}): Promise<TagInfo> {
     const tag = assertTag(input.tag);
     const step = input.step === undefined ? undefined : assertStep(input.step);
     const start = input.start === undefined ? undefined : assertIdValue(input.start, 'start');
     const description = input.description === undefined ? undefined : assertDescription(input.description);
-    const info = await this.store.createTag({ tag, step, start, description });
+    const ifExists = options.ifExists ?? 'error';
+    if (ifExists !== 'error' && ifExists !== 'ok') throw new InvalidArgumentError("ifExists must be 'error' or 'ok'");
+    let info: TagInfo;
+    try {
+      info = await this.store.createTag({ tag, step, start, description });
+    } catch (e) {
+      if (ifExists === 'ok' && e instanceof SequoiaError && e.code === 'TAG_EXISTS') return this.getTag(tag);
+      throw e;
+    }
     this.missing.delete(tag);
     this.logger.info({ tag, step: info.step, start: String(info.maxId) }, 'tag created');
     return info;
+  }
+
+  /** `createTag(input, { ifExists: 'ok' })`: the tag, created if it was missing. */
+  ensureTag(input: CreateTagInput): Promise<TagInfo> {
+    return this.createTag(input, { ifExists: 'ok' });
   }
 
   async getTag(tag: string): Promise<TagInfo> {
@@ -209,7 +227,7 @@ export class IdService {
     const mark = this.marks.get(tag);
     if (mark && to < mark.mark) {
       throw new InvalidArgumentError(
-        `to must be at least ${mark.mark}: this server has already handed out IDs up to ${mark.mark - 1n}`,
+        `to must be at least ${mark.mark}: IDs up to ${mark.mark - 1n} were handed out (high-water mark ${mark.mark} in ${this.marks.where ?? 'this process'})`,
       );
     }
     const info = await this.store.fence(tag, to);

@@ -12,14 +12,16 @@
  * that id's last reported tick.
  */
 import { ClockError, InvalidArgumentError, SequoiaError, UnavailableError } from '../core/errors.js';
-import { parseDecimalId } from '../core/id.js';
 import { type ClockEvent, type ClockPolicy, SnowflakeGenerator } from '../core/snowflake/generator.js';
-import { DEFAULT_LAYOUT, type Layout, decompose, getLayout, remainingSeconds } from '../core/snowflake/layout.js';
+import { type ExplainResult, explainId } from '../core/snowflake/explain.js';
+import { DEFAULT_LAYOUT, type Layout, PRESETS, getLayout, remainingSeconds } from '../core/snowflake/layout.js';
 import { type Clock, systemClock } from '../ports/clock.js';
 import { type Logger, silentLogger } from '../ports/logger.js';
 import { type Random, systemRandom } from '../ports/random.js';
 import type { IdSpace, WorkerGrant, WorkerIdProvider } from '../ports/worker-id-provider.js';
 import type { SnowflakeWorkerReport } from '../ports/metrics.js';
+
+export { explainId, type ExplainResult };
 
 export interface SnowflakeServiceOptions {
   readonly provider: WorkerIdProvider;
@@ -44,13 +46,6 @@ export interface SnowflakeServiceOptions {
 /** One row of `report()`: the Metrics port's report, with the layout's lifetime always known. */
 export type SnowflakeReport = SnowflakeWorkerReport & { readonly layoutRemainingSeconds: number };
 
-export interface ExplainResult {
-  readonly id: string;
-  readonly layout: string;
-  readonly time: string;
-  readonly timestampMs: number;
-  readonly [field: string]: string | number;
-}
 
 const MAX_COUNT = 10_000;
 
@@ -118,6 +113,11 @@ export class SnowflakeService {
 
   layout(name?: string): Layout {
     return getLayout(name ?? this.defaultLayout, this.layouts);
+  }
+
+  /** Every layout this service issues in: the presets, then the custom ones. */
+  knownLayouts(): Layout[] {
+    return [...PRESETS.values(), ...(this.layouts?.values() ?? [])];
   }
 
   /** One ID as a decimal string; synchronous when the generator is ready and no wait is needed. */
@@ -394,16 +394,6 @@ export class SnowflakeService {
 }
 
 /** `explain` without a service (CLI). */
-export function explainId(idText: string, layout: Layout): ExplainResult {
-  const id = parseDecimalId(idText);
-  if (id === undefined) throw new InvalidArgumentError('id must be a decimal integer from 0 to 9223372036854775807');
-  const d = decompose(layout, id);
-  if (d.tick > layout.maxTick) throw new InvalidArgumentError(`id ${idText} is beyond layout ${layout.name}'s time range`);
-  const out: Record<string, string | number> = { id: idText, layout: layout.name, time: new Date(d.timestampMs).toISOString(), timestampMs: d.timestampMs };
-  for (const f of layout.fields) if (f.role !== 'sequence') out[f.name] = d.values[f.name] as number;
-  out.sequence = d.values[layout.fields.find((f) => f.role === 'sequence')?.name ?? 'sequence'] as number;
-  return out as unknown as ExplainResult;
-}
 
 const CLOCK_EVENT_MESSAGES: Record<ClockEvent['kind'], string> = {
   backwards: 'snowflake clock moved backwards behind the last tick',

@@ -172,7 +172,7 @@ export class StrictTagAllocator extends TagAllocator {
       marks.update(this.tag, (current) => {
         let record = current;
         for (const w of batch) {
-          const v = checkShared(w.floor, record, w.start, w.end, w.fenceEpoch);
+          const v = checkShared(w.floor, record, w.start, w.end, w.fenceEpoch, marks.where);
           record = v.record;
           if (v.ok) ok.push(w);
           else refused.push({ w, reason: v.reason, epoch: v.record.trippedAtEpoch ?? w.fenceEpoch });

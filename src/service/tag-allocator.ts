@@ -9,7 +9,7 @@
  */
 import { SequoiaError, TagNotFoundError, UnavailableError } from '../core/errors.js';
 import type { Id } from '../core/id.js';
-import { checkShared, type HighWaterMark } from '../core/segment/rollback-guard.js';
+import { checkShared, earlierTrip, type HighWaterMark } from '../core/segment/rollback-guard.js';
 import { type Segment, SegmentBuffer, segmentSize } from '../core/segment/segment-buffer.js';
 import { nextStep } from '../core/segment/step-policy.js';
 import type { Clock } from '../ports/clock.js';
@@ -389,7 +389,7 @@ export class TagAllocator {
         // Another process (or an earlier run) detected a rollback: refuse without allocating, unless fenced since.
         const info = await store.getTag(this.tag);
         if (info && info.fenceEpoch <= plain.trippedAtEpoch) {
-          const reason = `a rollback was detected earlier (high-water mark ${plain.mark}); run \`sequoia fence\``;
+          const reason = earlierTrip(plain.mark, marks.where);
           this.refuse(reason, plain.trippedAtEpoch);
           logger.error({ tag: this.tag, code: 'STORE_ROLLBACK_DETECTED' }, reason);
           this.loadFailures++;
@@ -422,7 +422,7 @@ export class TagAllocator {
       try {
         // Durable before any of these IDs can be handed out.
         marks.update(markKey, (current) => {
-          verdict = checkShared(floor.has(markKey) ? floor.get(markKey) : current, current, start, alloc.maxId, alloc.fenceEpoch);
+          verdict = checkShared(floor.has(markKey) ? floor.get(markKey) : current, current, start, alloc.maxId, alloc.fenceEpoch, marks.where);
           return verdict.record;
         });
         if (stride !== 1 && verdict?.ok) {

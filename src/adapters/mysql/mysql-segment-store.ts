@@ -27,7 +27,7 @@ import type { Allocation, NewTag, SegmentStore, TagInfo, TagUpdate } from '../..
 import { assertGiveBack, DEFAULT_START, DEFAULT_STEP } from '../../ports/segment-store.js';
 import { exhausted } from '../memory/memory-segment-store.js';
 import { DEFAULT_TABLE, TABLE_NAME_PATTERN } from '../postgres/postgres-segment-store.js';
-import { positiveSetting, storeError, tagInfoFromTextRow } from '../store-errors.js';
+import { positiveSetting, storeError, storeTarget, tagInfoFromTextRow } from '../store-errors.js';
 
 export interface MysqlSegmentStoreOptions {
   /** `mysql://user:pass@host:port/db`. */
@@ -60,10 +60,13 @@ export class MysqlSegmentStore implements SegmentStore {
   readonly kind = 'mysql';
   readonly table: string;
   private readonly pool: Pool;
+  /** host:port, database: named in every store error. */
+  private readonly target: string | undefined;
   private readonly timeout: number;
   private initialised = false;
 
   constructor(options: MysqlSegmentStoreOptions) {
+    this.target = storeTarget(options.uri, 3306);
     this.table = options.table ?? DEFAULT_TABLE;
     if (!TABLE_NAME_PATTERN.test(this.table)) {
       throw new InvalidArgumentError(`store: table must match ${TABLE_NAME_PATTERN.source}`);
@@ -193,7 +196,7 @@ export class MysqlSegmentStore implements SegmentStore {
       });
     } catch (e) {
       if ((e as { code?: string }).code === 'ER_DUP_ENTRY') throw new TagExistsError(t.tag);
-      throw wrap(e);
+      throw wrap(e, this.target);
     }
     return this.mustGet(t.tag);
   }
@@ -267,7 +270,7 @@ export class MysqlSegmentStore implements SegmentStore {
       const [rows] = await this.pool.query<Row[]>({ sql, values, timeout: this.timeout });
       return rows;
     } catch (e) {
-      throw wrap(e);
+      throw wrap(e, this.target);
     }
   }
 
@@ -276,7 +279,7 @@ export class MysqlSegmentStore implements SegmentStore {
       const [r] = await this.pool.query<ResultSetHeader>({ sql, values, timeout: this.timeout });
       return r;
     } catch (e) {
-      throw wrap(e);
+      throw wrap(e, this.target);
     }
   }
 
@@ -291,7 +294,7 @@ export class MysqlSegmentStore implements SegmentStore {
     try {
       c = await this.pool.getConnection();
     } catch (e) {
-      throw wrap(e);
+      throw wrap(e, this.target);
     }
     try {
       const r = await fn(c);
@@ -300,9 +303,9 @@ export class MysqlSegmentStore implements SegmentStore {
     } catch (e) {
       if (e instanceof SequoiaError) c.release();
       else c.destroy();
-      throw wrap(e);
+      throw wrap(e, this.target);
     }
   }
 }
 
-const wrap = (e: unknown) => storeError('MySQL store', e);
+const wrap = (e: unknown, target: string | undefined) => storeError('MySQL store', e, target);

@@ -7,16 +7,19 @@
 import mysql, { type Pool, type PoolConnection, type ResultSetHeader, type RowDataPacket } from 'mysql2/promise';
 import type { AcquireRequest, LeaseRecord, LeaseRow, WorkerLeaseStore } from '../../ports/worker-lease-store.js';
 import { chooseWorker } from '../../ports/worker-lease-store.js';
-import { storeError } from '../store-errors.js';
+import { storeError, storeTarget } from '../store-errors.js';
 
 const NOW_MS = 'CAST(ROUND(UNIX_TIMESTAMP(NOW(3)) * 1000) AS SIGNED)';
 
 export class MysqlWorkerLeaseStore implements WorkerLeaseStore {
   readonly kind = 'mysql';
   private readonly pool: Pool;
+  /** host:port, database: named in every store error. */
+  private readonly target: string | undefined;
   private initialised = false;
 
   constructor(uri: string) {
+    this.target = storeTarget(uri, 3306);
     this.pool = mysql.createPool({ uri, connectionLimit: 3, connectTimeout: 3000, supportBigNumbers: true, bigNumberStrings: true, timezone: 'Z', flags: ['FOUND_ROWS'] });
     this.pool.on('connection', (conn) => {
       const target = ((conn as { connection?: unknown }).connection ?? conn) as { on?: (e: string, f: () => void) => void };
@@ -125,7 +128,7 @@ export class MysqlWorkerLeaseStore implements WorkerLeaseStore {
     try {
       c = await this.pool.getConnection();
     } catch (e) {
-      throw wrap(e);
+      throw wrap(e, this.target);
     }
     try {
       const r = await fn(c);
@@ -133,9 +136,9 @@ export class MysqlWorkerLeaseStore implements WorkerLeaseStore {
       return r;
     } catch (e) {
       c.destroy();
-      throw wrap(e);
+      throw wrap(e, this.target);
     }
   }
 }
 
-const wrap = (e: unknown) => storeError('MySQL lease store', e);
+const wrap = (e: unknown, target: string | undefined) => storeError('MySQL lease store', e, target);

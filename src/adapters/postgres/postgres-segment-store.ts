@@ -24,7 +24,7 @@ import { MAX_ID } from '../../core/id.js';
 import type { Allocation, NewTag, SegmentStore, TagInfo, TagUpdate } from '../../ports/segment-store.js';
 import { assertGiveBack, DEFAULT_START, DEFAULT_STEP } from '../../ports/segment-store.js';
 import { exhausted } from '../memory/memory-segment-store.js';
-import { positiveSetting, storeError, tagInfoFromTextRow } from '../store-errors.js';
+import { positiveSetting, storeError, storeTarget, tagInfoFromTextRow } from '../store-errors.js';
 
 export const TABLE_NAME_PATTERN = /^[a-z_][a-z0-9_]{0,62}$/;
 export const DEFAULT_TABLE = 'sequoia_alloc';
@@ -75,9 +75,12 @@ export class PostgresSegmentStore implements SegmentStore {
   readonly kind = 'postgres';
   readonly table: string;
   private readonly pool: PgPoolLike;
+  /** host:port, database: named in every store error. */
+  private readonly target: string | undefined;
   private initialised = false;
 
   constructor(options: PostgresSegmentStoreOptions) {
+    this.target = storeTarget(options.connectionString, 5432);
     this.table = options.table ?? DEFAULT_TABLE;
     if (!TABLE_NAME_PATTERN.test(this.table)) {
       throw new InvalidArgumentError(`store: table must match ${TABLE_NAME_PATTERN.source}`);
@@ -112,7 +115,7 @@ export class PostgresSegmentStore implements SegmentStore {
     try {
       client = await this.pool.connect();
     } catch (e) {
-      throw wrap(e);
+      throw wrap(e, this.target);
     }
     let failed: unknown;
     try {
@@ -147,7 +150,7 @@ export class PostgresSegmentStore implements SegmentStore {
     } finally {
       client.release(failed instanceof Error ? failed : undefined);
     }
-    if (failed !== undefined) throw wrap(failed);
+    if (failed !== undefined) throw wrap(failed, this.target);
     this.initialised = true;
   }
 
@@ -192,7 +195,7 @@ export class PostgresSegmentStore implements SegmentStore {
       return tagInfoFromTextRow(r.rows[0] as RowText);
     } catch (e) {
       if ((e as { code?: string }).code === '23505') throw new TagExistsError(t.tag);
-      throw wrap(e);
+      throw wrap(e, this.target);
     }
   }
 
@@ -253,11 +256,11 @@ export class PostgresSegmentStore implements SegmentStore {
     try {
       return await this.pool.query(text, values);
     } catch (e) {
-      throw wrap(e);
+      throw wrap(e, this.target);
     }
   }
 }
 
 const COLUMNS = 'tag, max_id::text AS max_id, step, description, updated_at, fence_epoch';
 
-const wrap = (e: unknown) => storeError('PostgreSQL store', e);
+const wrap = (e: unknown, target: string | undefined) => storeError('PostgreSQL store', e, target);

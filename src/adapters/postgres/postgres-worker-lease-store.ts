@@ -9,7 +9,7 @@ import pg from 'pg';
 import { SequoiaError } from '../../core/errors.js';
 import type { AcquireRequest, LeaseRecord, LeaseRow, WorkerLeaseStore } from '../../ports/worker-lease-store.js';
 import { chooseWorker } from '../../ports/worker-lease-store.js';
-import { storeError } from '../store-errors.js';
+import { storeError, storeTarget } from '../store-errors.js';
 
 const NOW_MS = `(extract(epoch from clock_timestamp()) * 1000)::bigint`;
 /** Advisory-lock namespace for lease acquisition ("SQWL"). */
@@ -18,9 +18,12 @@ const LOCK_CLASS = 0x5351574c;
 export class PostgresWorkerLeaseStore implements WorkerLeaseStore {
   readonly kind = 'postgres';
   private readonly pool: pg.Pool;
+  /** host:port, database: named in every store error. */
+  private readonly target: string | undefined;
   private initialised = false;
 
   constructor(connectionString: string) {
+    this.target = storeTarget(connectionString, 5432);
     this.pool = new pg.Pool({ connectionString, max: 3, connectionTimeoutMillis: 3000, idleTimeoutMillis: 30_000, statement_timeout: 5000, keepAlive: true });
     this.pool.on('error', () => {});
   }
@@ -103,7 +106,7 @@ export class PostgresWorkerLeaseStore implements WorkerLeaseStore {
     try {
       return await this.pool.query(text, values);
     } catch (e) {
-      throw wrap(e);
+      throw wrap(e, this.target);
     }
   }
 
@@ -112,7 +115,7 @@ export class PostgresWorkerLeaseStore implements WorkerLeaseStore {
     try {
       c = await this.pool.connect();
     } catch (e) {
-      throw wrap(e);
+      throw wrap(e, this.target);
     }
     let failed: unknown;
     try {
@@ -123,11 +126,11 @@ export class PostgresWorkerLeaseStore implements WorkerLeaseStore {
     } catch (e) {
       failed = e;
       await c.query('ROLLBACK').catch(() => {});
-      throw wrap(e);
+      throw wrap(e, this.target);
     } finally {
       c.release(failed instanceof Error && !(failed instanceof SequoiaError) ? failed : undefined);
     }
   }
 }
 
-const wrap = (e: unknown) => storeError('PostgreSQL lease store', e);
+const wrap = (e: unknown, target: string | undefined) => storeError('PostgreSQL lease store', e, target);

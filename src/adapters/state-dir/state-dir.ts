@@ -27,6 +27,8 @@ interface MarkRow {
 
 export class StateDir implements HighWaterMarkStore {
   readonly path: string;
+  /** Named in refusals (a CLI's marks are the CLI's state dir, not a server's). */
+  readonly where: string;
   private readonly db: Database.Database;
   private readonly getMark: Database.Statement<[string], MarkRow>;
   private readonly putMark: Database.Statement<[string, string, number | null]>;
@@ -35,6 +37,7 @@ export class StateDir implements HighWaterMarkStore {
 
   constructor(stateDir: string, options: { busyTimeoutMs?: number } = {}) {
     this.path = join(stateDir, 'state.db');
+    this.where = `state dir ${stateDir}`;
     try {
       mkdirSync(stateDir, { recursive: true });
       const db = new Database(this.path, { timeout: options.busyTimeoutMs ?? 5000 });

@@ -8,6 +8,7 @@
  * generator yields 16,777,216 distinct IDs per second (as in the MongoDB spec
  * and the `bson` package). Seconds past 2^32-1 wrap, as in `bson`.
  */
+import { assertByteRange } from '../validate.js';
 import { InvalidArgumentError } from '../errors.js';
 import type { Clock } from '../../ports/clock.js';
 import type { Random } from '../../ports/random.js';
@@ -71,7 +72,7 @@ export class ObjectIdGenerator {
 
   /** The next ObjectId as 12 bytes, written into `out` at `offset` (a new array by default). */
   nextBytes(out: Uint8Array = new Uint8Array(12), offset = 0): Uint8Array {
-    if (out.length < offset + 12) throw new InvalidArgumentError('output needs 12 bytes from offset');
+    assertByteRange(out, offset, 12, 'nextBytes');
     const s = this.seconds();
     const c = this.nextCounter();
     out[offset] = s >>> 24;

@@ -20,25 +20,27 @@ export type GuardVerdict =
   | { readonly ok: true; readonly record: HighWaterMark }
   | { readonly ok: false; readonly record: HighWaterMark; readonly reason: string };
 
+/**
+ * `where`: where the marks are kept (e.g. `state dir ./data`), so a refusal
+ * names it, whether a server or a CLI command holds them.
+ */
 export function checkAnswer(
   previous: HighWaterMark | undefined,
   start: bigint,
   end: bigint,
   epoch: number,
+  where?: string,
 ): GuardVerdict {
+  const kept = where === undefined ? '' : ` kept in ${where}`;
   if (previous === undefined) return { ok: true, record: { mark: end } };
   if (previous.trippedAtEpoch !== undefined && epoch <= previous.trippedAtEpoch) {
-    return {
-      ok: false,
-      record: previous,
-      reason: `a rollback was detected earlier (high-water mark ${previous.mark}); run \`sequoia fence\``,
-    };
+    return { ok: false, record: previous, reason: earlierTrip(previous.mark, where) };
   }
   if (start < previous.mark) {
     return {
       ok: false,
       record: { mark: previous.mark, trippedAtEpoch: epoch },
-      reason: `store answered [${start}, ${end}) below this server's high-water mark ${previous.mark}`,
+      reason: `store answered [${start}, ${end}) below the high-water mark ${previous.mark}${kept}`,
     };
   }
   return { ok: true, record: { mark: end > previous.mark ? end : previous.mark } };
@@ -58,16 +60,18 @@ export function checkShared(
   start: bigint,
   end: bigint,
   epoch: number,
+  where?: string,
 ): GuardVerdict {
   if (current?.trippedAtEpoch !== undefined && epoch <= current.trippedAtEpoch) {
-    return {
-      ok: false,
-      record: current,
-      reason: `a rollback was detected earlier (high-water mark ${current.mark}); run \`sequoia fence\``,
-    };
+    return { ok: false, record: current, reason: earlierTrip(current.mark, where) };
   }
-  const v = checkAnswer(floor && { mark: floor.mark }, start, end, epoch);
+  const v = checkAnswer(floor && { mark: floor.mark }, start, end, epoch, where);
   const top = (a: bigint, b: bigint | undefined) => (b !== undefined && b > a ? b : a);
   if (!v.ok) return { ok: false, record: { mark: top(v.record.mark, current?.mark), trippedAtEpoch: epoch }, reason: v.reason };
   return { ok: true, record: { mark: top(end, current?.mark) } };
+}
+
+/** The refusal of a tag whose rollback was recorded earlier, naming where the mark is kept. */
+export function earlierTrip(mark: bigint, where?: string): string {
+  return `a rollback was detected earlier (high-water mark ${mark}${where === undefined ? '' : ` kept in ${where}`}); run \`sequoia fence\``;
 }

@@ -281,3 +281,36 @@ describe('ordering within a worker', () => {
     });
   }
 });
+
+describe("leaf's random sequence start (Leaf: RANDOM.nextInt(100) at each new ms)", () => {
+  it('one ID per ms spreads over shards under id % 2; twitter stays on one', () => {
+    const residues = (name: string) => {
+      const layout = getLayout(name);
+      const clock = new ManualClock(Date.UTC(2026, 0, 1));
+      const g = new SnowflakeGenerator({ layout, clock, worker: { workerId: 1 }, random });
+      const seen = new Set<number>();
+      const starts = new Set<number>();
+      for (let i = 0; i < 200; i++) {
+        clock.advance(1);
+        const id = BigInt(g.take() as string);
+        seen.add(Number(id % 2n));
+        starts.add(decompose(layout, id).values.sequence as number);
+      }
+      return { seen, starts };
+    };
+    const leaf = residues('leaf');
+    expect(leaf.seen).toEqual(new Set([0, 1]));
+    expect(Math.max(...leaf.starts)).toBeLessThanOrEqual(99);
+    expect(leaf.starts.size).toBeGreaterThan(20);
+    expect(residues('twitter').seen).toEqual(new Set([0]));
+    expect(residues('twitter').starts).toEqual(new Set([0]));
+  });
+
+  it('within a ms, leaf IDs still count up from the random start', () => {
+    const layout = getLayout('leaf');
+    const clock = new ManualClock(Date.UTC(2026, 0, 1));
+    const g = new SnowflakeGenerator({ layout, clock, worker: { workerId: 1 }, random });
+    const seqs = Array.from({ length: 5 }, () => decompose(layout, BigInt(g.take() as string)).values.sequence as number);
+    expect(seqs.slice(1)).toEqual(seqs.slice(0, 4).map((s) => s + 1));
+  });
+});

@@ -12,11 +12,30 @@ describe('presets', () => {
     expect(w('twitter')).toEqual([41, 'datacenter:5', 'worker:5', 'sequence:12', TWITTER_EPOCH_MS, 1]);
     expect(w('leaf')).toEqual([41, 'worker:10', 'sequence:12', TWITTER_EPOCH_MS, 1]);
     expect(w('sonyflake')).toEqual([39, 'sequence:8', 'machine:16', Date.UTC(2014, 8, 1), 10]);
-    expect(w('uid-generator')).toEqual([28, 'worker:22', 'sequence:13', Date.UTC(2016, 4, 20), 1000]);
+    expect(w('uid-generator')).toEqual([28, 'worker:22', 'sequence:13', 1463673600000, 1000]);
     expect(w('instagram')).toEqual([41, 'shard:13', 'sequence:10', 1314220021721, 1]);
     expect(w('customuuid')).toEqual([41, 'region:3', 'worker:10', 'sequence:10', TWITTER_EPOCH_MS, 1]);
     expect(w('simpleflake')).toEqual([41, 'sequence:23', 946702800000, 1]);
     expect(getLayout('customuuid').sequenceStart).toEqual({ kind: 'random', max: 9 });
+  });
+
+  it("uid-generator: Baidu's epoch, 2016-05-20 00:00 in Shanghai (DefaultUidGenerator: epochSeconds 1463673600)", () => {
+    const l = getLayout('uid-generator');
+    expect(l.epochMs).toBe(1463673600000);
+    expect(new Date(l.epochMs).toISOString()).toBe('2016-05-19T16:00:00.000Z');
+    // parseUID: time = (epochSeconds + deltaSeconds) s; the uid with deltaSeconds 1, worker 1, sequence 0.
+    const uid = (1n << 35n) | (1n << 13n);
+    const d = decompose(l, uid);
+    expect(d.timestampMs).toBe(1463673601000);
+    expect(d.values).toEqual({ worker: 1, sequence: 0 });
+    // 2^28 seconds after the epoch, the 28 time bits are used up.
+    expect(l.endsAtMs).toBe(1463673600000 + 2 ** 28 * 1000);
+    expect(new Date(l.endsAtMs).toISOString()).toBe('2024-11-20T13:24:16.000Z');
+  });
+
+  it("leaf starts each ms's sequence at a random 0-99, as Leaf does; twitter at 0", () => {
+    expect(getLayout('leaf').sequenceStart).toEqual({ kind: 'random', max: 99 });
+    expect(getLayout('twitter').sequenceStart).toEqual({ kind: 'zero' });
   });
 
   it('know when their time bits run out', () => {

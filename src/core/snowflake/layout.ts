@@ -70,7 +70,10 @@ export interface Layout extends LayoutSpec {
 const NAME = /^[a-z][a-z0-9_-]{0,39}$/;
 const MAX_TICK_SIGNED = (lowBits: number) => 2 ** (63 - lowBits) - 1;
 export const TWITTER_EPOCH_MS = 1288834974657; // 2010-11-04T01:42:54.657Z
+export const UID_GENERATOR_EPOCH_MS = 1463673600000; // 2016-05-19T16:00:00Z = 2016-05-20 00:00 +08:00
 const YEAR_MS = 365.25 * 86_400_000;
+/** A layout with fewer years left gets a warning (as `sequoia plan` sizes for years of use). */
+const LIFETIME_WARNING_YEARS = 10;
 
 function f(name: string, bits: number, role: FieldRole = 'node'): LayoutField {
   return { name, bits, role };
@@ -90,11 +93,14 @@ export const PRESET_SPECS: readonly LayoutSpec[] = [
   {
     name: 'leaf',
     version: 1,
-    description: "Meituan Leaf's snowflake mode: 41 bits of ms, 10 worker, 12 sequence",
+    description: "Meituan Leaf's snowflake mode: 41 bits of ms, 10 worker, 12 sequence starting at a random 0-99 each ms",
     epochMs: TWITTER_EPOCH_MS,
     unitMs: 1,
     timeBits: 41,
     fields: [f('worker', 10), f('sequence', 12, 'sequence')],
+    // As Leaf's SnowflakeIDGenImpl (RANDOM.nextInt(100) at each new ms): with one ID
+    // per ms a zero start would make every ID even, so `id % N` sharding would fill one shard.
+    sequenceStart: { kind: 'random', max: 99 },
   },
   {
     name: 'sonyflake',
@@ -108,8 +114,9 @@ export const PRESET_SPECS: readonly LayoutSpec[] = [
   {
     name: 'uid-generator',
     version: 1,
-    description: "Baidu uid-generator's default: 28 bits of seconds since 2016-05-20, 22 worker, 13 sequence (ran out on 2024-11-20)",
-    epochMs: Date.UTC(2016, 4, 20),
+    description: "Baidu uid-generator's default: 28 bits of seconds since 2016-05-20 00:00 Shanghai time, 22 worker, 13 sequence (ran out on 2024-11-20)",
+    // DefaultUidGenerator parses its epochStr "2016-05-20" in the JVM's zone (Asia/Shanghai): 1463673600000.
+    epochMs: UID_GENERATOR_EPOCH_MS,
     unitMs: 1000,
     timeBits: 28,
     fields: [f('worker', 22), f('sequence', 13, 'sequence')],
@@ -218,6 +225,10 @@ export function defineLayout(spec: LayoutSpec, options: ValidateOptions = {}): L
       `layout ${JSON.stringify(spec.name)}: its time bits run out on ${new Date(endsAtMs).toISOString()}, less than ${minYears} years from now`,
     );
   }
+  if (endsAtMs <= nowMs) warnings.push(`its time bits ran out on ${new Date(endsAtMs).toISOString()}: it refuses to issue`);
+  else if (endsAtMs - nowMs < LIFETIME_WARNING_YEARS * YEAR_MS) {
+    warnings.push(`its time bits run out on ${new Date(endsAtMs).toISOString()}, less than ${LIFETIME_WARNING_YEARS} years from now`);
+  }
   if (2 ** lowBits * (maxTick + 1) > 2 ** 53) {
     const tick53 = Math.ceil(2 ** (53 - lowBits));
     const at = spec.epochMs + tick53 * spec.unitMs;
@@ -276,6 +287,44 @@ export function getLayout(name: string, extra?: ReadonlyMap<string, Layout>): La
     throw new InvalidArgumentError(`layout must be one of ${known.join(', ')} (got ${JSON.stringify(name)})`);
   }
   return l;
+}
+
+const SPEC_KEYS = new Set(['name', 'version', 'description', 'epochMs', 'unitMs', 'timeBits', 'fields', 'sequenceStart']);
+
+/**
+ * Custom layouts as configured (`{"discord": {"epochMs": 1420070400000, "timeBits": 42, "fields": […]}}`):
+ * the key is the name; `version` and `unitMs` default to 1. Each is validated
+ * by `defineLayout` like a preset, may not take a preset's name, and must
+ * still have ticks left. Throws one InvalidArgumentError naming every problem.
+ */
+export function defineLayouts(specs: unknown, options: ValidateOptions = {}): Map<string, Layout> {
+  const out = new Map<string, Layout>();
+  if (specs === undefined) return out;
+  if (specs === null || typeof specs !== 'object' || Array.isArray(specs)) {
+    throw new InvalidArgumentError('layouts must be a JSON object of name → layout');
+  }
+  const nowMs = options.nowMs ?? Date.now();
+  const problems: string[] = [];
+  for (const [name, raw] of Object.entries(specs as Record<string, unknown>)) {
+    if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) {
+      problems.push(`layout ${JSON.stringify(name)}: must be an object with epochMs, timeBits and fields`);
+      continue;
+    }
+    const spec = raw as Record<string, unknown>;
+    const unknown = Object.keys(spec).filter((k) => !SPEC_KEYS.has(k));
+    if (unknown.length) problems.push(`layout ${JSON.stringify(name)}: unknown field ${unknown.join(', ')}; known: ${[...SPEC_KEYS].join(', ')}`);
+    if (spec.name !== undefined && spec.name !== name) problems.push(`layout ${JSON.stringify(name)}: name ${JSON.stringify(spec.name)} differs from its key`);
+    if (PRESETS.has(name)) problems.push(`layout ${JSON.stringify(name)}: a preset has this name; choose another`);
+    try {
+      const l = defineLayout({ version: 1, unitMs: 1, ...spec, name } as unknown as LayoutSpec, { ...options, nowMs });
+      if (l.endsAtMs <= nowMs) problems.push(`layout ${JSON.stringify(name)}: its time bits ran out on ${new Date(l.endsAtMs).toISOString()}`);
+      out.set(name, l);
+    } catch (e) {
+      problems.push(e instanceof Error ? e.message : String(e));
+    }
+  }
+  if (problems.length) throw new InvalidArgumentError(problems.join('; '));
+  return out;
 }
 
 /** Seconds left until the layout's time bits run out (negative once they have). */

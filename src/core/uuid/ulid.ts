@@ -6,6 +6,7 @@
  * and sorts in the same order. The conversion is the identity on the 128 bits,
  * as in `ulid`'s `uuidToULID`/`ulidToUUID`.
  */
+import { assertByteRange } from '../validate.js';
 import { InvalidArgumentError } from '../errors.js';
 import { CROCKFORD32_ALPHABET, crockford32ValueAt } from '../codecs/crockford32.js';
 import { formatUuid, parseUuid } from './uuid-text.js';
@@ -14,7 +15,7 @@ const SYMBOLS: readonly string[] = CROCKFORD32_ALPHABET.split('');
 
 /** ULID text of 16 bytes (from `offset`). */
 export function bytesToUlid(bytes: Uint8Array, offset = 0): string {
-  if (bytes.length < offset + 16) throw new InvalidArgumentError('a ULID is 16 bytes');
+  assertByteRange(bytes, offset, 16, 'bytesToUlid');
   let s = '';
   let acc = 0;
   let bits = 0;

@@ -5,6 +5,7 @@
  * (`urn:uuid:…`, RFC 9562 §4), and nothing else. The version is the high
  * nibble of byte 6; the variant the high bits of byte 8 (§4.1, §4.2).
  */
+import { assertByteRange } from '../validate.js';
 import { InvalidArgumentError } from '../errors.js';
 import { HEX_BYTES, hexDigitAt } from '../codecs/hex.js';
 
@@ -22,7 +23,7 @@ export interface ParsedUuid {
 
 /** Canonical lowercase hyphenated text of 16 bytes (from `offset`). */
 export function formatUuid(bytes: Uint8Array, offset = 0): string {
-  if (bytes.length < offset + 16) throw new InvalidArgumentError('a UUID is 16 bytes');
+  assertByteRange(bytes, offset, 16, 'formatUuid');
   const h = HEX_BYTES;
   const b = bytes;
   const o = offset;

@@ -2,6 +2,7 @@
  * UUIDv4 (RFC 9562 §5.4): 122 random bits, version 4, variant 10. Random bytes
  * come from the injected `Random` into a private pool consumed 16 bytes per ID.
  */
+import { assertByteRange } from '../validate.js';
 import { InvalidArgumentError } from '../errors.js';
 import type { Random } from '../../ports/random.js';
 import { HEX_BYTES } from '../codecs/hex.js';
@@ -55,7 +56,7 @@ export class UuidV4Generator {
 
   /** The next UUIDv4 as 16 bytes, written into `out` at `offset` (a new array by default). */
   nextBytes(out: Uint8Array = new Uint8Array(16), offset = 0): Uint8Array {
-    if (out.length < offset + 16) throw new InvalidArgumentError('output needs 16 bytes from offset');
+    assertByteRange(out, offset, 16, 'nextBytes');
     const i = this.take();
     const p = this.pool;
     for (let k = 0; k < 16; k++) out[offset + k] = p[i + k]!;

@@ -26,6 +26,7 @@
  * precomputed hex table and a per-millisecond cached prefix, so a call does
  * one clock read and allocates only its result.
  */
+import { assertByteRange } from '../validate.js';
 import { ClockError, InvalidArgumentError, UnavailableError } from '../errors.js';
 import type { Clock } from '../../ports/clock.js';
 import type { Random } from '../../ports/random.js';
@@ -132,7 +133,7 @@ export class UuidV7Generator {
 
   /** The next UUIDv7 as 16 bytes, written into `out` at `offset` (a new array by default). */
   nextBytes(out: Uint8Array = new Uint8Array(16), offset = 0): Uint8Array {
-    if (out.length < offset + 16) throw new InvalidArgumentError('output needs 16 bytes from offset');
+    assertByteRange(out, offset, 16, 'nextBytes');
     this.advance();
     const ms = this.ms;
     const hi = Math.floor(ms / 0x1000000);

@@ -5,7 +5,7 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { InvalidArgumentError } from '../../core/errors.js';
 import type { Id } from '../../core/id.js';
-import { TAG_PATTERN } from '../../core/validate.js';
+import { TAG_PATTERN, TAG_RULE } from '../../core/validate.js';
 import type { BusinessNumberCodec } from '../../core/business-number/index.js';
 import type { IdService } from '../../service/id-service.js';
 import type { Access } from '../auth.js';
@@ -24,7 +24,7 @@ export function parseCount(raw: unknown): number {
 
 export function checkTag(tag: string): string {
   if (!TAG_PATTERN.test(tag)) {
-    throw new InvalidArgumentError(`tag must match ${TAG_PATTERN.source} (1-128 letters, digits, _ . -)`);
+    throw new InvalidArgumentError(`tag ${TAG_RULE}`);
   }
   return tag;
 }

@@ -50,7 +50,7 @@ describe('snowflake routes', () => {
     const r = await app.inject(`/v1/explain/${id}?layout=twitter`);
     expect(r.statusCode).toBe(200);
     const e = r.json() as Record<string, unknown>;
-    expect(Object.keys(e)).toEqual(['id', 'layout', 'time', 'timestampMs', 'datacenter', 'worker', 'sequence']);
+    expect(Object.keys(e)).toEqual(['id', 'kind', 'layout', 'time', 'timestampMs', 'datacenter', 'worker', 'sequence']);
     expect(Math.abs(Date.parse(e.time as string) - Date.now())).toBeLessThan(5000);
     expect((await app.inject('/v1/explain/12x')).statusCode).toBe(400);
     expect((await app.inject('/v1/explain/1?layout=nope')).json()).toMatchObject({ error: { code: 'INVALID_ARGUMENT' } });

@@ -8,6 +8,8 @@
  */
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { InvalidArgumentError } from '../../core/errors.js';
+import { explainId } from '../../core/snowflake/explain.js';
+import { getLayout } from '../../core/snowflake/layout.js';
 import type { SnowflakeService } from '../../service/snowflake-service.js';
 import type { Access } from '../auth.js';
 import { checkTag, parseCount } from './segment-routes.js';
@@ -88,5 +90,26 @@ export async function snowflakeRoutes(app: FastifyInstance, opts: { snowflake: S
   app.get<{ Params: { id: string }; Querystring: { layout?: string } }>('/v1/explain/:id', async (req) => {
     access?.any(req);
     return sf.explain(req.params.id, layoutParam(req.query.layout));
+  });
+}
+
+/**
+ * Leaf's decode route, answering Leaf's JSON for the `leaf` layout:
+ * `{"timestamp":"<ms>(<yyyy-MM-dd HH:mm:ss.SSS>)","sequenceId":"…","workerId":"…"}`
+ * (strings, as Leaf's Map<String, String>). Leaf formats the time in the JVM's
+ * zone; Sequoia in UTC. A bad id is Leaf-style text/plain `INVALID_ARGUMENT: …`.
+ * Served whether or not this server issues snowflake IDs: decoding needs no worker id.
+ */
+export async function leafDecodeRoute(app: FastifyInstance, opts: { access?: Access }): Promise<void> {
+  const leaf = getLayout('leaf');
+  app.get<{ Querystring: { snowflakeId?: string } }>('/api/decode/snowflakeId', { config: { leaf: true } }, async (req, reply) => {
+    opts.access?.any(req);
+    const raw = req.query.snowflakeId;
+    if (typeof raw !== 'string' || raw === '') throw new InvalidArgumentError('snowflakeId is required: a decimal ID of the leaf layout');
+    const e = explainId(raw, leaf);
+    const time = new Date(e.timestampMs).toISOString().replace('T', ' ').slice(0, 23);
+    return reply
+      .type('application/json; charset=utf-8')
+      .send(JSON.stringify({ timestamp: `${e.timestampMs}(${time})`, sequenceId: String(e.sequence), workerId: String(e.worker) }));
   });
 }

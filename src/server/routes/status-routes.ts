@@ -12,6 +12,8 @@ import { AggregatorRegistry, type Registry } from 'prom-client';
 import type { IdService } from '../../service/id-service.js';
 import { gather, registerGatherSource, workerSlot } from '../cluster-gather.js';
 import { mergeStatuses, type StatusBody } from '../status-merge.js';
+import { PRESETS } from '../../core/snowflake/layout.js';
+import type { SnowflakeService } from '../../service/snowflake-service.js';
 import { COVER_CRITICAL_SECONDS, COVER_OK_SECONDS, type SequoiaMetrics } from '../metrics.js';
 import { UI_CSS, UI_HTML, UI_JS } from '../ui/page.js';
 
@@ -27,6 +29,8 @@ export interface StatusRoutesOptions {
   readonly exposeMetrics: boolean;
   readonly adminToken: string | undefined;
   readonly checkAdmin: (req: FastifyRequest) => void;
+  /** The snowflake service, when on: its layouts (presets and configured ones) are listed. */
+  readonly snowflake?: SnowflakeService | undefined;
 }
 
 interface StoreHealth {
@@ -153,6 +157,18 @@ export async function statusRoutes(app: FastifyInstance, opts: StatusRoutesOptio
               : { at: new Date(e.at).toISOString(), code: e.code, status: e.status },
           ),
       },
+      // Every layout /v1/snowflake?layout= takes (empty while snowflake is off).
+      layouts: (opts.snowflake?.knownLayouts() ?? []).map((l) => ({
+        name: l.name,
+        version: l.version,
+        preset: PRESETS.get(l.name) === l,
+        default: l.name === opts.snowflake?.defaultLayout,
+        epoch: new Date(l.epochMs).toISOString(),
+        unitMs: l.unitMs,
+        timeBits: l.timeBits,
+        fields: l.fields.map((f) => ({ name: f.name, bits: f.bits, role: f.role })),
+        endsAt: new Date(l.endsAtMs).toISOString(),
+      })),
       // One row per snowflake id space this server issues in (empty while snowflake is off).
       workers: metrics.snowflakeReports().map((r) => ({
         generator: r.generator,

