@@ -19,8 +19,8 @@ function toMs(v: string): number {
   return m[2] === 'us' ? x / 1000 : m[2] === 's' ? x * 1000 : x;
 }
 
-export function wrk(url: string, connections: number, seconds: number): WrkResult {
-  const out = execFileSync('wrk', ['-t2', `-c${connections}`, `-d${seconds}s`, '--latency', url], { encoding: 'utf8' });
+export function wrk(url: string, connections: number, seconds: number, headers: string[] = []): WrkResult {
+  const out = execFileSync('wrk', ['-t2', `-c${connections}`, `-d${seconds}s`, '--latency', ...headers.flatMap((h) => ['-H', h]), url], { encoding: 'utf8' });
   const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1]);
   const p50 = /\s50%\s+(\S+)/.exec(out)?.[1] ?? '';
   const p99 = /\s99%\s+(\S+)/.exec(out)?.[1] ?? '';
@@ -42,20 +42,38 @@ export async function benchHttp(rounds: number, seconds: number) {
   execFileSync(process.execPath, [cli, 'tag', 'create', 'bench', '--step', '1000000', '--store', store, '--state-dir', dir]);
   // One process against one bare process: the multi-core comparison is bench/cluster.ts.
   const seq = await startChild([cli, 'serve', '--port', '0', '--workers', '1', '--store', store, '--state-dir', dir, '--log-level', 'info']);
+  // As production runs: client tokens and a rate limit (high enough that wrk is never refused, so it is checked on every request).
+  const token = 'bench-client-token-0123456789';
+  const secured = await startChild([cli, 'serve', '--port', '0', '--workers', '1', '--store', store, '--state-dir', join(dir, 'secured'), '--log-level', 'info',
+    '--client-tokens', JSON.stringify([{ token, tags: ['bench'], name: 'bench' }, { token: 'other-client-token-0123456789', tags: ['*'], name: 'other' }]),
+    '--rate-limit', '10000000', '--rate-limit-burst', '10000000']);
   const bare = await startChild([join(root, 'dist-bench', 'bench', 'bare-http.js')]);
-  const res = { seqSingle: [] as WrkResult[], bareSingle: [] as WrkResult[], seqBatch: [] as WrkResult[], bareBatch: [] as WrkResult[] };
+  const auth = [`Authorization: Bearer ${token}`];
+  const res = {
+    seqSingle: [] as WrkResult[],
+    bareSingle: [] as WrkResult[],
+    seqBatch: [] as WrkResult[],
+    bareBatch: [] as WrkResult[],
+    securedSingle: [] as WrkResult[],
+    bareSingleAuth: [] as WrkResult[],
+  };
   try {
-    // warm up both
+    // warm up all three
     wrk(`${seq.url}/api/segment/get/bench`, 50, 2);
+    wrk(`${secured.url}/api/segment/get/bench`, 50, 2, auth);
     wrk(`${bare.url}/`, 50, 2);
     for (let r = 0; r < rounds; r++) {
       res.bareSingle.push(wrk(`${bare.url}/`, 50, seconds));
       res.seqSingle.push(wrk(`${seq.url}/api/segment/get/bench`, 50, seconds));
+      // the same header to the bare server: both parse the same bytes
+      res.bareSingleAuth.push(wrk(`${bare.url}/`, 50, seconds, auth));
+      res.securedSingle.push(wrk(`${secured.url}/api/segment/get/bench`, 50, seconds, auth));
       res.bareBatch.push(wrk(`${bare.url}/batch`, 50, seconds));
       res.seqBatch.push(wrk(`${seq.url}/v1/segment/bench?count=1000`, 50, seconds));
     }
   } finally {
     await stopChild(seq.child);
+    await stopChild(secured.child);
     await stopChild(bare.child);
   }
   const med = (xs: WrkResult[]): WrkResult => ({
@@ -63,5 +81,26 @@ export async function benchHttp(rounds: number, seconds: number) {
     p50ms: median(xs.map((x) => x.p50ms)),
     p99ms: median(xs.map((x) => x.p99ms)),
   });
-  return { seqSingle: med(res.seqSingle), bareSingle: med(res.bareSingle), seqBatch: med(res.seqBatch), bareBatch: med(res.bareBatch) };
+  return {
+    seqSingle: med(res.seqSingle),
+    bareSingle: med(res.bareSingle),
+    seqBatch: med(res.seqBatch),
+    bareBatch: med(res.bareBatch),
+    securedSingle: med(res.securedSingle),
+    bareSingleAuth: med(res.bareSingleAuth),
+    // Each round's Sequoia run against the bare run just before it, then the median: on a shared,
+    // noisy machine the pairs drift together, so their ratios scatter less than the medians' ratio.
+    paired: {
+      single: paired(res.seqSingle, res.bareSingle),
+      secured: paired(res.securedSingle, res.bareSingleAuth),
+      batch: paired(res.seqBatch, res.bareBatch),
+    },
+  };
+}
+
+function paired(seq: WrkResult[], bare: WrkResult[]): { rps: number; p99: number } {
+  return {
+    rps: median(seq.map((x, i) => x.rps / (bare[i] as WrkResult).rps)),
+    p99: median(seq.map((x, i) => x.p99ms / (bare[i] as WrkResult).p99ms)),
+  };
 }

@@ -88,8 +88,12 @@ if (want('http')) {
     console.log('| --- | ---: | ---: | ---: | ---: | ---: |');
     console.log(`| bare node:http counter | ${fmt(r.bareSingle.rps)} | ${r.bareSingle.p50ms} | ${r.bareSingle.p99ms} | 100% | 1.00× |`);
     console.log(`| Sequoia \`GET /api/segment/get/{tag}\` | ${fmt(r.seqSingle.rps)} | ${r.seqSingle.p50ms} | ${r.seqSingle.p99ms} | ${pct(r.seqSingle.rps, r.bareSingle.rps)} | ${(r.seqSingle.p99ms / r.bareSingle.p99ms).toFixed(2)}× |`);
+    console.log(`| bare node:http counter, with the client's \`Authorization\` header | ${fmt(r.bareSingleAuth.rps)} | ${r.bareSingleAuth.p50ms} | ${r.bareSingleAuth.p99ms} | 100% | 1.00× |`);
+    console.log(`| Sequoia \`GET /api/segment/get/{tag}\`, client tokens + rate limit | ${fmt(r.securedSingle.rps)} | ${r.securedSingle.p50ms} | ${r.securedSingle.p99ms} | ${pct(r.securedSingle.rps, r.bareSingleAuth.rps)} | ${(r.securedSingle.p99ms / r.bareSingleAuth.p99ms).toFixed(2)}× |`);
     console.log(`| bare node:http, 1000 numbers as JSON | ${fmt(r.bareBatch.rps)} (${fmt(r.bareBatch.rps * 1000)} IDs/s) | ${r.bareBatch.p50ms} | ${r.bareBatch.p99ms} | 100% | 1.00× |`);
     console.log(`| Sequoia \`GET /v1/segment/{tag}?count=1000\` | ${fmt(r.seqBatch.rps)} (${fmt(r.seqBatch.rps * 1000)} IDs/s) | ${r.seqBatch.p50ms} | ${r.seqBatch.p99ms} | ${pct(r.seqBatch.rps, r.bareBatch.rps)} | ${(r.seqBatch.p99ms / r.bareBatch.p99ms).toFixed(2)}× |\n`);
+    const pr = (x: { rps: number; p99: number }) => `${pct(x.rps, 1)} of bare, p99 ${x.p99.toFixed(2)}×`;
+    console.log(`Paired per round (each Sequoia run against the bare run just before it, median of the rounds): single ID ${pr(r.paired.single)}; with client tokens + rate limit ${pr(r.paired.secured)}; 1000 per request ${pr(r.paired.batch)}.\n`);
   }
 }
 

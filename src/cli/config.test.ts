@@ -70,6 +70,27 @@ describe('resolveConfig', () => {
     expect(bad({ rateLimit: '-3' })).toMatch(/rateLimit/);
   });
 
+  it('metrics token, trusted proxies and client token names: each bad one named, secrets never echoed', () => {
+    const bad = (flags: Record<string, unknown>, env: NodeJS.ProcessEnv = {}): string => {
+      try {
+        resolveConfig(flags, env, undefined);
+      } catch (e) {
+        return (e as ConfigError).problems.join('\n');
+      }
+      return '';
+    };
+    const c = resolveConfig({}, { SEQUOIA_METRICS_TOKEN: 'scrape-token-0123456789', SEQUOIA_TRUSTED_PROXIES: '10.0.0.0/8, loopback' }, undefined);
+    expect(c.metricsToken).toBe('scrape-token-0123456789');
+    expect(c.trustedProxies).toEqual(['10.0.0.0/8', 'loopback']);
+    expect(bad({ metricsToken: 'short' })).toMatch(/metricsToken \(from --metrics-token\): must be at least 16/);
+    expect(bad({ metricsToken: 'short' })).not.toMatch(/short"/);
+    expect(bad({}, { SEQUOIA_TRUSTED_PROXIES: '10.0.0.0/99' })).toMatch(/trustedProxies \(from SEQUOIA_TRUSTED_PROXIES\): /);
+    const two = (a: string, b: string) => JSON.stringify([{ token: 'aaaa-token-0123456789', tags: ['*'], name: a }, { token: 'bbbb-token-0123456789', tags: ['*'], name: b }]);
+    expect(bad({ clientTokens: two('orders', 'orders') })).toMatch(/clientTokens .*two tokens share the name orders/);
+    expect(bad({ clientTokens: two('bad name', 'x') })).toMatch(/clientTokens .*names are 1-64/);
+    expect(resolveConfig({ clientTokens: two('orders', 'billing') }, {}, undefined).clientTokens?.map((t) => t.name)).toEqual(['orders', 'billing']);
+  });
+
   it('refuses a static snowflake worker id shared by several worker processes', () => {
     expect(() => resolveConfig({ workerIdProvider: 'static:3', workers: '2' }, {}, undefined)).toThrow(/same snowflake worker id/);
     expect(resolveConfig({ workerIdProvider: 'static:3', workers: '1' }, {}, undefined).workerIdProvider).toBe('static:3');

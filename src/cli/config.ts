@@ -5,6 +5,7 @@
  * value came from.
  */
 import { readFileSync } from 'node:fs';
+import proxyaddr from '@fastify/proxy-addr';
 import { z } from 'zod';
 import { DEFAULT_STORE_URL } from '../adapters/create-store.js';
 import { type BusinessNumberFormat, validateBusinessNumberFormat } from '../core/business-number/index.js';
@@ -70,18 +71,44 @@ const layoutsSchema = z.preprocess(
   }),
 );
 
-/** Client tokens: `[{"token":"…","tags":["order","pay"]}]`; `"*"` grants every tag. */
+/**
+ * Client tokens: `[{"token":"…","tags":["order","pay"],"name":"orders"}]`; `"*"` grants every tag.
+ * The name (default `client-<position>`) is the client's rate-limit identity.
+ */
 export const clientTokensSchema = z.preprocess(
   jsonText,
-  z.array(
-    z
-      .object({
-        token: z.string().min(16, 'each token must be at least 16 characters').regex(/^[\x21-\x7e]+$/, 'tokens are printable ASCII without spaces'),
-        tags: z.array(z.string().refine((t) => t === '*' || isValidTag(t), `tags must be "*" or tag names: each ${TAG_RULE}`)).min(1, 'give at least one tag'),
-      })
-      .strict(),
-    { error: 'must be a JSON array of {"token":"…","tags":["…"]}' },
-  ),
+  z
+    .array(
+      z
+        .object({
+          token: z.string().min(16, 'each token must be at least 16 characters').regex(/^[\x21-\x7e]+$/, 'tokens are printable ASCII without spaces'),
+          tags: z.array(z.string().refine((t) => t === '*' || isValidTag(t), `tags must be "*" or tag names: each ${TAG_RULE}`)).min(1, 'give at least one tag'),
+          name: z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/, 'names are 1-64 letters, digits, _ . -').optional(),
+        })
+        .strict(),
+      { error: 'must be a JSON array of {"token":"…","tags":["…"],"name":"…"}' },
+    )
+    .superRefine((list, ctx) => {
+      const names = list.map((c, i) => c.name ?? `client-${i + 1}`);
+      const dup = names.find((n, i) => names.indexOf(n) !== i);
+      if (dup !== undefined) ctx.addIssue({ code: 'custom', message: `two tokens share the name ${dup}; each client needs its own` });
+      const tokens = list.map((c) => c.token);
+      if (new Set(tokens).size !== tokens.length) ctx.addIssue({ code: 'custom', message: 'a token is listed twice' });
+    }),
+);
+
+/** Trusted proxies: addresses, CIDR ranges or `loopback`, `linklocal`, `uniquelocal` (comma-separated or a JSON array). */
+const proxyList = z.preprocess(
+  (v) => (typeof v === 'string' ? v.split(',').map((t) => t.trim()).filter((t) => t !== '') : v),
+  z
+    .array(z.string(), { error: 'must be a list of addresses or CIDR ranges (comma-separated, or a JSON array)' })
+    .superRefine((list, ctx) => {
+      try {
+        proxyaddr.compile(list);
+      } catch (e) {
+        ctx.addIssue({ code: 'custom', message: e instanceof Error ? e.message : String(e) });
+      }
+    }),
 );
 
 const filePath = z.string().min(1, 'must not be empty');
@@ -108,6 +135,8 @@ export const FIELDS = {
   adminTokenFile: { schema: filePath.optional(), default: undefined, env: 'SEQUOIA_ADMIN_TOKEN_FILE', flag: '--admin-token-file', doc: 'read the admin token from this file instead' },
   clientTokens: { schema: clientTokensSchema.optional(), default: undefined, env: 'SEQUOIA_CLIENT_TOKENS', flag: '--client-tokens', doc: 'per-tag client tokens, JSON [{"token":"…","tags":["order"]}]; when set, ID routes need a token' },
   clientTokensFile: { schema: filePath.optional(), default: undefined, env: 'SEQUOIA_CLIENT_TOKENS_FILE', flag: '--client-tokens-file', doc: 'read the client tokens (same JSON) from this file' },
+  metricsToken: { schema: z.string().min(16, 'must be at least 16 characters').regex(/^[\x21-\x7e]+$/, 'tokens are printable ASCII without spaces').optional(), default: undefined, env: 'SEQUOIA_METRICS_TOKEN', flag: '--metrics-token', doc: 'bearer token that reads /metrics and tag-level /v1/status (as the admin token does), nothing else' },
+  trustedProxies: { schema: proxyList.optional(), default: undefined, env: 'SEQUOIA_TRUSTED_PROXIES', flag: '--trusted-proxies', doc: 'proxies (addresses, CIDR ranges, loopback) whose X-Forwarded-For names the client for rate limits; unset: the peer address' },
   rateLimit: { schema: intFrom(0, 10_000_000), default: 0, env: 'SEQUOIA_RATE_LIMIT', flag: '--rate-limit', doc: 'requests per second per client (token or address); 0 turns the limit off' },
   rateLimitBurst: { schema: intFrom(1, 10_000_000).optional(), default: undefined, env: 'SEQUOIA_RATE_LIMIT_BURST', flag: '--rate-limit-burst', doc: 'bucket size: requests a client may send at once (default 2 × rate-limit)' },
   tlsCert: { schema: filePath.optional(), default: undefined, env: 'SEQUOIA_TLS_CERT', flag: '--tls-cert', doc: 'PEM certificate file: serve HTTPS (with --tls-key)' },
@@ -144,8 +173,10 @@ export interface ServeConfig {
   workerSlot?: number | undefined;
   formats: Record<string, BusinessNumberFormat> | undefined;
   adminTokenFile: string | undefined;
-  clientTokens: Array<{ token: string; tags: string[] }> | undefined;
+  clientTokens: Array<{ token: string; tags: string[]; name?: string | undefined }> | undefined;
   clientTokensFile: string | undefined;
+  metricsToken: string | undefined;
+  trustedProxies: string[] | undefined;
   rateLimit: number;
   rateLimitBurst: number | undefined;
   tlsCert: string | undefined;
@@ -212,7 +243,7 @@ export function resolveConfig(
     const r = (f.schema as z.ZodType).safeParse(value);
     if (r.success) out[name] = r.data;
     else {
-      const shown = name === 'adminToken' || name === 'formats' || name === 'clientTokens' ? '' : `, got ${JSON.stringify(value)}`; // never echo a secret
+      const shown = name === 'adminToken' || name === 'formats' || name === 'clientTokens' || name === 'metricsToken' ? '' : `, got ${JSON.stringify(value)}`; // never echo a secret
       problems.push(`${name} (from ${source}): ${r.error.issues[0]?.message ?? 'invalid'}${shown}`);
     }
   }

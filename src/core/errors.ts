@@ -20,6 +20,7 @@ export const ERROR_CODES = [
   'CLOCK_MOVED_BACKWARDS',
   'LEASE_LOST',
   'ID_SPACE_EXHAUSTED',
+  'SHUTTING_DOWN',
   'INTERNAL',
 ] as const;
 
@@ -42,6 +43,7 @@ export const ERROR_DOCS: Record<ErrorCode, string> = {
   CLOCK_MOVED_BACKWARDS: 'The clock is behind the last issued tick beyond what the clock policy allows.',
   LEASE_LOST: 'The worker-id lease is lost or could have expired; no ID is issued until it is held again.',
   ID_SPACE_EXHAUSTED: 'The namespace has no IDs left (a tag at 2^63-1, or a layout past its lifetime); it never wraps.',
+  SHUTTING_DOWN: 'The server is draining before it stops; retry after the given delay (another server, or this one once restarted).',
   INTERNAL: 'An unexpected server error; the message carries a request id to find it in the logs.',
 };
 

@@ -7,33 +7,78 @@
  *
  * Tokens are compared as SHA-256 digests with timingSafeEqual: constant time
  * whatever their lengths. They are never logged, and never echoed in errors.
+ * Every token has a name (admin, metrics, or the client token's): the rate
+ * limit keys on it, so a caller cannot mint a new bucket by sending junk.
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
-import type { FastifyRequest } from 'fastify';
+import type { IncomingHttpHeaders } from 'node:http';
 import { SequoiaError } from '../core/errors.js';
 
 export interface ClientToken {
   readonly token: string;
   /** Tags this token may draw IDs from; `*` grants every tag. */
   readonly tags: readonly string[];
+  /** The client's name: its rate-limit bucket and its name in logs. Default `client-<position from 1>`. */
+  readonly name?: string | undefined;
 }
 
 export interface AccessRules {
   readonly adminToken?: string | undefined;
   readonly clientTokens?: readonly ClientToken[] | undefined;
+  /** Bearer token that may read tag-level status and metrics, and nothing else. */
+  readonly metricsToken?: string | undefined;
+}
+
+/** What a request's `Authorization` header proves. */
+export type Caller =
+  | { readonly kind: 'none' }
+  | { readonly kind: 'invalid' }
+  | { readonly kind: 'admin' | 'metrics'; readonly name: string; readonly key: string }
+  | { readonly kind: 'client'; readonly name: string; readonly key: string; readonly all: boolean; readonly tags: ReadonlySet<string> };
+
+/** Anything with request headers: a node:http IncomingMessage or a fastify request. */
+export interface HasHeaders {
+  readonly headers: IncomingHttpHeaders;
+  readonly rawHeaders?: string[];
+}
+
+/**
+ * The Authorization header (the first, as Node keeps it). From a node:http
+ * request it is read off the raw list: Node builds `headers` only when first
+ * asked, and the fast path need not pay for that.
+ */
+function authorizationOf(req: HasHeaders): string | undefined {
+  const raw = req.rawHeaders;
+  if (raw === undefined) return req.headers.authorization;
+  for (let i = 0; i < raw.length; i += 2) {
+    const k = raw[i] as string;
+    if (k.length === 13 && (k === 'Authorization' || k === 'authorization' || k.toLowerCase() === 'authorization')) return raw[i + 1];
+  }
+  return undefined;
 }
 
 export interface Access {
   /** Throws UNAUTHORIZED / FORBIDDEN unless the request carries the admin token (no-op without one). */
-  admin(req: FastifyRequest): void;
+  admin(req: HasHeaders): void;
   /** True when the request carries the admin token (or none is configured). */
-  isAdmin(req: FastifyRequest): boolean;
+  isAdmin(req: HasHeaders): boolean;
   /** Throws unless the request may draw IDs from `tag` (no-op without client tokens). */
-  tag(req: FastifyRequest, tag: string): void;
+  tag(req: HasHeaders, tag: string): void;
+  /** Whether `caller` may draw IDs from `tag` (always true without client tokens). */
+  grants(caller: Caller, tag: string): boolean;
   /** Throws unless the request carries any valid token (no-op without client tokens). */
-  any(req: FastifyRequest): void;
-  /** The bearer token's digest, a stable key for rate limiting; undefined without one. */
+  any(req: HasHeaders): void;
+  /**
+   * Whether the request may see tag-level status and metrics: always when no
+   * token is configured; else with the admin or the metrics token. False
+   * without a token; FORBIDDEN for any other token.
+   */
+  detail(req: HasHeaders): boolean;
+  /** Who sent the request; computed once per request. */
+  caller(req: HasHeaders): Caller;
   readonly clientTokensEnabled: boolean;
+  /** Whether any token (admin, client, metrics) is configured. */
+  readonly anyTokenConfigured: boolean;
 }
 
 const BEARER = /^Bearer ([\x21-\x7e]{1,512})$/;
@@ -42,67 +87,99 @@ function digest(s: string): Buffer {
   return createHash('sha256').update(s, 'utf8').digest();
 }
 
-function bearer(req: FastifyRequest): string | undefined {
-  const h = req.headers.authorization;
-  if (h === undefined || h === '') return undefined;
-  const m = BEARER.exec(h);
-  return m ? (m[1] as string) : '';
-}
+const NONE: Caller = { kind: 'none' };
+const INVALID: Caller = { kind: 'invalid' };
 
 export function makeAccess(rules: AccessRules): Access {
-  const adminDigest = rules.adminToken ? digest(rules.adminToken) : undefined;
-  const clients = (rules.clientTokens ?? []).map((c) => ({
-    digest: digest(c.token),
-    all: c.tags.includes('*'),
-    tags: new Set(c.tags),
-  }));
-  const enabled = clients.length > 0;
+  const named: Array<{ digest: Buffer; caller: Caller }> = [];
+  if (rules.adminToken) named.push({ digest: digest(rules.adminToken), caller: { kind: 'admin', name: 'admin', key: 'token:admin' } });
+  if (rules.metricsToken) named.push({ digest: digest(rules.metricsToken), caller: { kind: 'metrics', name: 'metrics', key: 'token:metrics' } });
+  (rules.clientTokens ?? []).forEach((c, i) => {
+    const name = c.name ?? `client-${i + 1}`;
+    named.push({ digest: digest(c.token), caller: { kind: 'client', name, key: `token:${name}`, all: c.tags.includes('*'), tags: new Set(c.tags) } });
+  });
+  const hasAdmin = rules.adminToken !== undefined && rules.adminToken !== '';
+  const enabled = (rules.clientTokens ?? []).length > 0;
+  const anyToken = named.length > 0;
+  // Headers objects live as long as their request: the digest is computed once per request.
+  const seen = new WeakMap<IncomingHttpHeaders, Caller>();
+  /**
+   * The exact header a configured token is sent in, to its caller: the hot
+   * path's check without a digest. Only valid headers are keys, so it holds
+   * one entry per token; a miss falls through to the constant-time digest
+   * comparison. V8 compares strings only after their (per-process seeded)
+   * hashes match, so a miss takes no longer for a closer guess.
+   */
+  const exact = new Map<string, Caller>();
 
-  const isAdminToken = (token: string): boolean => adminDigest !== undefined && timingSafeEqual(digest(token), adminDigest);
-  // Every candidate is compared, found or not, so timing does not tell which matched.
-  const findClient = (token: string) => {
-    const d = digest(token);
-    let found: (typeof clients)[number] | undefined;
-    for (const c of clients) if (timingSafeEqual(d, c.digest)) found = c;
+  const identify = (h: string | undefined): Caller => {
+    if (h === undefined || h === '') return NONE;
+    const m = BEARER.exec(h);
+    if (!m || named.length === 0) return INVALID;
+    const d = digest(m[1] as string);
+    // Every candidate is compared, found or not, so timing does not tell which matched.
+    let found: Caller = INVALID;
+    for (const n of named) if (timingSafeEqual(d, n.digest) && found === INVALID) found = n.caller;
+    if (found !== INVALID) exact.set(h, found);
     return found;
+  };
+  const caller = (req: HasHeaders): Caller => {
+    const h = authorizationOf(req);
+    if (h === undefined) return NONE;
+    const hit = exact.get(h);
+    if (hit !== undefined) return hit;
+    let c = seen.get(req.headers);
+    if (c === undefined) {
+      c = identify(h);
+      seen.set(req.headers, c);
+    }
+    return c;
   };
 
   const need = (what: string): never => {
     throw new SequoiaError('UNAUTHORIZED', `${what}: send Authorization: Bearer <token>`);
   };
+  const grants = (c: Caller, tag: string): boolean =>
+    !enabled || c.kind === 'admin' || (c.kind === 'client' && (c.all || c.tags.has(tag)));
 
   return {
     clientTokensEnabled: enabled,
+    anyTokenConfigured: anyToken,
+    caller,
+    grants,
     admin(req) {
-      if (!adminDigest) return;
-      const t = bearer(req);
-      if (t === undefined) need('this route needs the admin token');
-      if (!isAdminToken(t as string)) throw new SequoiaError('FORBIDDEN', 'the token does not grant admin access');
+      if (!hasAdmin) return;
+      const c = caller(req);
+      if (c.kind === 'none') need('this route needs the admin token');
+      if (c.kind !== 'admin') throw new SequoiaError('FORBIDDEN', 'the token does not grant admin access');
     },
     isAdmin(req) {
-      if (!adminDigest) return true;
-      const t = bearer(req);
-      return t !== undefined && t !== '' && isAdminToken(t);
+      return !hasAdmin || caller(req).kind === 'admin';
     },
     tag(req, tag) {
       if (!enabled) return;
-      const t = bearer(req);
-      if (t === undefined) need('this server needs a client token');
-      if (isAdminToken(t as string)) return;
-      const c = findClient(t as string);
-      if (!c || !(c.all || c.tags.has(tag))) throw new SequoiaError('FORBIDDEN', 'the token does not grant this tag');
+      const c = caller(req);
+      if (c.kind === 'none') need('this server needs a client token');
+      if (!grants(c, tag)) throw new SequoiaError('FORBIDDEN', 'the token does not grant this tag');
     },
     any(req) {
       if (!enabled) return;
-      const t = bearer(req);
-      if (t === undefined) need('this server needs a client token');
-      if (!isAdminToken(t as string) && !findClient(t as string)) throw new SequoiaError('FORBIDDEN', 'the token is not valid');
+      const c = caller(req);
+      if (c.kind === 'none') need('this server needs a client token');
+      if (c.kind !== 'admin' && c.kind !== 'client') throw new SequoiaError('FORBIDDEN', 'the token is not valid');
+    },
+    detail(req) {
+      if (!anyToken) return true;
+      const c = caller(req);
+      if (c.kind === 'admin' || c.kind === 'metrics') return true;
+      if (c.kind === 'none') return false;
+      throw new SequoiaError('FORBIDDEN', 'the token does not grant status details; send the admin or the metrics token');
     },
   };
 }
 
 /** Kept for callers that only need the admin check. */
-export function makeTokenCheck(token: string | undefined): (req: FastifyRequest) => void {
+export function makeTokenCheck(token: string | undefined): (req: HasHeaders) => void {
   const a = makeAccess({ adminToken: token });
   return (req) => a.admin(req);
 }

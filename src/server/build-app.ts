@@ -11,8 +11,9 @@ import type { IdService } from '../service/id-service.js';
 import { createServer as createHttpServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import { type ClientToken, makeAccess } from './auth.js';
+import { ClientGate } from './client-gate.js';
 import { makeFastPath } from './fast-path.js';
-import { TokenBucketLimiter } from './rate-limit.js';
+import { answerRaw, answerSocket, type RawError } from './raw-answer.js';
 import { ERROR_STATUS } from './error-status.js';
 import { SequoiaMetrics } from './metrics.js';
 import { healthRoutes } from './routes/health-routes.js';
@@ -44,8 +45,14 @@ export interface AppOptions {
   readonly metrics?: SequoiaMetrics | false | undefined;
   /** Per-tag client tokens; when any is set, every ID route needs a token. */
   readonly clientTokens?: readonly ClientToken[] | undefined;
+  /** Bearer token for tag-level /v1/status and /metrics (the admin token also reads them). */
+  readonly metricsToken?: string | undefined;
   /** Per-client token bucket: `perSecond` refill, `burst` capacity. Off when omitted. */
   readonly rateLimit?: { readonly perSecond: number; readonly burst: number } | undefined;
+  /** Proxies whose X-Forwarded-For names the client (addresses, CIDR ranges, `loopback`…). None by default. */
+  readonly trustedProxies?: readonly string[] | undefined;
+  /** Per-client store look-ups of tags the server does not know. Default 10/s, burst 20. */
+  readonly unknownTagLookups?: { readonly perSecond: number; readonly burst: number } | undefined;
   /** PEM certificate and key: serve HTTPS. */
   readonly tls?: { readonly cert: string | Buffer; readonly key: string | Buffer } | undefined;
   /** A request that takes longer is answered 408 and its socket closed. Default 30,000 ms. */
@@ -69,8 +76,19 @@ interface RouteFlags {
 
 export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   const verboseLog = opts.logger !== undefined && (opts.logger.level === 'debug' || opts.logger.level === 'trace');
-  const fast =
-    opts.fastPath !== false && !opts.clientTokens?.length && !opts.rateLimit && !verboseLog ? makeFastPath(opts.service) : undefined;
+  const access = makeAccess({ adminToken: opts.adminToken, clientTokens: opts.clientTokens, metricsToken: opts.metricsToken });
+  const gate = new ClientGate({
+    access,
+    rateLimit: opts.rateLimit,
+    trustedProxies: opts.trustedProxies,
+    unknownTagLookups: opts.unknownTagLookups,
+  });
+  const fast = opts.fastPath !== false && !verboseLog ? makeFastPath(opts.service, { access, gate }) : undefined;
+  const requestTimeout = opts.requestTimeoutMs ?? 30_000;
+  // Set once close() starts: later requests (on kept-alive connections) answer SHUTTING_DOWN.
+  let draining = false;
+  // Answers written below fastify count in sequoia_errors_total too (set once metrics exist).
+  let recordRaw: (e: RawError, method?: string, url?: string) => void = () => undefined;
   const app: FastifyInstance = Fastify({
     ...(opts.logger ? { loggerInstance: opts.logger as unknown as FastifyBaseLogger } : { logger: false }),
     // Our own onResponse hook logs requests: hot ID routes only at debug.
@@ -80,9 +98,10 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     onProtoPoisoning: 'error',
     onConstructorPoisoning: 'error',
     routerOptions: { maxParamLength: 200, ignoreTrailingSlash: false },
-    return503OnClosing: true,
+    // Our own front answers requests during close (SHUTTING_DOWN, in the error shape).
+    return503OnClosing: false,
     forceCloseConnections: 'idle',
-    requestTimeout: opts.requestTimeoutMs ?? 30_000,
+    requestTimeout,
     // A path fastify cannot even decode (e.g. `%ZZ`) gets the error shape too.
     frameworkErrors: (err, req, reply) => {
       void sendError(new InvalidArgumentError(`malformed URL (${err.code === 'FST_ERR_BAD_URL' ? 'bad percent-encoding' : 'bad request'})`), req, reply, onError);
@@ -90,26 +109,57 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     // Requests Node rejects before fastify sees them (malformed, head too large,
     // too slow) still get the error shape, never a bare status line.
     clientErrorHandler: (err: NodeJS.ErrnoException, socket) => {
-      if (!socket.writable) return;
+      if (err.code === 'ECONNRESET' || err.code === 'EPIPE') return void socket.destroy();
       const status = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400;
       const message =
         status === 431 ? 'the request head is too large' : status === 408 ? 'the request took too long' : 'malformed HTTP request';
-      const body = JSON.stringify({ error: { code: 'INVALID_ARGUMENT', message } });
-      socket.end(
-        `HTTP/1.1 ${status} ${status === 431 ? 'Request Header Fields Too Large' : status === 408 ? 'Request Timeout' : 'Bad Request'}\r\n` +
-          `content-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
-      );
+      const e = { status, code: 'INVALID_ARGUMENT', message } as const;
+      recordRaw(e);
+      const answer = () => answerSocket(socket, e);
+      const inFlight = (socket as { _httpMessage?: ServerResponse | null })._httpMessage;
+      if (!inFlight || inFlight.writableFinished) answer();
+      // A request still being answered: ours comes after its answer, not inside it ...
+      else if (inFlight.req.complete) inFlight.once('finish', answer);
+      // ... unless it is the broken one (its body will never come): then this is its answer.
+      else if (!inFlight.headersSent) answerRaw(inFlight, e);
+      else socket.destroy();
     },
     // Our own server: the fast path answers the hot routes before fastify when it can.
     serverFactory: (handler: (req: IncomingMessage, res: ServerResponse) => void) => {
-      const maxHeaderSize = opts.maxHeaderBytes ?? 16 * 1024;
-      const h = fast ? (req: IncomingMessage, res: ServerResponse) => void (fast(req, res) || handler(req, res)) : handler;
+      const options = {
+        maxHeaderSize: opts.maxHeaderBytes ?? 16 * 1024,
+        requestTimeout,
+        // Node checks for timed-out requests every this often (30 s by default: a 30 s
+        // timeout could fire after 60 s); a quarter second keeps it within a second.
+        connectionsCheckingInterval: Math.min(250, requestTimeout),
+        // Answered below in the error shape instead of Node's bare 400.
+        requireHostHeader: false,
+      };
+      const h = (req: IncomingMessage, res: ServerResponse): void => {
+        const refuse = (e: RawError): void => {
+          recordRaw(e, req.method, req.url);
+          answerRaw(res, e);
+        };
+        if (draining) return refuse({ status: 503, code: 'SHUTTING_DOWN', message: 'the server is shutting down; retry', retryAfter: 1 });
+        if (req.httpVersionMinor === 1 && req.httpVersionMajor === 1 && !hasHost(req.rawHeaders)) {
+          return refuse({ status: 400, code: 'INVALID_ARGUMENT', message: 'HTTP/1.1 requests need a Host header' });
+        }
+        if (fast === undefined || !fast(req, res)) handler(req, res);
+      };
       const server = opts.tls
-        ? createHttpsServer({ cert: opts.tls.cert, key: opts.tls.key, maxHeaderSize }, h)
-        : createHttpServer({ maxHeaderSize }, h);
+        ? createHttpsServer({ cert: opts.tls.cert, key: opts.tls.key, ...options }, h)
+        : createHttpServer(options, h);
       // fastify leaves these to the factory: idle keep-alive sockets close, slow requests get 408.
       server.keepAliveTimeout = 65_000;
-      server.requestTimeout = opts.requestTimeoutMs ?? 30_000;
+      // A client that half-closes after sending (`nc -q1`, some health checkers) still reads
+      // the answer: without this, Node drops every request not answered synchronously.
+      (server as typeof server & { httpAllowHalfOpen: boolean }).httpAllowHalfOpen = true;
+      // Node would close a CONNECT without a word: no proxying here.
+      server.on('connect', (req: IncomingMessage, socket) => {
+        const e = { status: 405, code: 'METHOD_NOT_ALLOWED', message: 'CONNECT is not allowed: this is not a proxy' } as const;
+        recordRaw(e, req.method);
+        answerSocket(socket, e);
+      });
       return server;
     },
   });
@@ -127,6 +177,8 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   metrics.attach(opts.service);
   app.addHook('onClose', async () => metrics.close());
   const onError = (e: ErrorRecord) => metrics.recordError(e);
+  recordRaw = (e, method = '', url = '') =>
+    onError({ code: e.code, status: e.status, method, path: url.split('?')[0]?.slice(0, 200) ?? '', message: e.message });
 
   app.setErrorHandler((err: FastifyError | SequoiaError | Error, req, reply) => sendError(err, req, reply, onError));
   app.setNotFoundHandler((req, reply) => {
@@ -145,19 +197,20 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     });
   }
 
-  const access = makeAccess({ adminToken: opts.adminToken, clientTokens: opts.clientTokens });
+  app.addHook('preClose', (done) => {
+    draining = true;
+    done();
+  });
+
   const checkAdmin = (req: FastifyRequest) => access.admin(req);
-  if (opts.rateLimit) {
-    const limiter = new TokenBucketLimiter(opts.rateLimit.perSecond, opts.rateLimit.burst);
-    // Keyed by the bearer token when there is one (a client behind many
-    // addresses is still one client), else by address.
+  if (gate.rateLimited) {
+    // Keyed by an identity the caller cannot mint (client-gate.ts).
     app.addHook('onRequest', (req, _reply, done) => {
-      const auth = req.headers.authorization;
-      limiter.take(auth ? `t:${auth}` : `a:${req.ip}`);
+      gate.charge(req.raw);
       done();
     });
   }
-  await app.register(segmentRoutes, { service: opts.service, formats: opts.formats ?? new FormatRegistry(), access });
+  await app.register(segmentRoutes, { service: opts.service, formats: opts.formats ?? new FormatRegistry(), access, gate });
   await app.register(uuidRoutes, { access });
   await app.register(leafDecodeRoute, { access });
   await app.register(tagRoutes, { service: opts.service, checkAdmin });
@@ -168,7 +221,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     metrics,
     exposeMetrics: opts.metrics !== false,
     adminToken: opts.adminToken,
-    checkAdmin,
+    access,
     snowflake: opts.snowflake,
   });
 
@@ -199,6 +252,15 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
 }
 
 type ErrorRecord = Parameters<SequoiaMetrics['recordError']>[0];
+
+/** Whether the request names a Host; reads the raw list, since Node builds `req.headers` only when first asked. */
+function hasHost(raw: string[]): boolean {
+  for (let i = 0; i < raw.length; i += 2) {
+    const k = raw[i] as string;
+    if (k.length === 4 && (k === 'Host' || k === 'host' || k.toLowerCase() === 'host')) return true;
+  }
+  return false;
+}
 
 
 function sendError(err: Error, req: FastifyRequest, reply: FastifyReply, onError: (e: ErrorRecord) => void): FastifyReply {

@@ -16,5 +16,6 @@ export const ERROR_STATUS: Record<ErrorCode, number> = {
   CLOCK_MOVED_BACKWARDS: 503,
   LEASE_LOST: 503,
   ID_SPACE_EXHAUSTED: 503,
+  SHUTTING_DOWN: 503,
   INTERNAL: 500,
 };

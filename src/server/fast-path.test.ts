@@ -66,10 +66,30 @@ describe('HTTP fast path (real sockets)', () => {
     expect(JSON.parse(last.body)).toMatchObject({ error: { code: 'SEGMENTS_EXHAUSTED' } });
   });
 
-  it('is off when client tokens are configured: every request is checked', async () => {
-    const { url } = await serve({ clientTokens: [{ token: 'client-token-0123456789', tags: ['t'] }] });
-    const auth = { headers: { authorization: 'Bearer client-token-0123456789' } };
-    expect((await get(`${url}/api/segment/get/t`, auth)).status).toBe(200);
+  it('with client tokens and a rate limit: serves only callers whose token grants the tag, each request charged once', async () => {
+    const token = 'client-token-0123456789';
+    const { url, service } = await serve({ clientTokens: [{ token, tags: ['t'] }, { token: 'other-token-0123456789', tags: ['x'] }], rateLimit: { perSecond: 0.001, burst: 4 } });
+    let fast = 0;
+    const take = service.takeBuffered.bind(service);
+    service.takeBuffered = (tag) => {
+      const v = take(tag);
+      if (v !== undefined) fast++;
+      return v;
+    };
+    const auth = { headers: { authorization: `Bearer ${token}` } };
+    expect((await get(`${url}/api/segment/get/t`, auth)).body).toBe('1'); // loads the tag (fastify)
+    expect((await get(`${url}/api/segment/get/t`, auth)).body).toBe('2'); // fast path
+    expect(fast).toBe(1);
+    // more than is buffered: the fast path charges it, then hands it to fastify, which does not charge again
+    expect(JSON.parse((await get(`${url}/v1/segment/t?count=50`, auth)).body).ids).toHaveLength(50);
+    expect((await get(`${url}/api/segment/get/t`, auth)).body).toBe('53');
+    expect(fast).toBe(2);
+    const limited = await get(`${url}/api/segment/get/t`, auth);
+    expect(limited.status).toBe(429);
+    expect(limited.body).toMatch(/^RATE_LIMITED: /);
+    // refusals are fastify's, in the contract's shape: no token, a token without the tag
     expect((await get(`${url}/api/segment/get/t`)).status).toBe(401);
+    expect((await get(`${url}/api/segment/get/t`, { headers: { authorization: 'Bearer other-token-0123456789' } })).body).toMatch(/^FORBIDDEN: /);
+    expect(fast).toBe(2);
   });
 });

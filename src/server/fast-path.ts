@@ -8,14 +8,18 @@
  * It answers only the plain success case and never fails: anything else (a
  * query other than count, an escaped or invalid tag, an unknown tag, a buffer
  * that cannot serve the whole request at once, HEAD) returns false untouched,
- * and fastify serves the request in full, errors included. It is off when
- * client tokens or a rate limit are configured, or at debug logging, since
- * those act on every request.
+ * and fastify serves the request in full, errors included. With client
+ * tokens it serves only a caller whose token grants the tag, and with a rate
+ * limit only one with a token left in its bucket (taken here, and not again
+ * by fastify if the request goes on there); every refusal is fastify's to
+ * answer. It is off at debug logging, which logs every request.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Id } from '../core/id.js';
 import { TAG_PATTERN } from '../core/validate.js';
 import type { IdService } from '../service/id-service.js';
+import type { Access } from './auth.js';
+import type { ClientGate } from './client-gate.js';
 
 const LEAF = '/api/segment/get/';
 const V1 = '/v1/segment/';
@@ -24,15 +28,28 @@ const MAX_COUNT = 10_000;
 
 export type FastPath = (req: IncomingMessage, res: ServerResponse) => boolean;
 
-export function makeFastPath(service: IdService): FastPath {
+export function makeFastPath(service: IdService, guard?: { readonly access: Access; readonly gate: ClientGate }): FastPath {
+  const checkTokens = guard?.access.clientTokensEnabled === true;
+  const limited = guard?.gate.rateLimited === true;
+  const gate = guard?.gate;
+  /** Whether the caller may have `tag` now; charges its rate limit. */
+  const admit = (req: IncomingMessage, tag: string): boolean => {
+    if (guard === undefined || (!checkTokens && !limited)) return true;
+    const caller = guard.access.caller(req);
+    if (checkTokens && !guard.access.grants(caller, tag)) return false;
+    return !limited || guard.gate.tryCharge(req, caller);
+  };
   return (req, res) => {
     if (req.method !== 'GET') return false;
     const url = req.url ?? '';
     if (url.startsWith(LEAF)) {
       const tag = url.slice(LEAF.length);
-      if (!TAG_PATTERN.test(tag)) return false;
+      if (!TAG_PATTERN.test(tag) || !admit(req, tag)) return false;
       const v = service.takeBuffered(tag);
-      if (v === undefined) return false;
+      if (v === undefined) {
+        gate?.handOver(req);
+        return false;
+      }
       const body = String(v);
       res.writeHead(200, { 'content-type': 'text/plain; charset=utf-8', 'content-length': body.length });
       res.end(body);
@@ -49,9 +66,12 @@ export function makeFastPath(service: IdService): FastPath {
         count = Number(m[1]);
         if (count > MAX_COUNT) return false;
       }
-      if (!TAG_PATTERN.test(tag)) return false;
+      if (!TAG_PATTERN.test(tag) || !admit(req, tag)) return false;
       const ids = service.takeBufferedMany(tag, count);
-      if (ids === undefined) return false;
+      if (ids === undefined) {
+        gate?.handOver(req);
+        return false;
+      }
       const body = idsJson(tag, ids);
       res.writeHead(200, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body) });
       res.end(body);

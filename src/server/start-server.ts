@@ -68,6 +68,8 @@ async function startReserved(
       snowflake,
       adminToken: config.adminToken,
       clientTokens: config.clientTokens,
+      metricsToken: config.metricsToken,
+      trustedProxies: config.trustedProxies,
       rateLimit: config.rateLimit > 0 ? { perSecond: config.rateLimit, burst: config.rateLimitBurst ?? config.rateLimit * 2 } : undefined,
       tls: config.tlsCert && config.tlsKey ? { cert: readFileSync(config.tlsCert), key: readFileSync(config.tlsKey) } : undefined,
       requestTimeoutMs: config.requestTimeoutMs,

@@ -54,8 +54,26 @@ describe('IdService', () => {
       gets++;
       return orig(t);
     };
-    for (let i = 0; i < 10; i++) expect(await codeOf(service.next(`nope${i}`))).toBe('TAG_NOT_FOUND');
+    const codes: string[] = [];
+    for (let i = 0; i < 10; i++) codes.push(await codeOf(service.next(`nope${i}`)));
     expect(gets).toBe(3);
+    // past the cap the tag may exist: RATE_LIMITED, never TAG_NOT_FOUND
+    expect(codes).toEqual([...Array(3).fill('TAG_NOT_FOUND'), ...Array(7).fill('RATE_LIMITED')]);
+  });
+
+  it('serves tags on the store list without touching the unknown-tag cap', async () => {
+    const store = new ControlledStore();
+    await store.createTag({ tag: 'real' });
+    const service = new IdService({ store, marks: new MemoryHighWaterMarkStore(), clock: new ManualClock(), refreshIntervalMs: 0, unknownTagLookupsPerSecond: 2 });
+    await service.start();
+    expect(service.isKnown('real')).toBe(true);
+    for (let i = 0; i < 5; i++) await codeOf(service.next(`nope${i}`));
+    expect(await service.next('real')).toBe(1);
+    // a tag made elsewhere after start becomes known when the list is re-read
+    await store.createTag({ tag: 'later' });
+    expect(service.isKnown('later')).toBe(false);
+    await service.refresh();
+    expect(await service.next('later')).toBe(1);
   });
 
   it('refresh drops tags deleted elsewhere', async () => {

@@ -1,9 +1,13 @@
 /**
  * IdService: the segment-mode registry. Tags are loaded lazily on first use;
- * an unknown tag is looked up in the store before TAG_NOT_FOUND (so a tag
- * created while servers run is served at once), with a short negative cache
- * and a global cap on such look-ups so random names cannot flood the store.
- * A periodic refresh drops tags deleted elsewhere.
+ * the store's tag list (read at start and on every refresh) makes the known
+ * tags, served without any cap. Any other tag is looked up in the store before
+ * TAG_NOT_FOUND (so a tag created while servers run is served at once), with a
+ * short negative cache and a global cap on such look-ups so random names
+ * cannot flood the store. Past the cap the answer is RATE_LIMITED, never
+ * TAG_NOT_FOUND (the tag may exist), and the tag list is re-read so tags made
+ * elsewhere become known. The HTTP layer adds a per-client share of look-ups
+ * (client-gate.ts). A periodic refresh drops tags deleted elsewhere.
  */
 import { InvalidArgumentError, SequoiaError, TagNotFoundError } from '../core/errors.js';
 import type { Id } from '../core/id.js';
@@ -65,6 +69,10 @@ export class IdService {
   private readonly allocators = new Map<string, TagAllocator>();
   private readonly resolving = new Map<string, Promise<TagAllocator>>();
   private readonly missing = new Map<string, number>();
+  /** Tags of the store's list (last read) and those created or loaded here. */
+  private known = new Set<string>();
+  private listing: Promise<void> | undefined;
+  private lastListAt = -Infinity;
   private lookupWindowStart = 0;
   private lookupsInWindow = 0;
   private refreshTimer: NodeJS.Timeout | undefined;
@@ -105,6 +113,7 @@ export class IdService {
       throw e;
     }
     this.started = true;
+    await this.refresh();
     if (this.refreshIntervalMs > 0) {
       this.refreshTimer = setInterval(() => {
         this.refresh().catch((e: unknown) => this.logger.warn({ err: String(e) }, 'tag refresh failed'));
@@ -148,14 +157,28 @@ export class IdService {
     return a ? a.nextMany(count) : this.resolve(tag).then((x) => x.nextMany(count));
   }
 
-  /** Re-reads the tag list: allocators of tags gone from the store are dropped. */
-  async refresh(): Promise<void> {
-    const tags = await this.store.listTags();
-    const present = new Set(tags.map((t) => t.tag));
-    for (const [tag, a] of this.allocators) {
-      if (!present.has(tag)) this.drop(tag, a);
-    }
-    for (const t of tags) this.missing.delete(t.tag);
+  /** Re-reads the tag list: its tags are known, allocators of tags gone from the store are dropped. */
+  refresh(): Promise<void> {
+    this.listing ??= (async () => {
+      try {
+        this.lastListAt = this.clock.now();
+        const tags = await this.store.listTags();
+        const present = new Set(tags.map((t) => t.tag));
+        for (const [tag, a] of this.allocators) {
+          if (!present.has(tag)) this.drop(tag, a);
+        }
+        for (const t of tags) this.missing.delete(t.tag);
+        this.known = present;
+      } finally {
+        this.listing = undefined;
+      }
+    })();
+    return this.listing;
+  }
+
+  /** Whether `tag` is served or on the store's tag list (as last read): its look-up takes no share of any cap. */
+  isKnown(tag: string): boolean {
+    return this.allocators.has(tag) || this.known.has(tag);
   }
 
   /**
@@ -178,6 +201,7 @@ export class IdService {
       throw e;
     }
     this.missing.delete(tag);
+    this.known.add(tag);
     this.logger.info({ tag, step: info.step, start: String(info.maxId) }, 'tag created');
     return info;
   }
@@ -212,6 +236,7 @@ export class IdService {
   async deleteTag(tag: string): Promise<void> {
     assertTag(tag);
     await this.store.deleteTag(tag);
+    this.known.delete(tag);
     const a = this.allocators.get(tag);
     if (a) this.drop(tag, a);
     this.logger.info({ tag }, 'tag deleted');
@@ -278,19 +303,31 @@ export class IdService {
     if (!this.started) throw new InvalidArgumentError('the service is not started');
     assertTag(tag);
     const now = this.clock.now();
-    const missAt = this.missing.get(tag);
-    if (missAt !== undefined && now - missAt < this.negativeCacheMs) throw new TagNotFoundError(tag);
-    if (now - this.lookupWindowStart >= 1000) {
-      this.lookupWindowStart = now;
-      this.lookupsInWindow = 0;
+    if (!this.known.has(tag)) {
+      const missAt = this.missing.get(tag);
+      if (missAt !== undefined && now - missAt < this.negativeCacheMs) throw new TagNotFoundError(tag);
+      if (now - this.lookupWindowStart >= 1000) {
+        this.lookupWindowStart = now;
+        this.lookupsInWindow = 0;
+      }
+      if (++this.lookupsInWindow > this.lookupsPerSecond) {
+        // The tag may exist (made elsewhere since the last list): re-read the list, at most once a second.
+        if (now - this.lastListAt >= 1000) {
+          this.refresh().catch((e: unknown) => this.logger.warn({ err: String(e) }, 'tag refresh failed'));
+        }
+        throw new SequoiaError('RATE_LIMITED', 'too many look-ups of unknown tags on this server; retry in 1 s', {
+          retryAfterMs: Math.max(1, 1000 - (now - this.lookupWindowStart)),
+        });
+      }
     }
-    if (++this.lookupsInWindow > this.lookupsPerSecond) throw new TagNotFoundError(tag);
     const info = await this.store.getTag(tag);
     if (!info) {
+      this.known.delete(tag);
       if (this.missing.size >= NEGATIVE_CACHE_MAX) this.missing.clear();
       this.missing.set(tag, now);
       throw new TagNotFoundError(tag);
     }
+    this.known.add(tag);
     const existing = this.allocators.get(tag);
     if (existing) return existing;
     const a = new (this.strictTags.has(tag) ? StrictTagAllocator : TagAllocator)(tag, {

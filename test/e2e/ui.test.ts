@@ -84,7 +84,14 @@ describeChromium('monitoring page in Chromium', () => {
   it('lists a tag created during the test, its remaining count falls as IDs are drawn, and a store outage turns it red', async () => {
     await page.goto(`${url}/ui`);
     await expect.poll(() => page.locator('#conn').innerText(), { timeout: 10_000 }).toBe('live');
-    expect(await page.locator('#mode').innerText()).toBe('read-only view');
+    // A token is configured: without one, a summary without tags.
+    expect(await page.locator('#mode').innerText()).toBe('summary view');
+    expect(await page.locator('#no-tags').innerText()).toContain('admin or the metrics token');
+
+    // The admin token typed into the page unlocks the tags and the details.
+    await page.fill('#token', TOKEN);
+    await page.click('#token-form button[type=submit]');
+    await expect.poll(() => page.locator('#mode').innerText(), { timeout: 10_000 }).toBe('admin view');
 
     // A busy, healthy tag for contrast, drawn from in the background.
     expect((await call('/v1/tags', { method: 'POST', headers: admin, body: JSON.stringify({ tag: 'orders', step: 100000 }) })).status).toBe(201);
@@ -104,14 +111,9 @@ describeChromium('monitoring page in Chromium', () => {
     expect((await call('/api/segment/get/invoices')).status).toBe(200);
     await expect.poll(() => remainingOf('invoices'), { timeout: 10_000 }).toBe(938);
 
-    // The admin token typed into the page unlocks the details.
-    await page.fill('#token', TOKEN);
-    await page.click('#token-form button[type=submit]');
-    await expect.poll(() => page.locator('#mode').innerText(), { timeout: 10_000 }).toBe('admin view');
-
     // Store outage: loads fail, and the buffers run dry (drawn exactly, then one more).
     store.down = true;
-    const status = (await (await call('/v1/status')).json()) as { tags: Array<{ tag: string; remaining: number }> };
+    const status = (await (await call('/v1/status', { headers: admin })).json()) as { tags: Array<{ tag: string; remaining: number }> };
     const left = status.tags.find((t) => t.tag === 'invoices')?.remaining ?? 0;
     expect((await call(`/v1/segment/invoices?count=${left}`)).status).toBe(200);
     const refused = await call('/v1/segment/invoices?count=1');

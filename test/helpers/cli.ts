@@ -45,7 +45,11 @@ export async function startServe(args: string[], env: NodeJS.ProcessEnv = {}): P
   let out = '';
   const exited = new Promise<number | string>((resolve) => child.on('exit', (code, sig) => resolve(code ?? sig ?? -1)));
   const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`server did not start:\n${out}`)), 20_000);
+    const timer = setTimeout(() => {
+      // never listening (or never saying so): not left running behind the test
+      child.kill('SIGKILL');
+      reject(new Error(`server did not start:\n${out}`));
+    }, 20_000);
     const onData = (d: Buffer) => {
       out += d.toString();
       const m = /"url":"(http:\/\/[^"]+)"[^\n]*"msg":"listening"/.exec(out);

@@ -159,6 +159,10 @@ describeZk('zookeeper worker-id provider (real ZooKeeper, real processes)', () =
     }
     expect(after.atMs as number).toBeGreaterThanOrEqual(back);
     expect(after.tick as number).toBeGreaterThanOrEqual(Math.max(...second.map(tick)));
+    // The node is written before the log line reaches our pipe: under load the line can trail it.
+    for (let i = 0; i < 40 && !/zookeeper tick reports resumed/.test(b.output()); i++) {
+      await new Promise((res) => setTimeout(res, 250));
+    }
     expect(b.output()).toMatch(/zookeeper tick reports resumed/);
     await stop(b);
   }, 40_000);

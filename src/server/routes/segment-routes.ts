@@ -2,13 +2,14 @@
  * Segment IDs over HTTP. The hot path serialises by hand: IDs are numbers
  * below 2^53 (or bigints above) and go out as decimal strings.
  */
-import type { FastifyInstance, FastifyReply } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { InvalidArgumentError } from '../../core/errors.js';
 import type { Id } from '../../core/id.js';
 import { TAG_PATTERN, TAG_RULE } from '../../core/validate.js';
 import type { BusinessNumberCodec } from '../../core/business-number/index.js';
 import type { IdService } from '../../service/id-service.js';
 import type { Access } from '../auth.js';
+import type { ClientGate } from '../client-gate.js';
 import type { FormatRegistry } from '../formats.js';
 
 export const MAX_COUNT = 10_000;
@@ -43,10 +44,14 @@ function formattedJson(tag: string, ids: Id[], codec: BusinessNumberCodec): stri
 
 export async function segmentRoutes(
   app: FastifyInstance,
-  opts: { service: IdService; formats: FormatRegistry; access?: Access },
+  opts: { service: IdService; formats: FormatRegistry; access?: Access; gate?: ClientGate },
 ): Promise<void> {
-  const { service, formats } = opts;
+  const { service, formats, gate } = opts;
   const access = opts.access?.clientTokensEnabled ? opts.access : undefined;
+  /** A tag the server does not know costs a store look-up: each client has a share of them. */
+  const knownOrShare = (req: FastifyRequest, tag: string): void => {
+    if (gate !== undefined && !service.isKnown(tag)) gate.lookUp(req.raw);
+  };
 
   app.get<{ Params: { tag: string }; Querystring: { format?: string } }>(
     '/api/segment/get/:tag',
@@ -54,6 +59,7 @@ export async function segmentRoutes(
     (req, reply) => {
       const tag = checkTag(req.params.tag);
       access?.tag(req, tag);
+      knownOrShare(req, tag);
       const f = req.query.format;
       if (f !== undefined) {
         const codec = formats.codec(f);
@@ -72,6 +78,7 @@ export async function segmentRoutes(
       const tag = checkTag(req.params.tag);
       access?.tag(req, tag);
       const count = parseCount(req.query.count);
+      knownOrShare(req, tag);
       reply.type('application/json; charset=utf-8');
       if (req.query.format !== undefined) {
         // Resolved before any ID is taken: a bad format costs no IDs.

@@ -4,10 +4,15 @@
  * /v1/status only: a snapshot, never live internals.
  *
  * Admin details (error messages, request paths) are shown only to a caller
- * with the admin token when the server has one; without a token the status is
- * a read-only summary, and a wrong token is refused (403) so the page can say so.
+ * with the admin token when the server has one. Once any token is configured,
+ * tag-level detail (names, counts, ranges: for a permuted business number the
+ * raw counter its format hides) needs the admin or the metrics token: without
+ * a token /v1/status is a summary without tags and /metrics answers 401; any
+ * other token is refused (403) so the page can say so.
  */
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance } from 'fastify';
+import { SequoiaError } from '../../core/errors.js';
+import type { Access } from '../auth.js';
 import { AggregatorRegistry, type Registry } from 'prom-client';
 import type { IdService } from '../../service/id-service.js';
 import { gather, registerGatherSource, workerSlot } from '../cluster-gather.js';
@@ -28,7 +33,7 @@ export interface StatusRoutesOptions {
   /** Whether GET /metrics is served. */
   readonly exposeMetrics: boolean;
   readonly adminToken: string | undefined;
-  readonly checkAdmin: (req: FastifyRequest) => void;
+  readonly access: Access;
   /** The snowflake service, when on: its layouts (presets and configured ones) are listed. */
   readonly snowflake?: SnowflakeService | undefined;
 }
@@ -89,19 +94,13 @@ export async function statusRoutes(app: FastifyInstance, opts: StatusRoutesOptio
   const { service, metrics } = opts;
   const probe = storeProbe(service);
 
-  /** True when the caller may see admin details; throws FORBIDDEN for a wrong token. */
-  const isAdmin = (req: FastifyRequest): boolean => {
-    if (!opts.adminToken) return true;
-    if (req.headers.authorization === undefined || req.headers.authorization === '') return false;
-    opts.checkAdmin(req);
-    return true;
-  };
+  const { access } = opts;
 
   const slot = workerSlot();
   // Each worker's series carry its slot, so merged output keeps them apart.
   if (slot !== undefined) metrics.registry.setDefaultLabels({ worker: String(slot) });
 
-  const buildStatus = async (admin: boolean): Promise<StatusBody> => {
+  const buildStatus = async (admin: boolean, detail: boolean): Promise<StatusBody> => {
     const store = await probe();
     return {
       version: opts.version,
@@ -109,9 +108,11 @@ export async function statusRoutes(app: FastifyInstance, opts: StatusRoutesOptio
       now: new Date().toISOString(),
       admin,
       adminTokenRequired: opts.adminToken !== undefined,
+      // false: tags are left out; send the admin or the metrics token to see them.
+      detail,
       thresholds: { coverOkSeconds: COVER_OK_SECONDS, coverCriticalSeconds: COVER_CRITICAL_SECONDS },
       store: { kind: service.store.kind, ...store },
-      tags: metrics.tagStatuses().map((t) => {
+      tags: (detail ? metrics.tagStatuses() : []).map((t) => {
         const s = t.snapshot;
         return {
           tag: s.tag,
@@ -182,18 +183,23 @@ export async function statusRoutes(app: FastifyInstance, opts: StatusRoutesOptio
       })),
     };
   };
-  registerGatherSource('status', (arg: { admin: boolean }) => buildStatus(arg.admin));
+  registerGatherSource('status', (arg: { admin: boolean; detail?: boolean }) => buildStatus(arg.admin, arg.detail ?? arg.admin));
   registerGatherSource('metrics', () => metrics.registry.getMetricsAsJSON());
 
   app.get('/v1/status', async (req, reply) => {
-    const admin = isAdmin(req);
+    const detail = access.detail(req);
+    // Error paths name tags: the admin view is detail too.
+    const admin = detail && access.isAdmin(req);
     void reply.header('cache-control', 'no-store');
-    const all = await gather<StatusBody>('status', { admin });
-    return all && all.length > 0 ? mergeStatuses(all) : buildStatus(admin);
+    const all = await gather<StatusBody>('status', { admin, detail });
+    return all && all.length > 0 ? mergeStatuses(all) : buildStatus(admin, detail);
   });
 
   if (opts.exposeMetrics) {
-    app.get('/metrics', async (_req, reply) => {
+    app.get('/metrics', async (req, reply) => {
+      if (!access.detail(req)) {
+        throw new SequoiaError('UNAUTHORIZED', 'metrics need the metrics or the admin token: send Authorization: Bearer <token>');
+      }
       // Under `--workers N`, every worker's series (labelled worker="<slot>") in one answer.
       const all = await gather<Awaited<ReturnType<Registry['getMetricsAsJSON']>>>('metrics', undefined);
       const text = all && all.length > 0 ? await AggregatorRegistry.aggregate(all.map((r) => r.value)).metrics() : await metrics.metricsText();

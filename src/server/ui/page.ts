@@ -29,7 +29,7 @@ export const UI_HTML = `<!doctype html>
   <span id="conn" class="pill pill-warn">connecting</span>
   <form id="token-form" autocomplete="off">
     <span id="mode" class="muted"></span>
-    <input id="token" type="password" placeholder="admin token" aria-label="admin token">
+    <input id="token" type="password" placeholder="admin or metrics token" aria-label="admin or metrics token">
     <button type="submit">Use token</button>
     <button type="button" id="token-clear">Forget</button>
   </form>
@@ -230,7 +230,9 @@ export const UI_JS = `'use strict';
   function render(s) {
     $('version').textContent = (/^[0-9]/.test(s.version) ? 'v' : '') + s.version;
     $('uptime').textContent = 'up ' + fmtSeconds(s.uptimeSeconds);
-    $('mode').textContent = s.admin ? (s.adminTokenRequired ? 'admin view' : 'admin view (no token configured)') : 'read-only view';
+    $('mode').textContent = s.admin
+      ? (s.adminTokenRequired ? 'admin view' : 'admin view (no token configured)')
+      : s.detail === false ? 'summary view' : 'read-only view';
     $('store-kind').textContent = s.store.kind + (s.store.reachable ? ' reachable' : ' UNREACHABLE');
     $('store-dot').className = 'dot ' + (s.store.reachable ? 'ok' : 'critical');
     $('store-detail').textContent = s.store.reachable ? 'ping ' + s.store.latencyMs + ' ms' : 'error ' + (s.store.error || '?');
@@ -240,6 +242,9 @@ export const UI_JS = `'use strict';
     s.tags.forEach(function (t) { seen.add(t.tag); renderTag(t); });
     rows.forEach(function (r, tag) { if (!seen.has(tag)) { r.tr.remove(); rows.delete(tag); } });
     $('no-tags').hidden = s.tags.length > 0;
+    $('no-tags').textContent = s.detail === false
+      ? 'Tags are shown with the admin or the metrics token.'
+      : 'No tags yet: a tag appears here once this server has handed out its first ID.';
 
     var eb = $('errors').tBodies[0];
     eb.textContent = '';
