@@ -136,7 +136,12 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
         // Answered below in the error shape instead of Node's bare 400.
         requireHostHeader: false,
       };
+      // Which process answered: with --workers N the port is shared, and the
+      // torture harness checks the per-process promises (IDs of a tag increase)
+      // per answering process.
+      const pid = String(process.pid);
       const h = (req: IncomingMessage, res: ServerResponse): void => {
+        res.setHeader('sequoia-pid', pid);
         const refuse = (e: RawError): void => {
           recordRaw(e, req.method, req.url);
           answerRaw(res, e);

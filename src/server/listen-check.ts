@@ -44,7 +44,10 @@ export interface PortReservation {
 /** Binds host:port exclusively (port 0: a free one) and holds it until `release`. */
 export function reservePort(host: string, port: number): Promise<PortReservation> {
   return new Promise((resolve, reject) => {
-    const s = createServer();
+    // Clients of a server restarted on its port connect while it starts: the
+    // reservation serves none of them, and a connection it kept open would hold
+    // close() (hence the start) until the client gave up. Reset them at once.
+    const s = createServer((socket) => socket.resetAndDestroy());
     s.once('error', (e) => reject(listenError(e, host, port)));
     s.listen({ host, port, exclusive: true }, () => {
       const a = s.address();

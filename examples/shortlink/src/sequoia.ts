@@ -44,14 +44,14 @@ export function sequoiaBin(): string {
  * state under `dataDir`, and resolves with its URL once it listens. The
  * state dir matters: it holds the rollback guard, so keep it with the store.
  */
-export async function startLocalSequoia(dataDir: string): Promise<LocalSequoia> {
+export async function startLocalSequoia(dataDir: string, bin: string = sequoiaBin()): Promise<LocalSequoia> {
   const dir = resolve(dataDir);
   mkdirSync(dir, { recursive: true });
   const env: NodeJS.ProcessEnv = {};
   for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('SEQUOIA_')) env[k] = v;
   const child: ChildProcess = spawn(
     process.execPath,
-    [sequoiaBin(), 'serve', '--host', '127.0.0.1', '--port', '0', '--store', `sqlite:${join(dir, 'sequoia.db')}`, '--state-dir', join(dir, 'state')],
+    [bin, 'serve', '--host', '127.0.0.1', '--port', '0', '--store', `sqlite:${join(dir, 'sequoia.db')}`, '--state-dir', join(dir, 'state')],
     { env, stdio: ['ignore', 'pipe', 'pipe'] },
   );
   let out = '';

@@ -13,12 +13,12 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { createClient, type ClientOptions, type SequoiaClient } from 'sequoia/client';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { type ServerProcess, startServe } from '../../../test/helpers/cli.js';
+import { BIN, type ServerProcess, startServe } from '../../../test/helpers/cli.js';
 import { FaultProxy } from '../../../test/helpers/fault-proxy.js';
 import { describeWithService } from '../../../test/helpers/services.js';
 import { buildShortlinkApp } from '../src/app.js';
 import { type CodeScheme, permutedCodes, plainCodes } from '../src/codes.js';
-import { ensureTag } from '../src/sequoia.js';
+import { ensureTag, startLocalSequoia } from '../src/sequoia.js';
 import { ConfigError, startShortlink } from '../src/start.js';
 import { LinkStore } from '../src/store.js';
 
@@ -448,6 +448,29 @@ describePg('the short-link example, on PostgreSQL and a real sequoia serve', () 
     await expect(startShortlink({ ...env, SHORTLINK_SEQUOIA_URL: `http://127.0.0.1:${closedPort}` }, () => undefined)).rejects.toThrow(
       `cannot reach Sequoia at http://127.0.0.1:${closedPort}: ECONNREFUSED`,
     );
+  });
+
+  it('the local Sequoia of the one-command start: listens, serves the tag, stops, and keeps its IDs rising across a restart', async () => {
+    const dir = join(work, 'local');
+    let local = await startLocalSequoia(dir, BIN);
+    let stopped = false;
+    cleanups.push(async () => {
+      if (!stopped) await local.stop();
+    });
+    await ensureTag(local.url, TAG);
+    await ensureTag(local.url, TAG); // already there: fine
+    let client = createClient({ url: local.url });
+    const first = await client.next(TAG);
+    await client.close();
+    await local.stop();
+    await expect(fetch(local.url)).rejects.toThrow();
+
+    local = await startLocalSequoia(dir, BIN);
+    client = createClient({ url: local.url });
+    expect(await client.next(TAG)).toBeGreaterThan(first);
+    await client.close();
+    await local.stop();
+    stopped = true;
   });
 
   it('10,000 links made through two app instances get 10,000 distinct permuted codes, and every one redirects', { timeout: 600_000 }, async () => {

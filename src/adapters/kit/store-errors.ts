@@ -31,6 +31,8 @@ const EXPLAINED: Record<string, string> = {
   '28P01': 'authentication failed: wrong password for the user in the store URL',
   '3D000': 'no such database: create it or fix the database in the store URL',
   '1045': 'authentication failed: access denied for the user in the store URL (check user and password)',
+  // MariaDB's answer to the same mistake when no password was given (which one comes depends on the account lookup)
+  '1698': 'authentication failed: access denied for the user in the store URL (check user and password)',
   '1049': 'no such database: create it or fix the database in the store URL',
   ECONNREFUSED: 'connection refused: nothing listens there (is the server running? check host and port in the store URL)',
   ENOTFOUND: 'host not found: check the host in the store URL',

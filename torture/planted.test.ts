@@ -1,0 +1,83 @@
+/**
+ * The harness catches planted bugs. Each case copies the built package,
+ * breaks one promise in the copy, runs the matching scenario through the
+ * torture CLI against it, and expects repeats in the report and exit status 1:
+ * - the rollback guard taken out (restore-sqlite: the store restored from a
+ *   snapshot hands its IDs out again);
+ * - every worker and server forced onto one snowflake worker id
+ *   (snowflake-workers: two processes issue the same (tick, worker, sequence)).
+ * The same scenarios run unplanted in the short set (.ci/run), where they pass.
+ */
+import { execFileSync, spawn } from 'node:child_process';
+import { cpSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { RunReport } from './report.js';
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+// Inside the checkout, so the copy still finds node_modules and package.json ("type": "module").
+const WORK = join(ROOT, 'test-artifacts', `planted-${process.pid}`);
+
+/** A copy of dist/ with `file` patched; fails when the pattern is gone (the code moved: update the plant). */
+function plant(name: string, file: string, pattern: RegExp, replacement: string): string {
+  const dist = join(WORK, name, 'dist');
+  cpSync(join(ROOT, 'dist'), dist, { recursive: true });
+  // dist/ reads its version from ../package.json (and is ESM by it).
+  cpSync(join(ROOT, 'package.json'), join(WORK, name, 'package.json'));
+  const path = join(dist, file);
+  const before = readFileSync(path, 'utf8');
+  const after = before.replace(pattern, replacement);
+  if (after === before) throw new Error(`plant ${name}: ${pattern} not found in dist/${file}`);
+  writeFileSync(path, after);
+  return dist;
+}
+
+function torture(dist: string, scenario: string, out: string): Promise<{ status: number | null; output: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [join(ROOT, 'dist-torture', 'torture', 'run.js'), '--short', '--only', scenario, '--seed', '12', '--dist', dist, '--out', out], {
+      cwd: ROOT,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let output = '';
+    child.stdout.on('data', (d: Buffer) => (output += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (output += d.toString()));
+    child.on('close', (status) => resolve({ status, output }));
+  });
+}
+
+describe('the torture harness catches planted bugs', () => {
+  beforeAll(() => {
+    if (!existsSync(join(ROOT, 'dist', 'cli', 'main.js'))) throw new Error('dist/ is missing: run `npm run build` first (npm test does)');
+    mkdirSync(WORK, { recursive: true });
+    execFileSync(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(ROOT, 'tsconfig.torture.json')], { cwd: ROOT, stdio: 'inherit' });
+  }, 120_000);
+
+  afterAll(() => rmSync(WORK, { recursive: true, force: true }));
+
+  it('the rollback guard taken out: restore-sqlite reports repeats and exits 1', async () => {
+    const dist = plant('no-rollback-guard', 'core/segment/rollback-guard.js', /start < previous\.mark/g, 'false');
+    const out = join(WORK, 'no-rollback-guard', 'out');
+    const r = await torture(dist, 'restore-sqlite', out);
+    expect(r.status, r.output).toBe(1);
+    const report = JSON.parse(readFileSync(join(out, 'report.json'), 'utf8')) as RunReport;
+    expect(report.ok).toBe(false);
+    expect(report.repeats).toBeGreaterThan(0);
+    expect(readFileSync(join(out, 'report.md'), 'utf8')).toMatch(/\*\*repeats: [1-9][0-9]*\*\*/);
+  }, 180_000);
+
+  it('two workers forced onto one worker id: snowflake-workers reports repeats and exits 1', async () => {
+    const dist = plant(
+      'one-worker-id',
+      'app/worker-id-providers.js',
+      /return new LeaseWorkerIdProvider\(store, \{ ttlMs: o\.ttlMs \}\);/,
+      "return new StaticWorkerIdProvider(7, 'static');",
+    );
+    const out = join(WORK, 'one-worker-id', 'out');
+    const r = await torture(dist, 'snowflake-workers', out);
+    expect(r.status, r.output).toBe(1);
+    const report = JSON.parse(readFileSync(join(out, 'report.json'), 'utf8')) as RunReport;
+    expect(report.repeats).toBeGreaterThan(0);
+    expect(report.scenarios[0]?.result.repeats[0]?.key).toBe('snowflake:twitter');
+  }, 180_000);
+});

@@ -1,0 +1,111 @@
+/**
+ * A real store behind the TCP fault proxy, with two servers (one
+ * `--workers 2`) on it and a small step, so segment loads are constant: the
+ * store is slowed, stalled, cut, has an answer dropped after it committed
+ * (answers held, then the connection cut), is restarted cleanly and after a
+ * crash (a private instance on its own port and data directory), and a
+ * server is SIGKILLed while its loads crawl through a slowed store. The tag
+ * list has a plain and a strict tag.
+ */
+import { join } from 'node:path';
+import { FaultProxy } from '../../test/helpers/fault-proxy.js';
+import type { CheckSpec } from '../checker.js';
+import type { Context, Scenario } from '../harness/context.js';
+import { sleep } from '../harness/rng.js';
+import { type PrivateStore, PrivateMariadb, PrivatePostgres, PrivateRedis } from '../harness/stores.js';
+
+type Kind = 'postgres' | 'mysql' | 'redis';
+
+function storeFaults(kind: Kind): Scenario {
+  return {
+    name: `store-faults-${kind}`,
+    short: true,
+    about: `private ${kind} behind the fault proxy: slowed, stalled, cut, answer dropped after commit, restarted, crashed; a server killed mid-load`,
+    async run(ctx: Context): Promise<CheckSpec> {
+      const dir = join(ctx.dir, kind);
+      const db: PrivateStore = ctx.store(kind === 'postgres' ? new PrivatePostgres(dir) : kind === 'mysql' ? new PrivateMariadb(dir) : new PrivateRedis(dir));
+      await db.start();
+      const proxy = await ctx.proxy('127.0.0.1', db.port);
+      const store = FaultProxy.rewrite(db.url, proxy.port);
+      const plain = `faults-${ctx.id}`;
+      const strict = `strict-${ctx.id}`;
+      await ctx.createTag(store, plain, 20);
+      await ctx.createTag(store, strict, 20);
+      // Redis holds no leases: static worker ids, one process each (a static id cannot be shared by two workers).
+      const provider = (i: number) => (kind === 'redis' ? ['--worker-id-provider', `static:${3 + i}`] : []);
+      const servers = (kind === 'redis' ? [1, 1] : [1, 2]).map((w, i) =>
+        ctx.server({
+          name: `S${i}`,
+          args: ['--store', store, '--state-dir', join(ctx.dir, `state${i}`), '--workers', String(w), '--strict-tags', strict, '--load-timeout-ms', '1500', ...provider(i)],
+        }),
+      );
+      for (const s of servers) await s.start();
+      const ms = ctx.ms(8000, 60_000);
+      const until = Date.now() + ms;
+      // Every fault kind runs at least once, even past `ms` (up to a hard bound).
+      const hardStop = Date.now() + 4 * ms;
+      let faultsDone = false;
+      const ops = [
+        { route: 'v1-segment' as const, key: plain, count: 9 },
+        { route: 'leaf-segment' as const, key: plain },
+        { route: 'v1-segment' as const, key: strict, count: 3 },
+        { route: 'leaf-segment' as const, key: strict },
+      ];
+      const faults = async () => {
+        const done: string[] = [];
+        const kinds = ['slow', 'stall', 'cut', 'drop-answer', 'restart', 'crash', 'kill-during-load'] as const;
+        // Each fault once in a seeded order, then random ones while time remains.
+        const order = [...kinds].sort(() => ctx.rng.next() - 0.5);
+        for (let i = 0; (i < order.length && Date.now() < hardStop) || Date.now() < until - 2500; i++) {
+          await sleep(ctx.rng.int(300, 900));
+          const f = order[i] ?? ctx.rng.pick(kinds);
+          done.push(f);
+          switch (f) {
+            case 'slow':
+              proxy.slow(ctx.rng.int(20, 400));
+              await sleep(ctx.rng.int(500, 1500));
+              break;
+            case 'stall':
+              proxy.stall();
+              await sleep(ctx.rng.int(300, 3000));
+              break;
+            case 'cut':
+              proxy.cut();
+              await sleep(ctx.rng.int(200, 2000));
+              break;
+            case 'drop-answer':
+              proxy.stall('down');
+              await sleep(ctx.rng.int(50, 300));
+              proxy.cut();
+              await sleep(ctx.rng.int(100, 500));
+              break;
+            case 'restart':
+              await db.restart(false);
+              break;
+            case 'crash':
+              await db.restart(true);
+              break;
+            case 'kill-during-load': {
+              proxy.slow(300);
+              await sleep(ctx.rng.int(100, 600));
+              const s = ctx.rng.pick(servers);
+              await s.kill();
+              proxy.restore();
+              await s.start();
+              break;
+            }
+          }
+          proxy.restore();
+        }
+        ctx.notes.push(`store faults: ${done.join(', ')}`);
+        faultsDone = true;
+      };
+      await Promise.all([ctx.load(4, 5 * ms, { servers: () => servers.filter((s) => s.running), ops, maxRequests: 200_000, sockets: 2, stop: () => faultsDone }), faults()]);
+      return { keys: { [`segment:${plain}`]: { min: 1n }, [`segment:${strict}`]: { min: 1n, order: 'global' } } };
+    },
+  };
+}
+
+export const storeFaultsPostgres = storeFaults('postgres');
+export const storeFaultsMysql = storeFaults('mysql');
+export const storeFaultsRedis = storeFaults('redis');
