@@ -10,12 +10,13 @@
  */
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
-import Database from 'better-sqlite3';
+import type Database from 'better-sqlite3';
 import { SequoiaError, TagExistsError, TagNotFoundError, UnavailableError } from '../../core/errors.js';
 import { MAX_ID } from '../../core/id.js';
 import type { Allocation, NewTag, SegmentStore, TagInfo, TagUpdate } from '../../ports/segment-store.js';
 import { storeError } from '../kit/store-errors.js';
 import { assertGiveBack, DEFAULT_START, DEFAULT_STEP, exhausted } from '../kit/segment-rules.js';
+import { openSqlite } from '../kit/sqlite-open.js';
 
 export interface SqliteSegmentStoreOptions {
   /** File path, or ':memory:'. */
@@ -50,27 +51,26 @@ export class SqliteSegmentStore implements SegmentStore {
     if (this.db) return;
     try {
       if (this.path !== ':memory:') mkdirSync(dirname(this.path), { recursive: true });
-      const db = new Database(this.path, { timeout: this.busyTimeoutMs });
-      db.defaultSafeIntegers(true);
-      db.pragma('journal_mode = WAL');
-      db.pragma('synchronous = FULL');
-      db.transaction(() => {
-        db.exec(`CREATE TABLE IF NOT EXISTS sequoia_schema (version INTEGER NOT NULL)`);
-        const row = db.prepare('SELECT version FROM sequoia_schema').get() as { version: bigint } | undefined;
-        const version = row ? Number(row.version) : 0;
-        if (version < 1) {
-          db.exec(`CREATE TABLE IF NOT EXISTS sequoia_alloc (
-            tag TEXT PRIMARY KEY NOT NULL,
-            max_id INTEGER NOT NULL,
-            step INTEGER NOT NULL,
-            description TEXT NOT NULL DEFAULT '',
-            updated_at INTEGER NOT NULL,
-            fence_epoch INTEGER NOT NULL DEFAULT 0
-          )`);
-        }
-        if (row) db.prepare('UPDATE sequoia_schema SET version = ?').run(SCHEMA_VERSION);
-        else db.prepare('INSERT INTO sequoia_schema (version) VALUES (?)').run(SCHEMA_VERSION);
-      }).immediate();
+      const db = openSqlite(this.path, this.busyTimeoutMs, (db) => {
+        db.defaultSafeIntegers(true);
+        db.transaction(() => {
+          db.exec(`CREATE TABLE IF NOT EXISTS sequoia_schema (version INTEGER NOT NULL)`);
+          const row = db.prepare('SELECT version FROM sequoia_schema').get() as { version: bigint } | undefined;
+          const version = row ? Number(row.version) : 0;
+          if (version < 1) {
+            db.exec(`CREATE TABLE IF NOT EXISTS sequoia_alloc (
+              tag TEXT PRIMARY KEY NOT NULL,
+              max_id INTEGER NOT NULL,
+              step INTEGER NOT NULL,
+              description TEXT NOT NULL DEFAULT '',
+              updated_at INTEGER NOT NULL,
+              fence_epoch INTEGER NOT NULL DEFAULT 0
+            )`);
+          }
+          if (row) db.prepare('UPDATE sequoia_schema SET version = ?').run(SCHEMA_VERSION);
+          else db.prepare('INSERT INTO sequoia_schema (version) VALUES (?)').run(SCHEMA_VERSION);
+        }).immediate();
+      });
       this.db = db;
     } catch (e) {
       if (e instanceof SequoiaError) throw e;

@@ -6,11 +6,12 @@
  */
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
-import Database from 'better-sqlite3';
+import type Database from 'better-sqlite3';
 import { UnavailableError } from '../../core/errors.js';
 import type { AcquireRequest, LeaseRecord, LeaseRow, WorkerLeaseStore } from '../../ports/worker-lease-store.js';
 import { chooseWorker } from '../kit/choose-worker.js';
 import { storeError } from '../kit/store-errors.js';
+import { openSqlite } from '../kit/sqlite-open.js';
 
 export class SqliteWorkerLeaseStore implements WorkerLeaseStore {
   readonly kind = 'sqlite';
@@ -25,27 +26,26 @@ export class SqliteWorkerLeaseStore implements WorkerLeaseStore {
     if (this.db) return;
     try {
       if (this.path !== ':memory:') mkdirSync(dirname(this.path), { recursive: true });
-      const db = new Database(this.path, { timeout: 5000 });
-      db.pragma('journal_mode = WAL');
-      db.pragma('synchronous = FULL');
-      db.transaction(() => {
-        db.exec(`CREATE TABLE IF NOT EXISTS sequoia_worker_lease (
-          space TEXT NOT NULL,
-          worker_id INTEGER NOT NULL,
-          owner TEXT NOT NULL,
-          generation INTEGER NOT NULL,
-          expires_at INTEGER NOT NULL,
-          last_tick INTEGER NOT NULL,
-          updated_at INTEGER NOT NULL,
-          PRIMARY KEY (space, worker_id)
-        )`);
-        db.exec(`CREATE TABLE IF NOT EXISTS sequoia_worker_node (
-          id INTEGER PRIMARY KEY AUTOINCREMENT,
-          space TEXT NOT NULL,
-          host TEXT NOT NULL,
-          started_at INTEGER NOT NULL
-        )`);
-      }).immediate();
+      const db = openSqlite(this.path, 5000, (db) => {
+        db.transaction(() => {
+          db.exec(`CREATE TABLE IF NOT EXISTS sequoia_worker_lease (
+            space TEXT NOT NULL,
+            worker_id INTEGER NOT NULL,
+            owner TEXT NOT NULL,
+            generation INTEGER NOT NULL,
+            expires_at INTEGER NOT NULL,
+            last_tick INTEGER NOT NULL,
+            updated_at INTEGER NOT NULL,
+            PRIMARY KEY (space, worker_id)
+          )`);
+          db.exec(`CREATE TABLE IF NOT EXISTS sequoia_worker_node (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            space TEXT NOT NULL,
+            host TEXT NOT NULL,
+            started_at INTEGER NOT NULL
+          )`);
+        }).immediate();
+      });
       this.db = db;
     } catch (e) {
       throw wrap(e);

@@ -15,10 +15,11 @@
  */
 import { mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import Database from 'better-sqlite3';
+import type Database from 'better-sqlite3';
 import { UnavailableError } from '../../core/errors.js';
 import type { HighWaterMark } from '../../core/segment/rollback-guard.js';
 import type { HighWaterMarkStore } from '../../ports/high-water-mark-store.js';
+import { openSqlite } from '../kit/sqlite-open.js';
 
 interface MarkRow {
   mark: string;
@@ -40,15 +41,14 @@ export class StateDir implements HighWaterMarkStore {
     this.where = `state dir ${stateDir}`;
     try {
       mkdirSync(stateDir, { recursive: true });
-      const db = new Database(this.path, { timeout: options.busyTimeoutMs ?? 5000 });
-      db.defaultSafeIntegers(true);
-      db.pragma('journal_mode = WAL');
-      db.pragma('synchronous = FULL');
-      db.transaction(() => {
-        db.exec(`CREATE TABLE IF NOT EXISTS marks (tag TEXT PRIMARY KEY NOT NULL, mark TEXT NOT NULL, tripped_at_epoch INTEGER)`);
-        db.exec(`CREATE TABLE IF NOT EXISTS ticks (space TEXT NOT NULL, worker_id INTEGER NOT NULL, tick INTEGER NOT NULL, PRIMARY KEY (space, worker_id))`);
-        db.exec(`CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL)`);
-      }).immediate();
+      const db = openSqlite(this.path, options.busyTimeoutMs ?? 5000, (db) => {
+        db.defaultSafeIntegers(true);
+        db.transaction(() => {
+          db.exec(`CREATE TABLE IF NOT EXISTS marks (tag TEXT PRIMARY KEY NOT NULL, mark TEXT NOT NULL, tripped_at_epoch INTEGER)`);
+          db.exec(`CREATE TABLE IF NOT EXISTS ticks (space TEXT NOT NULL, worker_id INTEGER NOT NULL, tick INTEGER NOT NULL, PRIMARY KEY (space, worker_id))`);
+          db.exec(`CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL)`);
+        }).immediate();
+      });
       this.db = db;
       this.getMark = db.prepare('SELECT mark, tripped_at_epoch FROM marks WHERE tag = ?');
       this.putMark = db.prepare('INSERT INTO marks (tag, mark, tripped_at_epoch) VALUES (?, ?, ?) ON CONFLICT (tag) DO UPDATE SET mark = excluded.mark, tripped_at_epoch = excluded.tripped_at_epoch');
