@@ -101,3 +101,25 @@ describe('SnowflakeService on a 1 s lease, paused at any clock read', () => {
     expect(refusals).toBeGreaterThan(0);
   }, 120_000);
 });
+
+describe('the two-services test with a 1.5 s pause between the starts', () => {
+  it("b takes a's expired id; a's next batch moves to a fresh id instead of failing, and nothing repeats", async () => {
+    let pause = 0;
+    const clock = { now: () => Date.now() + pause };
+    const mono = () => performance.now() + pause;
+    const store = new MemoryWorkerLeaseStore(() => clock.now());
+    const make = () => new SnowflakeService({ provider: new LeaseWorkerIdProvider(store, { ttlMs: 1000, monotonic: mono }), clock, monotonic: mono });
+    const a = make();
+    const b = make();
+    await a.start();
+    const first = worker(await a.next());
+    pause = 1500;
+    await b.start();
+    const ia = await a.nextMany(undefined, 5000);
+    const ib = await b.nextMany(undefined, 5000);
+    expect(worker(ib[0] as string)).toBe(first);
+    expect(worker(ia[0] as string)).not.toBe(first);
+    expect(new Set([...ia, ...ib]).size).toBe(10_000);
+    await Promise.all([a.close(), b.close()]);
+  });
+});
