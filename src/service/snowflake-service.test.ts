@@ -51,6 +51,26 @@ describe('SnowflakeService', () => {
     await Promise.all([a.close(), b.close()]);
   });
 
+  it('a request that finds its lease taken over (no timer ran in between) re-leases another id at once', async () => {
+    // Under load the background renewal may not run before the next request: that request's
+    // own renewal is refused, and it must move to a fresh id rather than fail with LEASE_LOST.
+    const store = new MemoryWorkerLeaseStore();
+    let mono = 0;
+    // A pause moves the wall clock with the monotonic one.
+    const t0 = Date.now();
+    const clock = { now: () => t0 + mono };
+    const a = new SnowflakeService({ provider: new LeaseWorkerIdProvider(store, { ttlMs: 1000, monotonic: () => mono }), monotonic: () => mono, clock });
+    const wa = worker(await a.next());
+    mono = 5000;
+    (store.peek(twitter.spaceKey, wa) as { expiresAtMs: number }).expiresAtMs = 0;
+    const taken = await store.acquire({ space: twitter.spaceKey, owner: 'another host', ttlMs: 60_000, workerCount: 1024, want: wa });
+    expect(taken).toMatchObject({ workerId: wa });
+    const after = await a.nextMany(undefined, 100);
+    expect(after).toHaveLength(100);
+    expect(after.every((id) => worker(id) !== wa)).toBe(true);
+    await a.close();
+  });
+
   it('a fixed id registered like a lease refuses a second holder', async () => {
     const store = new MemoryWorkerLeaseStore();
     const a = new SnowflakeService({ provider: new LeaseWorkerIdProvider(store, { ttlMs: 1000, fixedWorkerId: 7 }) });

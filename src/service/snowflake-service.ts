@@ -175,8 +175,14 @@ export class SnowflakeService {
         id = w.generator.take(shard);
       } catch (e) {
         if (e instanceof SequoiaError && e.code === 'LEASE_LOST' && !w.lost && renewals++ < 1) {
-          // The deadline passed (a pause, a slow store): one renewal decides.
-          await this.renew(w);
+          // The deadline passed (a pause, a slow store): one renewal decides. Refused (the id
+          // changed hands, w is now lost): the next turn leases a fresh id, as when the
+          // background renewal had found it first.
+          try {
+            await this.renew(w);
+          } catch (re) {
+            if (!(re instanceof SequoiaError && re.code === 'LEASE_LOST' && w.lost)) throw re;
+          }
           continue;
         }
         if (e instanceof SequoiaError && e.code === 'LEASE_LOST' && w.lost && renewals++ < 2) {

@@ -152,6 +152,16 @@ describe('lease deadline', () => {
     g.revoke();
     expect(() => g.take()).toThrow(expect.objectContaining({ code: 'LEASE_LOST' }));
   });
+
+  it('a renewal that lands after revoke() does not bring the generator back', () => {
+    // The service revokes at close() and on a lost lease while a renewal may be in flight;
+    // revoke is for good, whatever extend() is told afterwards.
+    const g = new SnowflakeGenerator({ layout: twitter, clock: new ManualClock(), validUntil: 100, monotonic: () => 0 });
+    expect(g.take()).toBeDefined();
+    g.revoke();
+    g.extend(Number.MAX_SAFE_INTEGER, Number.POSITIVE_INFINITY);
+    expect(() => g.take()).toThrow(expect.objectContaining({ code: 'LEASE_LOST' }));
+  });
 });
 
 const JUMPS = [1, 5, 1000, 3_600_000];

@@ -139,6 +139,7 @@ export class SnowflakeGenerator {
   private cur = 0;
   private ceiling: number;
   private validUntil: number;
+  private revoked = false;
   private behind = false;
   private borrowing = false;
   private readonly onClockEvent: ((e: ClockEvent) => void) | undefined;
@@ -233,8 +234,13 @@ export class SnowflakeGenerator {
     return this.ceiling;
   }
 
-  /** Raises the ceiling and/or the lease deadline (after a renewal was stored). Never lowers the ceiling. */
+  /**
+   * Raises the ceiling and/or the lease deadline (after a renewal was stored).
+   * Never lowers the ceiling, and never undoes `revoke()` (a renewal that was
+   * in flight when the lease was lost or the service closed).
+   */
   extend(ceilingTick: number, validUntil: number): void {
+    if (this.revoked) return;
     if (ceilingTick > this.ceiling) this.ceiling = ceilingTick;
     this.validUntil = validUntil;
     this.checkedAt = Number.NaN;
@@ -242,6 +248,7 @@ export class SnowflakeGenerator {
 
   /** Stops issuing for good (lease lost or generator closed). */
   revoke(): void {
+    this.revoked = true;
     this.validUntil = Number.NEGATIVE_INFINITY;
     this.checkedAt = Number.NaN;
   }
