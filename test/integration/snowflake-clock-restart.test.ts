@@ -16,8 +16,16 @@ import { BIN, cleanEnv, startServe, type ServerProcess } from '../helpers/cli.js
 import { describeWithService } from '../helpers/services.js';
 
 const children: ChildProcess[] = [];
+/** faketime forks the server and waits for it: killing faketime alone would leave the server running. */
+function killGroup(c: ChildProcess): void {
+  try {
+    if (c.pid !== undefined) process.kill(-c.pid, 'SIGKILL');
+  } catch {
+    c.kill('SIGKILL');
+  }
+}
 afterAll(() => {
-  for (const c of children) c.kill('SIGKILL');
+  for (const c of children) killGroup(c);
 });
 
 const faketimeMissing = spawnSync('faketime', ['-f', '+0s', 'true']).status !== 0;
@@ -31,6 +39,7 @@ async function serveBackInTime(args: string[], offsetSeconds: number): Promise<S
   const child = spawn('faketime', ['-f', `-${offsetSeconds}s`, process.execPath, BIN, 'serve', '--port', '0', ...args], {
     env: cleanEnv(),
     stdio: ['ignore', 'pipe', 'pipe'],
+    detached: true,
   });
   let out = '';
   const exited = new Promise<number | string>((resolve) => child.on('exit', (code, sig) => resolve(code ?? sig ?? -1)));
@@ -92,7 +101,7 @@ describeRedis('snowflake: the last tick is kept in the state directory (Redis st
       expect(second.output()).toContain('snowflake clock is behind the last recorded tick');
       // logical borrows ticks after the recorded one (each reserved in the state directory before use)
       expect([...codes]).toEqual(policy === 'wait' ? ['503 CLOCK_MOVED_BACKWARDS'] : []);
-      second.child.kill('SIGKILL');
+      killGroup(second.child);
     }, 60_000);
   });
 });
