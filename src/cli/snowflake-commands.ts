@@ -5,7 +5,7 @@
  */
 import type { Command } from 'commander';
 import { InvalidArgumentError } from '../core/errors.js';
-import { MAX_COUNT } from '../core/request-rules.js';
+import { MAX_COUNT, parseShard } from '../core/request-rules.js';
 import { explainId } from '../core/snowflake/explain.js';
 import { type Layout, PRESETS, defineLayouts, getLayout, lifetimeYears } from '../core/snowflake/layout.js';
 import { plan } from '../core/snowflake/planner.js';
@@ -37,13 +37,10 @@ export async function genSnowflake(o: GenSnowflakeOptions): Promise<string[]> {
   const config = resolveConfig({ store: o.store, workerIdProvider: o.workerIdProvider, snowflakeLayout: o.layout }, process.env, o.config);
   const layouts = defineLayouts(config.layouts);
   const layout = getLayout(config.snowflakeLayout, layouts);
-  let shard = 0;
-  if (layout.shardBits > 0) {
-    if (o.shard === undefined || !/^[0-9]{1,9}$/.test(o.shard) || Number(o.shard) >= 2 ** layout.shardBits) {
-      throw new InvalidArgumentError(`layout ${layout.name} needs --shard from 0 to ${2 ** layout.shardBits - 1}`);
-    }
-    shard = Number(o.shard);
-  } else if (o.shard !== undefined) throw new InvalidArgumentError(`layout ${layout.name} has no shard field`);
+  if (layout.shardBits > 0 && o.shard === undefined) {
+    throw new InvalidArgumentError(`layout ${layout.name} needs --shard from 0 to ${2 ** layout.shardBits - 1}`);
+  }
+  const shard = parseShard(layout, { shard: o.shard });
   return withSnowflakeService({ ...config, snowflakeLayout: layout.name }, async (service) => {
     const out: string[] = [];
     while (out.length < o.count) out.push(...(await service.nextMany(layout.name, Math.min(MAX_COUNT, o.count - out.length), shard)));

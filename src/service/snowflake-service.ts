@@ -11,7 +11,7 @@
  * generator at once; the next request leases a fresh id, which starts after
  * that id's last reported tick.
  */
-import { ClockError, InvalidArgumentError, SequoiaError, UnavailableError } from '../core/errors.js';
+import { ClockError, SequoiaError, UnavailableError } from '../core/errors.js';
 import { type ClockEvent, type ClockPolicy, SnowflakeGenerator } from '../core/snowflake/generator.js';
 import { DEFAULT_LAYOUT, type Layout, PRESETS, getLayout, remainingSeconds } from '../core/snowflake/layout.js';
 import { type Clock, systemClock } from '../core/clock.js';
@@ -21,7 +21,7 @@ import { type Random, systemRandom } from '../core/random.js';
 import type { IdSpace, WorkerGrant, WorkerIdProvider } from '../ports/worker-id-provider.js';
 import type { SnowflakeWorkerReport } from '../ports/metrics.js';
 import { type ExplainResult, explainId } from '../core/snowflake/explain.js';
-import { assertCount } from '../core/request-rules.js';
+import { assertCount, assertShard } from '../core/request-rules.js';
 
 
 export { explainId, type ExplainResult };
@@ -161,9 +161,7 @@ export class SnowflakeService {
   /** Fills `out` until it holds `count` IDs (all of them, or an error and none returned). */
   private async nextSlow(name: string, shard: number, count: number, out: string[] = []): Promise<string[]> {
     const layout = this.layout(name);
-    if (layout.shardBits > 0 && !(Number.isSafeInteger(shard) && shard >= 0 && shard < 2 ** layout.shardBits)) {
-      throw new InvalidArgumentError(`shard must be an integer from 0 to ${2 ** layout.shardBits - 1}`);
-    }
+    if (layout.shardBits > 0) assertShard(layout, shard);
     let w = await this.worker(name);
     let clockWaited = 0;
     let waitLogged = 0;

@@ -18,6 +18,25 @@ describe('sequoia gen', () => {
     expect(r.status).toBe(2);
     expect(r.stderr).toBe('sequoia: INVALID_ARGUMENT: kind must be one of snowflake, segment, uuid, uuid4, ulid, objectid (got "wat")\n');
   });
+
+  it('--shard follows the same rule as the HTTP shard parameter (core/request-rules.ts)', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'sequoia-shard-'));
+    const gen = (...args: string[]) => sequoia(['gen', 'snowflake', '--store', `sqlite:${join(dir, 'ids.db')}`, '--state-dir', dir, ...args]);
+    const cases: Array<[string[], string]> = [
+      [['--layout', 'instagram'], 'layout instagram needs --shard from 0 to 8191'],
+      [['--layout', 'instagram', '--shard', '8192'], 'shard must be an integer from 0 to 8191'],
+      [['--layout', 'instagram', '--shard', '01'], 'shard must be an integer from 0 to 8191'],
+      [['--layout', 'twitter', '--shard', '1'], 'layout twitter has no shard field'],
+    ];
+    for (const [args, message] of cases) {
+      const r = gen(...args);
+      expect(r.status, args.join(' ')).toBe(2);
+      expect(r.stderr).toBe(`sequoia: INVALID_ARGUMENT: ${message}\n`);
+    }
+    const ok = gen('--layout', 'instagram', '--shard', '8191');
+    expect(ok.status, ok.stderr).toBe(0);
+    expect(ok.stdout).toMatch(/^[0-9]+\n$/);
+  });
 });
 
 describe('sequoia explain', () => {

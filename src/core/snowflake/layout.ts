@@ -19,6 +19,7 @@
  * the generator refuses with ID_SPACE_EXHAUSTED. It never wraps or goes negative.
  */
 import { InvalidArgumentError } from '../errors.js';
+import { LAYOUT_NAME } from '../request-rules.js';
 
 export type FieldRole = 'node' | 'shard' | 'sequence';
 
@@ -67,7 +68,6 @@ export interface Layout extends LayoutSpec {
   readonly warnings: readonly string[];
 }
 
-const NAME = /^[a-z][a-z0-9_-]{0,39}$/;
 const MAX_TICK_SIGNED = (lowBits: number) => 2 ** (63 - lowBits) - 1;
 export const TWITTER_EPOCH_MS = 1288834974657; // 2010-11-04T01:42:54.657Z
 export const UID_GENERATOR_EPOCH_MS = 1463673600000; // 2016-05-19T16:00:00Z = 2016-05-20 00:00 +08:00
@@ -174,7 +174,7 @@ export function defineLayout(spec: LayoutSpec, options: ValidateOptions = {}): L
   const warnings: string[] = [];
   const nowMs = options.nowMs ?? Date.now();
   const int = (v: unknown, lo: number, hi: number) => typeof v === 'number' && Number.isSafeInteger(v) && v >= lo && v <= hi;
-  if (typeof spec.name !== 'string' || !NAME.test(spec.name)) problems.push(`name must match ${NAME.source}`);
+  if (typeof spec.name !== 'string' || !LAYOUT_NAME.test(spec.name)) problems.push(`name must match ${LAYOUT_NAME.source}`);
   if (!int(spec.version, 1, 1_000_000)) problems.push('version must be an integer from 1');
   if (!int(spec.unitMs, 1, 86_400_000)) problems.push('unitMs must be an integer from 1 to 86400000');
   if (!int(spec.timeBits, 1, 53)) problems.push('timeBits must be an integer from 1 to 53');

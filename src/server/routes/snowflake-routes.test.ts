@@ -8,7 +8,7 @@ import { decompose, getLayout } from '../../core/snowflake/layout.js';
 import { IdService } from '../../service/id-service.js';
 import { SnowflakeService } from '../../service/snowflake-service.js';
 import { buildApp } from '../build-app.js';
-import { shardOf } from './snowflake-routes.js';
+import { shardOf } from '../../core/request-rules.js';
 
 let app: FastifyInstance;
 let snowflake: SnowflakeService;

@@ -4,7 +4,7 @@
  *                                         snowflake IDs are unique per layout, not per tag)
  *   GET /v1/snowflake?count=N&layout=L&shard=S|shardKey=K   {"layout","ids":[…]}
  *   GET /v1/explain/{id}?layout=L         {"id","layout","time","timestampMs",<fields>,"sequence"}
- * IDs are decimal strings. `shardKey` (instagram) hashes to a shard (FNV-1a mod shards).
+ * IDs are decimal strings. `shardKey` (instagram) hashes to a shard (core/request-rules.ts).
  */
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { InvalidArgumentError } from '../../core/errors.js';
@@ -12,52 +12,11 @@ import { explainId } from '../../core/snowflake/explain.js';
 import { getLayout } from '../../core/snowflake/layout.js';
 import type { SnowflakeService } from '../../service/snowflake-service.js';
 import type { Access } from '../auth.js';
-import { parseCount } from '../../core/request-rules.js';
+import { parseCount, parseLayoutName, parseShard, snowflakeIdsJson } from '../../core/request-rules.js';
 import { assertTag } from '../../core/validate.js';
 
 const checkTag = (tag: string): string => assertTag(tag);
 
-const LAYOUT = /^[a-z][a-z0-9_-]{0,39}$/;
-const SHARD = /^(0|[1-9][0-9]{0,8})$/;
-
-function layoutParam(raw: unknown): string | undefined {
-  if (raw === undefined) return undefined;
-  if (typeof raw !== 'string' || !LAYOUT.test(raw)) throw new InvalidArgumentError('layout must be a layout name (e.g. twitter, leaf, sonyflake)');
-  return raw;
-}
-
-/** FNV-1a 32-bit of a shard key, mod the shard count. */
-export function shardOf(key: string, shards: number): number {
-  let h = 0x811c9dc5;
-  for (let i = 0; i < key.length; i++) {
-    h ^= key.charCodeAt(i);
-    h = Math.imul(h, 0x01000193) >>> 0;
-  }
-  return h % shards;
-}
-
-function shardParam(service: SnowflakeService, layout: string | undefined, q: { shard?: string; shardKey?: string }): number {
-  const l = service.layout(layout);
-  if (l.shardBits === 0) {
-    if (q.shard !== undefined || q.shardKey !== undefined) throw new InvalidArgumentError(`layout ${l.name} has no shard field`);
-    return 0;
-  }
-  const shards = 2 ** l.shardBits;
-  if (q.shard !== undefined && q.shardKey !== undefined) throw new InvalidArgumentError('give shard or shardKey, not both');
-  if (q.shardKey !== undefined) {
-    if (typeof q.shardKey !== 'string' || q.shardKey.length === 0 || q.shardKey.length > 256) throw new InvalidArgumentError('shardKey must be 1-256 characters');
-    return shardOf(q.shardKey, shards);
-  }
-  if (q.shard === undefined) throw new InvalidArgumentError(`layout ${l.name} needs shard (0..${shards - 1}) or shardKey`);
-  if (typeof q.shard !== 'string' || !SHARD.test(q.shard) || Number(q.shard) >= shards) {
-    throw new InvalidArgumentError(`shard must be an integer from 0 to ${shards - 1}`);
-  }
-  return Number(q.shard);
-}
-
-function idsJson(layout: string, ids: string[]): string {
-  return `{"layout":${JSON.stringify(layout)},"ids":["${ids.join('","')}"]}`;
-}
 
 function sendText(reply: FastifyReply, id: string): FastifyReply {
   return reply.type('text/plain; charset=utf-8').send(id);
@@ -80,19 +39,20 @@ export async function snowflakeRoutes(app: FastifyInstance, opts: { snowflake: S
     (req, reply) => {
       access?.any(req);
       const count = parseCount(req.query.count);
-      const layout = layoutParam(req.query.layout);
-      const name = sf.layout(layout).name;
-      const shard = shardParam(sf, layout, req.query);
+      const layout = parseLayoutName(req.query.layout);
+      const l = sf.layout(layout);
+      const name = l.name;
+      const shard = parseShard(l, req.query);
       const r = sf.nextMany(name, count, shard);
       reply.type('application/json; charset=utf-8');
-      if (!(r instanceof Promise)) return reply.send(idsJson(name, r));
-      return r.then((ids) => reply.send(idsJson(name, ids)));
+      if (!(r instanceof Promise)) return reply.send(snowflakeIdsJson(name, r));
+      return r.then((ids) => reply.send(snowflakeIdsJson(name, ids)));
     },
   );
 
   app.get<{ Params: { id: string }; Querystring: { layout?: string } }>('/v1/explain/:id', async (req) => {
     access?.any(req);
-    return sf.explain(req.params.id, layoutParam(req.query.layout));
+    return sf.explain(req.params.id, parseLayoutName(req.query.layout));
   });
 }
 
