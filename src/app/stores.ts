@@ -71,11 +71,13 @@ async function openEntry(u: string): Promise<Entry> {
   if (u.startsWith('sqlite:')) {
     const path = u.slice('sqlite:'.length).replace(/^\/\/(?=\/)/, '');
     if (path === '') throw new InvalidArgumentError('store: sqlite URL needs a path, e.g. sqlite:./data/sequoia.db');
-    const [{ SqliteSegmentStore }, { SqliteWorkerLeaseStore }] = await Promise.all([
+    const [{ SqliteConnection }, { SqliteSegmentStore }, { SqliteWorkerLeaseStore }] = await Promise.all([
+      import('../adapters/sqlite/sqlite-connection.js'),
       import('../adapters/sqlite/sqlite-segment-store.js'),
       import('../adapters/sqlite/sqlite-worker-lease-store.js'),
     ]);
-    return { segments: new SqliteSegmentStore({ path }), leases: () => new SqliteWorkerLeaseStore(path) };
+    const connection = new SqliteConnection({ path });
+    return { segments: new SqliteSegmentStore({ connection }), leases: () => new SqliteWorkerLeaseStore(connection) };
   }
   const scheme = /^([a-z][a-z0-9+.-]*):\/\//i.exec(u)?.[1]?.toLowerCase();
   if (scheme === 'postgres' || scheme === 'postgresql') {

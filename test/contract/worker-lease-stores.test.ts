@@ -1,10 +1,11 @@
 /**
- * The WorkerLeaseStore contract on every lease store, and the one pool a SQL
- * backend shares between its segment store and its lease store.
+ * The WorkerLeaseStore contract on every lease store, and the one pool (one
+ * handle for SQLite) a backend shares between its segment store and its lease store.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type Database from 'better-sqlite3';
 import mysql from 'mysql2/promise';
 import pg from 'pg';
 import { expect, it } from 'vitest';
@@ -35,6 +36,28 @@ runWorkerLeaseStoreContract('sqlite (file, WAL)', async () => {
     },
   };
 }, { shared: true });
+
+it('sqlite: the segment store and the lease store of one URL share one handle, closed when the last closes', async () => {
+  // One handle means one database even for :memory: (two handles would be two empty databases).
+  const backend = await openBackend('sqlite::memory:');
+  const leases = backend.leases()!;
+  await backend.segments.init();
+  await leases.init();
+  const db = (backend.segments as unknown as { db: Database.Database }).db;
+  expect((leases as unknown as { db: Database.Database }).db).toBe(db);
+  const tables = (db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").all() as { name: string }[]).map((r) => r.name);
+  expect(tables).toEqual(expect.arrayContaining(['sequoia_alloc', 'sequoia_worker_lease']));
+  await backend.segments.close();
+  expect(db.open).toBe(true);
+  expect(await leases.acquire({ space: 's', owner: 'a', ttlMs: 1000, workerCount: 2 })).toMatchObject({ workerId: 0 });
+  await leases.close();
+  expect(db.open).toBe(false);
+  // A store that initialises again opens the file again.
+  await backend.segments.init();
+  await backend.segments.createTag({ tag: 'again' });
+  expect((await backend.segments.allocate('again')).maxId).toBeGreaterThan(0n);
+  await backend.segments.close();
+});
 
 const describePg = await describeWithService('PostgreSQL', probePostgres);
 describePg('postgres leases', () => {

@@ -8,22 +8,23 @@
  * checked in bigint before it is written: SQLite silently turns an overflowing
  * integer sum into a REAL, which would lose precision.
  */
-import { mkdirSync } from 'node:fs';
-import { dirname } from 'node:path';
 import type Database from 'better-sqlite3';
 import { SequoiaError, TagExistsError, TagNotFoundError, UnavailableError } from '../../core/errors.js';
 import { MAX_ID } from '../../core/id.js';
 import type { Allocation, NewTag, SegmentStore, TagInfo, TagUpdate } from '../../ports/segment-store.js';
 import { storeError } from '../kit/store-errors.js';
 import { assertGiveBack, DEFAULT_START, DEFAULT_STEP, exhausted } from '../kit/segment-rules.js';
-import { openSqlite } from '../kit/sqlite-open.js';
+import { SqliteConnection } from './sqlite-connection.js';
 
-export interface SqliteSegmentStoreOptions {
-  /** File path, or ':memory:'. */
-  readonly path: string;
-  /** How long a writer waits for another process's lock, ms. Default 2000. */
-  readonly busyTimeoutMs?: number;
-}
+export type SqliteSegmentStoreOptions =
+  | {
+      /** File path, or ':memory:'. */
+      readonly path: string;
+      /** How long a writer waits for another process's lock, ms. Default 2000. */
+      readonly busyTimeoutMs?: number;
+    }
+  /** The handle shared with the lease store of the same URL. */
+  | { readonly connection: SqliteConnection };
 
 interface Row {
   tag: string;
@@ -39,23 +40,23 @@ const SCHEMA_VERSION = 1;
 export class SqliteSegmentStore implements SegmentStore {
   readonly kind = 'sqlite';
   private db: Database.Database | undefined;
-  private readonly path: string;
-  private readonly busyTimeoutMs: number;
+  private readonly connection: SqliteConnection;
 
   constructor(options: SqliteSegmentStoreOptions) {
-    this.path = options.path;
-    this.busyTimeoutMs = options.busyTimeoutMs ?? 2000;
+    this.connection = 'connection' in options ? options.connection : new SqliteConnection(options);
+  }
+
+  private get path(): string {
+    return this.connection.path;
   }
 
   async init(): Promise<void> {
     if (this.db) return;
     try {
-      if (this.path !== ':memory:') mkdirSync(dirname(this.path), { recursive: true });
-      const db = openSqlite(this.path, this.busyTimeoutMs, (db) => {
-        db.defaultSafeIntegers(true);
+      const db = this.connection.acquire('segments', (db) => {
         db.transaction(() => {
           db.exec(`CREATE TABLE IF NOT EXISTS sequoia_schema (version INTEGER NOT NULL)`);
-          const row = db.prepare('SELECT version FROM sequoia_schema').get() as { version: bigint } | undefined;
+          const row = db.prepare('SELECT version FROM sequoia_schema').get() as { version: number } | undefined;
           const version = row ? Number(row.version) : 0;
           if (version < 1) {
             db.exec(`CREATE TABLE IF NOT EXISTS sequoia_alloc (
@@ -85,7 +86,7 @@ export class SqliteSegmentStore implements SegmentStore {
     try {
       return db
         .transaction((): Allocation => {
-          const row = db.prepare('SELECT max_id, step, fence_epoch FROM sequoia_alloc WHERE tag = ?').get(tag) as
+          const row = this.prepare('SELECT max_id, step, fence_epoch FROM sequoia_alloc WHERE tag = ?').get(tag) as
             | Pick<Row, 'max_id' | 'step' | 'fence_epoch'>
             | undefined;
           if (!row) throw new TagNotFoundError(tag);
@@ -93,7 +94,7 @@ export class SqliteSegmentStore implements SegmentStore {
           const s = step ?? storedStep;
           const next = row.max_id + BigInt(s);
           if (next > MAX_ID) throw exhausted(tag);
-          db.prepare('UPDATE sequoia_alloc SET max_id = ?, updated_at = ? WHERE tag = ?').run(next, BigInt(Date.now()), tag);
+          this.prepare('UPDATE sequoia_alloc SET max_id = ?, updated_at = ? WHERE tag = ?').run(next, BigInt(Date.now()), tag);
           return { maxId: next, step: s, storedStep, fenceEpoch: Number(row.fence_epoch) };
         })
         .immediate();
@@ -103,19 +104,18 @@ export class SqliteSegmentStore implements SegmentStore {
   }
 
   async getTag(tag: string): Promise<TagInfo | undefined> {
-    const row = this.run(() => this.open().prepare('SELECT * FROM sequoia_alloc WHERE tag = ?').get(tag) as Row | undefined);
+    const row = this.run(() => this.prepare('SELECT * FROM sequoia_alloc WHERE tag = ?').get(tag) as Row | undefined);
     return row ? toInfo(row) : undefined;
   }
 
   async listTags(): Promise<TagInfo[]> {
-    const rows = this.run(() => this.open().prepare('SELECT * FROM sequoia_alloc ORDER BY tag').all() as Row[]);
+    const rows = this.run(() => this.prepare('SELECT * FROM sequoia_alloc ORDER BY tag').all() as Row[]);
     return rows.map(toInfo);
   }
 
   async createTag(t: NewTag): Promise<TagInfo> {
-    const db = this.open();
     try {
-      db.prepare(
+      this.prepare(
         'INSERT INTO sequoia_alloc (tag, max_id, step, description, updated_at, fence_epoch) VALUES (?, ?, ?, ?, ?, 0)',
       ).run(t.tag, t.start ?? DEFAULT_START, BigInt(t.step ?? DEFAULT_STEP), t.description ?? '', BigInt(Date.now()));
     } catch (e) {
@@ -128,7 +128,7 @@ export class SqliteSegmentStore implements SegmentStore {
   async updateTag(tag: string, update: TagUpdate): Promise<TagInfo> {
     const changes = this.run(
       () =>
-        this.open()
+        this
           .prepare(
             'UPDATE sequoia_alloc SET step = COALESCE(?, step), description = COALESCE(?, description), updated_at = ? WHERE tag = ?',
           )
@@ -139,14 +139,14 @@ export class SqliteSegmentStore implements SegmentStore {
   }
 
   async deleteTag(tag: string): Promise<void> {
-    const changes = this.run(() => this.open().prepare('DELETE FROM sequoia_alloc WHERE tag = ?').run(tag).changes);
+    const changes = this.run(() => this.prepare('DELETE FROM sequoia_alloc WHERE tag = ?').run(tag).changes);
     if (changes === 0) throw new TagNotFoundError(tag);
   }
 
   async fence(tag: string, to: bigint): Promise<TagInfo> {
     const changes = this.run(
       () =>
-        this.open()
+        this
           .prepare(
             'UPDATE sequoia_alloc SET max_id = MAX(max_id, ?), fence_epoch = fence_epoch + 1, updated_at = ? WHERE tag = ?',
           )
@@ -160,7 +160,7 @@ export class SqliteSegmentStore implements SegmentStore {
     assertGiveBack(expectedMaxId, newMaxId);
     const changes = this.run(
       () =>
-        this.open()
+        this
           .prepare(
             'UPDATE sequoia_alloc SET max_id = ?, updated_at = ? WHERE tag = ? AND max_id = ? AND (? IS NULL OR fence_epoch = ?)',
           )
@@ -177,11 +177,11 @@ export class SqliteSegmentStore implements SegmentStore {
   }
 
   async ping(): Promise<void> {
-    this.run(() => this.open().prepare('SELECT 1').get());
+    this.run(() => this.prepare('SELECT 1').get());
   }
 
   async close(): Promise<void> {
-    this.db?.close();
+    if (this.db) this.connection.release();
     this.db = undefined;
   }
 
@@ -189,6 +189,11 @@ export class SqliteSegmentStore implements SegmentStore {
     const info = await this.getTag(tag);
     if (!info) throw new TagNotFoundError(tag);
     return info;
+  }
+
+  /** Every statement reads max_id and friends as 64-bit integers (bigint). */
+  private prepare(sql: string): Database.Statement {
+    return this.open().prepare(sql).safeIntegers(true);
   }
 
   private open(): Database.Database {

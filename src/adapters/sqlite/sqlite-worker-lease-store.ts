@@ -1,32 +1,33 @@
 /**
- * Worker-id leases in the same SQLite file as the segments (its own
- * connection). `acquire` is a `BEGIN IMMEDIATE` transaction, so processes
+ * Worker-id leases in the same SQLite file as the segments (the same handle
+ * when opened from one store URL: sqlite-connection.ts). `acquire` is a `BEGIN IMMEDIATE` transaction, so processes
  * sharing the file take ids one at a time. Expiry uses this machine's clock:
  * every process sharing a SQLite file is on one machine.
  */
-import { mkdirSync } from 'node:fs';
-import { dirname } from 'node:path';
 import type Database from 'better-sqlite3';
 import { UnavailableError } from '../../core/errors.js';
 import type { AcquireRequest, LeaseRecord, LeaseRow, WorkerLeaseStore } from '../../ports/worker-lease-store.js';
 import { chooseWorker } from '../kit/choose-worker.js';
 import { storeError } from '../kit/store-errors.js';
-import { openSqlite } from '../kit/sqlite-open.js';
+import { SqliteConnection } from './sqlite-connection.js';
 
 export class SqliteWorkerLeaseStore implements WorkerLeaseStore {
   readonly kind = 'sqlite';
   private db: Database.Database | undefined;
+  private readonly connection: SqliteConnection;
 
+  /** `target`: a file path (its own handle) or the connection shared with the segment store. */
   constructor(
-    private readonly path: string,
+    target: string | SqliteConnection,
     private readonly now: () => number = Date.now,
-  ) {}
+  ) {
+    this.connection = typeof target === 'string' ? new SqliteConnection({ path: target, busyTimeoutMs: 5000 }) : target;
+  }
 
   async init(): Promise<void> {
     if (this.db) return;
     try {
-      if (this.path !== ':memory:') mkdirSync(dirname(this.path), { recursive: true });
-      const db = openSqlite(this.path, 5000, (db) => {
+      const db = this.connection.acquire('leases', (db) => {
         db.transaction(() => {
           db.exec(`CREATE TABLE IF NOT EXISTS sequoia_worker_lease (
             space TEXT NOT NULL,
@@ -124,7 +125,7 @@ export class SqliteWorkerLeaseStore implements WorkerLeaseStore {
   }
 
   async close(): Promise<void> {
-    this.db?.close();
+    if (this.db) this.connection.release();
     this.db = undefined;
   }
 
