@@ -8,6 +8,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { FIELDS } from '../src/app/config.js';
+import { withConfigurationTable } from '../src/app/config-docs.js';
 import { ERROR_CODES, ERROR_DOCS } from '../src/core/errors.js';
 import { ERROR_STATUS } from '../src/server/error-status.js';
 
@@ -25,6 +26,10 @@ describe('docs/http-api.md', () => {
 });
 
 describe('docs/configuration.md', () => {
+  it('holds the table generated from the field table (run `npm run docs:config` after changing a field)', () => {
+    expect(configuration).toBe(withConfigurationTable(configuration));
+  });
+
   it.each(Object.entries(FIELDS).map(([k, f]) => [k, f.flag, f.env]))('documents config field %s (%s, %s)', (name, flag, env) => {
     expect(configuration).toContain(`| \`${name}\` | \`${flag}\` | \`${env}\` |`);
   });
