@@ -21,7 +21,7 @@ export { StateDir } from '../adapters/state-dir/state-dir.js';
 export { createStore } from './stores.js';
 export { createWorkerIdProvider } from './worker-id-providers.js';
 export { IdService, type IdServiceOptions } from '../service/id-service.js';
-export { TagAllocator } from '../service/tag-allocator.js';
+export type { TagAllocator } from '../service/tag-allocator.js';
 export { SnowflakeService } from '../service/snowflake-service.js';
 export { buildApp } from '../server/build-app.js';
 export { startServer, type RunningServer } from './start-server.js';

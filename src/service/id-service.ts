@@ -20,10 +20,11 @@ import type { Logger } from '../ports/logger.js';
 import type { NewTag, SegmentStore, TagInfo, TagUpdate } from '../ports/segment-store.js';
 import {
   DEFAULT_ALLOCATOR_OPTIONS,
-  TagAllocator,
+  type TagAllocator,
   type TagAllocatorOptions,
   type TagAllocatorSnapshot,
 } from './tag-allocator.js';
+import { BufferedTagAllocator } from './buffered-tag-allocator.js';
 import { StrictTagAllocator } from './strict-tag-allocator.js';
 
 export interface IdServiceOptions {
@@ -332,7 +333,7 @@ export class IdService {
     this.known.add(tag);
     const existing = this.allocators.get(tag);
     if (existing) return existing;
-    const a = new (this.strictTags.has(tag) ? StrictTagAllocator : TagAllocator)(tag, {
+    const a = new (this.strictTags.has(tag) ? StrictTagAllocator : BufferedTagAllocator)(tag, {
       store: this.store,
       marks: this.marks,
       clock: this.clock,

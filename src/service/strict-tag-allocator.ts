@@ -21,7 +21,8 @@
 import { SequoiaError, TagNotFoundError, UnavailableError } from '../core/errors.js';
 import { type Id, toId } from '../core/id.js';
 import { checkShared, type HighWaterMark } from '../core/segment/rollback-guard.js';
-import { TagAllocator, type TagAllocatorDeps, type TagAllocatorSnapshot } from './tag-allocator.js';
+import { newInstance, type TagAllocator, type TagAllocatorDeps, type TagAllocatorSnapshot } from './tag-allocator.js';
+import { TagRefusal } from './tag-refusal.js';
 
 interface Waiter {
   /** The mark when the request was sent. */
@@ -33,9 +34,11 @@ interface Waiter {
   readonly reject: (e: unknown) => void;
 }
 
-export class StrictTagAllocator extends TagAllocator {
-  private readonly strictDeps: TagAllocatorDeps;
-  private strictClosed = false;
+export class StrictTagAllocator implements TagAllocator {
+  readonly tag: string;
+  private readonly instance = newInstance();
+  private readonly deps: TagAllocatorDeps;
+  private readonly refusal: TagRefusal;
   private inFlight = 0;
   private ops = 0;
   private failures = 0;
@@ -47,77 +50,85 @@ export class StrictTagAllocator extends TagAllocator {
   private flushQueued = false;
 
   constructor(tag: string, deps: TagAllocatorDeps) {
-    super(tag, deps);
-    this.strictDeps = deps;
+    this.tag = tag;
+    this.deps = deps;
+    this.refusal = new TagRefusal(tag, deps);
+  }
+
+  /** Never from a buffer: every strict ID is its own store operation. */
+  tryTake(): Id | undefined {
+    return undefined;
+  }
+
+  tryTakeMany(): Id[] | undefined {
+    return undefined;
   }
 
   /** Always a promise: each ID is one store operation. */
-  /** Never from a buffer: every strict ID is its own store operation. */
-  override tryTake(): Id | undefined {
-    return undefined;
-  }
-
-  override tryTakeMany(): Id[] | undefined {
-    return undefined;
-  }
-
-  override next(): Promise<Id> {
+  next(): Promise<Id> {
     return this.take(1).then((ids) => ids[0] as Id);
   }
 
   /** `n` consecutive IDs from one atomic allocation of n. */
-  override nextMany(n: number): Promise<Id[]> {
+  nextMany(n: number): Promise<Id[]> {
     return this.take(n);
   }
 
   /** Nothing to prefetch. */
-  override load(): Promise<void> {
+  load(): Promise<void> {
     return Promise.resolve();
   }
 
-  override close(): void {
-    this.strictClosed = true;
-    super.close();
+  resetRefusal(): void {
+    this.refusal.lift();
+  }
+
+  close(): void {
+    this.refusal.close();
   }
 
   /** Nothing is buffered, so nothing to give back. */
-  override giveBackTail(): Promise<boolean> {
+  giveBackTail(): Promise<boolean> {
     return Promise.resolve(false);
   }
 
-  override snapshot(): TagAllocatorSnapshot {
+  snapshot(): TagAllocatorSnapshot {
     return {
-      ...super.snapshot(),
+      tag: this.tag,
+      current: undefined,
+      next: undefined,
       remaining: 0,
       remainingCurrent: 0,
       nextReady: false,
       loading: this.inFlight > 0,
       step: 1,
+      storedStep: undefined,
       lastLoadAt: this.lastOpAt,
       lastLoadMs: this.lastOpMs,
       loads: this.ops,
       loadFailures: this.failures,
       lastError: this.lastFailure && { code: this.lastFailure.code, message: this.lastFailure.message },
+      refusing: this.refusal.current?.code,
+      currentSize: 0,
+      nextSize: 0,
       issued: this.issuedIds,
+      instance: this.instance,
     };
   }
 
   private async take(n: number): Promise<Id[]> {
-    for (let r = this.refused(); r; r = this.refused()) {
+    for (let r = this.refusal.current; r; r = this.refusal.current) {
       // A fence made anywhere reopens the tag (the store's epoch is read at most once a second).
-      if (!(await this.recheckFence())) throw r;
+      if (!(await this.refusal.recheckFence())) throw r;
     }
-    if (this.strictClosed) throw new TagNotFoundError(this.tag);
-    const { store, clock, logger, marks } = this.strictDeps;
+    if (this.refusal.closed) throw new TagNotFoundError(this.tag);
+    const { store, clock, logger } = this.deps;
     const t0 = performance.now();
     // Server-wide, read before sending (see the class comment).
-    const floor = marks.get(this.tag);
-    if (floor?.trippedAtEpoch !== undefined) {
-      // A rollback recorded by another process or an earlier run: refuse without allocating, unless fenced since.
-      const info = await store.getTag(this.tag);
-      if (info && info.fenceEpoch <= floor.trippedAtEpoch) {
-        throw this.refuse(`a rollback was detected earlier (high-water mark ${floor.mark}); run \`sequoia fence\``, floor.trippedAtEpoch);
-      }
+    const floor = this.refusal.mark();
+    // A rollback recorded by another process or an earlier run: refuse without allocating, unless fenced since.
+    if (floor?.trippedAtEpoch !== undefined && (await this.refusal.tripStands(floor.trippedAtEpoch))) {
+      throw this.refusal.refuse(`a rollback was detected earlier (high-water mark ${floor.mark}); run \`sequoia fence\``, floor.trippedAtEpoch);
     }
     this.inFlight++;
     let start: bigint;
@@ -143,7 +154,7 @@ export class StrictTagAllocator extends TagAllocator {
       this.lastOpAt = clock.now();
       this.lastOpMs = performance.now() - t0;
     }
-    if (this.strictClosed) throw new TagNotFoundError(this.tag); // a gap, never handed out after close
+    if (this.refusal.closed) throw new TagNotFoundError(this.tag); // a gap, never handed out after close
     const out: Id[] = [];
     for (let v = start; v < end; v++) out.push(toId(v));
     this.issuedIds += n;
@@ -165,7 +176,7 @@ export class StrictTagAllocator extends TagAllocator {
     this.flushQueued = false;
     const batch = this.waiting;
     this.waiting = [];
-    const { marks, logger } = this.strictDeps;
+    const { marks, logger } = this.deps;
     const ok: Waiter[] = [];
     const refused: Array<{ w: Waiter; reason: string; epoch: number }> = [];
     try {
@@ -185,11 +196,11 @@ export class StrictTagAllocator extends TagAllocator {
       return;
     }
     for (const { w, reason, epoch } of refused) {
-      if (!this.refused()) {
+      if (!this.refusal.current) {
         logger.error({ tag: this.tag, start: String(w.start), end: String(w.end) }, reason);
-        this.refuse(reason, epoch);
+        this.refusal.refuse(reason, epoch);
       }
-      w.reject(this.refused());
+      w.reject(this.refusal.current);
     }
     for (const w of ok) w.resolve();
   }

@@ -4,7 +4,8 @@ import type { SequoiaError } from '../core/errors.js';
 import { type Id, MAX_ID } from '../core/id.js';
 import { silentLogger } from '../core/silent-logger.js';
 import { ControlledStore, ManualClock, tick } from '../../test/helpers/fakes.js';
-import { DEFAULT_ALLOCATOR_OPTIONS, TagAllocator, type TagAllocatorOptions } from './tag-allocator.js';
+import { BufferedTagAllocator } from './buffered-tag-allocator.js';
+import { DEFAULT_ALLOCATOR_OPTIONS, type TagAllocatorOptions } from './tag-allocator.js';
 
 async function setup(step = 100, options: Partial<TagAllocatorOptions> = {}, start?: bigint) {
   const store = new ControlledStore();
@@ -12,7 +13,7 @@ async function setup(step = 100, options: Partial<TagAllocatorOptions> = {}, sta
   const clock = new ManualClock();
   const marks = new MemoryHighWaterMarkStore();
   const make = () =>
-    new TagAllocator('t', {
+    new BufferedTagAllocator('t', {
       store,
       marks,
       clock,
@@ -31,7 +32,7 @@ async function codeOf(p: Id | Promise<Id> | Id[] | Promise<Id[]>): Promise<strin
   return 'no error';
 }
 
-describe('TagAllocator', () => {
+describe('BufferedTagAllocator', () => {
   it('loads lazily, then serves synchronously from the buffer', async () => {
     const { alloc, store } = await setup(100);
     expect(await alloc.next()).toBe(1);
@@ -186,7 +187,7 @@ describe('TagAllocator', () => {
   });
 });
 
-describe('TagAllocator on a multi-store set', () => {
+describe('BufferedTagAllocator on a multi-store set', () => {
   it('serves strided segments from every store, with one high-water mark per residue class, and no repeats', async () => {
     const { MultiSegmentStore } = await import('../adapters/multi/multi-segment-store.js');
     const { MemorySegmentStore } = await import('../adapters/memory/memory-segment-store.js');
@@ -195,7 +196,7 @@ describe('TagAllocator on a multi-store set', () => {
     await store.init();
     await store.createTag({ tag: 't', step: 4 });
     const marks = new MemoryHighWaterMarkStore();
-    const alloc = new TagAllocator('t', {
+    const alloc = new BufferedTagAllocator('t', {
       store,
       marks,
       clock: new ManualClock(),

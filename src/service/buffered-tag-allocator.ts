@@ -1,0 +1,440 @@
+/**
+ * One tag's allocator in segment mode: a SegmentBuffer plus the I/O around
+ * it: background loads (one at a time), the step policy, the rollback guard,
+ * bounded waiting when both segments are used up, and backoff after a failed
+ * load.
+ *
+ * `next()` returns the ID itself while the buffer has one (no promise, no
+ * allocation) and a promise only when it has to wait for the store; `await`
+ * works on both.
+ */
+import { SequoiaError, UnavailableError } from '../core/errors.js';
+import type { Id } from '../core/id.js';
+import { checkShared, earlierTrip, type GuardVerdict, type HighWaterMark } from '../core/segment/rollback-guard.js';
+import { type Segment, SegmentBuffer, segmentSize } from '../core/segment/segment-buffer.js';
+import { nextStep } from '../core/segment/step-policy.js';
+import type { Allocation } from '../ports/segment-store.js';
+import { newInstance, type TagAllocator, type TagAllocatorDeps, type TagAllocatorSnapshot } from './tag-allocator.js';
+import { classKey, TagRefusal } from './tag-refusal.js';
+
+export class BufferedTagAllocator implements TagAllocator {
+  readonly tag: string;
+  private readonly instance = newInstance();
+  private readonly buffer = new SegmentBuffer();
+  private readonly deps: TagAllocatorDeps;
+  private readonly refusal: TagRefusal;
+  private inflight: Promise<void> | undefined;
+  private lastError: SequoiaError | undefined;
+  private consecutiveFailures = 0;
+  private nextLoadAllowedAt = 0;
+  private retryTimer: NodeJS.Timeout | undefined;
+  private lastStep: number | undefined;
+  private lastLoadAt: number | undefined;
+  private lastLoadMs: number | undefined;
+  private storedStep: number | undefined;
+  private loads = 0;
+  private loadFailures = 0;
+  /** IDs accepted into the buffer, and IDs dropped from it unused: see `issued`. */
+  private loadedIds = 0;
+  private droppedIds = 0;
+  /** The unused tail computed at close(), and a range that arrived after it, for giveBackTail(). */
+  private tail: { readonly from: bigint; readonly end: bigint } | undefined;
+  private late: { readonly start: bigint; readonly end: bigint } | undefined;
+  private lastFenceEpoch: number | undefined;
+  private mayGiveBack = false;
+  /** The end of the last range whose mark this allocator recorded (a range arriving after close is not recorded). */
+  private markedEnd: bigint | undefined;
+  /** The last mark could not be recorded: the next load proves the state directory writable before it allocates. */
+  private markFailure: SequoiaError | undefined;
+
+  constructor(tag: string, deps: TagAllocatorDeps) {
+    this.tag = tag;
+    this.deps = deps;
+    this.refusal = new TagRefusal(tag, deps, () => {
+      this.lastError = undefined;
+      this.nextLoadAllowedAt = 0;
+    });
+    this.buffer.onRefillNeeded = () => {
+      void this.load();
+    };
+  }
+
+  /** The next ID: the value itself from the buffer, or a promise when the store must be asked. */
+  next(): Id | Promise<Id> {
+    const v = this.buffer.take();
+    return v !== undefined ? v : this.nextSlow();
+  }
+
+  /** An ID only if the buffer has one now; never a promise, never an error (nothing is lost when it has none). */
+  tryTake(): Id | undefined {
+    return this.buffer.take();
+  }
+
+  /** `n` IDs only if the buffers hold them all now; otherwise undefined and nothing is taken. */
+  tryTakeMany(n: number): Id[] | undefined {
+    if (this.buffer.remaining() < n) return undefined;
+    const out: Id[] = [];
+    this.buffer.takeInto(n, out);
+    return out;
+  }
+
+  /** `n` IDs or an error: never fewer. IDs taken before a failure are dropped (a gap, never a repeat). */
+  nextMany(n: number): Id[] | Promise<Id[]> {
+    const out: Id[] = [];
+    if (this.buffer.takeInto(n, out) === n) return out;
+    return this.fill(n, out);
+  }
+
+  /** Starts a load unless one is in flight; resolves when it ends (it never rejects). */
+  load(): Promise<void> {
+    if (this.inflight) return this.inflight;
+    if (this.refusal.current || this.refusal.closed) return Promise.resolve();
+    const p = this.doLoad().finally(() => {
+      this.inflight = undefined;
+    });
+    this.inflight = p;
+    return p;
+  }
+
+  /** After an operator's fence: forget the refusal so the next load is tried. */
+  resetRefusal(): void {
+    this.refusal.lift();
+  }
+
+  /** Stops background work and drops the buffer (the unused IDs become a gap). */
+  close(): void {
+    if (!this.refusal.closed) {
+      this.mayGiveBack = this.refusal.current === undefined;
+      this.tail = unusedTail(this.buffer);
+    }
+    this.refusal.close();
+    this.dropBuffer();
+    if (this.retryTimer) clearTimeout(this.retryTimer);
+  }
+
+  /**
+   * After close(), on a clean shutdown: gives the unused tail of the last
+   * range back to the store (compare-and-set: only while no one allocated
+   * after us), so a restart continues at the next unused ID instead of
+   * wasting up to two ranges. Nothing a caller could have received is given
+   * back: close() stopped serving before the tail was computed. The
+   * high-water mark is lowered first, durably: a weaker guard for a moment is
+   * safe, whereas a mark left above the store's max_id would trip the guard
+   * falsely on restart. Skipped for multi-store sets (stride > 1: one mark
+   * per residue class) and for tags that were refusing. Never throws.
+   */
+  async giveBackTail(): Promise<boolean> {
+    if (!this.refusal.closed || !this.mayGiveBack) return false;
+    this.mayGiveBack = false;
+    const { store, marks, logger } = this.deps;
+    // A load in flight at close() is dropped on arrival (see doLoad) but its range is ours to give back too.
+    if (this.inflight) await settlesWithin(this.inflight, 1000);
+    let tail = this.tail;
+    const late = this.late;
+    if (late) tail = tail && late.start === tail.end ? { from: tail.from, end: late.end } : { from: late.start, end: late.end };
+    if (!tail || tail.from >= tail.end) return false;
+    const range = tail;
+    try {
+      // Atomic against the server's other processes. Only while the server's
+      // mark is exactly our tail's end is our range the last one recorded: a
+      // higher mark means another worker allocated after us, a lower one that
+      // another worker already gave back a later range (lowering it further
+      // would uncover IDs that worker handed out).
+      let ours = true;
+      marks.update(this.tag, (mark) => {
+        if (mark && (mark.trippedAtEpoch !== undefined || mark.mark !== (this.markedEnd ?? range.end))) ours = false;
+        else if (mark && mark.mark > range.from) return { mark: range.from };
+        return mark;
+      });
+      if (!ours) return false;
+      const ok = await store.giveBack(this.tag, tail.end, tail.from, this.lastFenceEpoch);
+      logger.info(
+        { tag: this.tag, from: String(tail.from), to: String(tail.end), givenBack: ok },
+        ok ? 'unused range given back' : 'unused range not given back: the store moved on',
+      );
+      return ok;
+    } catch (e) {
+      // The lowered mark still covers every ID handed out; the tail is a gap.
+      logger.warn({ tag: this.tag, err: e instanceof Error ? e.message : String(e) }, 'give-back failed');
+      return false;
+    }
+  }
+
+  snapshot(): TagAllocatorSnapshot {
+    const cur = this.buffer.current;
+    const nxt = this.buffer.next;
+    const remainingCurrent = this.buffer.remainingCurrent();
+    return {
+      tag: this.tag,
+      current: cur && { start: cur.start, end: cur.end, next: this.buffer.peekCurrent() },
+      next: nxt && { start: nxt.start, end: nxt.end },
+      remaining: this.buffer.remaining(),
+      remainingCurrent,
+      nextReady: this.buffer.hasNext(),
+      loading: this.inflight !== undefined,
+      step: this.lastStep,
+      storedStep: this.storedStep,
+      lastLoadAt: this.lastLoadAt,
+      lastLoadMs: this.lastLoadMs,
+      loads: this.loads,
+      loadFailures: this.loadFailures,
+      lastError: this.lastError && { code: this.lastError.code, message: this.lastError.message },
+      refusing: this.refusal.current?.code,
+      currentSize: cur ? segmentSize(cur) : 0,
+      nextSize: nxt ? segmentSize(nxt) : 0,
+      issued: this.loadedIds - this.droppedIds - this.buffer.remaining(),
+      instance: this.instance,
+    };
+  }
+
+  private async nextSlow(): Promise<Id> {
+    const out: Id[] = [];
+    await this.fill(1, out);
+    return out[0] as Id;
+  }
+
+  private async fill(n: number, out: Id[]): Promise<Id[]> {
+    const { clock, options } = this.deps;
+    const deadline = clock.now() + options.loadTimeoutMs;
+    for (;;) {
+      if (this.refusal.current) {
+        // A fence made anywhere (CLI, another worker, another server) reopens the tag without a restart.
+        if (!(await this.refusal.recheckFence())) throw this.refusal.current;
+        continue;
+      }
+      if (this.refusal.closed) throw new UnavailableError('STORE_UNAVAILABLE', 'the service is shutting down');
+      if (out.length < n) this.buffer.takeInto(n - out.length, out);
+      if (out.length === n) return out;
+      if (!this.inflight) {
+        const now = clock.now();
+        if (now < this.nextLoadAllowedAt) throw this.failure(this.nextLoadAllowedAt - now);
+        void this.load();
+      }
+      const left = deadline - clock.now();
+      if (left <= 0 || !(await settlesWithin(this.inflight, left))) {
+        throw new UnavailableError(
+          'SEGMENTS_EXHAUSTED',
+          `tag ${JSON.stringify(this.tag)}: both segments are used up and the store did not answer within ${options.loadTimeoutMs} ms`,
+          { retryAfterMs: 1000, cause: this.lastError },
+        );
+      }
+    }
+  }
+
+  private failure(retryAfterMs: number): SequoiaError {
+    const e = this.lastError;
+    if (e && (e.code === 'TAG_NOT_FOUND' || e.code === 'ID_SPACE_EXHAUSTED' || e === this.markFailure)) return e;
+    return new UnavailableError(
+      'SEGMENTS_EXHAUSTED',
+      `tag ${JSON.stringify(this.tag)}: both segments are used up and the last load failed${e ? ` (${e.code})` : ''}`,
+      { retryAfterMs: Math.max(1, Math.ceil(retryAfterMs)), cause: e },
+    );
+  }
+
+  /** One load: each step below either hands over to the next or ends the load (refused, failed, or closed meanwhile). */
+  private async doLoad(): Promise<void> {
+    const startedAt = this.deps.clock.now();
+    const t0 = performance.now();
+    const step = this.stepAt(startedAt);
+    try {
+      const floor = this.readFloor();
+      if (this.markFailure) this.proveMarksWritable();
+      const plain = floor.get(this.tag);
+      // Checked before awaiting: an untripped load asks the store at once, in the caller's turn.
+      if (plain?.trippedAtEpoch !== undefined && (await this.refuseEarlierTrip(plain.mark, plain.trippedAtEpoch, t0))) return;
+      const alloc = await this.allocate(step);
+      const ms = performance.now() - t0;
+      // The newest answer's fence epoch: a give-back must not cross a fence made after it.
+      this.lastFenceEpoch = alloc.fenceEpoch;
+      if (this.refusal.closed) return this.keepLate(alloc);
+      const start = alloc.maxId - BigInt(alloc.step) * BigInt(alloc.stride ?? 1);
+      const verdict = this.recordMark(floor, alloc, start);
+      if (!verdict?.ok) return this.refuseRollback(verdict, alloc, start, ms);
+      this.accept(alloc, start, startedAt, ms);
+    } catch (e) {
+      this.recordFailure(e, t0);
+    }
+  }
+
+  private stepAt(now: number): number {
+    return nextStep({
+      previousStep: this.lastStep,
+      previousLoadAt: this.lastLoadAt,
+      now,
+      storedStep: this.storedStep ?? 1,
+      maxStep: this.deps.options.maxStep,
+    });
+  }
+
+  /**
+   * Read before sending: every answer to this request starts at or above
+   * these marks in a monotonic store, whichever process of the server set them.
+   */
+  private readFloor(): ReadonlyMap<string, HighWaterMark | undefined> {
+    try {
+      return this.refusal.floor();
+    } catch (e) {
+      throw (this.markFailure = markError(e));
+    }
+  }
+
+  /** The last mark could not be written: prove the state directory takes a write before burning a range. */
+  private proveMarksWritable(): void {
+    try {
+      this.deps.marks.update(this.tag, (cur) => (cur ? { ...cur } : { mark: 0n }));
+    } catch (e) {
+      throw (this.markFailure = markError(e));
+    }
+    this.markFailure = undefined;
+  }
+
+  /** Another process (or an earlier run) detected a rollback: refuse without allocating, unless fenced since. */
+  private async refuseEarlierTrip(mark: bigint, trippedAtEpoch: number, t0: number): Promise<boolean> {
+    if (!(await this.refusal.tripStands(trippedAtEpoch))) return false;
+    const reason = earlierTrip(mark, this.deps.marks.where);
+    this.refuse(reason, trippedAtEpoch);
+    this.deps.logger.error({ tag: this.tag, code: 'STORE_ROLLBACK_DETECTED' }, reason);
+    this.loadFailures++;
+    this.deps.onLoad?.(this.tag, false, (performance.now() - t0) / 1000);
+    return true;
+  }
+
+  private allocate(step: number): Promise<Allocation> {
+    const { store } = this.deps;
+    // The first load of a tag uses the stored step: we do not know it yet.
+    const wanted = this.lastStep === undefined ? undefined : step;
+    // Near 2^63-1 a doubled step may not fit where the stored one still does.
+    return store.allocate(this.tag, wanted).catch((e: unknown) => {
+      if (wanted !== undefined && e instanceof SequoiaError && e.code === 'ID_SPACE_EXHAUSTED') {
+        return store.allocate(this.tag);
+      }
+      throw e;
+    });
+  }
+
+  /** A range that arrived after close(): never served, but kept for giveBackTail(). */
+  private keepLate(alloc: Allocation): void {
+    if ((alloc.stride ?? 1) === 1) this.late = { start: alloc.maxId - BigInt(alloc.step), end: alloc.maxId };
+  }
+
+  /**
+   * Checks the range against the floor and records its mark, durable before
+   * any of these IDs can be handed out. Each store of a multi-store set rises
+   * only within its own residue class, so each class keeps its own mark; the
+   * plain mark then only summarises, for fence.
+   */
+  private recordMark(floor: ReadonlyMap<string, HighWaterMark | undefined>, alloc: Allocation, start: bigint): GuardVerdict | undefined {
+    const { marks } = this.deps;
+    const stride = alloc.stride ?? 1;
+    const markKey = stride === 1 ? this.tag : classKey(this.tag, stride, alloc.offset ?? 0);
+    let verdict: GuardVerdict | undefined;
+    try {
+      marks.update(markKey, (current) => {
+        verdict = checkShared(floor.has(markKey) ? floor.get(markKey) : current, current, start, alloc.maxId, alloc.fenceEpoch, marks.where);
+        return verdict.record;
+      });
+      if (stride !== 1 && verdict?.ok) {
+        marks.update(this.tag, (cur) => (!cur || cur.mark < alloc.maxId ? { mark: alloc.maxId, trippedAtEpoch: cur?.trippedAtEpoch } : cur));
+      }
+    } catch (e) {
+      // Nothing of this range is handed out (a gap); the next load first proves the state directory writable.
+      throw (this.markFailure = markError(e));
+    }
+    if (verdict?.ok && stride === 1) this.markedEnd = alloc.maxId;
+    return verdict;
+  }
+
+  private refuseRollback(verdict: GuardVerdict | undefined, alloc: Allocation, start: bigint, ms: number): void {
+    const reason = verdict && !verdict.ok ? verdict.reason : 'rollback';
+    this.refuse(reason, verdict?.record.trippedAtEpoch ?? alloc.fenceEpoch);
+    this.loadFailures++;
+    this.deps.onLoad?.(this.tag, false, ms / 1000);
+    this.deps.logger.error({ tag: this.tag, start: String(start), end: String(alloc.maxId), code: 'STORE_ROLLBACK_DETECTED' }, reason);
+  }
+
+  private accept(alloc: Allocation, start: bigint, startedAt: number, ms: number): void {
+    const seg: Segment = { start, end: alloc.maxId, stride: alloc.stride ?? 1, step: alloc.step, loadedAt: this.deps.clock.now() };
+    this.buffer.offer(seg);
+    this.loadedIds += segmentSize(seg);
+    this.storedStep = alloc.storedStep;
+    this.lastStep = alloc.step;
+    this.lastLoadAt = startedAt;
+    this.lastLoadMs = ms;
+    this.loads++;
+    this.consecutiveFailures = 0;
+    this.lastError = undefined;
+    this.deps.onLoad?.(this.tag, true, ms / 1000);
+    this.deps.logger.info(
+      { tag: this.tag, start: String(start), end: String(alloc.maxId), step: alloc.step, ms: Math.round(ms * 10) / 10 },
+      'segment loaded',
+    );
+  }
+
+  /** A failed load: remembered for callers, retried after a doubling delay. */
+  private recordFailure(e: unknown, t0: number): void {
+    const { clock, logger, options } = this.deps;
+    const err =
+      e instanceof SequoiaError ? e : new UnavailableError('STORE_UNAVAILABLE', 'segment load failed', { cause: e, retryAfterMs: 1000 });
+    this.lastError = err;
+    this.loadFailures++;
+    this.consecutiveFailures++;
+    const delay = Math.min(options.maxRetryDelayMs, options.minRetryDelayMs * 2 ** (this.consecutiveFailures - 1));
+    this.nextLoadAllowedAt = clock.now() + delay;
+    this.deps.onLoad?.(this.tag, false, (performance.now() - t0) / 1000);
+    logger.warn({ tag: this.tag, code: err.code, err: err.message, retryInMs: delay }, 'segment load failed');
+    if (this.retryTimer) clearTimeout(this.retryTimer);
+    this.retryTimer = setTimeout(() => {
+      this.retryTimer = undefined;
+      this.buffer.rearm();
+    }, delay);
+    this.retryTimer.unref();
+  }
+
+  /** Refuses the tag after a rollback; the buffered IDs become a gap. */
+  private refuse(reason: string, epoch: number): void {
+    this.lastError = this.refusal.refuse(reason, epoch);
+    this.dropBuffer();
+  }
+
+  private dropBuffer(): void {
+    this.droppedIds += this.buffer.remaining();
+    this.buffer.clear();
+  }
+}
+
+/**
+ * The IDs no caller can have received, as [from, end) with end = the store's
+ * max_id after our last allocation: with a next range contiguous with the
+ * current one, from the cursor to next.end; a next range alone otherwise;
+ * else the current tail. Undefined when there is none or stride > 1.
+ */
+function unusedTail(buffer: SegmentBuffer): { from: bigint; end: bigint } | undefined {
+  const cur = buffer.current;
+  const nxt = buffer.next;
+  if ((cur && cur.stride !== 1) || (nxt && nxt.stride !== 1)) return undefined;
+  const cursor = buffer.peekCurrent();
+  if (nxt) {
+    if (cur && nxt.start === cur.end) return { from: cursor ?? nxt.start, end: nxt.end };
+    return { from: nxt.start, end: nxt.end };
+  }
+  if (cur && cursor !== undefined) return { from: cursor, end: cur.end };
+  return undefined;
+}
+
+function markError(e: unknown): SequoiaError {
+  return e instanceof SequoiaError ? e : new UnavailableError('STORE_UNAVAILABLE', 'cannot record the high-water mark', { cause: e, retryAfterMs: 1000 });
+}
+
+/** Resolves true when `p` settles within `ms`, false on timeout. */
+async function settlesWithin(p: Promise<unknown> | undefined, ms: number): Promise<boolean> {
+  if (!p) return true;
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<false>((resolve) => {
+    timer = setTimeout(() => resolve(false), ms);
+  });
+  try {
+    return await Promise.race([p.then(() => true), timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
