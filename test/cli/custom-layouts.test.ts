@@ -1,34 +1,15 @@
 /**
  * Custom layouts from the config file, end to end with the built CLI and a
- * real server on SQLite. The numbers are Discord's published ones: epoch
- * 1420070400000, 42 bits of ms, 5 worker, 5 process, 12 increment;
- * 175928847299117063 is 2016-04-30T11:18:25.796Z, worker 1, process 0, increment 7.
+ * real server on SQLite, on Discord's published layout and example (test/helpers/discord.ts).
  */
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { type ServerProcess, sequoia, startServe } from '../helpers/cli.js';
+import { DISCORD, DISCORD_EXAMPLE } from '../helpers/discord.js';
 
-const DISCORD = {
-  epochMs: 1420070400000,
-  timeBits: 42,
-  fields: [
-    { name: 'worker', bits: 5, role: 'node' },
-    { name: 'process', bits: 5, role: 'node' },
-    { name: 'increment', bits: 12, role: 'sequence' },
-  ],
-};
-const EXPECTED = {
-  id: '175928847299117063',
-  kind: 'snowflake',
-  layout: 'discord',
-  time: '2016-04-30T11:18:25.796Z',
-  timestampMs: 1462015105796,
-  worker: 1,
-  process: 0,
-  sequence: 7,
-};
+const EXPECTED = DISCORD_EXAMPLE;
 
 const dir = mkdtempSync(join(tmpdir(), 'sequoia-layouts-'));
 function configFile(layouts: unknown, extra: Record<string, unknown> = {}): string {

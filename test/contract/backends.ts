@@ -1,16 +1,20 @@
 /**
- * Test harnesses for the server-backed stores. Each run uses its own table or
- * key prefix (pid + random), since other test files use the same servers at
- * the same time, and drops it afterwards. Servers come from the environment:
+ * Test harnesses for every store. The server-backed ones use their own table
+ * or key prefix per run (pid + random), since other test files use the same
+ * servers at the same time, and drop it afterwards. Servers come from the environment:
  * SEQUOIA_TEST_POSTGRES_URL, SEQUOIA_TEST_MYSQL_URL, SEQUOIA_TEST_REDIS_URL.
  */
 import { randomBytes } from 'node:crypto';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
 import { Redis } from 'ioredis';
 import mysql from 'mysql2/promise';
 import pg from 'pg';
+import { MemorySegmentStore } from '../../src/adapters/memory/memory-segment-store.js';
 import { MysqlSegmentStore } from '../../src/adapters/mysql/mysql-segment-store.js';
 import { PostgresSegmentStore } from '../../src/adapters/postgres/postgres-segment-store.js';
 import { RedisSegmentStore } from '../../src/adapters/redis/redis-segment-store.js';
+import { SqliteSegmentStore } from '../../src/adapters/sqlite/sqlite-segment-store.js';
 import type { ContractHarness } from './segment-store-contract.js';
 
 export const POSTGRES_URL = process.env.SEQUOIA_TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
@@ -55,6 +59,42 @@ function withParams(url: string, params: Record<string, string>): string {
   const u = new URL(url);
   for (const [k, v] of Object.entries(params)) u.searchParams.set(k, v);
   return u.toString();
+}
+
+export function memoryHarness(): ContractHarness {
+  const store = new MemorySegmentStore();
+  return {
+    store,
+    snapshot: async (tag) => (await store.getTag(tag))?.maxId,
+    restore: async (tag, snap) => store.restore(tag, snap as bigint),
+    cleanup: () => store.close(),
+  };
+}
+
+/** A SQLite file `<dir>/<name>.db`; snapshots and restores go through a handle of their own, as a backup tool's would. */
+export function sqliteHarness(dir: string, name: string): ContractHarness {
+  const path = join(dir, `${name}.db`);
+  const store = new SqliteSegmentStore({ path });
+  const direct = <T>(fn: (db: Database.Database) => T): T => {
+    const db = new Database(path, { timeout: 5000 });
+    db.defaultSafeIntegers(true);
+    try {
+      return fn(db);
+    } finally {
+      db.close();
+    }
+  };
+  return {
+    store,
+    url: `sqlite:${path}`,
+    snapshot: async (tag) =>
+      direct((db) => (db.prepare('SELECT max_id FROM sequoia_alloc WHERE tag = ?').get(tag) as { max_id: bigint }).max_id),
+    restore: async (tag, snap) => {
+      direct((db) => db.prepare('UPDATE sequoia_alloc SET max_id = ? WHERE tag = ?').run(snap as bigint, tag));
+    },
+    reopen: async () => new SqliteSegmentStore({ path }),
+    cleanup: () => store.close(),
+  };
 }
 
 export async function postgresHarness(): Promise<ContractHarness> {

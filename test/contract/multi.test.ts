@@ -1,17 +1,15 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
 import { createStore } from '../../src/app/stores.js';
 import { MemorySegmentStore } from '../../src/adapters/memory/memory-segment-store.js';
 import { MultiSegmentStore } from '../../src/adapters/multi/multi-segment-store.js';
 import { MULTI_META_TAG } from '../../src/core/segment/multi-meta-tag.js';
-import { SqliteSegmentStore } from '../../src/adapters/sqlite/sqlite-segment-store.js';
 import { type SequoiaError, UnavailableError } from '../../src/core/errors.js';
 import type { Allocation, NewTag, SegmentStore, TagInfo, TagUpdate } from '../../src/ports/segment-store.js';
 import { describeWithService } from '../helpers/services.js';
-import { mysqlHarness, postgresHarness, probeMysql, probePostgres, probeRedis, redisHarness } from './backends.js';
+import { memoryHarness, mysqlHarness, postgresHarness, probeMysql, probePostgres, probeRedis, redisHarness, sqliteHarness } from './backends.js';
 import { type ContractHarness, idsOf, runSegmentStoreContract } from './segment-store-contract.js';
 
 function multiHarness(parts: ContractHarness[]): ContractHarness {
@@ -35,46 +33,11 @@ function multiHarness(parts: ContractHarness[]): ContractHarness {
   };
 }
 
-function memoryPart(): ContractHarness {
-  const store = new MemorySegmentStore();
-  return {
-    store,
-    snapshot: async (tag) => (await store.getTag(tag))?.maxId,
-    restore: async (tag, snap) => store.restore(tag, snap as bigint),
-    cleanup: () => store.close(),
-  };
-}
-
-function sqlitePart(dir: string, name: string): ContractHarness {
-  const path = join(dir, `${name}.db`);
-  const store = new SqliteSegmentStore({ path });
-  const direct = <T>(fn: (db: Database.Database) => T): T => {
-    const db = new Database(path, { timeout: 5000 });
-    db.defaultSafeIntegers(true);
-    try {
-      return fn(db);
-    } finally {
-      db.close();
-    }
-  };
-  return {
-    store,
-    url: `sqlite:${path}`,
-    snapshot: async (tag) =>
-      direct((db) => (db.prepare('SELECT max_id FROM sequoia_alloc WHERE tag = ?').get(tag) as { max_id: bigint }).max_id),
-    restore: async (tag, snap) => {
-      direct((db) => db.prepare('UPDATE sequoia_alloc SET max_id = ? WHERE tag = ?').run(snap as bigint, tag));
-    },
-    reopen: async () => new SqliteSegmentStore({ path }),
-    cleanup: () => store.close(),
-  };
-}
-
-runSegmentStoreContract('multi (2 × memory)', async () => multiHarness([memoryPart(), memoryPart()]), { inProcessOnly: true });
+runSegmentStoreContract('multi (2 × memory)', async () => multiHarness([memoryHarness(), memoryHarness()]), { inProcessOnly: true });
 
 runSegmentStoreContract('multi (3 × sqlite files)', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'sequoia-contract-multi-'));
-  const h = multiHarness(['a', 'b', 'c'].map((n) => sqlitePart(dir, n)));
+  const h = multiHarness(['a', 'b', 'c'].map((n) => sqliteHarness(dir, n)));
   return {
     ...h,
     cleanup: async () => {

@@ -40,9 +40,23 @@ export interface ServerProcess {
 /** Starts `sequoia serve --port 0 …` with node directly (npx would not pass signals) and waits for its URL. */
 export async function startServe(args: string[], env: NodeJS.ProcessEnv = {}, bin = BIN): Promise<ServerProcess> {
   assertBuilt();
-  const child = spawn(process.execPath, [bin, 'serve', '--port', '0', ...args], {
-    env: { ...cleanEnv(), ...env },
+  return launchServe(process.execPath, [bin, 'serve', '--port', '0', ...args], { env });
+}
+
+/**
+ * Starts a server by any command line (e.g. under `faketime`) and waits for
+ * its `listening` log line. `detached` puts it in its own process group, for
+ * wrappers that fork the server (kill the group, not just the wrapper).
+ */
+export async function launchServe(
+  command: string,
+  argv: string[],
+  options: { readonly env?: NodeJS.ProcessEnv; readonly detached?: boolean } = {},
+): Promise<ServerProcess> {
+  const child = spawn(command, argv, {
+    env: { ...cleanEnv(), ...options.env },
     stdio: ['ignore', 'pipe', 'pipe'],
+    detached: options.detached ?? false,
   });
   let out = '';
   const exited = new Promise<number | string>((resolve) => child.on('exit', (code, sig) => resolve(code ?? sig ?? -1)));

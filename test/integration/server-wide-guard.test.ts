@@ -127,6 +127,19 @@ async function askEveryWorker(url: string, tag: string, n: number): Promise<Arra
   return out;
 }
 
+/** After a fence: asks until 6 answers in a row are 200 (a refused worker re-reads the fence epoch at most once a second), 8 s at most. */
+async function untilEveryWorkerServes(url: string, tag: string): Promise<Array<{ status: number; body: string }>> {
+  const t0 = Date.now();
+  let after: Array<{ status: number; body: string }> = [];
+  while (Date.now() - t0 < 8000) {
+    after = await askEveryWorker(url, tag, 6);
+    if (after.every((a) => a.status === 200)) break;
+    await sleep(200);
+  }
+  expect(after.map((a) => a.status)).toEqual([200, 200, 200, 200, 200, 200]);
+  return after;
+}
+
 function idsOf(answers: Array<{ status: number; body: string }>): string[] {
   return answers.flatMap((a) => (a.status !== 200 ? [] : a.body.startsWith('{') ? (JSON.parse(a.body) as { ids: string[] }).ids : [a.body]));
 }
@@ -157,14 +170,7 @@ describe('the rollback guard covers the whole server (--workers 2, SQLite)', () 
     const fenced = sequoia(['fence', tag, '--to', String(top + 1_000_000n), '--store', store, '--state-dir', stateDir]);
     expect(fenced.stderr).toBe('');
     expect(fenced.status).toBe(0);
-    const t0 = Date.now();
-    let after: Array<{ status: number; body: string }> = [];
-    while (Date.now() - t0 < 8000) {
-      after = await askEveryWorker(third.url, tag, 6);
-      if (after.every((a) => a.status === 200)) break;
-      await sleep(200);
-    }
-    expect(after.map((a) => a.status)).toEqual([200, 200, 200, 200, 200, 200]);
+    const after = await untilEveryWorkerServes(third.url, tag);
     const fresh = [...idsOf(answers), ...idsOf(after)];
     for (const id of fresh) expect(BigInt(id)).toBeGreaterThan(top);
     const all = [...seen, ...fresh];
@@ -183,14 +189,7 @@ describe('the rollback guard covers the whole server (--workers 2, SQLite)', () 
     const top = seen.map(BigInt).reduce((a, b) => (a > b ? a : b));
     const f = await get(`${third.url}/v1/tags/${tag}/fence`, undefined, 'POST', JSON.stringify({ to: String(top + 1_000_000n) }));
     expect(f.status).toBe(200);
-    const t0 = Date.now();
-    let after: Array<{ status: number; body: string }> = [];
-    while (Date.now() - t0 < 8000) {
-      after = await askEveryWorker(third.url, tag, 6);
-      if (after.every((a) => a.status === 200)) break;
-      await sleep(200);
-    }
-    expect(after.map((a) => a.status)).toEqual([200, 200, 200, 200, 200, 200]);
+    const after = await untilEveryWorkerServes(third.url, tag);
     const all = [...seen, ...idsOf(after)];
     expect(new Set(all).size).toBe(all.length);
     killAll(third);
@@ -206,14 +205,7 @@ describe('the rollback guard covers the whole server (--workers 2, SQLite)', () 
     for (const a of answers) expect(a.body).toContain('STORE_ROLLBACK_DETECTED');
     const top = seen.map(BigInt).reduce((a, b) => (a > b ? a : b));
     expect(sequoia(['fence', tag, '--to', String(top + 1_000_000n), '--store', store, '--state-dir', stateDir]).status).toBe(0);
-    const t0 = Date.now();
-    let after: Array<{ status: number; body: string }> = [];
-    while (Date.now() - t0 < 8000) {
-      after = await askEveryWorker(third.url, tag, 6);
-      if (after.every((a) => a.status === 200)) break;
-      await sleep(200);
-    }
-    expect(after.map((a) => a.status)).toEqual([200, 200, 200, 200, 200, 200]);
+    const after = await untilEveryWorkerServes(third.url, tag);
     const all = [...seen, ...idsOf(answers), ...idsOf(after)];
     expect(new Set(all).size).toBe(all.length);
     killAll(third);

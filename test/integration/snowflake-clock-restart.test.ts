@@ -6,13 +6,13 @@
  * an ID of the first run again: policy `wait` refuses (CLOCK_MOVED_BACKWARDS),
  * policy `logical` issues on ticks after the recorded one.
  */
-import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { type ChildProcess, spawnSync } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, expect, it } from 'vitest';
 import { probeRedis, REDIS_URL } from '../contract/backends.js';
-import { BIN, cleanEnv, startServe, type ServerProcess } from '../helpers/cli.js';
+import { BIN, launchServe, startServe, type ServerProcess } from '../helpers/cli.js';
 import { describeWithService } from '../helpers/services.js';
 
 const children: ChildProcess[] = [];
@@ -34,33 +34,9 @@ const describeFaketime = await describeWithService('faketime (Debian package fak
   if (faketimeMissing) throw new Error('faketime is not installed');
 });
 
-/** `sequoia serve` under faketime (the clock `offsetSeconds` back), waiting for its URL. */
-async function serveBackInTime(args: string[], offsetSeconds: number): Promise<ServerProcess> {
-  const child = spawn('faketime', ['-f', `-${offsetSeconds}s`, process.execPath, BIN, 'serve', '--port', '0', ...args], {
-    env: cleanEnv(),
-    stdio: ['ignore', 'pipe', 'pipe'],
-    detached: true,
-  });
-  let out = '';
-  const exited = new Promise<number | string>((resolve) => child.on('exit', (code, sig) => resolve(code ?? sig ?? -1)));
-  const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`server did not start:\n${out}`)), 20_000);
-    const onData = (d: Buffer) => {
-      out += d.toString();
-      const m = /"url":"(http:\/\/[^"]+)"[^\n]*"msg":"listening"/.exec(out);
-      if (m) {
-        clearTimeout(timer);
-        resolve(m[1] as string);
-      }
-    };
-    child.stdout.on('data', onData);
-    child.stderr.on('data', onData);
-    void exited.then((code) => {
-      clearTimeout(timer);
-      reject(new Error(`server exited (${code}) before listening:\n${out}`));
-    });
-  });
-  return { child, url, output: () => out, exited };
+/** `sequoia serve` under faketime (the clock `offsetSeconds` back), waiting for its URL; faketime forks the server, hence its own group. */
+function serveBackInTime(args: string[], offsetSeconds: number): Promise<ServerProcess> {
+  return launchServe('faketime', ['-f', `-${offsetSeconds}s`, process.execPath, BIN, 'serve', '--port', '0', ...args], { detached: true });
 }
 
 describeRedis('snowflake: the last tick is kept in the state directory (Redis store, static worker id)', () => {

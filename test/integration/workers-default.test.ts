@@ -101,29 +101,25 @@ async function workerIdsSeen(url: string): Promise<{ nodes: Set<number>; ids: st
   return { nodes, ids };
 }
 
+/** A `--workers 2` server on a fresh SQLite store: both workers answer, each on its own worker id, nothing repeats, and it stops cleanly. */
+async function expectTwoWorkersOnTwoIds(providerArgs: string[]): Promise<void> {
+  const { store, stateDir } = fresh();
+  const s = await startServe(['--workers', '2', '--store', store, '--state-dir', stateDir, ...providerArgs]);
+  running.push(s);
+  const { nodes, ids } = await workerIdsSeen(s.url);
+  expect(nodes.size).toBe(2);
+  expect(new Set(ids).size).toBe(ids.length);
+  s.child.kill('SIGTERM');
+  expect(await s.exited).toBe(0);
+}
+
 describe('lease provider with --workers 2 (SQLite)', () => {
-  it('each worker issues on its own worker id; no repeats', async () => {
-    const { store, stateDir } = fresh();
-    const s = await startServe(['--workers', '2', '--store', store, '--state-dir', stateDir]);
-    running.push(s);
-    const { nodes, ids } = await workerIdsSeen(s.url);
-    expect(nodes.size).toBe(2);
-    expect(new Set(ids).size).toBe(ids.length);
-    s.child.kill('SIGTERM');
-    expect(await s.exited).toBe(0);
-  }, 60_000);
+  it('each worker issues on its own worker id; no repeats', () => expectTwoWorkersOnTwoIds([]), 60_000);
 });
 
 describeZk('zookeeper provider with --workers 2', () => {
   it('each worker of one port is its own node with its own worker id, although they share the state directory', async () => {
-    const { store, stateDir } = fresh();
     const root = `/sequoia-test/${Math.random().toString(36).slice(2, 10)}`;
-    const s = await startServe(['--workers', '2', '--store', store, '--state-dir', stateDir, '--worker-id-provider', `zookeeper:${ZK}${root}`]);
-    running.push(s);
-    const { nodes, ids } = await workerIdsSeen(s.url);
-    expect(nodes.size).toBe(2);
-    expect(new Set(ids).size).toBe(ids.length);
-    s.child.kill('SIGTERM');
-    expect(await s.exited).toBe(0);
+    await expectTwoWorkersOnTwoIds(['--worker-id-provider', `zookeeper:${ZK}${root}`]);
   }, 60_000);
 });

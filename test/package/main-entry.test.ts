@@ -1,9 +1,8 @@
 /**
  * `import 'sequoia'` as users write it (package self-reference through
  * package.json `exports`, on the built files): the snowflake API is there,
- * and a custom layout decodes the peer's published example. Discord's docs:
- * epoch 1420070400000, 42 bits of ms, 5 worker, 5 process, 12 increment;
- * 175928847299117063 is 2016-04-30T11:18:25.796Z, worker 1, process 0, increment 7.
+ * and a custom layout decodes the peer's published example (Discord's:
+ * test/helpers/discord.ts).
  */
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
@@ -11,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ROOT, assertBuilt } from '../helpers/cli.js';
+import { DISCORD, DISCORD_EXAMPLE } from '../helpers/discord.js';
 
 function runModule(code: string): { status: number | null; stdout: string; stderr: string } {
   assertBuilt();
@@ -22,8 +22,7 @@ describe("import 'sequoia'", () => {
   it('exports defineLayout, getLayout, compose, decompose and explainId, and they decode Discord\'s example', () => {
     const r = runModule(`
       import * as s from 'sequoia';
-      const discord = s.defineLayout({ name: 'discord', version: 1, epochMs: 1420070400000, unitMs: 1, timeBits: 42,
-        fields: [{ name: 'worker', bits: 5, role: 'node' }, { name: 'process', bits: 5, role: 'node' }, { name: 'increment', bits: 12, role: 'sequence' }] });
+      const discord = s.defineLayout({ name: 'discord', version: 1, unitMs: 1, ...${JSON.stringify(DISCORD)} });
       const d = s.decompose(discord, 175928847299117063n);
       console.log(JSON.stringify({
         fns: ['defineLayout', 'getLayout', 'compose', 'decompose', 'explainId', 'SnowflakeGenerator', 'plan'].map((n) => typeof s[n]),
@@ -37,16 +36,7 @@ describe("import 'sequoia'", () => {
     expect(r.status).toBe(0);
     const out = JSON.parse(r.stdout) as { fns: string[]; explain: Record<string, unknown>; values: Record<string, number>; back: string; leaf: string };
     expect(out.fns).toEqual(Array(7).fill('function'));
-    expect(out.explain).toEqual({
-      id: '175928847299117063',
-      kind: 'snowflake',
-      layout: 'discord',
-      time: '2016-04-30T11:18:25.796Z',
-      timestampMs: 1462015105796,
-      worker: 1,
-      process: 0,
-      sequence: 7,
-    });
+    expect(out.explain).toEqual(DISCORD_EXAMPLE);
     expect(out.values).toEqual({ worker: 1, process: 0, increment: 7 });
     expect(out.back).toBe('175928847299117063');
     expect(out.leaf).toBe('leaf');
