@@ -1,0 +1,81 @@
+/**
+ * Every error answer fastify sends: SequoiaError codes map to the design's
+ * statuses; fastify's own client errors keep their 4xx with a message that
+ * names nothing internal; anything else is INTERNAL with the request id the
+ * log line also carries. Leaf's routes answer Leaf's `text/plain` `CODE: message`.
+ */
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { SequoiaError } from '../core/errors.js';
+import { ERROR_STATUS } from './error-status.js';
+import type { SequoiaMetrics } from './metrics.js';
+
+export type ErrorRecord = Parameters<SequoiaMetrics['recordError']>[0];
+
+/** Paths of Leaf's own API: every error under them (404 and 405 included) is Leaf's `text/plain` `CODE: message`. */
+const LEAF_PREFIXES = ['/api/segment/', '/api/snowflake/', '/api/decode/'];
+
+interface RouteFlags {
+  leaf?: boolean;
+  admin?: boolean;
+  hot?: boolean;
+}
+
+interface ErrorAnswer {
+  readonly code: string;
+  readonly status: number;
+  readonly message: string;
+}
+
+/** The error handler and the not-found handler, both counting each answer in `onError`. */
+export function installErrorReplies(app: FastifyInstance, onError: (e: ErrorRecord) => void): void {
+  app.setErrorHandler((err: FastifyError | SequoiaError | Error, req, reply) => sendError(err, req, reply, onError));
+  app.setNotFoundHandler((req, reply) => {
+    void sendError(new SequoiaError('NOT_FOUND', `no route ${req.method} ${req.url.split('?')[0]}`), req, reply, onError);
+  });
+}
+
+export function sendError(err: Error, req: FastifyRequest, reply: FastifyReply, onError: (e: ErrorRecord) => void): FastifyReply {
+  const { code, status, message } = err instanceof SequoiaError ? sequoiaAnswer(err, req, reply) : otherAnswer(err, req);
+  onError({ code: code as ErrorRecord['code'], status, method: req.method, path: req.url.split('?')[0]?.slice(0, 200) ?? '', message });
+  const flags = (req.routeOptions?.config ?? {}) as RouteFlags;
+  void reply.code(status);
+  if (flags.leaf || LEAF_PREFIXES.some((p) => req.url.startsWith(p))) return reply.type('text/plain; charset=utf-8').send(`${code}: ${message}`);
+  return reply.type('application/json; charset=utf-8').send(JSON.stringify({ error: { code, message } }));
+}
+
+function sequoiaAnswer(err: SequoiaError, req: FastifyRequest, reply: FastifyReply): ErrorAnswer {
+  const code = err.code;
+  const status = ERROR_STATUS[err.code];
+  if (err.retryAfterMs !== undefined || status === 503 || status === 429) {
+    void reply.header('retry-after', String(Math.max(1, Math.ceil((err.retryAfterMs ?? 1000) / 1000))));
+  }
+  if (status >= 500) req.log.error({ method: req.method, url: req.url, status, code, err: err.message, cause: String(err.cause ?? '') }, 'request');
+  else req.log.info({ method: req.method, url: req.url, status, code }, 'request');
+  return { code, status, message: err.message };
+}
+
+function otherAnswer(err: Error, req: FastifyRequest): ErrorAnswer {
+  const sc = (err as FastifyError).statusCode;
+  if (sc !== undefined && sc >= 400 && sc < 500) {
+    const code = sc === 404 ? 'NOT_FOUND' : 'INVALID_ARGUMENT';
+    const status = sc === 413 || sc === 404 ? sc : 400;
+    req.log.info({ method: req.method, url: req.url, status, code }, 'request');
+    return { code, status, message: clientMessage(err as FastifyError) };
+  }
+  req.log.error({ method: req.method, url: req.url, status: 500, code: 'INTERNAL', err, reqId: req.id }, 'internal error');
+  return { code: 'INTERNAL', status: 500, message: `internal error (request id ${req.id})` };
+}
+
+/** fastify's own client-error messages, minus anything that could name internals. */
+function clientMessage(err: FastifyError): string {
+  switch (err.code) {
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return 'the body must not be empty when content-type is application/json';
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return 'unsupported content-type; send application/json';
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return 'the body is too large';
+    default:
+      return err.message.length < 200 ? err.message.replace(/\s*at .*$/s, '') : 'malformed request';
+  }
+}

@@ -1,0 +1,118 @@
+/**
+ * The Node server in front of fastify: it answers what fastify never sees
+ * (requests during close, HTTP/1.1 without Host, CONNECT, requests Node itself
+ * rejects) in the error shape, never a bare status line, and lets the fast
+ * path answer the hot routes before fastify when it can.
+ */
+import type { FastifyServerOptions } from 'fastify';
+import { createServer as createHttpServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
+import type { Duplex } from 'node:stream';
+import { InvalidArgumentError } from '../core/errors.js';
+import { type ErrorRecord, sendError } from './error-reply.js';
+import type { FastPath } from './fast-path.js';
+import { answerRaw, answerSocket, type RawError } from './raw-answer.js';
+
+/** What the front shares with the app; the app's hooks update it. */
+export interface Front {
+  /** Set once close() starts: later requests (on kept-alive connections) answer SHUTTING_DOWN. */
+  draining: boolean;
+  /** The fast path while it is on. */
+  fast: FastPath | undefined;
+  /** Answers written below fastify count in sequoia_errors_total too (set once metrics exist). */
+  onError: (e: ErrorRecord) => void;
+}
+
+export interface FrontOptions {
+  readonly tls?: { readonly cert: string | Buffer; readonly key: string | Buffer } | undefined;
+  readonly requestTimeout: number;
+  readonly maxHeaderBytes: number;
+}
+
+/** fastify's options that hand requests to the front. */
+export function frontOptions(o: FrontOptions, front: Front): Pick<FastifyServerOptions, 'frameworkErrors' | 'clientErrorHandler' | 'serverFactory'> {
+  return {
+    // A path fastify cannot even decode (e.g. `%ZZ`) gets the error shape too.
+    frameworkErrors: (err, req, reply) => {
+      void sendError(new InvalidArgumentError(`malformed URL (${err.code === 'FST_ERR_BAD_URL' ? 'bad percent-encoding' : 'bad request'})`), req, reply, (e) => front.onError(e));
+    },
+    clientErrorHandler: (err: NodeJS.ErrnoException, socket) => answerClientError(err, socket, front),
+    // Our own server: the fast path answers the hot routes before fastify when it can.
+    serverFactory: (handler: (req: IncomingMessage, res: ServerResponse) => void) => createFrontServer(o, front, handler),
+  };
+}
+
+function recordRaw(front: Front, e: RawError, method = '', url = ''): void {
+  front.onError({ code: e.code, status: e.status, method, path: url.split('?')[0]?.slice(0, 200) ?? '', message: e.message });
+}
+
+/** Requests Node rejects before fastify sees them (malformed, head too large, too slow). */
+function answerClientError(err: NodeJS.ErrnoException, socket: Duplex, front: Front): void {
+  if (err.code === 'ECONNRESET' || err.code === 'EPIPE') return void socket.destroy();
+  const status = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400;
+  const message = status === 431 ? 'the request head is too large' : status === 408 ? 'the request took too long' : 'malformed HTTP request';
+  const e = { status, code: 'INVALID_ARGUMENT', message } as const;
+  recordRaw(front, e);
+  const answer = () => answerSocket(socket, e);
+  const inFlight = (socket as { _httpMessage?: ServerResponse | null })._httpMessage;
+  if (!inFlight || inFlight.writableFinished) answer();
+  // A request still being answered: ours comes after its answer, not inside it ...
+  else if (inFlight.req.complete) inFlight.once('finish', answer);
+  // ... unless it is the broken one (its body will never come): then this is its answer.
+  else if (!inFlight.headersSent) answerRaw(inFlight, e);
+  else socket.destroy();
+}
+
+function createFrontServer(o: FrontOptions, front: Front, handler: (req: IncomingMessage, res: ServerResponse) => void) {
+  const options = {
+    maxHeaderSize: o.maxHeaderBytes,
+    requestTimeout: o.requestTimeout,
+    // Node checks for timed-out requests every this often (30 s by default: a 30 s
+    // timeout could fire after 60 s); a quarter second keeps it within a second.
+    connectionsCheckingInterval: Math.min(250, o.requestTimeout),
+    // Answered below in the error shape instead of Node's bare 400.
+    requireHostHeader: false,
+  };
+  const h = frontHandler(front, handler);
+  const server = o.tls ? createHttpsServer({ cert: o.tls.cert, key: o.tls.key, ...options }, h) : createHttpServer(options, h);
+  // fastify leaves these to the factory: idle keep-alive sockets close, slow requests get 408.
+  server.keepAliveTimeout = 65_000;
+  // A client that half-closes after sending (`nc -q1`, some health checkers) still reads
+  // the answer: without this, Node drops every request not answered synchronously.
+  (server as typeof server & { httpAllowHalfOpen: boolean }).httpAllowHalfOpen = true;
+  // Node would close a CONNECT without a word: no proxying here.
+  server.on('connect', (req: IncomingMessage, socket: Duplex) => {
+    const e = { status: 405, code: 'METHOD_NOT_ALLOWED', message: 'CONNECT is not allowed: this is not a proxy' } as const;
+    recordRaw(front, e, req.method);
+    answerSocket(socket, e);
+  });
+  return server;
+}
+
+function frontHandler(front: Front, handler: (req: IncomingMessage, res: ServerResponse) => void) {
+  // Which process answered: with --workers N the port is shared, and the
+  // torture harness checks the per-process promises (IDs of a tag increase)
+  // per answering process.
+  const pid = String(process.pid);
+  return (req: IncomingMessage, res: ServerResponse): void => {
+    res.setHeader('sequoia-pid', pid);
+    const refuse = (e: RawError): void => {
+      recordRaw(front, e, req.method, req.url);
+      answerRaw(res, e);
+    };
+    if (front.draining) return refuse({ status: 503, code: 'SHUTTING_DOWN', message: 'the server is shutting down; retry', retryAfter: 1 });
+    if (req.httpVersionMinor === 1 && req.httpVersionMajor === 1 && !hasHost(req.rawHeaders)) {
+      return refuse({ status: 400, code: 'INVALID_ARGUMENT', message: 'HTTP/1.1 requests need a Host header' });
+    }
+    if (front.fast === undefined || !front.fast(req, res)) handler(req, res);
+  };
+}
+
+/** Whether the request names a Host; reads the raw list, since Node builds `req.headers` only when first asked. */
+function hasHost(raw: string[]): boolean {
+  for (let i = 0; i < raw.length; i += 2) {
+    const k = raw[i] as string;
+    if (k.length === 4 && (k === 'Host' || k === 'host' || k.toLowerCase() === 'host')) return true;
+  }
+  return false;
+}
