@@ -12,7 +12,7 @@
  * that id's last reported tick.
  */
 import { ClockError, InvalidArgumentError, SequoiaError, UnavailableError } from '../core/errors.js';
-import { type ClockEvent, type ClockPolicy, SnowflakeGenerator } from '../core/snowflake/generator.js';
+import { type ClockEvent, type ClockPolicy, SnowflakeGenerator, type Wait } from '../core/snowflake/generator.js';
 import { DEFAULT_LAYOUT, type Layout, PRESETS, getLayout, remainingSeconds } from '../core/snowflake/layout.js';
 import { type Clock, systemClock } from '../core/clock.js';
 import { silentLogger } from '../core/silent-logger.js';
@@ -127,7 +127,7 @@ export class SnowflakeService {
     if (w && !w.lost) {
       try {
         const id = w.generator.take(shard);
-        if (id !== undefined) return id;
+        if (typeof id === 'string') return id;
       } catch (e) {
         if (!(e instanceof SequoiaError && e.code === 'LEASE_LOST')) throw e;
       }
@@ -146,7 +146,7 @@ export class SnowflakeService {
         for (let i = 0; i < count; i++) {
           const id = w.generator.take(shard);
           // nextSlow fills `out` up to `count` in all: what was taken here stays part of this one batch.
-          if (id === undefined) return this.nextSlow(name, shard, count, out);
+          if (typeof id !== 'string') return this.nextSlow(name, shard, count, out);
           out.push(id);
         }
         return out;
@@ -170,7 +170,7 @@ export class SnowflakeService {
     let renewals = 0;
     while (out.length < count) {
       if (this.closed) throw new UnavailableError('LEASE_LOST', 'the snowflake service is closed');
-      let id: string | undefined;
+      let id: string | Wait;
       try {
         id = w.generator.take(shard);
       } catch (e) {
@@ -191,7 +191,7 @@ export class SnowflakeService {
         }
         throw e;
       }
-      if (id !== undefined) {
+      if (typeof id === 'string') {
         if (clockWaited > waitLogged) {
           this.logger.warn({ layout: name, waitedMs: clockWaited - waitLogged, policy: this.clockPolicy }, 'snowflake clock behind the last tick: waited it out');
           waitLogged = clockWaited;
@@ -199,20 +199,19 @@ export class SnowflakeService {
         out.push(id);
         continue;
       }
-      const g = w.generator;
-      switch (g.waitReason) {
+      switch (id.reason) {
         case 'sequence':
-          if (g.waitMs <= 2) spinUntilTickAfter(g);
-          else await sleep(g.waitMs);
+          if (id.waitMs <= 2) spinUntilTickAfter(w.generator);
+          else await sleep(id.waitMs);
           break;
         case 'clock':
-          clockWaited += g.waitMs;
-          if (clockWaited > this.maxWaitMs + 50) throw new ClockError(`the clock stayed behind the last tick for ${clockWaited} ms`, { retryAfterMs: g.waitMs });
-          await sleep(g.waitMs);
+          clockWaited += id.waitMs;
+          if (clockWaited > this.maxWaitMs + 50) throw new ClockError(`the clock stayed behind the last tick for ${clockWaited} ms`, { retryAfterMs: id.waitMs });
+          await sleep(id.waitMs);
           break;
         case 'ceiling':
           if (renewals++ > 20) throw new UnavailableError('LEASE_LOST', 'could not reserve ticks ahead in the lease store', { retryAfterMs: 1000 });
-          await this.renew(w, g.wantTick);
+          await this.renew(w, id.wantTick);
           break;
       }
     }
