@@ -1,6 +1,7 @@
 /**
  * Snowflake IDs as a service: one generator per layout, each on a worker id
- * from the WorkerIdProvider (leased per id space), renewed in the background.
+ * from the WorkerIdProvider (leased per id space), renewed in the background
+ * (the lease's renewal, loss and release: snowflake-lease.ts).
  *
  * The core answers "retry after n ms"; this is where the waiting happens:
  * - sequence exhausted: spin to the next tick (at most one tick, as every
@@ -22,6 +23,7 @@ import type { IdSpace, WorkerGrant, WorkerIdProvider } from '../ports/worker-id-
 import type { SnowflakeWorkerReport } from '../ports/metrics.js';
 import { type ExplainResult, explainId } from '../core/snowflake/explain.js';
 import { assertCount } from '../core/request-rules.js';
+import { LeasedWorker } from './snowflake-lease.js';
 
 
 export { explainId, type ExplainResult };
@@ -50,21 +52,6 @@ export interface SnowflakeServiceOptions {
 export type SnowflakeReport = SnowflakeWorkerReport & { readonly layoutRemainingSeconds: number };
 
 
-class Worker {
-  grants: WorkerGrant[];
-  timer: NodeJS.Timeout | undefined;
-  renewing: Promise<void> | undefined;
-  lost = false;
-  constructor(
-    readonly layout: Layout,
-    readonly space: IdSpace,
-    readonly generator: SnowflakeGenerator,
-    grants: WorkerGrant[],
-  ) {
-    this.grants = grants;
-  }
-}
-
 interface Totals {
   backwards: number;
   exhausted: number;
@@ -83,8 +70,8 @@ export class SnowflakeService {
   private readonly logger: Logger;
   private readonly mono: () => number;
   private readonly lifetimeWarning: number;
-  private readonly workers = new Map<string, Worker>();
-  private readonly pending = new Map<string, Promise<Worker>>();
+  private readonly workers = new Map<string, LeasedWorker>();
+  private readonly pending = new Map<string, Promise<LeasedWorker>>();
   private readonly retired = new Map<string, Totals>();
   private closed = false;
 
@@ -179,7 +166,7 @@ export class SnowflakeService {
           // changed hands, w is now lost): the next turn leases a fresh id, as when the
           // background renewal had found it first.
           try {
-            await this.renew(w);
+            await w.renew();
           } catch (re) {
             if (!(re instanceof SequoiaError && re.code === 'LEASE_LOST' && w.lost)) throw re;
           }
@@ -211,7 +198,7 @@ export class SnowflakeService {
           break;
         case 'ceiling':
           if (renewals++ > 20) throw new UnavailableError('LEASE_LOST', 'could not reserve ticks ahead in the lease store', { retryAfterMs: 1000 });
-          await this.renew(w, id.wantTick);
+          await w.renew(id.wantTick);
           break;
       }
     }
@@ -219,7 +206,7 @@ export class SnowflakeService {
   }
 
   /** The generator for a layout, leasing its worker id(s) on first use. */
-  async worker(name: string): Promise<Worker> {
+  async worker(name: string): Promise<LeasedWorker> {
     const w = this.workers.get(name);
     if (w && !w.lost) return w;
     let p = this.pending.get(name);
@@ -230,7 +217,7 @@ export class SnowflakeService {
     return p;
   }
 
-  private async create(name: string): Promise<Worker> {
+  private async create(name: string): Promise<LeasedWorker> {
     if (this.closed) throw new UnavailableError('LEASE_LOST', 'the snowflake service is closed');
     const layout = this.layout(name);
     const now = this.clock.now();
@@ -266,14 +253,10 @@ export class SnowflakeService {
       validUntil: Math.min(...grants.map((g) => g.validUntil)),
       onClockEvent: (e) => this.logger.warn({ layout: name, ...e }, CLOCK_EVENT_MESSAGES[e.kind]),
     });
-    const w = new Worker(layout, space, generator, grants);
+    const w = new LeasedWorker(layout, space, generator, grants, this.provider, this.logger, (lw) => this.forget(lw));
     if (this.provider.leased) {
-      await this.renew(w);
-      const every = Math.max(100, Math.floor((this.provider.ttlMs ?? 10_000) / 3));
-      w.timer = setInterval(() => {
-        void this.renew(w).catch(() => {});
-      }, every);
-      w.timer.unref();
+      await w.renew();
+      w.renewEvery(Math.max(100, Math.floor((this.provider.ttlMs ?? 10_000) / 3)));
     }
     const old = this.workers.get(name);
     if (old) this.retire(old);
@@ -293,50 +276,15 @@ export class SnowflakeService {
     return w;
   }
 
-  /** Renews every grant of a worker, reserving ticks up to `wantTick` at least. One renewal at a time. */
-  private renew(w: Worker, wantTick = 0): Promise<void> {
-    if (w.lost) return Promise.reject(lost(w));
-    if (w.renewing) {
-      return w.renewing.then(() => (wantTick > w.generator.ceilingTick ? this.renew(w, wantTick) : undefined));
-    }
-    const ttl = this.provider.ttlMs ?? 10_000;
-    const aheadTicks = Math.max(1, Math.ceil(((2 * ttl) / 3) / w.layout.unitMs));
-    const base = Math.max(w.generator.lastIssuedTick, w.generator.currentTick(), wantTick);
-    const ceiling = Math.min(base + aheadTicks, w.layout.maxTick);
-    w.renewing = (async () => {
-      try {
-        const renewed = await Promise.all(w.grants.map((g) => this.provider.renew(w.space, g, ceiling)));
-        if (w.lost) return;
-        w.grants = renewed;
-        w.generator.extend(ceiling, Math.min(...renewed.map((g) => g.validUntil)));
-      } catch (e) {
-        if (e instanceof SequoiaError && e.code === 'LEASE_LOST') {
-          this.markLost(w, e);
-          throw e;
-        }
-        // The store is unreachable: keep the current deadline; the generator stops by itself when it passes.
-        this.logger.warn({ layout: w.layout.name, err: e instanceof Error ? e.message : String(e) }, 'worker lease renewal failed');
-        throw e;
-      } finally {
-        w.renewing = undefined;
-      }
-    })();
-    return w.renewing;
-  }
-
-  private markLost(w: Worker, e: Error): void {
-    if (w.lost) return;
-    w.lost = true;
-    w.generator.revoke();
-    if (w.timer) clearInterval(w.timer);
+  /** A lost worker stops counting as the layout's current one; its totals stay in the report. */
+  private forget(w: LeasedWorker): void {
     if (this.workers.get(w.layout.name) === w) {
       this.workers.delete(w.layout.name);
       this.retire(w);
     }
-    this.logger.error({ layout: w.layout.name, workerId: w.generator.workerId, err: e.message }, 'snowflake worker lease lost; issuing stopped');
   }
 
-  private retire(w: Worker): void {
+  private retire(w: LeasedWorker): void {
     const s = w.generator.stats();
     const t = this.retired.get(w.layout.name) ?? { backwards: 0, exhausted: 0, issued: 0 };
     t.backwards += s.clockBackwardsTotal;
@@ -378,23 +326,7 @@ export class SnowflakeService {
     await Promise.allSettled([...this.pending.values()]);
     const ws = [...this.workers.values()];
     this.workers.clear();
-    await Promise.all(
-      ws.map(async (w) => {
-        if (w.timer) clearInterval(w.timer);
-        w.generator.revoke();
-        await w.renewing?.catch(() => {});
-        if (w.lost) return;
-        const last = w.generator.lastIssuedTick;
-        await Promise.all(
-          w.grants.map((g) =>
-            this.provider.release(w.space, g, Math.max(last, g.afterTick)).then(
-              () => this.logger.info({ layout: w.layout.name, workerId: g.workerId, lastTick: Math.max(last, g.afterTick), provider: this.provider.kind }, 'snowflake worker id released'),
-              (e: unknown) => this.logger.warn({ layout: w.layout.name, workerId: g.workerId, err: e instanceof Error ? e.message : String(e) }, 'snowflake worker id release failed'),
-            ),
-          ),
-        );
-      }),
-    );
+    await Promise.all(ws.map((w) => w.close()));
     await this.provider.close();
   }
 }
@@ -404,10 +336,6 @@ const CLOCK_EVENT_MESSAGES: Record<ClockEvent['kind'], string> = {
   borrow: 'snowflake clock behind: issuing on borrowed future ticks (policy logical)',
   'backup-switch': 'snowflake clock behind: switched to a backup worker id (policy backup-worker)',
 };
-
-function lost(w: Worker): UnavailableError {
-  return new UnavailableError('LEASE_LOST', `the lease for layout ${w.layout.name} is lost`, { retryAfterMs: 1000 });
-}
 
 function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
