@@ -74,7 +74,7 @@ function sequoia(layout: Layout, name: string): Candidate {
   const next = (): string => {
     for (;;) {
       const id = g.take();
-      if (id !== undefined) return id;
+      if (typeof id === 'string') return id;
       const last = g.lastIssuedTick;
       while (g.currentTick() <= last) {
         /* spin to the next tick, as the service does for waits of ≤ 2 ms */

@@ -7,7 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import { withIdService } from '../app/wiring.js';
 import { getLayout } from '../core/snowflake/layout.js';
-import { SnowflakeGenerator } from '../core/snowflake/generator.js';
+import { SnowflakeGenerator, type Wait } from '../core/snowflake/generator.js';
 import { UuidV7Generator } from '../core/uuid/index.js';
 import { systemClock } from '../core/clock.js';
 import { systemRandom } from '../core/random.js';
@@ -63,16 +63,16 @@ async function segmentRate(order: TagAllocator, ms: number): Promise<number> {
   return (n / (t - t0)) * 1000;
 }
 
-/** Snowflake IDs per second; a full sequence answers undefined until the next tick, which is waited out. */
+/** Snowflake IDs per second; a full sequence answers a Wait until the next tick, which is waited out. */
 function snowflakeRate(gen: SnowflakeGenerator, ms: number): number {
   let n = 0;
-  let sink: string | undefined;
+  let sink: string | Wait = '';
   const t0 = performance.now();
   let t = t0;
   while (t - t0 < ms) {
     for (let i = 0; i < 10_000; i++) {
       sink = gen.take();
-      if (sink !== undefined) n++;
+      if (typeof sink === 'string') n++;
     }
     t = performance.now();
   }

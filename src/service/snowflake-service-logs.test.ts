@@ -34,7 +34,7 @@ describe('SnowflakeService logs', () => {
     // The store fails once: one warning, the current deadline is kept.
     const renew = store.renew.bind(store);
     store.renew = () => Promise.reject(new Error('store down'));
-    await expect((a as unknown as { renew(w: unknown): Promise<void> }).renew(await a.worker('twitter'))).rejects.toThrow('store down');
+    await expect((await a.worker('twitter')).renew()).rejects.toThrow('store down');
     expect(count(log, /renewal failed/)).toBe(1);
     store.renew = renew;
     // Taken over while paused: lost, logged once.

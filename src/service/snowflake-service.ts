@@ -1,6 +1,7 @@
 /**
  * Snowflake IDs as a service: one generator per layout, each on a worker id
- * from the WorkerIdProvider (leased per id space), renewed in the background.
+ * from the WorkerIdProvider (leased per id space), renewed in the background
+ * (the lease's renewal, loss and release: snowflake-lease.ts).
  *
  * The core answers "retry after n ms"; this is where the waiting happens:
  * - sequence exhausted: spin to the next tick (at most one tick, as every
@@ -12,7 +13,7 @@
  * that id's last reported tick.
  */
 import { ClockError, SequoiaError, UnavailableError } from '../core/errors.js';
-import { type ClockEvent, type ClockPolicy, SnowflakeGenerator } from '../core/snowflake/generator.js';
+import { type ClockEvent, type ClockPolicy, SnowflakeGenerator, type Wait } from '../core/snowflake/generator.js';
 import { DEFAULT_LAYOUT, type Layout, PRESETS, getLayout, remainingSeconds } from '../core/snowflake/layout.js';
 import { type Clock, systemClock } from '../core/clock.js';
 import { silentLogger } from '../core/silent-logger.js';
@@ -22,6 +23,7 @@ import type { IdSpace, WorkerGrant, WorkerIdProvider } from '../ports/worker-id-
 import type { SnowflakeWorkerReport } from '../ports/metrics.js';
 import { type ExplainResult, explainId } from '../core/snowflake/explain.js';
 import { assertCount, assertShard } from '../core/request-rules.js';
+import { LeasedWorker } from './snowflake-lease.js';
 
 
 export { explainId, type ExplainResult };
@@ -50,21 +52,6 @@ export interface SnowflakeServiceOptions {
 export type SnowflakeReport = SnowflakeWorkerReport & { readonly layoutRemainingSeconds: number };
 
 
-class Worker {
-  grants: WorkerGrant[];
-  timer: NodeJS.Timeout | undefined;
-  renewing: Promise<void> | undefined;
-  lost = false;
-  constructor(
-    readonly layout: Layout,
-    readonly space: IdSpace,
-    readonly generator: SnowflakeGenerator,
-    grants: WorkerGrant[],
-  ) {
-    this.grants = grants;
-  }
-}
-
 interface Totals {
   backwards: number;
   exhausted: number;
@@ -83,8 +70,8 @@ export class SnowflakeService {
   private readonly logger: Logger;
   private readonly mono: () => number;
   private readonly lifetimeWarning: number;
-  private readonly workers = new Map<string, Worker>();
-  private readonly pending = new Map<string, Promise<Worker>>();
+  private readonly workers = new Map<string, LeasedWorker>();
+  private readonly pending = new Map<string, Promise<LeasedWorker>>();
   private readonly retired = new Map<string, Totals>();
   private closed = false;
 
@@ -127,7 +114,7 @@ export class SnowflakeService {
     if (w && !w.lost) {
       try {
         const id = w.generator.take(shard);
-        if (id !== undefined) return id;
+        if (typeof id === 'string') return id;
       } catch (e) {
         if (!(e instanceof SequoiaError && e.code === 'LEASE_LOST')) throw e;
       }
@@ -146,7 +133,7 @@ export class SnowflakeService {
         for (let i = 0; i < count; i++) {
           const id = w.generator.take(shard);
           // nextSlow fills `out` up to `count` in all: what was taken here stays part of this one batch.
-          if (id === undefined) return this.nextSlow(name, shard, count, out);
+          if (typeof id !== 'string') return this.nextSlow(name, shard, count, out);
           out.push(id);
         }
         return out;
@@ -168,7 +155,7 @@ export class SnowflakeService {
     let renewals = 0;
     while (out.length < count) {
       if (this.closed) throw new UnavailableError('LEASE_LOST', 'the snowflake service is closed');
-      let id: string | undefined;
+      let id: string | Wait;
       try {
         id = w.generator.take(shard);
       } catch (e) {
@@ -177,7 +164,7 @@ export class SnowflakeService {
           // changed hands, w is now lost): the next turn leases a fresh id, as when the
           // background renewal had found it first.
           try {
-            await this.renew(w);
+            await w.renew();
           } catch (re) {
             if (!(re instanceof SequoiaError && re.code === 'LEASE_LOST' && w.lost)) throw re;
           }
@@ -189,7 +176,7 @@ export class SnowflakeService {
         }
         throw e;
       }
-      if (id !== undefined) {
+      if (typeof id === 'string') {
         if (clockWaited > waitLogged) {
           this.logger.warn({ layout: name, waitedMs: clockWaited - waitLogged, policy: this.clockPolicy }, 'snowflake clock behind the last tick: waited it out');
           waitLogged = clockWaited;
@@ -197,20 +184,19 @@ export class SnowflakeService {
         out.push(id);
         continue;
       }
-      const g = w.generator;
-      switch (g.waitReason) {
+      switch (id.reason) {
         case 'sequence':
-          if (g.waitMs <= 2) spinUntilTickAfter(g);
-          else await sleep(g.waitMs);
+          if (id.waitMs <= 2) spinUntilTickAfter(w.generator);
+          else await sleep(id.waitMs);
           break;
         case 'clock':
-          clockWaited += g.waitMs;
-          if (clockWaited > this.maxWaitMs + 50) throw new ClockError(`the clock stayed behind the last tick for ${clockWaited} ms`, { retryAfterMs: g.waitMs });
-          await sleep(g.waitMs);
+          clockWaited += id.waitMs;
+          if (clockWaited > this.maxWaitMs + 50) throw new ClockError(`the clock stayed behind the last tick for ${clockWaited} ms`, { retryAfterMs: id.waitMs });
+          await sleep(id.waitMs);
           break;
         case 'ceiling':
           if (renewals++ > 20) throw new UnavailableError('LEASE_LOST', 'could not reserve ticks ahead in the lease store', { retryAfterMs: 1000 });
-          await this.renew(w, g.wantTick);
+          await w.renew(id.wantTick);
           break;
       }
     }
@@ -218,7 +204,7 @@ export class SnowflakeService {
   }
 
   /** The generator for a layout, leasing its worker id(s) on first use. */
-  async worker(name: string): Promise<Worker> {
+  async worker(name: string): Promise<LeasedWorker> {
     const w = this.workers.get(name);
     if (w && !w.lost) return w;
     let p = this.pending.get(name);
@@ -229,7 +215,7 @@ export class SnowflakeService {
     return p;
   }
 
-  private async create(name: string): Promise<Worker> {
+  private async create(name: string): Promise<LeasedWorker> {
     if (this.closed) throw new UnavailableError('LEASE_LOST', 'the snowflake service is closed');
     const layout = this.layout(name);
     const now = this.clock.now();
@@ -265,14 +251,10 @@ export class SnowflakeService {
       validUntil: Math.min(...grants.map((g) => g.validUntil)),
       onClockEvent: (e) => this.logger.warn({ layout: name, ...e }, CLOCK_EVENT_MESSAGES[e.kind]),
     });
-    const w = new Worker(layout, space, generator, grants);
+    const w = new LeasedWorker(layout, space, generator, grants, this.provider, this.logger, (lw) => this.forget(lw));
     if (this.provider.leased) {
-      await this.renew(w);
-      const every = Math.max(100, Math.floor((this.provider.ttlMs ?? 10_000) / 3));
-      w.timer = setInterval(() => {
-        void this.renew(w).catch(() => {});
-      }, every);
-      w.timer.unref();
+      await w.renew();
+      w.renewEvery(Math.max(100, Math.floor((this.provider.ttlMs ?? 10_000) / 3)));
     }
     const old = this.workers.get(name);
     if (old) this.retire(old);
@@ -292,50 +274,15 @@ export class SnowflakeService {
     return w;
   }
 
-  /** Renews every grant of a worker, reserving ticks up to `wantTick` at least. One renewal at a time. */
-  private renew(w: Worker, wantTick = 0): Promise<void> {
-    if (w.lost) return Promise.reject(lost(w));
-    if (w.renewing) {
-      return w.renewing.then(() => (wantTick > w.generator.ceilingTick ? this.renew(w, wantTick) : undefined));
-    }
-    const ttl = this.provider.ttlMs ?? 10_000;
-    const aheadTicks = Math.max(1, Math.ceil(((2 * ttl) / 3) / w.layout.unitMs));
-    const base = Math.max(w.generator.lastIssuedTick, w.generator.currentTick(), wantTick);
-    const ceiling = Math.min(base + aheadTicks, w.layout.maxTick);
-    w.renewing = (async () => {
-      try {
-        const renewed = await Promise.all(w.grants.map((g) => this.provider.renew(w.space, g, ceiling)));
-        if (w.lost) return;
-        w.grants = renewed;
-        w.generator.extend(ceiling, Math.min(...renewed.map((g) => g.validUntil)));
-      } catch (e) {
-        if (e instanceof SequoiaError && e.code === 'LEASE_LOST') {
-          this.markLost(w, e);
-          throw e;
-        }
-        // The store is unreachable: keep the current deadline; the generator stops by itself when it passes.
-        this.logger.warn({ layout: w.layout.name, err: e instanceof Error ? e.message : String(e) }, 'worker lease renewal failed');
-        throw e;
-      } finally {
-        w.renewing = undefined;
-      }
-    })();
-    return w.renewing;
-  }
-
-  private markLost(w: Worker, e: Error): void {
-    if (w.lost) return;
-    w.lost = true;
-    w.generator.revoke();
-    if (w.timer) clearInterval(w.timer);
+  /** A lost worker stops counting as the layout's current one; its totals stay in the report. */
+  private forget(w: LeasedWorker): void {
     if (this.workers.get(w.layout.name) === w) {
       this.workers.delete(w.layout.name);
       this.retire(w);
     }
-    this.logger.error({ layout: w.layout.name, workerId: w.generator.workerId, err: e.message }, 'snowflake worker lease lost; issuing stopped');
   }
 
-  private retire(w: Worker): void {
+  private retire(w: LeasedWorker): void {
     const s = w.generator.stats();
     const t = this.retired.get(w.layout.name) ?? { backwards: 0, exhausted: 0, issued: 0 };
     t.backwards += s.clockBackwardsTotal;
@@ -377,23 +324,7 @@ export class SnowflakeService {
     await Promise.allSettled([...this.pending.values()]);
     const ws = [...this.workers.values()];
     this.workers.clear();
-    await Promise.all(
-      ws.map(async (w) => {
-        if (w.timer) clearInterval(w.timer);
-        w.generator.revoke();
-        await w.renewing?.catch(() => {});
-        if (w.lost) return;
-        const last = w.generator.lastIssuedTick;
-        await Promise.all(
-          w.grants.map((g) =>
-            this.provider.release(w.space, g, Math.max(last, g.afterTick)).then(
-              () => this.logger.info({ layout: w.layout.name, workerId: g.workerId, lastTick: Math.max(last, g.afterTick), provider: this.provider.kind }, 'snowflake worker id released'),
-              (e: unknown) => this.logger.warn({ layout: w.layout.name, workerId: g.workerId, err: e instanceof Error ? e.message : String(e) }, 'snowflake worker id release failed'),
-            ),
-          ),
-        );
-      }),
-    );
+    await Promise.all(ws.map((w) => w.close()));
     await this.provider.close();
   }
 }
@@ -403,10 +334,6 @@ const CLOCK_EVENT_MESSAGES: Record<ClockEvent['kind'], string> = {
   borrow: 'snowflake clock behind: issuing on borrowed future ticks (policy logical)',
   'backup-switch': 'snowflake clock behind: switched to a backup worker id (policy backup-worker)',
 };
-
-function lost(w: Worker): UnavailableError {
-  return new UnavailableError('LEASE_LOST', `the lease for layout ${w.layout.name} is lost`, { retryAfterMs: 1000 });
-}
 
 function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));

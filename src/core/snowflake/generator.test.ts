@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../../../test/helpers/fakes.js';
 import { PooledSystemRandom } from '../random.js';
 import { SequoiaError } from '../errors.js';
-import { type ClockPolicy, SnowflakeGenerator, splitE8 } from './generator.js';
+import { type ClockEvent, type ClockPolicy, SnowflakeGenerator, type Wait, splitE8 } from './generator.js';
 import { PRESETS, compose, decompose, getLayout, joinWorker } from './layout.js';
 
 const random = new PooledSystemRandom();
@@ -13,9 +13,9 @@ const twitter = getLayout('twitter');
 function takeOne(g: SnowflakeGenerator, clock: ManualClock, shard = 0): string {
   for (let i = 0; i < 1000; i++) {
     const id = g.take(shard);
-    if (id !== undefined) return id;
-    if (g.waitReason === 'ceiling') g.extend(g.wantTick + 1000, Number.POSITIVE_INFINITY);
-    else clock.advance(g.waitMs);
+    if (typeof id === 'string') return id;
+    if (id.reason === 'ceiling') g.extend(id.wantTick + 1000, Number.POSITIVE_INFINITY);
+    else clock.advance(id.waitMs);
   }
   throw new Error('no progress');
 }
@@ -71,11 +71,21 @@ describe('sequence', () => {
     const ids = new Set<string>();
     for (let i = 0; i < 4096; i++) ids.add(g.take() as string);
     expect(ids.size).toBe(4096);
-    expect(g.take()).toBeUndefined();
-    expect([g.waitReason, g.waitMs]).toEqual(['sequence', 1]);
+    expect(g.take()).toEqual({ reason: 'sequence', waitMs: 1 });
     expect(g.stats().sequenceExhaustedTotal).toBe(1);
     clock.advance(1);
     expect(decompose(twitter, BigInt(g.take() as string)).values.sequence).toBe(0);
+  });
+
+  it('on 10-ms ticks asks to retry at the start of the next tick', () => {
+    const l = getLayout('sonyflake');
+    const clock = new ManualClock(l.epochMs + 1000 * l.unitMs + 3); // 3 ms into tick 1000
+    const g = new SnowflakeGenerator({ layout: l, clock });
+    for (let i = 0; i < 256; i++) expect(typeof g.take()).toBe('string');
+    expect(g.take()).toEqual({ reason: 'sequence', waitMs: 7 });
+    clock.advance(6);
+    expect(g.take()).toEqual({ reason: 'sequence', waitMs: 1 });
+    expect(g.stats().sequenceExhaustedTotal).toBe(1); // counted once per tick
   });
 
   it('customuuid starts each tick at a random 0-9', () => {
@@ -106,7 +116,7 @@ describe('sequence', () => {
     const clock = new ManualClock();
     const t = clock.t - twitter.epochMs;
     const g = new SnowflakeGenerator({ layout: twitter, clock, worker: { workerId: 1, afterTick: t } });
-    expect(g.take()).toBeUndefined();
+    expect(g.take()).toEqual({ reason: 'sequence', waitMs: 1 });
     clock.advance(1);
     expect(decompose(twitter, BigInt(g.take() as string)).tick).toBe(t + 1);
   });
@@ -142,13 +152,13 @@ describe('lease deadline', () => {
     let mono = 0;
     const clock = new ManualClock();
     const g = new SnowflakeGenerator({ layout: twitter, clock, validUntil: 100, monotonic: () => mono });
-    expect(g.take()).toBeDefined();
+    expect(typeof g.take()).toBe('string');
     // A pause moves both clocks; the deadline is read when the wall clock's ms changes (or every 64 IDs).
     mono = 100;
     clock.advance(100);
     expect(() => g.take()).toThrow(expect.objectContaining({ code: 'LEASE_LOST' }));
     g.extend(0, 1000);
-    expect(g.take()).toBeDefined();
+    expect(typeof g.take()).toBe('string');
     g.revoke();
     expect(() => g.take()).toThrow(expect.objectContaining({ code: 'LEASE_LOST' }));
   });
@@ -157,7 +167,7 @@ describe('lease deadline', () => {
     // The service revokes at close() and on a lost lease while a renewal may be in flight;
     // revoke is for good, whatever extend() is told afterwards.
     const g = new SnowflakeGenerator({ layout: twitter, clock: new ManualClock(), validUntil: 100, monotonic: () => 0 });
-    expect(g.take()).toBeDefined();
+    expect(typeof g.take()).toBe('string');
     g.revoke();
     g.extend(Number.MAX_SAFE_INTEGER, Number.POSITIVE_INFINITY);
     expect(() => g.take()).toThrow(expect.objectContaining({ code: 'LEASE_LOST' }));
@@ -190,7 +200,7 @@ describe.each(POLICIES)('clock policy %s', (policy) => {
       if (i % 3000 === 2999) clock.advance(1);
     }
     clock.t = twitter.epochMs + g.lastIssuedTick - jump; // `jump` ms behind the last tick issued
-    let first: string | undefined;
+    let first: string | Wait | undefined;
     let err: unknown;
     try {
       first = g.take();
@@ -204,16 +214,14 @@ describe.each(POLICIES)('clock policy %s', (policy) => {
       // Nothing is issued until the clock is back.
       clock.advance(jump - 1);
       if (policy === 'reject') expect(() => g.take()).toThrow(expect.objectContaining({ code: 'CLOCK_MOVED_BACKWARDS' }));
-      else expect([g.take(), g.waitReason, g.waitMs]).toEqual([undefined, 'clock', 1]); // now within the bound: wait
+      else expect(g.take()).toEqual({ reason: 'clock', waitMs: 1 }); // now within the bound: wait
       clock.advance(1);
     } else if (policy === 'wait') {
       expect(err).toBeUndefined();
-      expect(first).toBeUndefined();
-      expect(g.waitReason).toBe('clock');
-      expect(g.waitMs).toBe(jump);
+      expect(first).toEqual({ reason: 'clock', waitMs: jump });
     } else {
       expect(err).toBeUndefined();
-      expect(first).toBeDefined();
+      expect(typeof first).toBe('string');
       add(first as string);
       if (policy === 'backup-worker') expect(g.workerId).toBe(900);
       else expect(decompose(twitter, BigInt(first as string)).tick).toBeGreaterThan(clock.t - twitter.epochMs);
@@ -241,6 +249,38 @@ describe('backup-worker', () => {
   });
 });
 
+describe('clock events', () => {
+  it('backwards once per episode, then the first borrowed tick (logical)', () => {
+    const events: ClockEvent[] = [];
+    const clock = new ManualClock();
+    const t0 = clock.t - twitter.epochMs;
+    const g = new SnowflakeGenerator({ layout: twitter, clock, clockPolicy: 'logical', onClockEvent: (e) => events.push(e) });
+    g.take();
+    clock.advance(-3);
+    for (let i = 0; i < 5000; i++) expect(typeof g.take()).toBe('string'); // the rest of t0, all of t0 + 1, then t0 + 2
+    expect(events).toEqual([
+      { kind: 'backwards', policy: 'logical', gapMs: 3, tick: t0 },
+      { kind: 'borrow', policy: 'logical', gapMs: 4, tick: t0 + 1 },
+    ]);
+  });
+
+  it('backwards, then the switch with both worker ids (backup-worker)', () => {
+    const events: ClockEvent[] = [];
+    const clock = new ManualClock();
+    const t0 = clock.t - twitter.epochMs;
+    const onClockEvent = (e: ClockEvent) => events.push(e);
+    const g = new SnowflakeGenerator({ layout: twitter, clock, clockPolicy: 'backup-worker', worker: { workerId: 1 }, backups: [{ workerId: 2 }], onClockEvent });
+    g.take();
+    clock.advance(-10);
+    g.take();
+    g.take();
+    expect(events).toEqual([
+      { kind: 'backwards', policy: 'backup-worker', gapMs: 10, tick: t0 },
+      { kind: 'backup-switch', policy: 'backup-worker', gapMs: 10, tick: t0 - 10, fromWorker: 1, toWorker: 2 },
+    ]);
+  });
+});
+
 describe('logical', () => {
   it('borrows future ticks only up to the persisted ceiling', () => {
     const clock = new ManualClock();
@@ -249,9 +289,10 @@ describe('logical', () => {
     g.take();
     clock.advance(-1000);
     let n = 0;
-    while (g.take() !== undefined) n++;
+    let r = g.take();
+    for (; typeof r === 'string'; r = g.take()) n++;
     expect(n).toBe(4095 + 4096); // the rest of t0, then all of t0+1
-    expect([g.waitReason, g.wantTick]).toEqual(['ceiling', t0 + 2]);
+    expect(r).toEqual({ reason: 'ceiling', waitMs: 0, wantTick: t0 + 2 });
     g.extend(t0 + 2, Number.POSITIVE_INFINITY);
     expect(decompose(twitter, BigInt(g.take() as string)).tick).toBe(t0 + 2);
   });
@@ -268,16 +309,16 @@ describe('ordering within a worker', () => {
           for (const [delta, n] of trace) {
             clock.advance(delta);
             for (let i = 0; i < n; i++) {
-              let id: string | undefined;
+              let id: string | Wait;
               try {
                 id = g.take();
               } catch (e) {
                 expect((e as SequoiaError).code).toBe('CLOCK_MOVED_BACKWARDS');
                 break;
               }
-              if (id === undefined) {
-                if (g.waitReason === 'ceiling') throw new Error('no ceiling set');
-                clock.advance(g.waitMs);
+              if (typeof id !== 'string') {
+                if (id.reason === 'ceiling') throw new Error('no ceiling set');
+                clock.advance(id.waitMs);
                 continue;
               }
               const v = BigInt(id);

@@ -6,8 +6,8 @@
  * one generator, and never at or below `afterTick` (the previous holder's last
  * reported tick), whatever the clock does. When that cannot be kept, `take`
  * throws CLOCK_MOVED_BACKWARDS, LEASE_LOST or ID_SPACE_EXHAUSTED, or answers
- * `undefined` with `waitMs` and `waitReason` set ("retry after n ms"): the
- * core never sleeps; the service decides how to wait.
+ * a Wait ("retry after n ms", or "renew the ceiling first"): the core never
+ * sleeps; the service decides how to wait.
  *
  * Hot path: no BigInt. The ID is tick × 2^lowBits + low, where `low` (node
  * fields and sequence) is below 2^lowBits. The decimal form of tick × 2^lowBits
@@ -33,7 +33,17 @@ import { type Layout, splitWorker } from './layout.js';
 export const CLOCK_POLICIES = ['reject', 'wait', 'logical', 'backup-worker'] as const;
 export type ClockPolicy = (typeof CLOCK_POLICIES)[number];
 
-export type WaitReason = 'sequence' | 'clock' | 'ceiling';
+/**
+ * Why `take` issued no ID, and when to retry: made on the rare path only, never
+ * changed after. 'sequence': the tick's sequence is used up; 'clock': the clock
+ * is behind (policy wait); 'ceiling': the tick `wantTick` needs a higher
+ * persisted ceiling first (renew, then retry at once).
+ */
+export type Wait =
+  | { readonly reason: 'sequence' | 'clock'; readonly waitMs: number }
+  | { readonly reason: 'ceiling'; readonly waitMs: 0; readonly wantTick: number };
+
+export type WaitReason = Wait['reason'];
 
 /**
  * A clock event, reported once when it starts (never per ID): the clock seen
@@ -93,6 +103,8 @@ export interface GeneratorStats {
 const E8 = 100_000_000;
 const ZPAD = ['', '0', '00', '000', '0000', '00000', '000000', '0000000', '00000000'];
 const RANDOM_POOL = 256;
+/** The retry for a used-up sequence on 1-ms ticks: one shared value, as the wait is always 1 ms. */
+const NEXT_MS: Wait = Object.freeze({ reason: 'sequence', waitMs: 1 });
 
 /**
  * Exact decimal split of tick × 2^lowBits (< 2^63) into q × 10^8 + r, in doubles.
@@ -112,12 +124,6 @@ export function splitE8(tick: number, lowBits: number): [number, number] {
 export class SnowflakeGenerator {
   readonly layout: Layout;
   readonly clockPolicy: ClockPolicy;
-  /** Set when `take` answers undefined. */
-  waitMs = 0;
-  waitReason: WaitReason = 'sequence';
-  /** With waitReason 'ceiling': the tick that needs a higher ceiling. */
-  wantTick = 0;
-
   private readonly clock: Clock;
   private readonly monotonic: () => number;
   private readonly epoch: number;
@@ -270,10 +276,10 @@ export class SnowflakeGenerator {
   }
 
   /**
-   * One ID as a decimal string, or undefined with `waitMs`/`waitReason` set.
+   * One ID as a decimal string, or a Wait saying why not and when to retry.
    * `shard` is the per-request shard for layouts that have one (else ignored).
    */
-  take(shard = 0): string | undefined {
+  take(shard = 0): string | Wait {
     const now = this.clock.now();
     // The lease deadline is read when the clock's ms changes and at least every
     // 64 IDs: a pause long enough to lose a lease moves the wall clock too, and
@@ -298,95 +304,98 @@ export class SnowflakeGenerator {
     const d = now - this.epoch;
     const t = this.unit === 1 ? d : Math.floor(d / this.unit);
     const last = this.lastTick[slot] as number;
-    let tick: number;
-    let seq: number;
     if (t > last) {
-      tick = t;
-      seq = this.randomMax < 0 ? 0 : this.randomStart();
       this.behind = false;
       this.borrowing = false;
-    } else if (t === last) {
-      tick = t;
-      seq = (this.seq[slot] as number) + 1;
+      return this.issue(slot, low, t, this.randomMax < 0 ? 0 : this.randomStart());
+    }
+    if (t === last) {
       this.behind = false;
-      if (seq > this.seqMax) {
-        if (this.exhaustedTick !== t) {
-          this.exhaustedTick = t;
-          this.exhausted++;
-        }
-        this.waitReason = 'sequence';
-        this.waitMs = this.unit === 1 ? 1 : this.unit - (d - t * this.unit);
-        return undefined;
-      }
-    } else {
-      if (t < 0) throw new ClockError(`the clock reads ${new Date(now).toISOString()}, before the layout's epoch`);
-      const gapMs = (last - t) * this.unit;
-      if (!this.behind) {
-        this.behind = true;
-        this.backwards++;
-        this.onClockEvent?.({ kind: 'backwards', policy: this.clockPolicy, gapMs, tick: last });
-      }
-      switch (this.clockPolicy) {
-        case 'reject':
-          throw new ClockError(`the clock is ${gapMs} ms behind the last issued tick; refusing (policy reject)`, { retryAfterMs: gapMs });
-        case 'wait':
-          if (gapMs > this.maxWaitMs) {
-            throw new ClockError(`the clock is ${gapMs} ms behind the last issued tick, more than the ${this.maxWaitMs} ms the wait policy allows`, {
-              retryAfterMs: gapMs,
-            });
-          }
-          this.waitReason = 'clock';
-          this.waitMs = gapMs;
-          return undefined;
-        case 'logical':
-          tick = last;
-          seq = (this.seq[slot] as number) + 1;
-          if (seq > this.seqMax) {
-            tick = last + 1;
-            seq = this.randomMax < 0 ? 0 : this.randomStart();
-            if (!this.borrowing) {
-              this.borrowing = true;
-              this.onClockEvent?.({ kind: 'borrow', policy: this.clockPolicy, gapMs: gapMs + this.unit, tick });
-            }
-          }
-          break;
-        case 'backup-worker': {
-          const s = this.findBackup(t);
-          if (s < 0) {
-            throw new ClockError(`the clock is ${gapMs} ms behind the last issued tick and no backup worker id is free at this tick`, {
-              retryAfterMs: gapMs,
-            });
-          }
-          if (s !== this.cur) {
-            this.onClockEvent?.({ kind: 'backup-switch', policy: this.clockPolicy, gapMs, tick: t, fromWorker: this.workerIds[this.cur], toWorker: this.workerIds[s] });
-          }
-          this.cur = slot = s;
-          low = this.nodeBase[s] as number;
-          tick = t;
-          if (t === this.lastTick[s]) seq = (this.seq[s] as number) + 1;
-          else seq = this.randomMax < 0 ? 0 : this.randomStart();
-          this.behind = false;
-          break;
-        }
-      }
+      const seq = (this.seq[slot] as number) + 1;
+      return seq > this.seqMax ? this.sequenceExhausted(t, d) : this.issue(slot, low, t, seq);
     }
-    if (tick > this.ceiling) {
-      this.waitReason = 'ceiling';
-      this.wantTick = tick;
-      this.waitMs = 0;
-      return undefined;
-    }
-    if (tick > this.maxTick) {
-      throw new UnavailableError(
-        'ID_SPACE_EXHAUSTED',
-        `layout ${this.layout.name} ran out of time bits on ${new Date(this.layout.endsAtMs).toISOString()}; it never wraps: use a new layout`,
-      );
-    }
+    return this.behindClock(slot, low, t, last, now);
+  }
+
+  /** Records and formats one ID at (tick, seq), unless the tick is above the ceiling or the layout's end. */
+  private issue(slot: number, low: number, tick: number, seq: number): string | Wait {
+    if (tick > this.ceiling) return { reason: 'ceiling', waitMs: 0, wantTick: tick };
+    if (tick > this.maxTick) throw idSpaceExhausted(this.layout);
     this.lastTick[slot] = tick;
     this.seq[slot] = seq;
     if (tick > this.maxIssued) this.maxIssued = tick;
     this.issued++;
     return this.format(tick, low + seq * this.seqMul);
+  }
+
+  /** The sequence of tick t is used up: retry at the next tick (d: ms since the epoch). */
+  private sequenceExhausted(t: number, d: number): Wait {
+    if (this.exhaustedTick !== t) {
+      this.exhaustedTick = t;
+      this.exhausted++;
+    }
+    return this.unit === 1 ? NEXT_MS : { reason: 'sequence', waitMs: this.unit - (d - t * this.unit) };
+  }
+
+  /** The clock reads tick t, below `last`: reports the episode once, then the policy decides. */
+  private behindClock(slot: number, low: number, t: number, last: number, now: number): string | Wait {
+    if (t < 0) throw new ClockError(`the clock reads ${new Date(now).toISOString()}, before the layout's epoch`);
+    const gapMs = (last - t) * this.unit;
+    if (!this.behind) {
+      this.behind = true;
+      this.backwards++;
+      this.onClockEvent?.({ kind: 'backwards', policy: this.clockPolicy, gapMs, tick: last });
+    }
+    switch (this.clockPolicy) {
+      case 'reject':
+        throw new ClockError(`the clock is ${gapMs} ms behind the last issued tick; refusing (policy reject)`, { retryAfterMs: gapMs });
+      case 'wait':
+        return this.waitForClock(gapMs);
+      case 'logical':
+        return this.borrow(slot, low, last, gapMs);
+      case 'backup-worker':
+        return this.switchWorker(t, gapMs);
+    }
+  }
+
+  /** Policy wait: retry after the gap, unless it is longer than `maxWaitMs`. */
+  private waitForClock(gapMs: number): Wait {
+    if (gapMs > this.maxWaitMs) {
+      throw new ClockError(`the clock is ${gapMs} ms behind the last issued tick, more than the ${this.maxWaitMs} ms the wait policy allows`, {
+        retryAfterMs: gapMs,
+      });
+    }
+    return { reason: 'clock', waitMs: gapMs };
+  }
+
+  /** Policy logical: go on at the last tick; when its sequence is used up, borrow the next tick. */
+  private borrow(slot: number, low: number, last: number, gapMs: number): string | Wait {
+    const seq = (this.seq[slot] as number) + 1;
+    if (seq <= this.seqMax) return this.issue(slot, low, last, seq);
+    const tick = last + 1;
+    const start = this.randomMax < 0 ? 0 : this.randomStart();
+    if (!this.borrowing) {
+      this.borrowing = true;
+      this.onClockEvent?.({ kind: 'borrow', policy: this.clockPolicy, gapMs: gapMs + this.unit, tick });
+    }
+    return this.issue(slot, low, tick, start);
+  }
+
+  /** Policy backup-worker: issue at tick t on the first worker id with room there. */
+  private switchWorker(t: number, gapMs: number): string | Wait {
+    const s = this.findBackup(t);
+    if (s < 0) {
+      throw new ClockError(`the clock is ${gapMs} ms behind the last issued tick and no backup worker id is free at this tick`, {
+        retryAfterMs: gapMs,
+      });
+    }
+    if (s !== this.cur) {
+      this.onClockEvent?.({ kind: 'backup-switch', policy: this.clockPolicy, gapMs, tick: t, fromWorker: this.workerIds[this.cur], toWorker: this.workerIds[s] });
+    }
+    this.cur = s;
+    this.behind = false;
+    const seq = t === this.lastTick[s] ? (this.seq[s] as number) + 1 : this.randomMax < 0 ? 0 : this.randomStart();
+    return this.issue(s, this.nodeBase[s] as number, t, seq);
   }
 
   /** A slot whose last tick leaves room at tick t, or -1. */
@@ -434,6 +443,13 @@ export class SnowflakeGenerator {
     const s = String(r);
     return s.length === 8 ? qs + s : qs + ZPAD[8 - s.length] + s;
   }
+}
+
+function idSpaceExhausted(layout: Layout): UnavailableError {
+  return new UnavailableError(
+    'ID_SPACE_EXHAUSTED',
+    `layout ${layout.name} ran out of time bits on ${new Date(layout.endsAtMs).toISOString()}; it never wraps: use a new layout`,
+  );
 }
 
 function leaseLost(): UnavailableError {

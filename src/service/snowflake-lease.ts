@@ -1,0 +1,100 @@
+/**
+ * One layout's Snowflake generator on leased worker ids, and the lease's life:
+ * renewal (one at a time, reserving ticks ahead so that a restart starts after
+ * every tick this worker may issue), loss (a refused renewal: the id changed
+ * hands, so the generator is revoked at once) and release with the last tick.
+ */
+import { SequoiaError, UnavailableError } from '../core/errors.js';
+import type { SnowflakeGenerator } from '../core/snowflake/generator.js';
+import type { Layout } from '../core/snowflake/layout.js';
+import type { Logger } from '../ports/logger.js';
+import type { IdSpace, WorkerGrant, WorkerIdProvider } from '../ports/worker-id-provider.js';
+
+export class LeasedWorker {
+  grants: WorkerGrant[];
+  lost = false;
+  private timer: NodeJS.Timeout | undefined;
+  private renewing: Promise<void> | undefined;
+
+  constructor(
+    readonly layout: Layout,
+    readonly space: IdSpace,
+    readonly generator: SnowflakeGenerator,
+    grants: WorkerGrant[],
+    private readonly provider: WorkerIdProvider,
+    private readonly logger: Logger,
+    /** Told once when the lease is lost, before the loss is logged. */
+    private readonly onLost: (w: LeasedWorker) => void,
+  ) {
+    this.grants = grants;
+  }
+
+  /** Renews in the background every `everyMs` (failures are logged by `renew`). */
+  renewEvery(everyMs: number): void {
+    this.timer = setInterval(() => {
+      void this.renew().catch(() => {});
+    }, everyMs);
+    this.timer.unref();
+  }
+
+  /** Renews every grant, reserving ticks up to `wantTick` at least. One renewal at a time. */
+  renew(wantTick = 0): Promise<void> {
+    if (this.lost) return Promise.reject(this.lostError());
+    if (this.renewing) {
+      return this.renewing.then(() => (wantTick > this.generator.ceilingTick ? this.renew(wantTick) : undefined));
+    }
+    const ttl = this.provider.ttlMs ?? 10_000;
+    const aheadTicks = Math.max(1, Math.ceil(((2 * ttl) / 3) / this.layout.unitMs));
+    const base = Math.max(this.generator.lastIssuedTick, this.generator.currentTick(), wantTick);
+    const ceiling = Math.min(base + aheadTicks, this.layout.maxTick);
+    this.renewing = (async () => {
+      try {
+        const renewed = await Promise.all(this.grants.map((g) => this.provider.renew(this.space, g, ceiling)));
+        if (this.lost) return;
+        this.grants = renewed;
+        this.generator.extend(ceiling, Math.min(...renewed.map((g) => g.validUntil)));
+      } catch (e) {
+        if (e instanceof SequoiaError && e.code === 'LEASE_LOST') {
+          this.markLost(e);
+          throw e;
+        }
+        // The store is unreachable: keep the current deadline; the generator stops by itself when it passes.
+        this.logger.warn({ layout: this.layout.name, err: e instanceof Error ? e.message : String(e) }, 'worker lease renewal failed');
+        throw e;
+      } finally {
+        this.renewing = undefined;
+      }
+    })();
+    return this.renewing;
+  }
+
+  /** Stops issuing and gives every worker id back with its last issued tick (unless the lease is lost). */
+  async close(): Promise<void> {
+    if (this.timer) clearInterval(this.timer);
+    this.generator.revoke();
+    await this.renewing?.catch(() => {});
+    if (this.lost) return;
+    const last = this.generator.lastIssuedTick;
+    await Promise.all(
+      this.grants.map((g) =>
+        this.provider.release(this.space, g, Math.max(last, g.afterTick)).then(
+          () => this.logger.info({ layout: this.layout.name, workerId: g.workerId, lastTick: Math.max(last, g.afterTick), provider: this.provider.kind }, 'snowflake worker id released'),
+          (e: unknown) => this.logger.warn({ layout: this.layout.name, workerId: g.workerId, err: e instanceof Error ? e.message : String(e) }, 'snowflake worker id release failed'),
+        ),
+      ),
+    );
+  }
+
+  private markLost(e: Error): void {
+    if (this.lost) return;
+    this.lost = true;
+    this.generator.revoke();
+    if (this.timer) clearInterval(this.timer);
+    this.onLost(this);
+    this.logger.error({ layout: this.layout.name, workerId: this.generator.workerId, err: e.message }, 'snowflake worker lease lost; issuing stopped');
+  }
+
+  private lostError(): UnavailableError {
+    return new UnavailableError('LEASE_LOST', `the lease for layout ${this.layout.name} is lost`, { retryAfterMs: 1000 });
+  }
+}
