@@ -14,7 +14,7 @@
  */
 import { ClockError, SequoiaError, UnavailableError } from '../core/errors.js';
 import { type ClockEvent, type ClockPolicy, SnowflakeGenerator, type Wait } from '../core/snowflake/generator.js';
-import { DEFAULT_LAYOUT, type Layout, PRESETS, getLayout, remainingSeconds } from '../core/snowflake/layout.js';
+import { DEFAULT_LAYOUT, type Layout, PRESETS, getLayout, idSpaceExhausted, remainingSeconds } from '../core/snowflake/layout.js';
 import { type Clock, systemClock } from '../core/clock.js';
 import { silentLogger } from '../core/silent-logger.js';
 import type { Logger } from '../ports/logger.js';
@@ -220,7 +220,7 @@ export class SnowflakeService {
     const layout = this.layout(name);
     const now = this.clock.now();
     if (remainingSeconds(layout, now) <= 0) {
-      throw new UnavailableError('ID_SPACE_EXHAUSTED', `layout ${name} ran out of time bits on ${new Date(layout.endsAtMs).toISOString()}; it never wraps: use a new layout`);
+      throw idSpaceExhausted(layout);
     }
     if (remainingSeconds(layout, now) < this.lifetimeWarning) {
       this.logger.warn(

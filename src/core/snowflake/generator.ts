@@ -28,7 +28,8 @@
 import { ClockError, InvalidArgumentError, UnavailableError } from '../errors.js';
 import type { Clock } from '../clock.js';
 import type { Random } from '../random.js';
-import { type Layout, splitWorker } from './layout.js';
+import { assertShard } from '../request-rules.js';
+import { type Layout, idSpaceExhausted, splitWorker } from './layout.js';
 
 export const CLOCK_POLICIES = ['reject', 'wait', 'logical', 'backup-worker'] as const;
 export type ClockPolicy = (typeof CLOCK_POLICIES)[number];
@@ -295,10 +296,7 @@ export class SnowflakeGenerator {
     let slot = this.cur;
     let low: number;
     if (this.sharded) {
-      if (!(shard >= 0 && shard < this.lastTick.length && Math.floor(shard) === shard)) {
-        throw new InvalidArgumentError(`shard must be an integer from 0 to ${this.lastTick.length - 1}`);
-      }
-      slot = shard;
+      slot = assertShard(this.layout, shard);
       low = (this.nodeBase[0] as number) + shard * this.shardPlace;
     } else low = this.nodeBase[slot] as number;
     const d = now - this.epoch;
@@ -443,13 +441,6 @@ export class SnowflakeGenerator {
     const s = String(r);
     return s.length === 8 ? qs + s : qs + ZPAD[8 - s.length] + s;
   }
-}
-
-function idSpaceExhausted(layout: Layout): UnavailableError {
-  return new UnavailableError(
-    'ID_SPACE_EXHAUSTED',
-    `layout ${layout.name} ran out of time bits on ${new Date(layout.endsAtMs).toISOString()}; it never wraps: use a new layout`,
-  );
 }
 
 function leaseLost(): UnavailableError {

@@ -18,7 +18,7 @@
  * lifetime ends when the time field would reach it (`maxTick`), and after that
  * the generator refuses with ID_SPACE_EXHAUSTED. It never wraps or goes negative.
  */
-import { InvalidArgumentError } from '../errors.js';
+import { InvalidArgumentError, UnavailableError } from '../errors.js';
 import { LAYOUT_NAME } from '../request-rules.js';
 
 export type FieldRole = 'node' | 'shard' | 'sequence';
@@ -392,4 +392,12 @@ export function joinWorker(layout: Layout, values: Readonly<Record<string, numbe
 /** Lifetime in years of a layout counted from its epoch. */
 export function lifetimeYears(layout: Layout): number {
   return ((layout.maxTick + 1) * layout.unitMs) / YEAR_MS;
+}
+
+/** The refusal once a layout's time bits are used up: it never wraps. */
+export function idSpaceExhausted(layout: Layout): UnavailableError {
+  return new UnavailableError(
+    'ID_SPACE_EXHAUSTED',
+    `layout ${layout.name} ran out of time bits on ${new Date(layout.endsAtMs).toISOString()}; it never wraps: use a new layout`,
+  );
 }
