@@ -175,7 +175,7 @@ async function registerRoutes(app: FastifyInstance, opts: AppOptions, access: Ac
   await app.register(uuidRoutes, { access });
   await app.register(leafDecodeRoute, { access });
   await app.register(tagRoutes, { service: opts.service, checkAdmin: (req) => access.admin(req) });
-  await app.register(healthRoutes, { service: opts.service, version });
+  await app.register(healthRoutes, { service: opts.service });
   await app.register(statusRoutes, { service: opts.service, version, metrics, exposeMetrics: opts.metrics !== false, adminToken: opts.adminToken, access, snowflake: opts.snowflake });
   if (opts.snowflake) {
     await app.register(snowflakeRoutes, { snowflake: opts.snowflake, access });

@@ -43,4 +43,4 @@ export function tagStatusJson(t: TagStatus, admin: boolean) {
     coverSeconds: Number.isFinite(t.coverSeconds) ? round1(t.coverSeconds) : null,
     rateHistory: t.rateHistory.map(round3),
   };
-      }
+}

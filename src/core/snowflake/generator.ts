@@ -98,7 +98,6 @@ export interface GeneratorStats {
   readonly clockBackwardsTotal: number;
   readonly sequenceExhaustedTotal: number;
   readonly issuedTotal: number;
-  /** The tick the clock reads now minus the last tick: negative while the clock is behind. */
 }
 
 const E8 = 100_000_000;

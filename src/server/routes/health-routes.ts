@@ -5,7 +5,7 @@ import { pingWithin } from '../store-probe.js';
 
 const READY_TIMEOUT_MS = 1000;
 
-export async function healthRoutes(app: FastifyInstance, opts: { service: IdService; version: string }): Promise<void> {
+export async function healthRoutes(app: FastifyInstance, opts: { service: IdService }): Promise<void> {
   const { service } = opts;
 
   app.get('/healthz', async () => liveBody());
