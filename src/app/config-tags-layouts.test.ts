@@ -1,16 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { TAG_RULE } from '../core/tag.js';
 import { ConfigError, resolveConfig } from './config.js';
+import { DISCORD } from '../../test/helpers/discord.js';
 
-const DISCORD = {
-  epochMs: 1420070400000,
-  timeBits: 42,
-  fields: [
-    { name: 'worker', bits: 5, role: 'node' },
-    { name: 'process', bits: 5, role: 'node' },
-    { name: 'increment', bits: 12, role: 'sequence' },
-  ],
-};
 
 function problems(flags: Record<string, unknown>, env: NodeJS.ProcessEnv = {}): string[] {
   try {
