@@ -1,8 +1,8 @@
 /**
- * Worker-id leases on MySQL 8 / MariaDB 10.11+. `acquire` and `registerNode` are each one transaction
- * that first locks a guard row of the space (worker_id -1, `SELECT … FOR
- * UPDATE`), so concurrent starters take ids one at a time; expiry is in the
- * server's clock. Only parameterised SQL; BIGINTs are read as strings.
+ * Worker-id leases on MySQL 8 / MariaDB 10.11+. `acquire` and `registerNode`
+ * are each one transaction that first locks a guard row of the space
+ * (worker_id -1, `SELECT … FOR UPDATE`), so concurrent starters take ids one
+ * at a time; expiry is in the server's clock. Only parameterised SQL; BIGINTs are read as strings.
  */
 import { type PoolConnection, type ResultSetHeader, type RowDataPacket } from 'mysql2/promise';
 import type { AcquireRequest, LeaseRecord, LeaseRow, NodeClaim, WorkerLeaseStore } from '../../ports/worker-lease-store.js';

@@ -1,7 +1,7 @@
 /**
- * Worker-id leases on PostgreSQL. `acquire` and `registerNode` each run in one transaction under
- * `pg_advisory_xact_lock` keyed by the space, so concurrent starters take ids
- * one at a time; expiry is in the server's clock (`clock_timestamp()`), one
+ * Worker-id leases on PostgreSQL. `acquire` and `registerNode` each run in
+ * one transaction under `pg_advisory_xact_lock` keyed by the space, so
+ * concurrent starters take ids one at a time; expiry is in the server's clock (`clock_timestamp()`), one
  * clock for every holder whatever machine it runs on. Only parameterised SQL;
  * BIGINTs are read as text. Driver errors become STORE_UNAVAILABLE.
  */

@@ -1,7 +1,8 @@
 /**
  * Worker-id leases in the same SQLite file as the segments (the same handle
- * when opened from one store URL: sqlite-connection.ts). `acquire` and `registerNode` are `BEGIN IMMEDIATE` transactions, so processes
- * sharing the file take ids one at a time. Expiry uses this machine's clock:
+ * when opened from one store URL: sqlite-connection.ts). `acquire` and
+ * `registerNode` are `BEGIN IMMEDIATE` transactions, so processes sharing the
+ * file take ids one at a time. Expiry uses this machine's clock:
  * every process sharing a SQLite file is on one machine.
  */
 import type Database from 'better-sqlite3';
