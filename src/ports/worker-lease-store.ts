@@ -2,8 +2,9 @@
  * Lease rows for the `sql-lease` worker-id provider: one row per (space,
  * worker id) with owner, generation (the fencing token), expiry (in the
  * store's own clock) and last tick (the highest tick the holder may have
- * issued). Each operation is one transaction; `acquire` is serialised per
- * space, so two processes never take the same id at once.
+ * issued). `worker-node` claims its ids in the same rows, never expiring.
+ * Each operation is one transaction; `acquire` and `registerNode` are
+ * serialised per space, so two processes never take the same id at once.
  */
 export interface LeaseRecord {
   readonly workerId: number;
@@ -22,6 +23,12 @@ export interface LeaseRow {
 
 /** Outcome of choosing an id: a free one, or the reason there is none. */
 export type LeaseChoice = { readonly workerId: number } | { readonly refused: string };
+
+/** A worker-node id claimed in the lease table, and the last tick of the lease it replaced (-1: none). */
+export interface NodeClaim {
+  readonly workerId: number;
+  readonly lastTick: number;
+}
 
 export interface AcquireRequest {
   readonly space: string;
@@ -43,7 +50,13 @@ export interface WorkerLeaseStore {
   renew(space: string, workerId: number, owner: string, generation: number, ttlMs: number, lastTick: number): Promise<LeaseRecord | undefined>;
   /** Expires the lease now and sets last_tick (the holder has stopped). No-op when it changed hands. */
   release(space: string, workerId: number, owner: string, generation: number, lastTick: number): Promise<void>;
-  /** worker-node: inserts a new row and answers its id (a new id per start). */
-  registerNode(space: string, host: string): Promise<number>;
+  /**
+   * worker-node: inserts node rows until one's id is not held in the lease
+   * table (no live lease, no other node's claim) and claims that id there for
+   * good, in one transaction, so `acquire` never answers it. A new id per
+   * start, never reused; an id at or past `workerCount` is answered unclaimed
+   * (the caller refuses it).
+   */
+  registerNode(space: string, host: string, workerCount: number): Promise<NodeClaim>;
   close(): Promise<void>;
 }

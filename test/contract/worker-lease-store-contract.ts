@@ -139,9 +139,49 @@ export function runWorkerLeaseStoreContract(name: string, factory: LeaseFactory,
     it('registerNode answers a new id on every call', async () => {
       const s = space();
       const ids = [];
-      for (let i = 0; i < 5; i++) ids.push(await h.store.registerNode(s, `host-${i}`));
+      for (let i = 0; i < 5; i++) ids.push((await h.store.registerNode(s, `host-${i}`, 2 ** 40)).workerId);
       expect(new Set(ids).size).toBe(5);
       expect(ids.every((id) => Number.isSafeInteger(id) && id >= 0)).toBe(true);
+    });
+
+    it('a registerNode id is held for good: acquire never answers it, want is refused', async () => {
+      const s = space();
+      const n = await h.store.registerNode(s, 'node-a', 2 ** 40);
+      expect(n.lastTick).toBe(-1);
+      // Every id below the node's is excluded, so the lowest free one would be the node's own.
+      const below = Array.from({ length: n.workerId }, (_, i) => i);
+      const r = await take(h.store, req(s, 'a', { workerCount: n.workerId + 2, exclude: below }));
+      expect(r.workerId).toBe(n.workerId + 1);
+      expect(await h.store.acquire(req(s, 'b', { workerCount: n.workerId + 2, want: n.workerId }))).toEqual({
+        refused: expect.stringContaining(`worker id ${n.workerId} is held by worker-node:node-a for good`),
+      });
+    });
+
+    it('registerNode skips ids held by live leases, and takes an expired one after its last tick', async () => {
+      const s = space();
+      const n = (await h.store.registerNode(s, 'node-a', 2 ** 40)).workerId;
+      const live = Array.from({ length: 10 }, (_, i) => n + 1 + i);
+      for (const id of live) await take(h.store, req(s, `l${id}`, { workerCount: n + 64, want: id, ttlMs: 60_000 }));
+      const next = await h.store.registerNode(s, 'node-b', 2 ** 40);
+      expect(next.workerId).toBeGreaterThan(n + 10);
+      const short = Array.from({ length: 10 }, (_, i) => next.workerId + 1 + i);
+      for (const id of short) {
+        const l = await take(h.store, req(s, `e${id}`, { workerCount: next.workerId + 64, want: id, ttlMs: 200 }));
+        await h.store.renew(s, id, `e${id}`, l.generation, 200, 1000 + id);
+      }
+      await sleep(450);
+      const late = await h.store.registerNode(s, 'node-c', 2 ** 40);
+      // The store's other users may have inserted node rows meanwhile, but not ten.
+      expect(short).toContain(late.workerId);
+      expect(late.lastTick).toBe(1000 + late.workerId);
+      expect(await h.store.renew(s, late.workerId, `e${late.workerId}`, 1, 10_000, 5000)).toBeUndefined();
+    });
+
+    it('registerNode answers an id at or past workerCount without claiming it', async () => {
+      const s = space();
+      const n = await h.store.registerNode(s, 'node-a', 1);
+      expect(n.workerId).toBeGreaterThanOrEqual(1);
+      expect(await take(h.store, req(s, 'a', { workerCount: n.workerId + 1, want: n.workerId }))).toMatchObject({ workerId: n.workerId, generation: 1 });
     });
 
     it('concurrent acquires on one instance never hand out one id twice', async () => {
@@ -154,19 +194,42 @@ export function runWorkerLeaseStoreContract(name: string, factory: LeaseFactory,
     });
 
     if (!options.shared) return;
-    it('independent instances racing in one space never share an id', async () => {
+    /** Runs `fn` on this store and three independent instances of it. */
+    async function withInstances(fn: (all: readonly WorkerLeaseStore[]) => Promise<void>): Promise<void> {
       if (!h.reopen) throw new Error('a shared store must give reopen');
-      const s = space();
       const others = await Promise.all(Array.from({ length: 3 }, () => h.reopen!()));
       try {
         await Promise.all(others.map((o) => o.init()));
-        const all = [h.store, ...others];
-        const got = await Promise.all(Array.from({ length: 12 }, (_, i) => all[i % all.length]!.acquire(req(s, `p${i}`, { workerCount: 10 }))));
-        const ids = got.filter(isRecord).map((r) => r.workerId);
-        expect(ids.sort((x, y) => x - y)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
+        await fn([h.store, ...others]);
       } finally {
         await Promise.all(others.map((o) => o.close()));
       }
+    }
+
+    it('independent instances racing in one space never share an id', async () => {
+      const s = space();
+      await withInstances(async (all) => {
+        const got = await Promise.all(Array.from({ length: 12 }, (_, i) => all[i % all.length]!.acquire(req(s, `p${i}`, { workerCount: 10 }))));
+        const ids = got.filter(isRecord).map((r) => r.workerId);
+        expect(ids.sort((x, y) => x - y)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
+      });
+    });
+
+    it('registerNode and acquire racing on independent instances never share an id', async () => {
+      const s = space();
+      await withInstances(async (all) => {
+        const n = (await h.store.registerNode(s, 'node-0', 2 ** 40)).workerId;
+        // Leases start just above the last node id, where the next node rows land.
+        const lease = { workerCount: n + 64, exclude: Array.from({ length: n }, (_, i) => i) };
+        const got = await Promise.all(
+          Array.from({ length: 12 }, async (_, i) => {
+            const store = all[i % all.length]!;
+            if (i % 2 === 0) return (await store.registerNode(s, `node-${i}`, 2 ** 40)).workerId;
+            return (await take(store, req(s, `p${i}`, lease))).workerId;
+          }),
+        );
+        expect(new Set([n, ...got]).size).toBe(13);
+      });
     });
   });
 }

@@ -99,7 +99,11 @@ export class LeaseWorkerIdProvider implements WorkerIdProvider {
   }
 }
 
-/** `worker-node` (uid-generator style): a new row, hence a new id, at every start; never reused, so never leased. */
+/**
+ * `worker-node` (uid-generator style): a new row, hence a new id, at every
+ * start; never reused, so never leased. The store claims the id in the lease
+ * table for good, so `lease` servers on the same store never choose it.
+ */
 export class WorkerNodeWorkerIdProvider implements WorkerIdProvider {
   readonly kind = 'worker-node';
   readonly leased = false;
@@ -114,11 +118,15 @@ export class WorkerNodeWorkerIdProvider implements WorkerIdProvider {
   async acquire(space: IdSpace): Promise<WorkerGrant> {
     this.initialised ??= this.store.init();
     await this.initialised;
-    const id = await this.store.registerNode(space.key, this.host);
-    if (id >= space.workerCount) {
-      throw new UnavailableError('ID_SPACE_EXHAUSTED', `worker-node id ${id} is beyond layout ${space.label}'s ${space.workerCount} worker ids; worker-node never reuses ids`);
+    const claim = await this.store.registerNode(space.key, this.host, space.workerCount);
+    if (claim.workerId >= space.workerCount) {
+      throw new UnavailableError(
+        'ID_SPACE_EXHAUSTED',
+        `worker-node id ${claim.workerId} is beyond layout ${space.label}'s ${space.workerCount} worker ids; worker-node never reuses ids`,
+      );
     }
-    return { workerId: id, generation: 1, afterTick: -1, validUntil: Number.POSITIVE_INFINITY };
+    // An id whose lease ran out was used: start after its holder's last tick.
+    return { workerId: claim.workerId, generation: 1, afterTick: claim.lastTick, validUntil: Number.POSITIVE_INFINITY };
   }
 
   async renew(_space: IdSpace, grant: WorkerGrant): Promise<WorkerGrant> {

@@ -1,6 +1,6 @@
 /** WorkerLeaseStore in memory (one process; tests and `memory:` stores). */
-import type { AcquireRequest, LeaseRecord, WorkerLeaseStore } from '../../ports/worker-lease-store.js';
-import { chooseWorker } from '../kit/choose-worker.js';
+import type { AcquireRequest, LeaseRecord, NodeClaim, WorkerLeaseStore } from '../../ports/worker-lease-store.js';
+import { CLAIMED_FOR_GOOD_MS, chooseWorker, nodeOwner } from '../kit/choose-worker.js';
 
 interface Row {
   workerId: number;
@@ -20,19 +20,10 @@ export class MemoryWorkerLeaseStore implements WorkerLeaseStore {
   async init(): Promise<void> {}
 
   async acquire(req: AcquireRequest): Promise<LeaseRecord | { refused: string }> {
-    const rows = this.rows(req.space);
     const now = this.now();
-    const c = chooseWorker([...rows.values()], now, req);
+    const c = chooseWorker([...this.rows(req.space).values()], now, req);
     if ('refused' in c) return c;
-    const prev = rows.get(c.workerId);
-    const row: Row = {
-      workerId: c.workerId,
-      owner: req.owner,
-      generation: (prev?.generation ?? 0) + 1,
-      expiresAtMs: now + req.ttlMs,
-      lastTick: prev?.lastTick ?? -1,
-    };
-    rows.set(c.workerId, row);
+    const row = this.take(req.space, c.workerId, req.owner, now + req.ttlMs);
     return { workerId: row.workerId, generation: row.generation, lastTick: row.lastTick, expiresAtMs: row.expiresAtMs };
   }
 
@@ -51,8 +42,15 @@ export class MemoryWorkerLeaseStore implements WorkerLeaseStore {
     r.lastTick = lastTick;
   }
 
-  async registerNode(): Promise<number> {
-    return ++this.nodes;
+  async registerNode(space: string, host: string, workerCount: number): Promise<NodeClaim> {
+    const now = this.now();
+    for (;;) {
+      const id = ++this.nodes;
+      if (id >= workerCount) return { workerId: id, lastTick: -1 };
+      const prev = this.rows(space).get(id);
+      if (prev && prev.expiresAtMs > now) continue;
+      return { workerId: id, lastTick: this.take(space, id, nodeOwner(host), CLAIMED_FOR_GOOD_MS).lastTick };
+    }
   }
 
   async close(): Promise<void> {}
@@ -60,6 +58,14 @@ export class MemoryWorkerLeaseStore implements WorkerLeaseStore {
   /** Test-only: the raw row. */
   peek(space: string, workerId: number): Readonly<Row> | undefined {
     return this.rows(space).get(workerId);
+  }
+
+  /** Gives the id to `owner` (a new generation), keeping the last tick. */
+  private take(space: string, workerId: number, owner: string, expiresAtMs: number): Row {
+    const prev = this.rows(space).get(workerId);
+    const row: Row = { workerId, owner, generation: (prev?.generation ?? 0) + 1, expiresAtMs, lastTick: prev?.lastTick ?? -1 };
+    this.rows(space).set(workerId, row);
+    return row;
   }
 
   private rows(space: string): Map<number, Row> {

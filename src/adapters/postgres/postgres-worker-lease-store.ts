@@ -1,12 +1,12 @@
 /**
- * Worker-id leases on PostgreSQL. `acquire` runs in one transaction under
- * `pg_advisory_xact_lock` keyed by the space, so concurrent starters take ids
- * one at a time; expiry is in the server's clock (`clock_timestamp()`), one
+ * Worker-id leases on PostgreSQL. `acquire` and `registerNode` each run in
+ * one transaction under `pg_advisory_xact_lock` keyed by the space, so
+ * concurrent starters take ids one at a time; expiry is in the server's clock (`clock_timestamp()`), one
  * clock for every holder whatever machine it runs on. Only parameterised SQL;
  * BIGINTs are read as text. Driver errors become STORE_UNAVAILABLE.
  */
-import type { AcquireRequest, LeaseRecord, LeaseRow, WorkerLeaseStore } from '../../ports/worker-lease-store.js';
-import { chooseWorker } from '../kit/choose-worker.js';
+import type { AcquireRequest, LeaseRecord, LeaseRow, NodeClaim, WorkerLeaseStore } from '../../ports/worker-lease-store.js';
+import { CLAIMED_FOR_GOOD_MS, chooseWorker, nodeOwner } from '../kit/choose-worker.js';
 import { type PgClientLike, type PgPoolLike, PostgresConnection } from './postgres-connection.js';
 
 const NOW_MS = `(extract(epoch from clock_timestamp()) * 1000)::bigint`;
@@ -52,7 +52,7 @@ export class PostgresWorkerLeaseStore implements WorkerLeaseStore {
 
   async acquire(req: AcquireRequest): Promise<LeaseRecord | { refused: string }> {
     return this.tx(async (c) => {
-      await c.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [LOCK_CLASS, req.space]);
+      await lockSpace(c, req.space);
       const now = Number(((await c.query(`SELECT ${NOW_MS}::text AS now`)).rows[0] as { now: string }).now);
       const rows = (
         (await c.query('SELECT worker_id::text AS w, owner, expires_at::text AS e FROM sequoia_worker_lease WHERE space = $1', [req.space]))
@@ -60,16 +60,8 @@ export class PostgresWorkerLeaseStore implements WorkerLeaseStore {
       ).map((r): LeaseRow => ({ workerId: Number(r.w), owner: r.owner, expiresAtMs: Number(r.e) }));
       const choice = chooseWorker(rows, now, req);
       if ('refused' in choice) return choice;
-      const r = await c.query(
-        `INSERT INTO sequoia_worker_lease (space, worker_id, owner, generation, expires_at, last_tick)
-         VALUES ($1, $2, $3, 1, $4::bigint, -1)
-         ON CONFLICT (space, worker_id) DO UPDATE SET owner = EXCLUDED.owner, generation = sequoia_worker_lease.generation + 1,
-           expires_at = EXCLUDED.expires_at, updated_at = now()
-         RETURNING generation::text AS g, last_tick::text AS t`,
-        [req.space, choice.workerId, req.owner, String(now + req.ttlMs)],
-      );
-      const row = r.rows[0] as { g: string; t: string };
-      return { workerId: choice.workerId, generation: Number(row.g), lastTick: Number(row.t), expiresAtMs: now + req.ttlMs };
+      const row = await take(c, req.space, choice.workerId, req.owner, now + req.ttlMs);
+      return { workerId: choice.workerId, generation: row.generation, lastTick: row.lastTick, expiresAtMs: now + req.ttlMs };
     });
   }
 
@@ -92,9 +84,17 @@ export class PostgresWorkerLeaseStore implements WorkerLeaseStore {
     );
   }
 
-  async registerNode(space: string, host: string): Promise<number> {
-    const r = await this.q('INSERT INTO sequoia_worker_node (space, host) VALUES ($1, $2) RETURNING id::text AS id', [space, host]);
-    return Number((r.rows[0] as { id: string }).id);
+  async registerNode(space: string, host: string, workerCount: number): Promise<NodeClaim> {
+    return this.tx(async (c) => {
+      await lockSpace(c, space);
+      for (;;) {
+        const r = await c.query('INSERT INTO sequoia_worker_node (space, host) VALUES ($1, $2) RETURNING id::text AS id', [space, host]);
+        const id = Number((r.rows[0] as { id: string }).id);
+        if (id >= workerCount) return { workerId: id, lastTick: -1 };
+        const held = await c.query(`SELECT 1 FROM sequoia_worker_lease WHERE space = $1 AND worker_id = $2 AND expires_at > ${NOW_MS}`, [space, id]);
+        if (held.rows.length === 0) return { workerId: id, lastTick: (await take(c, space, id, nodeOwner(host), CLAIMED_FOR_GOOD_MS)).lastTick };
+      }
+    });
   }
 
   async close(): Promise<void> {
@@ -113,3 +113,22 @@ export class PostgresWorkerLeaseStore implements WorkerLeaseStore {
 }
 
 const BACKEND = 'PostgreSQL lease store';
+
+/** Takes ids in the space one transaction at a time. */
+async function lockSpace(c: PgClientLike, space: string): Promise<void> {
+  await c.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [LOCK_CLASS, space]);
+}
+
+/** Gives the id to `owner` (a new generation), keeping the last tick; inside the caller's transaction. */
+async function take(c: PgClientLike, space: string, workerId: number, owner: string, expiresAt: number): Promise<{ generation: number; lastTick: number }> {
+  const r = await c.query(
+    `INSERT INTO sequoia_worker_lease (space, worker_id, owner, generation, expires_at, last_tick)
+     VALUES ($1, $2, $3, 1, $4::bigint, -1)
+     ON CONFLICT (space, worker_id) DO UPDATE SET owner = EXCLUDED.owner, generation = sequoia_worker_lease.generation + 1,
+       expires_at = EXCLUDED.expires_at, updated_at = now()
+     RETURNING generation::text AS g, last_tick::text AS t`,
+    [space, workerId, owner, String(expiresAt)],
+  );
+  const row = r.rows[0] as { g: string; t: string };
+  return { generation: Number(row.g), lastTick: Number(row.t) };
+}

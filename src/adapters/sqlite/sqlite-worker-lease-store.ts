@@ -1,13 +1,14 @@
 /**
  * Worker-id leases in the same SQLite file as the segments (the same handle
- * when opened from one store URL: sqlite-connection.ts). `acquire` is a `BEGIN IMMEDIATE` transaction, so processes
- * sharing the file take ids one at a time. Expiry uses this machine's clock:
+ * when opened from one store URL: sqlite-connection.ts). `acquire` and
+ * `registerNode` are `BEGIN IMMEDIATE` transactions, so processes sharing the
+ * file take ids one at a time. Expiry uses this machine's clock:
  * every process sharing a SQLite file is on one machine.
  */
 import type Database from 'better-sqlite3';
 import { UnavailableError } from '../../core/errors.js';
-import type { AcquireRequest, LeaseRecord, LeaseRow, WorkerLeaseStore } from '../../ports/worker-lease-store.js';
-import { chooseWorker } from '../kit/choose-worker.js';
+import type { AcquireRequest, LeaseRecord, LeaseRow, NodeClaim, WorkerLeaseStore } from '../../ports/worker-lease-store.js';
+import { CLAIMED_FOR_GOOD_MS, chooseWorker, nodeOwner } from '../kit/choose-worker.js';
 import { storeError } from '../kit/store-errors.js';
 import { SqliteConnection } from './sqlite-connection.js';
 
@@ -69,15 +70,7 @@ export class SqliteWorkerLeaseStore implements WorkerLeaseStore {
           const c = chooseWorker(rows, now, req);
           if ('refused' in c) return c;
           const expiresAt = now + req.ttlMs;
-          db.prepare(
-            `INSERT INTO sequoia_worker_lease (space, worker_id, owner, generation, expires_at, last_tick, updated_at)
-             VALUES (?, ?, ?, 1, ?, -1, ?)
-             ON CONFLICT (space, worker_id) DO UPDATE SET owner = excluded.owner, generation = generation + 1,
-               expires_at = excluded.expires_at, updated_at = excluded.updated_at`,
-          ).run(req.space, c.workerId, req.owner, expiresAt, now);
-          const row = db
-            .prepare('SELECT generation, last_tick FROM sequoia_worker_lease WHERE space = ? AND worker_id = ?')
-            .get(req.space, c.workerId) as { generation: number; last_tick: number };
+          const row = take(db, req.space, c.workerId, req.owner, expiresAt, now);
           return { workerId: c.workerId, generation: row.generation, lastTick: row.last_tick, expiresAtMs: expiresAt };
         })
         .immediate();
@@ -115,10 +108,20 @@ export class SqliteWorkerLeaseStore implements WorkerLeaseStore {
     }
   }
 
-  async registerNode(space: string, host: string): Promise<number> {
+  async registerNode(space: string, host: string, workerCount: number): Promise<NodeClaim> {
+    const db = this.open();
     try {
-      const r = this.open().prepare('INSERT INTO sequoia_worker_node (space, host, started_at) VALUES (?, ?, ?)').run(space, host, this.now());
-      return Number(r.lastInsertRowid);
+      return db
+        .transaction((): NodeClaim => {
+          const now = this.now();
+          for (;;) {
+            const id = Number(db.prepare('INSERT INTO sequoia_worker_node (space, host, started_at) VALUES (?, ?, ?)').run(space, host, now).lastInsertRowid);
+            if (id >= workerCount) return { workerId: id, lastTick: -1 };
+            const held = db.prepare('SELECT 1 FROM sequoia_worker_lease WHERE space = ? AND worker_id = ? AND expires_at > ?').get(space, id, now);
+            if (!held) return { workerId: id, lastTick: take(db, space, id, nodeOwner(host), CLAIMED_FOR_GOOD_MS, now).last_tick };
+          }
+        })
+        .immediate();
     } catch (e) {
       throw wrap(e);
     }
@@ -133,6 +136,19 @@ export class SqliteWorkerLeaseStore implements WorkerLeaseStore {
     if (!this.db) throw new UnavailableError('STORE_UNAVAILABLE', 'the SQLite lease store is not open');
     return this.db;
   }
+}
+
+/** Gives the id to `owner` (a new generation), keeping the last tick; inside the caller's transaction. */
+function take(db: Database.Database, space: string, workerId: number, owner: string, expiresAt: number, now: number): { generation: number; last_tick: number } {
+  return db
+    .prepare(
+      `INSERT INTO sequoia_worker_lease (space, worker_id, owner, generation, expires_at, last_tick, updated_at)
+       VALUES (?, ?, ?, 1, ?, -1, ?)
+       ON CONFLICT (space, worker_id) DO UPDATE SET owner = excluded.owner, generation = generation + 1,
+         expires_at = excluded.expires_at, updated_at = excluded.updated_at
+       RETURNING generation, last_tick`,
+    )
+    .get(space, workerId, owner, expiresAt, now) as { generation: number; last_tick: number };
 }
 
 const wrap = (e: unknown) => storeError('SQLite lease store', e);
