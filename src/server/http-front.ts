@@ -96,16 +96,19 @@ function frontHandler(front: Front, handler: (req: IncomingMessage, res: ServerR
   const pid = String(process.pid);
   return (req: IncomingMessage, res: ServerResponse): void => {
     res.setHeader('sequoia-pid', pid);
-    const refuse = (e: RawError): void => {
-      recordRaw(front, e, req.method, req.url);
-      answerRaw(res, e);
-    };
-    if (front.draining) return refuse({ status: 503, code: 'SHUTTING_DOWN', message: 'the server is shutting down; retry', retryAfter: 1 });
-    if (req.httpVersionMinor === 1 && req.httpVersionMajor === 1 && !hasHost(req.rawHeaders)) {
-      return refuse({ status: 400, code: 'INVALID_ARGUMENT', message: 'HTTP/1.1 requests need a Host header' });
-    }
+    if (front.draining) return refuse(front, req, res, SHUTTING_DOWN);
+    if (req.httpVersionMinor === 1 && req.httpVersionMajor === 1 && !hasHost(req.rawHeaders)) return refuse(front, req, res, NO_HOST);
     if (front.fast === undefined || !front.fast(req, res)) handler(req, res);
   };
+}
+
+const SHUTTING_DOWN: RawError = { status: 503, code: 'SHUTTING_DOWN', message: 'the server is shutting down; retry', retryAfter: 1 };
+const NO_HOST: RawError = { status: 400, code: 'INVALID_ARGUMENT', message: 'HTTP/1.1 requests need a Host header' };
+
+/** An answer written below fastify, counted like fastify's own errors. */
+function refuse(front: Front, req: IncomingMessage, res: ServerResponse, e: RawError): void {
+  recordRaw(front, e, req.method, req.url);
+  answerRaw(res, e);
 }
 
 /** Whether the request names a Host; reads the raw list, since Node builds `req.headers` only when first asked. */
