@@ -43,6 +43,12 @@ export interface CheckSpec {
   readonly defaultOrder?: 'process' | 'global' | 'none';
   /** Harness time window the snowflake time fields must fall in, with slack (ms). */
   readonly window?: { readonly from: number; readonly to: number; readonly slackMs: number } | undefined;
+  /**
+   * The combination is refused by design and the scenario asserted the
+   * refusal (exit status and message): what it saw. Such a scenario reports
+   * "refused as designed", never a plain pass.
+   */
+  readonly refused?: string | undefined;
 }
 
 export interface Holder {

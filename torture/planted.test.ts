@@ -33,10 +33,11 @@ function plant(name: string, file: string, pattern: RegExp, replacement: string)
   return dist;
 }
 
-function torture(dist: string, scenario: string, out: string): Promise<{ status: number | null; output: string }> {
+function torture(dist: string, scenario: string, out: string, env: NodeJS.ProcessEnv = {}): Promise<{ status: number | null; output: string }> {
   return new Promise((resolve) => {
     const child = spawn(process.execPath, [join(ROOT, 'dist-torture', 'torture', 'run.js'), '--short', '--only', scenario, '--seed', '12', '--dist', dist, '--out', out], {
       cwd: ROOT,
+      env: { ...process.env, ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let output = '';
@@ -80,4 +81,42 @@ describe('the torture harness catches planted bugs', () => {
     expect(report.repeats).toBeGreaterThan(0);
     expect(report.scenarios[0]?.result.repeats[0]?.key).toBe('snowflake:twitter');
   }, 180_000);
+
+  // A fault that does not take effect must fail its scenario, never pass having tested nothing.
+  const clockScenario = (lib: string, name: string) => async () => {
+    const out = join(WORK, name, 'out');
+    const r = await torture(join(ROOT, 'dist'), 'clock-reject-static', out, { TORTURE_FAKETIME_LIB: lib });
+    expect(r.status, r.output).toBe(1);
+    expect(r.output).toMatch(/FAIL clock-reject-static/);
+    const report = JSON.parse(readFileSync(join(out, 'report.json'), 'utf8')) as RunReport;
+    expect(report.ok).toBe(false);
+    expect(report.scenarios[0]?.failure).toMatch(/clock fault (cannot|did not) take effect/);
+    return report;
+  };
+
+  it('libfaketime missing: the clock scenario fails, naming the fault', clockScenario('/nonexistent/libfaketimeMT.so.1', 'no-faketime'), 60_000);
+
+  it('a preload the loader refuses: the clock scenario fails, naming the fault', clockScenario('/etc/hostname', 'bad-preload'), 60_000);
+
+  it('a preload that loads but moves no clock: the clock scenario fails when the server clock is seen unmoved', async () => {
+    const report = await clockScenario('/lib/x86_64-linux-gnu/libm.so.6', 'inert-preload')();
+    expect(report.scenarios[0]?.failure).toMatch(/Date header says/);
+  }, 90_000);
+
+  it('the watchdog ends a run whose main thread spins, with a message and a non-zero end', async () => {
+    const dir = join(WORK, 'watchdog');
+    mkdirSync(dir, { recursive: true });
+    const script = join(dir, 'spin.mjs');
+    writeFileSync(script, `import { Watchdog } from ${JSON.stringify(join(ROOT, 'dist-torture', 'torture', 'watchdog.js'))};\nnew Watchdog().arm(300, 'test deadline');\nfor (;;) {}\n`);
+    const t0 = Date.now();
+    const r = await new Promise<{ code: number | null; signal: string | null; stderr: string }>((resolve) => {
+      const child = spawn(process.execPath, [script], { stdio: ['ignore', 'ignore', 'pipe'] });
+      let stderr = '';
+      child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+      child.on('close', (code, signal) => resolve({ code, signal, stderr }));
+    });
+    expect(r.signal).toBe('SIGKILL');
+    expect(r.stderr).toMatch(/torture: watchdog: test deadline/);
+    expect(Date.now() - t0).toBeLessThan(20_000);
+  }, 30_000);
 });

@@ -11,6 +11,8 @@ export interface ScenarioReport {
   readonly failure?: string | undefined;
   /** What the scenario expected and saw beyond the checker (e.g. "start refused after the clock stepped back"). */
   readonly notes: readonly string[];
+  /** Set when the combination is refused by design and the refusal was asserted: what was seen. */
+  readonly refused?: string | undefined;
   readonly result: CheckResult;
 }
 
@@ -25,9 +27,26 @@ export interface RunReport {
   readonly ok: boolean;
 }
 
-/** A scenario passes when no promise broke and it ran to its end. */
+/** A scenario passes when no promise broke and it ran to its end (a refusal by design counts, and is reported as such). */
 export function passed(s: ScenarioReport): boolean {
   return s.failure === undefined && s.result.ok;
+}
+
+export function outcome(s: ScenarioReport): 'pass' | 'refused as designed' | 'FAIL' {
+  if (!passed(s)) return 'FAIL';
+  return s.refused === undefined ? 'pass' : 'refused as designed';
+}
+
+/**
+ * Why a scenario that ran to its end still fails: a fault it set up never
+ * took effect, or it checked no ID at all without asserting a refusal.
+ * Neither may read as a pass.
+ */
+export function emptyEvidence(idsChecked: number, refused: string | undefined, faultsNotSeen: readonly string[]): string | undefined {
+  if (faultsNotSeen.length > 0) return `fault did not take effect: ${faultsNotSeen.join('; ')}`;
+  if (refused !== undefined) return idsChecked === 0 ? undefined : `reported a refusal by design but ${idsChecked} IDs were issued`;
+  if (idsChecked === 0) return 'checked 0 IDs: a scenario that checked nothing is not a pass';
+  return undefined;
 }
 
 export function summarize(set: string, seed: number, commit: string, scenarios: readonly ScenarioReport[]): RunReport {
@@ -68,13 +87,14 @@ export function toMarkdown(r: RunReport): string {
   for (const s of r.scenarios) {
     const c = s.result;
     lines.push(
-      `| ${s.name} | ${passed(s) ? 'pass' : '**FAIL**'} | ${c.idsChecked} | ${c.counts.repeats} | ${c.counts.shortBatches} | ${c.counts.outside} | ${c.counts.orderBroken} | ${codes(c.errorsByCode)} | ${c.availability} | ${c.p50Ms} | ${c.p99Ms} | ${c.gapRate.toFixed(4)} | ${s.seconds} |`,
+      `| ${s.name} | ${outcome(s) === 'FAIL' ? '**FAIL**' : outcome(s)} | ${c.idsChecked} | ${c.counts.repeats} | ${c.counts.shortBatches} | ${c.counts.outside} | ${c.counts.orderBroken} | ${codes(c.errorsByCode)} | ${c.availability} | ${c.p50Ms} | ${c.p99Ms} | ${c.gapRate.toFixed(4)} | ${s.seconds} |`,
     );
   }
   for (const s of r.scenarios) {
     const detail = [
       ...(s.about ? [`- *${s.about}*`] : []),
       ...(s.failure ? [`- **scenario failed**: ${s.failure}`] : []),
+      ...(s.refused ? [`- refused as designed: ${s.refused}`] : []),
       ...s.notes.map((n) => `- ${n}`),
       ...findingLines('repeats', s.result.repeats, s.result.counts.repeats),
       ...findingLines('short batches', s.result.shortBatches, s.result.counts.shortBatches),

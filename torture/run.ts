@@ -9,8 +9,13 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { toJson, toMarkdown } from './report.js';
+import { onTargets } from './harness/reaper.js';
 import { runSet } from './runner.js';
 import { SCENARIOS } from './scenarios/index.js';
+import { Watchdog } from './watchdog.js';
+
+/** How long the run may take to exit after its last scenario before the watchdog ends it. */
+const EXIT_GRACE_MS = 60_000;
 
 function main(): Promise<number> | number {
   let values;
@@ -50,7 +55,10 @@ function main(): Promise<number> | number {
   const out = resolve(values.out);
   return (async () => {
     console.log(`torture: ${setName} set, ${set.length} scenarios, seed ${seed}`);
-    const report = await runSet(set, setName, { dist: resolve(values.dist), seed, long: !values.short, workDir: join(out, 'work'), keep: values.keep, log: (l) => console.log(l) });
+    const watchdog = new Watchdog();
+    onTargets((t) => watchdog.watch(t));
+    const report = await runSet(set, setName, { dist: resolve(values.dist), seed, long: !values.short, workDir: join(out, 'work'), keep: values.keep, log: (l) => console.log(l), watchdog });
+    watchdog.arm(EXIT_GRACE_MS, `the run had not exited ${EXIT_GRACE_MS / 1000} s after its last scenario`);
     mkdirSync(out, { recursive: true });
     writeFileSync(join(out, 'report.md'), toMarkdown(report));
     writeFileSync(join(out, 'report.json'), toJson(report));
@@ -59,4 +67,7 @@ function main(): Promise<number> | number {
   })();
 }
 
-process.exitCode = await main();
+const code = await main();
+// Exit now: whatever a scenario left behind (a timed-out scenario keeps running in
+// the background) must not hold the finished run. The report is written already.
+process.exit(code);

@@ -3,11 +3,12 @@ import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { check } from './checker.js';
+import { type CheckSpec, check } from './checker.js';
 import { Context, type Scenario } from './harness/context.js';
 import { Rng } from './harness/rng.js';
 import { readLog } from './record.js';
-import { type RunReport, type ScenarioReport, summarize } from './report.js';
+import { emptyEvidence, outcome, type RunReport, type ScenarioReport, summarize } from './report.js';
+import type { Watchdog } from './watchdog.js';
 
 export interface RunOptions {
   /** The package's dist directory to run (default: this checkout's). */
@@ -19,6 +20,8 @@ export interface RunOptions {
   /** Keep the scenario directories (default: only those of failed scenarios). */
   readonly keep?: boolean;
   readonly log?: (line: string) => void;
+  /** Kills the run when a scenario overruns its limit by a minute (a loop that never yields escapes every timer of this thread). */
+  readonly watchdog?: Watchdog | undefined;
 }
 
 export async function runScenario(s: Scenario, o: RunOptions, seed: number): Promise<ScenarioReport> {
@@ -28,11 +31,12 @@ export async function runScenario(s: Scenario, o: RunOptions, seed: number): Pro
   const ctx = new Context(o.dist, dir, new Rng(seed), o.long);
   const t0 = Date.now();
   let failure: string | undefined;
-  let spec = {};
+  let spec: CheckSpec = {};
   let timer: NodeJS.Timeout | undefined;
+  // Every scenario bounds its own phases; this bounds the scenario whatever hangs.
+  const limitMs = o.long ? 20 * 60_000 : 5 * 60_000;
+  o.watchdog?.arm(limitMs + 2 * 60_000, `scenario ${s.name} still running ${limitMs / 60_000 + 2} minutes after it started`);
   try {
-    // Every scenario bounds its own phases; this bounds the scenario whatever hangs.
-    const limitMs = o.long ? 20 * 60_000 : 5 * 60_000;
     const timeout = new Promise<never>((_, reject) => {
       timer = setTimeout(() => reject(new Error(`scenario did not finish in ${limitMs / 60_000} minutes`)), limitMs);
     });
@@ -52,9 +56,10 @@ export async function runScenario(s: Scenario, o: RunOptions, seed: number): Pro
   }
   // Time fields may sit up to the largest clock jump away from the harness's clock.
   const result = check(records, { window: { from: t0, to: t1, slackMs: 2 * 3600_000 }, ...spec });
-  const report: ScenarioReport = { name: s.name, about: s.about, seed, seconds: Math.round((t1 - t0) / 100) / 10, failure, notes: ctx.notes, result };
+  failure ??= emptyEvidence(result.idsChecked, spec.refused, ctx.faultsNotSeen());
+  const report: ScenarioReport = { name: s.name, about: s.about, seed, seconds: Math.round((t1 - t0) / 100) / 10, failure, notes: ctx.notes, refused: spec.refused, result };
   const ok = failure === undefined && result.ok;
-  o.log?.(`${ok ? 'pass' : 'FAIL'} ${s.name}: ${result.idsChecked} IDs, ${result.counts.repeats} repeats, availability ${result.availability}% (${report.seconds} s)${failure ? `: ${failure.split('\n')[0]}` : ''}`);
+  o.log?.(`${outcome(report)} ${s.name}: ${result.idsChecked} IDs, ${result.counts.repeats} repeats, availability ${result.availability}% (${report.seconds} s)${failure ? `: ${failure.split('\n')[0]}` : ''}`);
   if (ok && !o.keep) rmSync(dir, { recursive: true, force: true });
   else o.log?.(`  kept ${dir}`);
   return report;

@@ -30,6 +30,7 @@ export class Context {
   readonly stores: PrivateStore[] = [];
   readonly proxies: FaultProxy[] = [];
   readonly notes: string[] = [];
+  private readonly clocks: FakeClock[] = [];
   private readonly cleanups: Array<() => Promise<void> | void> = [];
   readonly logDir: string;
   /** A suffix for tag, table and key names that no other run shares. */
@@ -60,7 +61,14 @@ export class Context {
   }
 
   clock(name: string): FakeClock {
-    return new FakeClock(this.dir, name);
+    const c = new FakeClock(this.dir, name);
+    this.clocks.push(c);
+    return c;
+  }
+
+  /** The faults a scenario set up that never showed: each fails the scenario. */
+  faultsNotSeen(): string[] {
+    return this.clocks.filter((c) => c.moved && !c.confirmed).map((c) => `the clock fault (${c.file}) was never seen in effect`);
   }
 
   store<T extends PrivateStore>(s: T): T {

@@ -5,13 +5,25 @@
  * i.e. only processes this run started.
  */
 const live = new Map<number, boolean>();
+let listener: ((targets: readonly number[]) => void) | undefined;
+
+/** Told the kill targets (negative for a process group) whenever they change: the watchdog kills them if it must end the run. */
+export function onTargets(fn: (targets: readonly number[]) => void): void {
+  listener = fn;
+}
+
+const changed = (): void => listener?.([...live].map(([pid, group]) => (group ? -pid : pid)));
 
 export function track(pid: number | undefined, group: boolean): void {
-  if (pid !== undefined) live.set(pid, group);
+  if (pid === undefined) return;
+  live.set(pid, group);
+  changed();
 }
 
 export function untrack(pid: number | undefined): void {
-  if (pid !== undefined) live.delete(pid);
+  if (pid === undefined) return;
+  live.delete(pid);
+  changed();
 }
 
 function reap(): void {

@@ -5,12 +5,17 @@
  * under its own hostname (k8s-ordinal reads it).
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { get } from 'node:http';
 import { join } from 'node:path';
 import { track, untrack } from './reaper.js';
 import { sleep } from './rng.js';
 
-const FAKETIME_LIB = '/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1';
+/** TORTURE_FAKETIME_LIB replaces it only to prove that a clock fault which cannot take effect fails its scenario. */
+const FAKETIME_LIB = process.env.TORTURE_FAKETIME_LIB ?? '/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1';
+
+/** The smallest offset the Date header (one-second resolution, re-read once a second) can tell from none. */
+const CONFIRMABLE_MS = 6000;
 
 /** The environment without SEQUOIA_* settings of the caller. */
 export function cleanEnv(): NodeJS.ProcessEnv {
@@ -26,6 +31,15 @@ export function cleanEnv(): NodeJS.ProcessEnv {
 export class FakeClock {
   readonly file: string;
   offsetMs = 0;
+  /** Set to an offset other than 0 at least once. */
+  moved = false;
+  /**
+   * Seen in effect: a process under this clock answered with a Date header
+   * that far off. A scenario whose clock moved but was never confirmed fails:
+   * without libfaketime no clock moves, and a clock scenario would pass
+   * having tested nothing.
+   */
+  confirmed = false;
 
   constructor(dir: string, name: string) {
     this.file = join(dir, `${name}.faketime`);
@@ -34,11 +48,13 @@ export class FakeClock {
 
   set(offsetMs: number): void {
     this.offsetMs = offsetMs;
+    if (offsetMs !== 0) this.moved = true;
     // libfaketime reads a relative offset in (fractional) seconds.
     writeFileSync(this.file, `${offsetMs >= 0 ? '+' : '-'}${(Math.abs(offsetMs) / 1000).toFixed(3)}\n`);
   }
 
   env(): NodeJS.ProcessEnv {
+    if (!existsSync(FAKETIME_LIB)) throw new Error(`clock fault cannot take effect: ${FAKETIME_LIB} is missing (apt-get install faketime)`);
     return {
       LD_PRELOAD: FAKETIME_LIB,
       FAKETIME_TIMESTAMP_FILE: this.file,
@@ -108,6 +124,12 @@ export class ServerProcess {
       const onData = (d: Buffer) => {
         this.out += d.toString();
         const tail = this.out.slice(mark);
+        if (this.o.clock !== undefined && /cannot be preloaded/.test(tail)) {
+          clearTimeout(timer);
+          child.kill('SIGKILL');
+          reject(new Error(`clock fault cannot take effect: ${this.name} ran without libfaketime: ${/^.*cannot be preloaded.*$/m.exec(tail)?.[0] ?? ''}`));
+          return;
+        }
         const m = /^.*"msg":"listening".*$/m.exec(tail);
         if (m) {
           const line = JSON.parse(m[0]) as { url: string; pid: number; workerPids?: number[] };
@@ -125,6 +147,40 @@ export class ServerProcess {
         clearTimeout(timer);
         reject(new Error(`${this.name} exited (${code ?? sig}) before listening:\n${this.out.slice(mark, mark + 4000)}`));
       });
+    });
+  }
+
+  /**
+   * Confirms that this server's clock is off by its FakeClock's offset, from
+   * the Date header of a /healthz answer; throws when it is not (the fault did
+   * not take effect). Retries for a few seconds: the offset file is re-read
+   * at most once a second.
+   */
+  async confirmClock(): Promise<void> {
+    const clock = this.o.clock;
+    if (clock === undefined) throw new Error(`${this.name} runs without a fake clock`);
+    if (Math.abs(clock.offsetMs) < CONFIRMABLE_MS) throw new Error(`a clock offset of ${clock.offsetMs} ms is too small to confirm (at least ${CONFIRMABLE_MS} ms)`);
+    let seen: number | undefined;
+    for (let i = 0; i < 8; i++) {
+      seen = await this.dateOffset();
+      if (seen !== undefined && Math.abs(seen - clock.offsetMs) <= CONFIRMABLE_MS / 2) {
+        clock.confirmed = true;
+        return;
+      }
+      await sleep(500);
+    }
+    throw new Error(`clock fault did not take effect: ${this.name}'s clock was set ${clock.offsetMs} ms off, its Date header says ${seen === undefined ? 'nothing' : `${seen} ms`}`);
+  }
+
+  private dateOffset(): Promise<number | undefined> {
+    return new Promise((resolve) => {
+      const req = get(`${this.url}/healthz`, { timeout: 2000 }, (res) => {
+        res.resume();
+        const date = Date.parse(res.headers.date ?? '');
+        resolve(Number.isNaN(date) ? undefined : date - Date.now());
+      });
+      req.on('timeout', () => req.destroy());
+      req.on('error', () => resolve(undefined));
     });
   }
 

@@ -46,8 +46,7 @@ export function clockJumps(policy: Policy, provider: Provider, short: boolean): 
         const m = e instanceof Error ? e.message : String(e);
         // A fixed id has no spare to switch to: backup-worker with static / k8s-ordinal is a configuration error, said at start.
         if (policy === 'backup-worker' && /exited \(2\)[\s\S]*INVALID_ARGUMENT/.test(m)) {
-          ctx.notes.push(`start refused, as it should be: ${m.split('\n').slice(1, 2).join(' ')}`);
-          return {};
+          return { refused: `start refused with exit status 2 and INVALID_ARGUMENT: ${m.split('\n').slice(1, 2).join(' ').slice(0, 300)}` };
         }
         throw e;
       }
@@ -61,6 +60,8 @@ export function clockJumps(policy: Policy, provider: Provider, short: boolean): 
             clock.set(clock.offsetMs + step);
             // The process re-reads the offset at most once a second.
             await sleep(ctx.rng.int(1100, 1800));
+            // The first large offset is checked on the server itself: a clock that never moved tests nothing.
+            if (!clock.confirmed && Math.abs(clock.offsetMs) >= 60_000 && server.running) await server.confirmClock();
           }
         }
         // Stepped back across a restart: the recorded last tick must keep the new run apart, or the start is refused.

@@ -33,6 +33,7 @@ export function leaseSnapshot(provider: 'lease' | 'static', short: boolean): Sce
       // The old holder runs on with its clock ahead, reporting ticks the snapshot does not hold.
       clock.set(8000);
       await a.start();
+      await a.confirmClock();
       await ctx.load(2, ctx.ms(3000, 8000), { servers: () => [a], ops, maxRequests: 1_000_000 });
       await a.kill();
       ctx.copySqlite(join(ctx.dir, 'snapshot.db'), db);
