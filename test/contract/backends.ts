@@ -99,11 +99,16 @@ export function sqliteHarness(dir: string, name: string): ContractHarness {
 
 export async function postgresHarness(): Promise<ContractHarness> {
   const table = uniqueName('sq_test');
-  const store = new PostgresSegmentStore({ connectionString: POSTGRES_URL, table });
+  // The store's sessions carry a name of their own, so the server can be made to drop exactly them.
+  const app = uniqueName('sq_app');
+  const store = new PostgresSegmentStore({ connectionString: withParams(POSTGRES_URL, { application_name: app }), table });
   const admin = new pg.Pool({ connectionString: POSTGRES_URL, max: 2 });
   admin.on('error', () => {});
   return {
     store,
+    dropConnections: async () => (await admin.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1', [app])).rowCount ?? 0,
+    unreachable: () => new PostgresSegmentStore({ connectionString: 'postgres://postgres@127.0.0.1:1/test', connectTimeoutMs: 1000 }),
+    withName: (name) => new PostgresSegmentStore({ connectionString: POSTGRES_URL, table: name }),
     url: withParams(POSTGRES_URL, { table }),
     snapshot: async (tag) => (await admin.query(`SELECT max_id::text AS m FROM ${table} WHERE tag = $1`, [tag])).rows[0]?.m as string,
     restore: async (tag, snap) => {
@@ -120,12 +125,24 @@ export async function postgresHarness(): Promise<ContractHarness> {
 }
 
 export async function mysqlHarness(): Promise<ContractHarness> {
-  const table = uniqueName('sq_test');
-  const store = new MysqlSegmentStore({ uri: MYSQL_URL, table });
+  // A database of its own: the server can then be made to drop exactly this store's connections.
+  const database = uniqueName('sq_db');
   const admin = mysql.createPool({ uri: MYSQL_URL, connectionLimit: 2, supportBigNumbers: true, bigNumberStrings: true });
+  await admin.query(`CREATE DATABASE ${database}`);
+  const uri = new URL(MYSQL_URL);
+  uri.pathname = `/${database}`;
+  const table = `${database}.sq_test`;
+  const store = new MysqlSegmentStore({ uri: uri.toString(), table: 'sq_test' });
   return {
     store,
-    url: withParams(MYSQL_URL, { table }),
+    url: withParams(uri.toString(), { table: 'sq_test' }),
+    dropConnections: async () => {
+      const [rows] = await admin.query<mysql.RowDataPacket[]>('SELECT id FROM information_schema.PROCESSLIST WHERE db = ?', [database]);
+      for (const r of rows) await admin.query(`KILL ${Number(r.id)}`).catch(() => {});
+      return rows.length;
+    },
+    unreachable: () => new MysqlSegmentStore({ uri: 'mysql://root@127.0.0.1:1/test', connectTimeoutMs: 1000 }),
+    withName: (name) => new MysqlSegmentStore({ uri: MYSQL_URL, table: name }),
     snapshot: async (tag) => {
       const [rows] = await admin.query<mysql.RowDataPacket[]>(`SELECT max_id FROM ${table} WHERE tag = ?`, [tag]);
       return rows[0]?.max_id as string;
@@ -133,11 +150,10 @@ export async function mysqlHarness(): Promise<ContractHarness> {
     restore: async (tag, snap) => {
       await admin.query(`UPDATE ${table} SET max_id = CAST(? AS SIGNED) WHERE tag = ?`, [snap as string, tag]);
     },
-    reopen: async () => new MysqlSegmentStore({ uri: MYSQL_URL, table }),
+    reopen: async () => new MysqlSegmentStore({ uri: uri.toString(), table: 'sq_test' }),
     cleanup: async () => {
       await store.close();
-      await admin.query(`DROP TABLE IF EXISTS ${table}`);
-      await admin.query('DELETE FROM sequoia_schema WHERE component = ?', [table]).catch(() => {});
+      await admin.query(`DROP DATABASE IF EXISTS ${database}`);
       await admin.end();
     },
   };
@@ -147,11 +163,18 @@ export async function redisHarness(): Promise<ContractHarness> {
   const ns = uniqueName('sequoia-test');
   const keyPrefix = `${ns}:tag:`;
   const tagsKey = `${ns}:tags`;
-  const store = new RedisSegmentStore({ url: REDIS_URL, keyPrefix, tagsKey });
+  const store = new RedisSegmentStore({ url: REDIS_URL, keyPrefix, tagsKey, clientName: ns });
   const admin = new Redis(REDIS_URL);
   admin.on('error', () => {});
   return {
     store,
+    dropConnections: async () => {
+      const list = (await admin.client('LIST')) as string;
+      const ids = list.split('\n').filter((l) => l.includes(` name=${ns} `)).map((l) => /\bid=(\d+)/.exec(l)?.[1]);
+      for (const id of ids) if (id !== undefined) await admin.client('KILL', 'ID', id);
+      return ids.length;
+    },
+    unreachable: () => new RedisSegmentStore({ url: 'redis://127.0.0.1:1', connectTimeoutMs: 500 }),
     url: withParams(REDIS_URL, { keyPrefix, tagsKey }),
     snapshot: async (tag) => admin.hget(keyPrefix + tag, 'max_id'),
     restore: async (tag, snap) => {

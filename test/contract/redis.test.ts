@@ -1,36 +1,13 @@
-import { Redis } from 'ioredis';
 import { expect, it } from 'vitest';
 import { RedisSegmentStore } from '../../src/adapters/redis/redis-segment-store.js';
 import { describeWithService } from '../helpers/services.js';
 import { probeRedis, REDIS_URL, redisHarness } from './backends.js';
-import { runSegmentStoreContract, allocateAfterReconnect, expectUnavailableQuickly } from './segment-store-contract.js';
+import { runSegmentStoreContract } from './segment-store-contract.js';
 
 const describeRedis = await describeWithService('Redis', probeRedis);
 describeRedis('redis', () => runSegmentStoreContract('redis', redisHarness));
 
 describeRedis('redis: own cases', () => {
-  it('reconnects by itself after its connection is killed (as on a server restart)', async () => {
-    const h = await redisHarness();
-    const store = h.store as RedisSegmentStore;
-    const admin = new Redis(REDIS_URL);
-    try {
-      await store.init();
-      await store.createTag({ tag: 'r', step: 10 });
-      const a = await store.allocate('r');
-      const id = await (store as unknown as { redis: Redis }).redis.client('ID');
-      await admin.client('KILL', 'ID', String(id));
-      const b = await allocateAfterReconnect(store, 'r', 20, 100);
-      expect(b?.maxId).toBe(a.maxId + 10n);
-    } finally {
-      admin.disconnect();
-      await h.cleanup();
-    }
-  });
-
-  it('answers STORE_UNAVAILABLE quickly when the server is unreachable', async () => {
-    await expectUnavailableQuickly(new RedisSegmentStore({ url: 'redis://127.0.0.1:1', connectTimeoutMs: 500 }));
-  });
-
   it('the Lua overflow check is exact around every 10^9 carry and at 2^63-1', async () => {
     const h = await redisHarness();
     try {

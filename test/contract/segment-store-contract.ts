@@ -25,6 +25,12 @@ export interface ContractHarness {
   readonly stride?: number;
   /** A second, independent instance on the same backend (stores other processes can share). */
   reopen?(): Promise<SegmentStore>;
+  /** Makes the server drop this store's connections, as a restart would; answers how many it dropped (networked stores). */
+  dropConnections?(): Promise<number>;
+  /** A store of this kind pointed at a port where nothing listens. */
+  unreachable?(): SegmentStore;
+  /** A store of this kind on the named table (SQL stores): a name that is not a plain identifier must throw. */
+  withName?(name: string): SegmentStore;
   /** Drops tables / keys and closes. */
   cleanup(): Promise<void>;
 }
@@ -471,8 +477,49 @@ export function runSegmentStoreContract(name: string, factory: ContractFactory, 
           await other.close();
           await other.close();
         });
+
+        it('several instances init the schema at once, and each sees what another wrote', async () => {
+          expect(h.reopen, 'a store on a shared backend can be reopened').toBeDefined();
+          if (!h.reopen) return;
+          const reopen = h.reopen;
+          const others = await Promise.all(Array.from({ length: 4 }, () => reopen()));
+          try {
+            await Promise.all(others.map((s) => s.init()));
+            const t = tag('init-race');
+            await others[0]?.createTag({ tag: t });
+            expect((await others[3]?.getTag(t))?.step).toBe(1000);
+          } finally {
+            await Promise.all(others.map((s) => s.close()));
+          }
+        });
       });
     }
+
+    describe('a store behind a network', () => {
+      it('reconnects by itself after the server drops its connections (as on a server restart)', async (ctx) => {
+        if (!h.dropConnections) return ctx.skip();
+        const t = tag('reconnect');
+        await store.createTag({ tag: t, step: 10 });
+        const a = await store.allocate(t);
+        expect(await h.dropConnections(), 'the server dropped at least one of the store\'s connections').toBeGreaterThan(0);
+        await new Promise((r) => setTimeout(r, 200));
+        const b = await allocateAfterReconnect(store, t, 20, 100);
+        expect(b?.maxId).toBe(a.maxId + 10n * BigInt(stride));
+      });
+
+      it('answers STORE_UNAVAILABLE quickly when the server is unreachable', async (ctx) => {
+        if (!h.unreachable) return ctx.skip();
+        await expectUnavailableQuickly(h.unreachable());
+      });
+
+      it('rejects a table name that is not a plain identifier', (ctx) => {
+        if (!h.withName) return ctx.skip();
+        const build = h.withName;
+        for (const name of ['Sequoia', 'a;drop table x', '1abc', 'a'.repeat(64), '']) {
+          expect(() => build(name), name).toThrow(/store: table/);
+        }
+      });
+    });
   });
 }
 

@@ -51,9 +51,22 @@ export function runWorkerLeaseStoreContract(name: string, factory: LeaseFactory,
       await h?.cleanup(spaces);
     });
 
-    it('init is idempotent', async () => {
+    it('init again (this instance, and a new one on a shared backend) keeps every lease and its last tick', async () => {
+      const s = space();
+      const a = await take(h.store, req(s, 'a', { ttlMs: 20_000 }));
+      await h.store.renew(s, a.workerId, 'a', a.generation, 20_000, 1234);
       await h.store.init();
-      await h.store.init();
+      const others = h.reopen ? [await h.reopen()] : [];
+      try {
+        for (const o of others) await o.init();
+        for (const store of [h.store, ...others]) {
+          // The lease survived: another owner is refused that id, and its holder sees the tick it reported.
+          expect(await store.acquire(req(s, 'b', { want: a.workerId }))).toEqual({ refused: expect.stringContaining(`worker id ${a.workerId} is held by a`) });
+        }
+        expect(await take(h.store, req(s, 'a', { want: a.workerId }))).toMatchObject({ workerId: a.workerId, lastTick: 1234 });
+      } finally {
+        for (const o of others) await o.close();
+      }
     });
 
     it('the first holder of a space gets id 0, generation 1, never used (-1), expiring about ttl from now', async () => {

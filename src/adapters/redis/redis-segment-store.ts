@@ -56,6 +56,8 @@ export interface RedisSegmentStoreOptions {
   readonly commandTimeoutMs?: number;
   /** Called with connection errors (the client reconnects by itself). Default: ignored. */
   readonly onError?: (err: Error) => void;
+  /** The connection's name in `CLIENT LIST`, so an operator sees who is connected. Default `sequoia`. */
+  readonly clientName?: string;
 }
 
 const ALLOCATE = `
@@ -139,6 +141,7 @@ export class RedisSegmentStore implements SegmentStore {
       throw new InvalidArgumentError('store: the Redis tagsKey must not start with keyPrefix (a tag could collide with it)');
     }
     this.redis = new Redis(options.url, {
+      connectionName: options.clientName ?? 'sequoia',
       lazyConnect: true,
       enableOfflineQueue: false,
       maxRetriesPerRequest: 1,
