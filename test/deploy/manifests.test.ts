@@ -244,6 +244,9 @@ describe('Containerfile (static: containers cannot run on these machines)', () =
   });
 
   it('every COPY source exists: in the build context, or in the stage it copies from', () => {
+    const ignore = read('.dockerignore').split('\n').map((l) => l.trim()).filter((l) => l !== '' && !l.startsWith('#'));
+    expect(ignore[0]).toBe('*');
+    const contextAllowed = ignore.filter((l) => l.startsWith('!'));
     const stageNames = new Set(stages.map((s) => s.name).filter(Boolean));
     for (const [index, stage] of stages.entries()) {
       for (const ins of stage.instructions.filter((i) => i.op === 'COPY')) {
@@ -253,7 +256,11 @@ describe('Containerfile (static: containers cannot run on these machines)', () =
         const sources = paths.slice(0, -1);
         expect(sources.length).toBeGreaterThan(0);
         if (from === undefined) {
-          for (const s of sources) expect(existsSync(join(root, s)), `${s} (COPY, line ${ins.line})`).toBe(true);
+          for (const s of sources) {
+            expect(existsSync(join(root, s)), `${s} (COPY, line ${ins.line})`).toBe(true);
+            // .dockerignore leaves only what is listed with `!` in the build context.
+            expect(contextAllowed, `${s} in .dockerignore`).toContain(`!${s.replace(/\/$/, '')}`);
+          }
         } else {
           expect(stageNames.has(from), `stage ${from}`).toBe(true);
           expect(stages.findIndex((s) => s.name === from)).toBeLessThan(index);
