@@ -7,9 +7,9 @@
  * read-only but the state volume (mounted at the image's VOLUME path, in a
  * private mount namespace), and configured only by the image's environment
  * variables (plus host and port, as `-p` would). It must serve, answer
- * /readyz and the image's HEALTHCHECK, and on SIGTERM drain, give its unused
- * range back and exit 0 within the stop timeout; started again on the same
- * volume it continues at the next unused ID.
+ * /readyz and the image's HEALTHCHECK, and on SIGTERM finish the request in
+ * flight, give its unused range back and exit 0 within the stop timeout;
+ * started again on the same volume it continues at the next unused ID.
  *
  * Needs root (a mount namespace, then setpriv to nobody) and util-linux's
  * unshare and setpriv: skipped with a message without them, a failure under
@@ -17,7 +17,9 @@
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { chmodSync, chownSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { dirname, join } from 'node:path';
 import { afterAll, expect, it } from 'vitest';
 import { assertBuilt } from '../helpers/cli.js';
@@ -137,6 +139,29 @@ async function stop(r: Running): Promise<{ code: number | null; signal: string |
   return { code: e.code, signal: e.signal, ms: e.at - sent };
 }
 
+/**
+ * A request in flight: its head and part of its body sent, the rest held
+ * back until `finish`, which answers the whole response the server sent.
+ */
+async function requestInFlight(port: number): Promise<{ finish(): Promise<string> }> {
+  const body = JSON.stringify({ tag: 'in-flight', step: 10 });
+  const socket = connect({ port, host: '127.0.0.1' });
+  await new Promise<void>((resolve, reject) => socket.once('connect', resolve).once('error', reject));
+  let answer = '';
+  socket.on('data', (d: Buffer) => (answer += d.toString()));
+  const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
+  socket.write(
+    `POST /v1/tags HTTP/1.1\r\nHost: sequoia\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body.slice(0, 5)}`,
+  );
+  return {
+    async finish() {
+      socket.write(body.slice(5));
+      await closed;
+      return answer;
+    },
+  };
+}
+
 describeRoot('the container entrypoint, run as the image runs it', () => {
   const state = mkdtempSync(join(tmpdir(), 'sequoia-volume-'));
   chownSync(state, NOBODY, NOBODY);
@@ -174,10 +199,18 @@ describeRoot('the container entrypoint, run as the image runs it', () => {
     expect(files).toEqual(expect.arrayContaining(['state.db', 'sequoia.db']));
     for (const f of files) expect(statSync(join(state, f)).uid, f).toBe(NOBODY);
 
-    const stopped = await stop(first);
+    // SIGTERM with a request in flight: the server stops accepting, waits for it, answers it, then exits 0.
+    const pending = await requestInFlight(Number(port));
+    await sleep(300);
+    const stopping = stop(first);
+    await sleep(1000);
+    expect(first.child.exitCode).toBeNull(); // still draining
+    expect(first.output()).toMatch(/"msg":"shutting down"/);
+    const answer = await pending.finish();
+    expect(answer).toMatch(/^HTTP\/1\.1 201 /);
+    const stopped = await stopping;
     expect(stopped).toMatchObject({ code: 0, signal: null });
     expect(stopped.ms).toBeLessThan(stopTimeoutMs);
-    expect(first.output()).toMatch(/"msg":"shutting down"/);
     expect(first.output()).toMatch(/"msg":"stopped"/);
 
     // A new "container" on the same volume: the drain gave the unused range back, so it continues at 6.
