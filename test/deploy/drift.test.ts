@@ -153,7 +153,7 @@ describe('names in deploy/ exist in the field table', () => {
     expect(() => resolveConfig({}, sequoiaOnly, undefined)).not.toThrow();
   });
 
-  it('the k8s-ordinal StatefulSet pods get worker ids inside the layout, above the ids the segment pods lease', () => {
+  it('the k8s-ordinal StatefulSet pods get worker ids inside the layout, apart from the ids the segment pods lease', () => {
     const sts = workloads.find((w) => w.kind === 'StatefulSet')!;
     const dep = workloads.find((w) => w.kind === 'Deployment')!;
     const name = (sts.metadata as Obj).name as string;
@@ -166,7 +166,13 @@ describe('names in deploy/ exist in the field table', () => {
     expect(layout).toBeDefined();
     expect(k8sOrdinal(`${name}-0`, offset)).toBe(offset);
     expect(k8sOrdinal(`${name}-${replicas - 1}`, offset)).toBeLessThan(2 ** layout.workerBits);
-    // The Deployment's pods lease the lowest free ids; they stay below the offset.
+    // Every server leases a worker id for its default layout at start: the segment pods' must be
+    // another id space, or a segment pod could take the id a restarting snowflake pod just released.
+    const depEnv = runs.find((r) => r.where === `Deployment ${String((dep.metadata as Obj).name)}`)!.env;
+    const depLayout = PRESETS.get(effective(depEnv, 'snowflakeLayout'))!;
+    expect(depLayout).toBeDefined();
+    expect(depLayout.spaceKey).not.toBe(layout.spaceKey);
+    // Asked for the StatefulSet's layout, a segment pod leases the lowest free id: below the offset.
     expect((dep.spec as Obj).replicas as number).toBeLessThan(offset);
   });
 });
