@@ -194,12 +194,13 @@ export function quantile(xs: Float64Array | number[], q: number): number {
 }
 
 /**
- * The order kinds run in, slice by slice: slice s starts at kind s mod n, and
- * odd slices run backwards, so no kind always runs first, last, or after the same
- * neighbour, and drift in the machine spreads over all of them.
+ * The order kinds run in, slice by slice: slice s starts at kind s mod n, so
+ * each kind runs first once every n slices; the kinds after it follow forwards
+ * in the first n slices, backwards in the next n, and so on, so no kind always
+ * runs right after the same neighbour, and drift in the machine spreads over all.
  */
 export function interleavedOrder<T>(kinds: readonly T[], slice: number): T[] {
   const n = kinds.length;
-  const rotated = Array.from({ length: n }, (_, j) => kinds[(slice + j) % n]!);
-  return slice % 2 === 1 ? rotated.reverse() : rotated;
+  const dir = Math.floor(slice / n) % 2 === 0 ? 1 : -1;
+  return Array.from({ length: n }, (_, j) => kinds[(((slice + dir * j) % n) + n) % n]!);
 }
