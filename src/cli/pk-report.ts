@@ -74,6 +74,14 @@ interface Panel {
   readonly label: (r: PkKindResult) => string;
 }
 
+/** The settings line of the chart: sizes in bytes shown in MiB. */
+function chartSettings(result: PkBenchResult): string {
+  return Object.entries(result.target.settings)
+    .filter(([k]) => /buffer|shared_buffers|synchronous|flush_log|journal/.test(k))
+    .map(([k, v]) => `${k}=${/^\d{7,}$/.test(v) ? formatBytes(Number(v)) : v}`)
+    .join(', ');
+}
+
 /** A self-contained SVG (no fonts or scripts fetched) of the four measures, one bar per kind. */
 export function pkChartSvg(result: PkBenchResult): string {
   const panels: Panel[] = [
@@ -89,7 +97,7 @@ export function pkChartSvg(result: PkBenchResult): string {
   const panelW = 470;
   const barMax = panelW - labelW - 150;
   const panelH = 34 + kinds.length * (barH + gap);
-  const top = 58;
+  const top = 76;
   const width = panelW * 2 + 20;
   const height = top + panelH * 2 + 30;
   const out: string[] = [
@@ -99,6 +107,7 @@ export function pkChartSvg(result: PkBenchResult): string {
     `<text x="10" y="42" fill="#444">${esc(
       `${int(result.options.rows)} rows per kind, ${result.options.batch} rows per INSERT, ${result.options.concurrency} client(s), payload ${result.options.width} B, ${result.options.indexes} secondary index(es)`,
     )}</text>`,
+    `<text x="10" y="${top - 4}" fill="#666" font-size="11">${esc(chartSettings(result))}</text>`,
   ];
   panels.forEach((p, i) => {
     const x0 = 10 + (i % 2) * (panelW + 10);
