@@ -97,6 +97,7 @@ async function benchPk(o: PkOpts): Promise<void> {
   process.on('SIGTERM', onSignal);
   const bar = o.progress && process.stderr.isTTY ? progressBar() : undefined;
   let result: Awaited<ReturnType<typeof runPkBench>> | undefined;
+  let failure: unknown;
   try {
     result = await runPkBench(
       target,
@@ -114,16 +115,22 @@ async function benchPk(o: PkOpts): Promise<void> {
       },
       { clock: systemClock, random: systemRandom, signal: stop.signal, onProgress: bar?.update },
     );
-  } finally {
-    bar?.done();
-    try {
-      await target.dropScratch();
-    } finally {
-      await target.close();
-      process.off('SIGINT', onSignal);
-      process.off('SIGTERM', onSignal);
-    }
+  } catch (e) {
+    failure = e;
   }
+  bar?.done();
+  // The scratch object goes whatever happened; a failure to drop it is said, and does not hide the run's own error.
+  try {
+    await target.dropScratch();
+  } catch (e) {
+    if (failure === undefined) failure = e;
+    else process.stderr.write(`sequoia: could not drop the scratch object: ${e instanceof Error ? e.message : String(e)}\n`);
+  } finally {
+    await target.close();
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+  }
+  if (failure !== undefined || result === undefined) throw failure;
   if (result.interrupted) {
     process.stderr.write('sequoia: interrupted; the scratch objects are dropped\n');
     process.exitCode = 130;

@@ -78,6 +78,27 @@ describe('sequoia bench pk on SQLite', () => {
 });
 
 const describePg = await describeWithService('PostgreSQL', probePostgres);
+describePg('sequoia bench pk: what it did not create', () => {
+  it('a schema of the same name without the marker: refused with exit 2, left with its data', async () => {
+    const scratch = uniqueName('sq_pk_cli');
+    const admin = new pg.Client({ connectionString: POSTGRES_URL });
+    await admin.connect();
+    try {
+      await admin.query(`CREATE SCHEMA "${scratch}"`);
+      await admin.query(`CREATE TABLE "${scratch}".pk_uuidv4 AS SELECT 42 AS id`);
+      const r = sequoia(['bench', 'pk', '--db', POSTGRES_URL, '--scratch', scratch, '--rows', '10']);
+      expect(r.status).toBe(2);
+      expect(r.stderr).toMatch(new RegExp(`schema ${scratch} exists and was not created by \`sequoia bench pk\``));
+      const d = sequoia(['bench', 'pk', '--db', POSTGRES_URL, '--scratch', scratch, '--drop-leftover']);
+      expect(d.status).toBe(2);
+      expect((await admin.query(`SELECT id FROM "${scratch}".pk_uuidv4`)).rows).toEqual([{ id: 42 }]);
+    } finally {
+      await admin.query(`DROP SCHEMA IF EXISTS "${scratch}" CASCADE`).catch(() => {});
+      await admin.end();
+    }
+  });
+});
+
 describePg('sequoia bench pk: Ctrl-C', () => {
   it('SIGINT during a run stops it, drops the scratch schema, and exits 130', async () => {
     const scratch = uniqueName('sq_pk_int');
