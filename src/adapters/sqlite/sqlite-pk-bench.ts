@@ -162,7 +162,12 @@ export class SqlitePkBenchTarget implements PkBenchTarget {
   async dropScratch(): Promise<void> {
     if (!this.created) return;
     this.created = false;
-    const marker = this.db?.open ? (this.db.prepare(`SELECT tool, run_id FROM ${PK_MARKER_TABLE} LIMIT 1`).get() as { run_id: string } | undefined) : this.readMarker();
+    let marker: { run_id: string } | undefined;
+    try {
+      marker = this.db?.open ? (this.db.prepare(`SELECT tool, run_id FROM ${PK_MARKER_TABLE} LIMIT 1`).get() as { run_id: string } | undefined) : this.readMarker();
+    } catch {
+      marker = undefined; // no marker table any more: not provably ours
+    }
     this.db?.close();
     this.db = undefined;
     if (marker?.run_id !== this.runId) throw new SequoiaError('INTERNAL', `file ${this.path} no longer carries this run's marker: left untouched`);
