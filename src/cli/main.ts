@@ -12,6 +12,7 @@ import type { FieldName } from '../app/config.js';
 import { DEFAULT_STATE_DIR, DEFAULT_STORE_URL } from '../app/defaults.js';
 import { registerGenAndExplain } from './gen-explain.js';
 import { registerPlan } from './snowflake-commands.js';
+import { registerBenchPk } from './bench-pk-command.js';
 
 const program = new Command();
 program
@@ -114,13 +115,14 @@ storeOption(
 });
 
 registerGenAndExplain(program);
-program
+const bench = program
   .command('bench')
   .description('measure the in-process generators on this machine (`npm run bench` in a checkout runs the full suite)')
   .action(async () => {
     const { printBench } = await import('./bench-command.js');
     await printBench();
   });
+registerBenchPk(bench);
 registerPlan(program);
 
 try {
