@@ -41,6 +41,10 @@ export class BufferedTagAllocator implements TagAllocator {
   private tail: { readonly from: bigint; readonly end: bigint } | undefined;
   private late: { readonly start: bigint; readonly end: bigint } | undefined;
   private lastFenceEpoch: number | undefined;
+  /** The newest answer's tag generation: a give-back must not reach a tag deleted and created again since. */
+  private lastGeneration: string | undefined;
+  /** The tag generation of the ranges this allocator accepted, per store of a set (offset; 0 for one store). */
+  private readonly generations = new Map<number, string>();
   private mayGiveBack = false;
   /** The end of the last range whose mark this allocator recorded (a range arriving after close is not recorded). */
   private markedEnd: bigint | undefined;
@@ -147,7 +151,7 @@ export class BufferedTagAllocator implements TagAllocator {
         return mark;
       });
       if (!ours) return false;
-      const ok = await store.giveBack(this.tag, tail.end, tail.from, this.lastFenceEpoch);
+      const ok = await store.giveBack(this.tag, tail.end, tail.from, this.lastFenceEpoch, this.lastGeneration);
       logger.info(
         { tag: this.tag, from: String(tail.from), to: String(tail.end), givenBack: ok },
         ok ? 'unused range given back' : 'unused range not given back: the store moved on',
@@ -244,12 +248,14 @@ export class BufferedTagAllocator implements TagAllocator {
       if (plain?.trippedAtEpoch !== undefined && (await this.refuseEarlierTrip(plain.mark, plain.trippedAtEpoch, t0))) return;
       const alloc = await this.allocate(step);
       const ms = performance.now() - t0;
-      // The newest answer's fence epoch: a give-back must not cross a fence made after it.
+      // The newest answer's fence epoch and generation: a give-back must not cross a fence or a re-creation made after it.
       this.lastFenceEpoch = alloc.fenceEpoch;
+      this.lastGeneration = alloc.generation;
       if (this.refusal.closed) return this.keepLate(alloc);
+      const previousGeneration = this.noteGeneration(alloc);
       const start = alloc.maxId - BigInt(alloc.step) * BigInt(alloc.stride ?? 1);
       const verdict = this.recordMark(floor, alloc, start);
-      if (!verdict?.ok) return this.refuseRollback(verdict, alloc, start, ms);
+      if (!verdict?.ok) return this.refuseRollback(verdict, alloc, start, ms, previousGeneration);
       this.accept(alloc, start, startedAt, ms);
     } catch (e) {
       this.recordFailure(e, t0);
@@ -312,6 +318,32 @@ export class BufferedTagAllocator implements TagAllocator {
     });
   }
 
+  /**
+   * The generation of the answer against the ranges accepted before: when it
+   * changed, the tag was deleted and created again since our last range, and
+   * what is still buffered belongs to the deleted tag. Those IDs are dropped
+   * (a gap): the new tag may hand them out elsewhere, or already has. Answers
+   * the previous generation when it changed.
+   */
+  private noteGeneration(alloc: Allocation): string | undefined {
+    const key = alloc.offset ?? 0;
+    const before = this.generations.get(key);
+    this.generations.set(key, alloc.generation);
+    if (before === undefined || before === alloc.generation) return undefined;
+    const dropped = this.buffer.remaining();
+    this.dropBuffer();
+    this.deps.logger.warn(
+      { tag: this.tag, generation: alloc.generation, previousGeneration: before, dropped },
+      'the tag was deleted and created again: the IDs still buffered from the deleted tag are dropped',
+    );
+    return before;
+  }
+
+  /** The generation of the ranges this allocator serves (one store; undefined before the first range or on a multi-store set). */
+  get generation(): string | undefined {
+    return (this.deps.store.stride ?? 1) === 1 ? this.generations.get(0) : undefined;
+  }
+
   /** A range that arrived after close(): never served, but kept for giveBackTail(). */
   private keepLate(alloc: Allocation): void {
     if ((alloc.stride ?? 1) === 1) this.late = { start: alloc.maxId - BigInt(alloc.step), end: alloc.maxId };
@@ -344,8 +376,20 @@ export class BufferedTagAllocator implements TagAllocator {
     return verdict;
   }
 
-  private refuseRollback(verdict: GuardVerdict | undefined, alloc: Allocation, start: bigint, ms: number): void {
-    const reason = verdict && !verdict.ok ? verdict.reason : 'rollback';
+  private refuseRollback(
+    verdict: GuardVerdict | undefined,
+    alloc: Allocation,
+    start: bigint,
+    ms: number,
+    previousGeneration: string | undefined,
+  ): void {
+    let reason = verdict && !verdict.ok ? verdict.reason : 'rollback';
+    // Told apart by the generation when this process saw both; after a restart it cannot tell, and says both.
+    reason +=
+      previousGeneration !== undefined
+        ? `: the tag was deleted and created again (generation ${previousGeneration} -> ${alloc.generation}) below IDs this server handed out;` +
+          ' refused like a restored store until `sequoia fence` (see docs/guarantees.md)'
+        : ': the store was restored from an older backup, or the tag was deleted and created again below IDs this server handed out';
     this.refuse(reason, verdict?.record.trippedAtEpoch ?? alloc.fenceEpoch);
     this.loadFailures++;
     this.deps.onLoad?.(this.tag, false, ms / 1000);
