@@ -111,5 +111,5 @@ function recreateScenario(name: string, kind: 'sqlite' | 'postgres', short: bool
   };
 }
 
-export const recreateSqlite = recreateScenario('recreate-sqlite', 'sqlite', true);
+export const recreateSqlite = recreateScenario('recreate-sqlite', 'sqlite', false);
 export const recreatePostgres = recreateScenario('recreate-postgres', 'postgres', false);
