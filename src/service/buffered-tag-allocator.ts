@@ -39,7 +39,7 @@ export class BufferedTagAllocator implements TagAllocator {
   private droppedIds = 0;
   /** The unused tail computed at close(), and a range that arrived after it, for giveBackTail(). */
   private tail: { readonly from: bigint; readonly end: bigint } | undefined;
-  private late: { readonly start: bigint; readonly end: bigint } | undefined;
+  private late: { readonly start: bigint; readonly end: bigint; readonly generation: string } | undefined;
   private lastFenceEpoch: number | undefined;
   /** The newest answer's tag generation: a give-back must not reach a tag deleted and created again since. */
   private lastGeneration: string | undefined;
@@ -135,7 +135,9 @@ export class BufferedTagAllocator implements TagAllocator {
     if (this.inflight) await settlesWithin(this.inflight, 1000);
     let tail = this.tail;
     const late = this.late;
-    if (late) tail = tail && late.start === tail.end ? { from: tail.from, end: late.end } : { from: late.start, end: late.end };
+    // Joined only within one creation of the tag: a late range of a tag created again never lets the old tail go back with it.
+    const joins = tail !== undefined && late !== undefined && late.start === tail.end && late.generation === this.generations.get(0);
+    if (late) tail = tail && joins ? { from: tail.from, end: late.end } : { from: late.start, end: late.end };
     if (!tail || tail.from >= tail.end) return false;
     const range = tail;
     try {
@@ -346,7 +348,7 @@ export class BufferedTagAllocator implements TagAllocator {
 
   /** A range that arrived after close(): never served, but kept for giveBackTail(). */
   private keepLate(alloc: Allocation): void {
-    if ((alloc.stride ?? 1) === 1) this.late = { start: alloc.maxId - BigInt(alloc.step), end: alloc.maxId };
+    if ((alloc.stride ?? 1) === 1) this.late = { start: alloc.maxId - BigInt(alloc.step), end: alloc.maxId, generation: alloc.generation };
   }
 
   /**

@@ -10,7 +10,7 @@ import { MemoryHighWaterMarkStore } from '../adapters/state-dir/file-high-water-
 import type { HighWaterMarkStore } from '../ports/high-water-mark-store.js';
 import type { Logger } from '../ports/logger.js';
 import type { SegmentStore } from '../ports/segment-store.js';
-import { tick } from '../../test/helpers/fakes.js';
+import { ControlledStore, tick } from '../../test/helpers/fakes.js';
 import { IdService } from './id-service.js';
 
 /** A store that stays open across services (as a database server does). */
@@ -70,6 +70,24 @@ describe('a tag deleted and created again', () => {
     expect(again[0]).toBe(201n);
     await p2.close();
     await q.close();
+  });
+
+  it('a range of the new tag arriving during shutdown is given back alone, never joined to the old tail', async () => {
+    const store = new ControlledStore();
+    await store.createTag({ tag: 't', step: 100 });
+    const p = service(store, new MemoryHighWaterMarkStore(), { allocator: { maxStep: 100 } });
+    await p.start();
+    expect(await take(p, 't', 1)).toEqual([1n]);
+    store.hold = true;
+    expect(await take(p, 't', 14)).toHaveLength(14); // past 10%: the prefetch is held
+    expect(store.pending).toHaveLength(1);
+    await recreate(store, 't', 101n, 100); // at the old max_id: the safe start
+    const closing = p.close();
+    await tick();
+    await store.release(); // [101,201) of the new tag, after close: contiguous with the old tail [16,101)
+    await closing;
+    // the late range went back on its own; the old tail did not ride along below the new tag's start
+    expect((await store.getTag('t'))?.maxId).toBe(101n);
   });
 
   it('a load that finds a new generation drops the IDs still buffered from the deleted tag', async () => {
