@@ -386,12 +386,12 @@ export class BufferedTagAllocator implements TagAllocator {
     previousGeneration: string | undefined,
   ): void {
     let reason = verdict && !verdict.ok ? verdict.reason : 'rollback';
-    // Told apart by the generation when this process saw both; after a restart it cannot tell, and says both.
-    reason +=
-      previousGeneration !== undefined
-        ? `: the tag was deleted and created again (generation ${previousGeneration} -> ${alloc.generation}) below IDs this server handed out;` +
-          ' refused like a restored store until `sequoia fence` (see docs/guarantees.md)'
-        : ': the store was restored from an older backup, or the tag was deleted and created again below IDs this server handed out';
+    // The guard names both causes; when this process saw both generations it knows which.
+    if (previousGeneration !== undefined) {
+      reason +=
+        ` (here: the tag was deleted and created again, generation ${previousGeneration} -> ${alloc.generation};` +
+        ' refused like a restored store until `sequoia fence`)';
+    }
     this.refuse(reason, verdict?.record.trippedAtEpoch ?? alloc.fenceEpoch);
     this.loadFailures++;
     this.deps.onLoad?.(this.tag, false, ms / 1000);

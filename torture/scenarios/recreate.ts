@@ -17,6 +17,7 @@ import { join } from 'node:path';
 import type { CheckSpec } from '../checker.js';
 import type { Context, Scenario } from '../harness/context.js';
 import type { ServerProcess } from '../harness/server.js';
+import { dropSharedTable, SHARED } from '../harness/stores.js';
 import { readLog, type RequestRecord } from '../record.js';
 
 const STEP = 100;
@@ -50,13 +51,9 @@ function recreateScenario(name: string, kind: 'sqlite' | 'postgres', short: bool
     short,
     about: `${kind}, step ${STEP}: a tag deleted and created again above every ID handed out, under load, with SIGTERM (give-back) and SIGKILL of the servers around it`,
     async run(ctx: Context): Promise<CheckSpec> {
-      const store = kind === 'sqlite' ? `sqlite:${join(ctx.dir, 'sequoia.db')}` : 'postgres://postgres@127.0.0.1:5432/test';
+      const store = kind === 'sqlite' ? `sqlite:${join(ctx.dir, 'sequoia.db')}` : SHARED.postgres(`torture_${ctx.id}`);
+      if (kind === 'postgres') ctx.onCleanup(() => dropSharedTable('postgres', `torture_${ctx.id}`));
       const tag = `recreate-${ctx.id}`;
-      if (kind === 'postgres') {
-        ctx.onCleanup(async () => {
-          await ctx.sequoia(['tag', 'delete', tag, '--store', store], true);
-        });
-      }
       await ctx.createTag(store, tag, STEP);
       // --max-step: every range is exactly the step, so the collision of max_id is exact.
       const serve = (n: string) => ctx.server({ name: n, args: ['--store', store, '--state-dir', join(ctx.dir, `state-${n}`), '--max-step', String(STEP)] });
