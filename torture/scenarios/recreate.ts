@@ -37,6 +37,14 @@ async function heldEnd(server: ServerProcess, tag: string): Promise<bigint | und
   return end === undefined ? undefined : BigInt(end);
 }
 
+/** The tag's max_id in the store, through the CLI (`tag list --json`), as an operator reads it. */
+async function maxIdOf(ctx: Context, store: string, tag: string): Promise<bigint> {
+  const r = await ctx.sequoia(['tag', 'list', '--json', '--store', store]);
+  const row = (JSON.parse(r.stdout) as { tag: string; maxId: string }[]).find((t) => t.tag === tag);
+  if (!row) throw new Error(`tag ${tag} is not listed`);
+  return BigInt(row.maxId);
+}
+
 async function until(what: string, ok: () => Promise<boolean>, ms = 10_000): Promise<void> {
   const stop = Date.now() + ms;
   while (!(await ok())) {
@@ -82,11 +90,13 @@ function recreateScenario(name: string, kind: 'sqlite' | 'postgres', short: bool
         });
         const aEnd = end as bigint;
         const handedOut = highest(readLog(ctx.logDir));
-        // S above every ID handed out, at aEnd - j * STEP: B's j ranges of the new tag end exactly at aEnd.
-        // (at most 2: B takes one range, or two with the prefetch)
-        let j = (aEnd - handedOut - 1n) / BigInt(STEP);
+        // S above every ID handed out, at aEnd - j * STEP: B's j ranges of the new tag end exactly at aEnd
+        // (at most 2: B takes one range, or two with the prefetch). When B had taken ranges above A's,
+        // A's are not the last: the new tag starts at the store's max_id, above everything.
+        let j = aEnd > handedOut ? (aEnd - handedOut - 1n) / BigInt(STEP) : 0n;
         if (j > 2n) j = 2n;
-        const start = aEnd - j * BigInt(STEP);
+        const storeMax = await maxIdOf(ctx, store, tag);
+        const start = aEnd > handedOut ? aEnd - j * BigInt(STEP) : storeMax;
         await ctx.sequoia(['tag', 'delete', tag, '--store', store]);
         await ctx.sequoia(['tag', 'create', tag, '--step', String(STEP), '--start', String(start), '--store', store]);
         b = serve(`B${round + 1}`);
@@ -107,7 +117,7 @@ function recreateScenario(name: string, kind: 'sqlite' | 'postgres', short: bool
           await victim.kill();
           await victim.start();
         }
-        ctx.notes.push(`round ${round}: re-created at ${start} (highest ID handed out ${handedOut}, A held up to ${aEnd}; B's new ranges ended there: ${j > 0n ? 'yes' : 'no, j = 0'})`);
+        ctx.notes.push(`round ${round}: re-created at ${start} (highest ID handed out ${handedOut}, A held up to ${aEnd}, max_id ${storeMax}; B's new ranges ended at A's: ${j > 0n ? 'yes' : 'no'})`);
       }
       ctx.notes.push(`${collided} of ${rounds} rounds brought the new tag to A's (max_id, fence epoch) before A's give-back`);
       return { keys: { [`segment:${tag}`]: { min: 1n } } };
