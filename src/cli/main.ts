@@ -100,8 +100,13 @@ storeOption(tag.command('update <tag>').description('change a tag\'s step or des
   });
 storeOption(tag.command('delete <tag>').description('delete a tag'))
   .action(async (name: string, o: StoreOpts) => {
-    await withService(o, (s) => s.deleteTag(name));
-    console.log(`deleted ${name}`);
+    const before = await withService(o, async (s) => {
+      const info = await s.getTag(name);
+      await s.deleteTag(name);
+      return info;
+    });
+    // Servers may still hold ranges up to max_id: a new tag of this name repeats nothing only from there on.
+    console.log(`deleted ${name} (its max_id was ${before.maxId}: to create it again without repeating its IDs, use --start ${before.maxId} or higher)`);
   });
 
 storeOption(

@@ -27,6 +27,13 @@ export interface TagAllocator {
   close(): void;
   /** After close(), on a clean shutdown: gives the unused IDs back to the store when it safely can. Never throws. */
   giveBackTail(): Promise<boolean>;
+  /**
+   * The tag generation (TagInfo.generation) of the IDs it holds, when it
+   * holds IDs of one generation it can name; the refresh drops an allocator
+   * whose tag was deleted and created again. Optional: a mode that holds
+   * nothing between requests has none.
+   */
+  readonly generation?: string | undefined;
   snapshot(): TagAllocatorSnapshot;
 }
 
