@@ -14,6 +14,7 @@ import { ClientGate } from './client-gate.js';
 import { installErrorReplies } from './error-reply.js';
 import { hooksSkippedByFastPath, makeFastPath } from './fast-path.js';
 import { type ConnectionRefusal, type Front, frontOptions } from './http-front.js';
+import { BatchLane } from './batch-lane.js';
 import { SequoiaMetrics } from './metrics.js';
 import { healthRoutes } from './routes/health-routes.js';
 import { statusRoutes } from './routes/status-routes.js';
@@ -202,14 +203,16 @@ function addRequestHooks(app: FastifyInstance, front: Front, gate: ClientGate, v
 
 async function registerRoutes(app: FastifyInstance, opts: AppOptions, access: Access, gate: ClientGate, metrics: SequoiaMetrics): Promise<void> {
   const version = opts.version ?? '0.0.0';
-  await app.register(segmentRoutes, { service: opts.service, formats: opts.formats ?? new FormatRegistry(), access, gate });
-  await app.register(uuidRoutes, { access });
+  // One lane per server process: batches of every generator take turns in it (batch-lane.ts).
+  const lane = new BatchLane();
+  await app.register(segmentRoutes, { service: opts.service, formats: opts.formats ?? new FormatRegistry(), access, gate, lane });
+  await app.register(uuidRoutes, { access, lane });
   await app.register(leafDecodeRoute, { access });
   await app.register(tagRoutes, { service: opts.service, checkAdmin: (req) => access.admin(req) });
   await app.register(healthRoutes, { service: opts.service, stateDirProbe: opts.stateDirProbe });
   await app.register(statusRoutes, { service: opts.service, version, metrics, exposeMetrics: opts.metrics !== false, adminToken: opts.adminToken, access, snowflake: opts.snowflake });
   if (opts.snowflake) {
-    await app.register(snowflakeRoutes, { snowflake: opts.snowflake, access });
+    await app.register(snowflakeRoutes, { snowflake: opts.snowflake, access, lane });
     metrics.registerSnowflakeSource(opts.snowflake);
   } else {
     // Generators that are not enabled answer an error, never a placeholder ID.
