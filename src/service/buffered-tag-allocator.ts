@@ -105,6 +105,11 @@ export class BufferedTagAllocator implements TagAllocator {
     this.refusal.lift();
   }
 
+  /** While refused after a rollback: re-reads the fence epoch (at most once a second); resolves true when lifted. */
+  recheckRefusal(): Promise<boolean> {
+    return this.refusal.recheckFence();
+  }
+
   /** Stops background work and drops the buffer (the unused IDs become a gap). */
   close(): void {
     if (!this.refusal.closed) {

@@ -274,6 +274,24 @@ export class IdService {
     return this.store.ping();
   }
 
+  /**
+   * What a request would do for a tag that cannot issue now, done without
+   * one: a server kept out of rotation by its readiness (/readyz) gets no
+   * requests, yet must notice when it can issue again. A tag refused after a
+   * rollback re-reads its fence epoch (at most once a second), and a tag left
+   * empty by a failed load (store or state directory failing) loads again.
+   * Resolves when those attempts end; never rejects.
+   */
+  retryFailedTags(): Promise<void> {
+    const attempts: Promise<unknown>[] = [];
+    for (const a of this.allocators.values()) {
+      const s = a.snapshot();
+      if (s.refusing !== undefined) attempts.push(a.recheckRefusal());
+      else if (s.remaining === 0 && s.lastError !== undefined) attempts.push(a.load());
+    }
+    return Promise.allSettled(attempts).then(() => undefined);
+  }
+
   snapshot(): TagAllocatorSnapshot[] {
     return [...this.allocators.values()].map((a) => a.snapshot());
   }
