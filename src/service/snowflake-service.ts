@@ -47,10 +47,10 @@ export interface SnowflakeServiceOptions {
   /** Warn (at start, in the logs) when a layout has less than this left, seconds. Default five years. */
   readonly lifetimeWarningSeconds?: number;
   /**
-   * After a layout could not get a worker id, requests are refused with that
-   * error for this long (monotonic ms) before the provider is asked again, so
-   * an exhausted pool is not asked (and a worker-node row not taken) per
-   * request. Default 5000.
+   * After a layout could not get a worker id, requests are refused at once
+   * with that error, and the provider is asked again (in the background) at
+   * most this often (monotonic ms), so an exhausted pool is not asked (and a
+   * worker-node row not taken) per request. Default 5000.
    */
   readonly acquireRetryMs?: number;
 }
@@ -223,19 +223,26 @@ export class SnowflakeService {
     if (this.closed) throw shuttingDown();
     const w = this.workers.get(name);
     if (w && !w.lost) return w;
-    let p = this.pending.get(name);
-    if (!p) {
-      const f = this.failed.get(name);
-      if (f && this.mono() < f.until) return Promise.reject(f.error);
-      p = this.create(name).finally(() => this.pending.delete(name));
-      p.then(
-        () => this.failed.delete(name),
-        (e: unknown) => {
-          if (!this.closed) this.failed.set(name, { error: e, until: this.mono() + this.acquireRetryMs });
-        },
-      );
-      this.pending.set(name, p);
+    const f = this.failed.get(name);
+    if (f) {
+      // No worker id could be had: refuse at once (a lease provider may take seconds to say no again);
+      // ask again in the background once the retry delay has passed.
+      if (this.mono() >= f.until && !this.pending.has(name)) this.startCreate(name).catch(() => {});
+      throw f.error;
     }
+    return this.pending.get(name) ?? this.startCreate(name);
+  }
+
+  /** One attempt at the layout's worker id(s); a failure is kept (and refused with) for `acquireRetryMs`. */
+  private startCreate(name: string): Promise<LeasedWorker> {
+    const p = this.create(name).finally(() => this.pending.delete(name));
+    p.then(
+      () => this.failed.delete(name),
+      (e: unknown) => {
+        if (!this.closed) this.failed.set(name, { error: e, until: this.mono() + this.acquireRetryMs });
+      },
+    );
+    this.pending.set(name, p);
     return p;
   }
 
