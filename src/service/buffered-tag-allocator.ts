@@ -92,7 +92,7 @@ export class BufferedTagAllocator implements TagAllocator {
   /** Starts a load unless one is in flight; resolves when it ends (it never rejects). */
   load(): Promise<void> {
     if (this.inflight) return this.inflight;
-    if (this.refusal.current || this.refusal.closed) return Promise.resolve();
+    if (this.refusal.current) return Promise.resolve(); // refused, or closed (a closed tag is always refused)
     const p = this.doLoad().finally(() => {
       this.inflight = undefined;
     });
