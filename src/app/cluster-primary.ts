@@ -15,6 +15,7 @@ import { reservePort } from '../server/listen-check.js';
 
 interface Slot {
   worker: Worker | undefined;
+  /** Monotonic ms (performance.now) of the last fork. */
   startedAt: number;
   ready: boolean;
   /** Consecutive young deaths: the restart delay doubles with each. */
@@ -90,7 +91,7 @@ function fork(p: Primary, i: number): void {
   const w = cluster.fork({ SEQUOIA_WORKER_SLOT: String(i) });
   slot.worker = w;
   slot.ready = false;
-  slot.startedAt = Date.now();
+  slot.startedAt = performance.now();
   w.on('message', (m: WorkerMessage) => onMessage(p, i, w, m));
   w.on('exit', (code: number | null, signal: string | null) => onExit(p, i, w, code, signal));
 }
@@ -98,7 +99,8 @@ function fork(p: Primary, i: number): void {
 function onMessage(p: Primary, i: number, w: Worker, m: WorkerMessage): void {
   if (handleGatherInPrimary(w, m, () => p.slots.flatMap((s) => (s.worker && s.ready ? [s.worker] : [])))) return;
   if (m.type === 'need-config') {
-    const msg: PrimaryMessage = { type: 'config', config: { ...p.shared, workerSlot: i }, slot: i };
+    // The slot travels one way only: SEQUOIA_WORKER_SLOT, set at fork (the worker reads it with workerSlot()).
+    const msg: PrimaryMessage = { type: 'config', config: p.shared };
     w.send(msg);
   } else if (m.type === 'ready') {
     onReady(p, i, m);
@@ -125,7 +127,7 @@ function onExit(p: Primary, i: number, w: Worker, code: number | null, signal: s
   const slot = p.slots[i]!;
   if (slot.worker !== w) return;
   slot.worker = undefined;
-  const lived = Date.now() - slot.startedAt;
+  const lived = performance.now() - slot.startedAt;
   if (p.stopping) return;
   if (!p.started) {
     // A worker that cannot start (bad store, port taken) fails the whole start, like one process would.

@@ -5,7 +5,8 @@
  * SIGTERM/SIGINT drain it like a single server; losing the primary (its IPC
  * channel closes) drains it too, so no orphan keeps serving.
  */
-import { SequoiaError } from '../core/errors.js';
+import { SequoiaError, exitStatusFor } from '../core/errors.js';
+import { workerSlot } from '../server/cluster-gather.js';
 import type { PrimaryMessage, WorkerMessage } from './cluster.js';
 
 function send(m: WorkerMessage): void {
@@ -17,7 +18,8 @@ process.on('message', (m: PrimaryMessage) => {
   void (async () => {
     try {
       const { startServer } = await import('./start-server.js');
-      const server = await startServer(m.config, { handleSignals: true, listeningMessage: 'worker listening', reservePort: false });
+      // The slot this worker was forked for (SEQUOIA_WORKER_SLOT, its one carrier): its own ZooKeeper node and cache.
+      const server = await startServer({ ...m.config, workerSlot: workerSlot() }, { handleSignals: true, listeningMessage: 'worker listening', reservePort: false });
       process.once('disconnect', () => {
         void server.close().then(
           () => process.exit(0),
@@ -26,7 +28,8 @@ process.on('message', (m: PrimaryMessage) => {
       });
       send({ type: 'ready', url: server.url, pid: process.pid });
     } catch (e) {
-      const code = e instanceof SequoiaError ? (e.code === 'INVALID_ARGUMENT' ? 2 : 1) : 1;
+      // The exit status the table gives the code, as `sequoia` itself exits (the primary exits with it).
+      const code = exitStatusFor(e);
       const message = e instanceof SequoiaError ? `${e.code}: ${e.message}` : e instanceof Error ? e.message : String(e);
       console.error(`sequoia: ${message}`);
       process.exit(code);

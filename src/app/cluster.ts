@@ -46,7 +46,7 @@ import { runPrimary } from './cluster-primary.js';
 export type WorkerMessage =
   | { readonly type: 'need-config' }
   | { readonly type: 'ready'; readonly url: string; readonly pid: number };
-export type PrimaryMessage = { readonly type: 'config'; readonly config: ServeConfig; readonly slot: number };
+export type PrimaryMessage = { readonly type: 'config'; readonly config: ServeConfig };
 
 export function workerCount(config: Pick<ServeConfig, 'workers'>): number {
   return config.workers === 0 ? availableParallelism() : config.workers;

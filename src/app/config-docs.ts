@@ -7,6 +7,7 @@
  * fails while the page and this table differ.
  */
 import { FIELDS, type FieldName } from './config.js';
+import { WORKER_ID_PROVIDER_SPECS } from './worker-id-provider-spec.js';
 
 interface FieldManual {
   /** Markdown; links are relative to docs/. */
@@ -44,7 +45,7 @@ const MANUAL: Record<FieldName, FieldManual> = {
   strictTags: { meaning: 'tags served strictly increasing across all servers, one store operation per request (comma-separated, or a JSON array in the file); see [Strict tags](operations.md#strict-tags-and-their-price)' },
   snowflakeLayout: { meaning: 'default snowflake layout (of `/api/snowflake/get/{tag}` and requests without `layout`): a preset or one of `layouts`, see [Snowflake IDs](snowflake.md)' },
   layouts: { meaning: 'custom snowflake layouts by name, a JSON object (best in the config file), usable wherever a preset is: see [Custom layouts](snowflake.md#custom-layouts)' },
-  workerIdProvider: { meaning: 'where snowflake worker ids come from: `lease`, `static:N`, `k8s-ordinal[:OFFSET]`, `worker-node`, `zookeeper:HOST:PORT[,…][/ROOT][?reclaim-after=S]`' },
+  workerIdProvider: { meaning: `where snowflake worker ids come from: ${WORKER_ID_PROVIDER_SPECS}` },
   workerLeaseTtlMs: { meaning: 'worker-id lease length; renewed every third of it; issuing stops before it could have expired' },
   clockPolicy: { meaning: 'when the clock goes back: `reject`, `wait`, `logical`, `backup-worker`' },
   clockMaxWaitMs: { meaning: 'largest step back the `wait` policy waits out' },

@@ -13,6 +13,7 @@ import { InvalidArgumentError } from '../core/errors.js';
 import { PRESETS, defineLayouts } from '../core/snowflake/layout.js';
 import { TAG_PATTERN, TAG_RULE, isValidTag } from '../core/tag.js';
 import { LAYOUT_NAME } from '../core/request-rules.js';
+import { type WorkerIdProviderSpec, parseWorkerIdProvider } from './worker-id-provider-spec.js';
 
 const intFrom = (min: number, max: number) =>
   z.preprocess(
@@ -100,6 +101,15 @@ export const clientTokensSchema = z.preprocess(
     }),
 );
 
+/** A worker-id provider spec: parsed by the one grammar (worker-id-provider-spec.ts); the message names the grammar. */
+const workerIdProviderSchema = z.string().superRefine((spec, ctx) => {
+  try {
+    parseWorkerIdProvider(spec);
+  } catch (e) {
+    ctx.addIssue({ code: 'custom', message: e instanceof Error ? e.message : String(e) });
+  }
+});
+
 /** Trusted proxies: addresses, CIDR ranges or `loopback`, `linklocal`, `uniquelocal` (comma-separated or a JSON array). */
 const proxyList = z.preprocess(
   (v) => (typeof v === 'string' ? v.split(',').map((t) => t.trim()).filter((t) => t !== '') : v),
@@ -153,7 +163,7 @@ export const FIELDS = {
   strictTags: { schema: tagList.optional(), default: undefined, env: 'SEQUOIA_STRICT_TAGS', flag: '--strict-tags', doc: 'tags served strictly increasing across servers, one store operation per request (comma-separated)' },
   snowflakeLayout: { schema: z.string().regex(LAYOUT_NAME, `must be a layout name: ${[...PRESETS.keys()].join(', ')} or one from layouts`), default: 'twitter', env: 'SEQUOIA_SNOWFLAKE_LAYOUT', flag: '--snowflake-layout', doc: 'default snowflake layout (of /api/snowflake/get and requests without layout)' },
   layouts: { schema: layoutsSchema.optional(), default: undefined, env: 'SEQUOIA_LAYOUTS', flag: '--layouts', doc: 'custom snowflake layouts, JSON {"discord":{"epochMs":1420070400000,"timeBits":42,"fields":[…]}}; best in the config file' },
-  workerIdProvider: { schema: z.string().regex(/^(lease|sql-lease|worker-node|static:[0-9]{1,9}|k8s-ordinal(:[0-9]{1,9})?|zookeeper:\S{1,500})$/, 'must be lease, static:N, k8s-ordinal[:OFFSET], worker-node or zookeeper:HOST:PORT[,HOST:PORT…][/ROOT][?reclaim-after=SECONDS]'), default: 'lease', env: 'SEQUOIA_WORKER_ID_PROVIDER', flag: '--worker-id-provider', doc: 'where snowflake worker ids come from (lease: leased from the store)' },
+  workerIdProvider: { schema: workerIdProviderSchema, default: 'lease', env: 'SEQUOIA_WORKER_ID_PROVIDER', flag: '--worker-id-provider', doc: 'where snowflake worker ids come from (lease: leased from the store)' },
   workerLeaseTtlMs: { schema: intFrom(300, 600_000), default: 10_000, env: 'SEQUOIA_WORKER_LEASE_TTL_MS', flag: '--worker-lease-ttl-ms', doc: 'worker-id lease length; renewed every third of it' },
   clockPolicy: { schema: z.enum(['reject', 'wait', 'logical', 'backup-worker'], { error: 'must be reject, wait, logical or backup-worker' }), default: 'wait', env: 'SEQUOIA_CLOCK_POLICY', flag: '--clock-policy', doc: 'what snowflake does when the clock goes back' },
   clockMaxWaitMs: { schema: intFrom(0, 60_000), default: 1000, env: 'SEQUOIA_CLOCK_MAX_WAIT_MS', flag: '--clock-max-wait-ms', doc: 'largest clock step back the wait policy waits out' },
@@ -255,13 +265,14 @@ function readSecretFiles(out: Record<string, unknown>, problems: string[]): void
       else problems.push(`clientTokensFile: ${r.error.issues[0]?.message ?? 'invalid'}`);
     }
   }
-  if (typeof out.workerIdProvider === 'string' && out.workers !== 1) {
+  const provider = typeof out.workerIdProvider === 'string' ? parsedOrUndefined(out.workerIdProvider) : undefined;
+  if (provider && out.workers !== 1) {
     // One id per server, but N processes would each issue on it: the same (tick, id, sequence) N times.
-    if (out.workerIdProvider.startsWith('static:')) {
+    if (provider.kind === 'static') {
       problems.push(
         'workerIdProvider: static:N would give every worker process the same snowflake worker id; use --workers 1, or the lease or zookeeper provider (one id per worker)',
       );
-    } else if (out.workerIdProvider.startsWith('k8s-ordinal')) {
+    } else if (provider.kind === 'k8s-ordinal') {
       problems.push(
         'workerIdProvider: k8s-ordinal would give every worker process of the pod the same snowflake worker id; use --workers 1 (scale with StatefulSet replicas), or the lease or zookeeper provider (one id per worker)',
       );
@@ -280,5 +291,14 @@ function readSecretFiles(out: Record<string, unknown>, problems: string[]): void
   } else if (typeof out.tlsCert === 'string' && typeof out.tlsKey === 'string') {
     read('tlsCert', out.tlsCert);
     read('tlsKey', out.tlsKey);
+  }
+}
+
+/** The parsed spec, or undefined when it is malformed (the schema has already said why). */
+function parsedOrUndefined(spec: string): WorkerIdProviderSpec | undefined {
+  try {
+    return parseWorkerIdProvider(spec);
+  } catch {
+    return undefined;
   }
 }

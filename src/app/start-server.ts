@@ -4,6 +4,7 @@
  * store) on SIGTERM/SIGINT.
  */
 import { readFileSync } from 'node:fs';
+import { SequoiaError } from '../core/errors.js';
 import { pino } from 'pino';
 import { buildApp } from '../server/build-app.js';
 import { FormatRegistry } from '../server/formats.js';
@@ -58,7 +59,13 @@ async function startReserved(
       logger.warn({ maxConnections, configured: config.maxConnections, openFileLimit: fileLimit }, 'maxConnections lowered below the open-file limit');
     }
     snowflake = createSnowflakeService(config, backend, { logger, optional: true });
-    await snowflake?.start();
+    // A worker id that cannot be had (a used-up pool, a lease store down) stops snowflake only:
+    // segment IDs are served; snowflake requests are refused with the code and the id is asked for again later.
+    await snowflake?.start().catch((e: unknown) => {
+      if (!(e instanceof SequoiaError) || e.code === 'INVALID_ARGUMENT') throw e; // a configuration that cannot work: said at start
+      const code = e.code;
+      logger.error({ code, err: e instanceof Error ? e.message : String(e), layout: config.snowflakeLayout }, 'snowflake IDs unavailable: no worker id; serving the rest');
+    });
     app = await buildApp({
       service,
       snowflake,

@@ -13,6 +13,7 @@ import { IdService, type IdServiceOptions } from '../service/id-service.js';
 import { SnowflakeService } from '../service/snowflake-service.js';
 import type { ServeConfig } from './config.js';
 import { type Backend, openBackend } from './stores.js';
+import { parseWorkerIdProvider } from './worker-id-provider-spec.js';
 import { createWorkerIdProvider } from './worker-id-providers.js';
 
 export interface SegmentConfig {
@@ -63,9 +64,10 @@ export function createSnowflakeService(
   backend: Backend,
   o: { readonly logger?: Logger; readonly optional?: boolean } = {},
 ): SnowflakeService | undefined {
+  const spec = parseWorkerIdProvider(config.workerIdProvider);
   let provider;
   try {
-    provider = createWorkerIdProvider(config.workerIdProvider, backend.leases, {
+    provider = createWorkerIdProvider(spec, backend.leases, {
       ttlMs: config.workerLeaseTtlMs,
       stateDir: config.stateDir,
       workerSlot: config.workerSlot,
@@ -73,7 +75,7 @@ export function createSnowflakeService(
       logger: o.logger,
     });
   } catch (e) {
-    if (o.optional && e instanceof InvalidArgumentError && config.workerIdProvider === 'lease') {
+    if (o.optional && e instanceof InvalidArgumentError && spec.kind === 'lease') {
       o.logger?.warn({ reason: e.message }, 'snowflake IDs disabled: set --worker-id-provider');
       return undefined;
     }

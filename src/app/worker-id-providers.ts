@@ -1,11 +1,8 @@
 /**
- * Turns a provider spec and the store URL into a WorkerIdProvider:
- *   lease (default)        sql-lease on the configured store (sqlite, postgres, mysql, memory)
- *   static:N               worker id N, registered like a lease when the store can hold leases
- *   k8s-ordinal[:OFFSET]   the StatefulSet ordinal of the hostname (+ OFFSET), registered likewise
- *   worker-node            a new row (hence a new id) per start, uid-generator style
- *   zookeeper:HOST:PORT[,…][/ROOT][?reclaim-after=S&node=NAME]  a sequential node per host:port, as Leaf
- * A multi-store list leases on its first SQL entry (leases need one point of order).
+ * Turns a provider spec (its grammar and parser: worker-id-provider-spec.ts)
+ * and the store's lease store into a WorkerIdProvider, its last tick reserved
+ * in the state directory. A multi-store list leases on its first SQL entry
+ * (leases need one point of order).
  */
 import { hostname } from 'node:os';
 import { join } from 'node:path';
@@ -19,9 +16,8 @@ import { LeaseWorkerIdProvider, WorkerNodeWorkerIdProvider } from '../adapters/l
 import { StateDir } from '../adapters/state-dir/state-dir.js';
 import { TickReservingProvider } from '../adapters/state-dir/tick-reserving-provider.js';
 import { StaticWorkerIdProvider } from '../adapters/static/static-worker-id-provider.js';
-import { ZookeeperWorkerIdProvider, parseZookeeperSpec } from '../adapters/zookeeper/zookeeper-worker-id-provider.js';
-
-export const WORKER_ID_PROVIDER_HELP = 'lease, static:N, k8s-ordinal[:OFFSET], worker-node or zookeeper:HOST:PORT[/ROOT]';
+import { ZookeeperWorkerIdProvider } from '../adapters/zookeeper/zookeeper-worker-id-provider.js';
+import { type WorkerIdProviderSpec, parseWorkerIdProvider } from './worker-id-provider-spec.js';
 
 export interface ProviderOptions {
   readonly ttlMs?: number;
@@ -45,40 +41,38 @@ export function workerStateDir(stateDir: string, slot: number): string {
 }
 
 /**
- * The provider for `spec`, its last tick reserved in the state directory when
- * one is given. `leases` answers the lease store on the configured backend
- * (see `openBackend`), asked only by the providers that use one.
+ * The provider for `spec` (a spec string is parsed here; a parsed one is
+ * taken as is), its last tick reserved in the state directory when one is
+ * given. `leases` answers the lease store on the configured backend (see
+ * `openBackend`), asked only by the providers that use one.
  */
-export function createWorkerIdProvider(spec: string, leases: () => WorkerLeaseStore | undefined, o: ProviderOptions = {}): WorkerIdProvider {
-  const p = createBareProvider(spec, leases, o);
+export function createWorkerIdProvider(
+  spec: string | WorkerIdProviderSpec,
+  leases: () => WorkerLeaseStore | undefined,
+  o: ProviderOptions = {},
+): WorkerIdProvider {
+  const p = createBareProvider(typeof spec === 'string' ? parseWorkerIdProvider(spec) : spec, leases, o);
   return o.stateDir === undefined ? p : new TickReservingProvider(p, new StateDir(o.stateDir));
 }
 
-function createBareProvider(spec: string, leases: () => WorkerLeaseStore | undefined, o: ProviderOptions): WorkerIdProvider {
-  if (spec.trim().startsWith('zookeeper:')) {
-    const z = parseZookeeperSpec(spec);
+function createBareProvider(spec: WorkerIdProviderSpec, leases: () => WorkerLeaseStore | undefined, o: ProviderOptions): WorkerIdProvider {
+  if (spec.kind === 'zookeeper') {
     // ZooKeeper names its node after host:port and this directory: each worker of one port needs its own.
     const dir = o.stateDir ?? DEFAULT_STATE_DIR;
     const stateDir = o.workerSlot === undefined ? dir : workerStateDir(dir, o.workerSlot);
-    return new ZookeeperWorkerIdProvider({ ...z, stateDir, port: o.port, hostname: o.hostname, logger: o.logger });
+    return new ZookeeperWorkerIdProvider({ ...spec.zookeeper, stateDir, port: o.port, hostname: o.hostname, logger: o.logger });
   }
-  const m = /^(lease|sql-lease|static|k8s-ordinal|worker-node)(?::([0-9]{1,9}))?$/.exec(spec.trim());
-  if (!m) throw new InvalidArgumentError(`worker id provider must be ${WORKER_ID_PROVIDER_HELP} (got ${JSON.stringify(spec)})`);
-  const kind = m[1] as string;
-  const arg = m[2] === undefined ? undefined : Number(m[2]);
   const store = leases();
-  if (kind === 'static' && arg === undefined) throw new InvalidArgumentError('worker id provider static needs an id: static:N');
-  if (kind === 'static' || kind === 'k8s-ordinal') {
-    const id = kind === 'static' ? (arg as number) : k8sOrdinal(o.hostname ?? hostname(), arg ?? 0);
-    if (!store) return new StaticWorkerIdProvider(id, kind);
-    return new LeaseWorkerIdProvider(store, { ttlMs: o.ttlMs, fixedWorkerId: id, kind: `${kind}+lease(${store.kind})` });
+  if (spec.kind === 'static' || spec.kind === 'k8s-ordinal') {
+    const id = spec.kind === 'static' ? spec.workerId : k8sOrdinal(o.hostname ?? hostname(), spec.offset);
+    if (!store) return new StaticWorkerIdProvider(id, spec.kind);
+    return new LeaseWorkerIdProvider(store, { ttlMs: o.ttlMs, fixedWorkerId: id, kind: `${spec.kind}+lease(${store.kind})` });
   }
   if (!store) {
     throw new InvalidArgumentError(
-      `worker id provider ${kind} needs a store that can hold leases (sqlite, postgres, mysql); with this store use static:N or k8s-ordinal`,
+      `worker id provider ${spec.kind} needs a store that can hold leases (sqlite, postgres, mysql); with this store use static:N or k8s-ordinal`,
     );
   }
-  if (kind === 'worker-node') return new WorkerNodeWorkerIdProvider(store);
-  if (arg !== undefined) throw new InvalidArgumentError('worker id provider lease takes no argument');
+  if (spec.kind === 'worker-node') return new WorkerNodeWorkerIdProvider(store);
   return new LeaseWorkerIdProvider(store, { ttlMs: o.ttlMs });
 }

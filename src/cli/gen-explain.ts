@@ -13,6 +13,7 @@ import { systemClock } from '../core/clock.js';
 import { systemRandom } from '../core/random.js';
 import { MAX_COUNT } from '../core/request-rules.js';
 import { SNOWFLAKE_LAYOUTS, explainSnowflake, genSnowflake, isSnowflakeLayout } from './snowflake-commands.js';
+import { WORKER_ID_PROVIDER_SPECS } from '../app/worker-id-provider-spec.js';
 
 export const GEN_KINDS = ['uuid', 'uuid4', 'ulid', 'objectid'] as const;
 /** Every kind `sequoia gen` takes: the two with a store, then the coordination-free ones. */
@@ -106,7 +107,7 @@ export function registerGenAndExplain(program: Command): void {
     .option('--layout <layout>', `snowflake layout: ${SNOWFLAKE_LAYOUTS.join(' | ')} (default twitter)`)
     .option('--shard <n>', 'snowflake instagram layout: the logical shard')
     .option('--store <url>', 'snowflake: the store the worker id is leased from (env SEQUOIA_STORE)')
-    .option('--worker-id-provider <spec>', 'snowflake: lease, static:N, k8s-ordinal[:OFFSET], worker-node')
+    .option('--worker-id-provider <spec>', `snowflake: ${WORKER_ID_PROVIDER_SPECS} (not worker-node: it would take an id for good per call)`)
     .option('--config <file>', 'snowflake: JSON config file with custom `layouts` (env SEQUOIA_CONFIG)')
     .option('--tag <tag>', 'segment: the tag to draw from')
     .option('--state-dir <dir>', 'segment: local state directory (env SEQUOIA_STATE_DIR; default ./data)')

@@ -4,7 +4,7 @@
  * a store that cannot be reached exits 1; success exits 0.
  */
 import { Command, CommanderError } from 'commander';
-import { InvalidArgumentError, SequoiaError } from '../core/errors.js';
+import { InvalidArgumentError, SequoiaError, exitStatusFor } from '../core/errors.js';
 import { MAX_STORED_STEP } from '../core/validate.js';
 import type { IdService } from '../service/id-service.js';
 import { VERSION } from '../version.js';
@@ -143,7 +143,7 @@ function exitCodeFor(e: unknown): number {
   }
   if (e instanceof SequoiaError) {
     console.error(`sequoia: ${e.code}: ${e.message}`);
-    return e.code === 'INVALID_ARGUMENT' || e.code === 'TAG_NOT_FOUND' || e.code === 'TAG_EXISTS' ? 2 : 1;
+    return exitStatusFor(e);
   }
   console.error(`sequoia: ${e instanceof Error ? e.message : String(e)}`);
   return 1;

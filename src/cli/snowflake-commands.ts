@@ -33,8 +33,18 @@ export interface GenSnowflakeOptions {
 }
 
 export async function genSnowflake(o: GenSnowflakeOptions): Promise<string[]> {
-  const [{ resolveConfig }, { withSnowflakeService }] = await Promise.all([import('../app/config.js'), import('../app/wiring.js')]);
+  const [{ resolveConfig }, { withSnowflakeService }, { parseWorkerIdProvider }] = await Promise.all([
+    import('../app/config.js'),
+    import('../app/wiring.js'),
+    import('../app/worker-id-provider-spec.js'),
+  ]);
   const config = resolveConfig({ store: o.store, workerIdProvider: o.workerIdProvider, snowflakeLayout: o.layout }, process.env, o.config);
+  if (parseWorkerIdProvider(config.workerIdProvider).kind === 'worker-node') {
+    // worker-node takes a new id for good at every start: one per `gen` call would use up the layout's ids.
+    throw new InvalidArgumentError(
+      'gen snowflake cannot use worker id provider worker-node: it takes a new worker id for good on every call and would use up the layout\'s ids; use --worker-id-provider lease (the id is given back after the run) or static:N',
+    );
+  }
   const layouts = defineLayouts(config.layouts);
   const layout = getLayout(config.snowflakeLayout, layouts);
   if (layout.shardBits > 0 && o.shard === undefined) {

@@ -242,7 +242,7 @@ export class SequoiaClient {
     if (b !== undefined) return b;
     if (this.controller.signal.aborted) throw closedError();
     checkTag(tag);
-    const nb = new TagBuffer(tag, this.policy, (t, n) => this.fetchBatch(t, n), Date.now);
+    const nb = new TagBuffer(tag, this.policy, (t, n) => this.fetchBatch(t, n), () => performance.now());
     this.buffers.set(tag, nb);
     return nb;
   }

@@ -15,7 +15,7 @@
  * (timeout, dropped connection) may have consumed IDs on the server, which
  * only leaves a gap, never a repeat.
  */
-import { SequoiaError, UnavailableError, errorFromCode } from '../core/errors.js';
+import { InvalidArgumentError, type SequoiaError, UnavailableError, errorFromCode } from '../core/errors.js';
 
 export interface RetryOptions {
   /** Attempts per call, across all URLs (default 6). */
@@ -51,16 +51,16 @@ export class Transport {
   private readonly coolUntil: number[];
 
   constructor(private readonly opts: TransportOptions) {
-    if (opts.urls.length === 0) throw new SequoiaError('INVALID_ARGUMENT', 'at least one server URL is required');
+    if (opts.urls.length === 0) throw new InvalidArgumentError('at least one server URL is required');
     this.urls = opts.urls.map((u) => {
       let parsed: URL;
       try {
         parsed = new URL(u);
       } catch {
-        throw new SequoiaError('INVALID_ARGUMENT', `not a URL: ${JSON.stringify(u)}`);
+        throw new InvalidArgumentError(`not a URL: ${JSON.stringify(u)}`);
       }
       if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') {
-        throw new SequoiaError('INVALID_ARGUMENT', `server URL must be http(s): ${JSON.stringify(u)}`);
+        throw new InvalidArgumentError(`server URL must be http(s): ${JSON.stringify(u)}`);
       }
       return parsed.href.replace(/\/+$/, '');
     });
@@ -80,7 +80,7 @@ export class Transport {
     for (let attempt = 0; attempt < attempts; attempt++) {
       if (this.opts.signal.aborted) throw closedError();
       const i = this.pick();
-      const wait = this.coolUntil[i]! - Date.now();
+      const wait = this.coolUntil[i]! - performance.now();
       // Backoff: full jitter over an exponentially growing window; a server's
       // Retry-After (recorded in coolUntil) is a floor when every URL cools.
       const backoff = attempt === 0 ? 0 : this.opts.random() * Math.min(maxDelayMs, baseDelayMs * 2 ** (attempt - 1));
@@ -102,7 +102,7 @@ export class Transport {
 
   /** The preferred URL unless it is cooling and another one is not. */
   private pick(): number {
-    const now = Date.now();
+    const now = performance.now();
     const n = this.urls.length;
     for (let k = 0; k < n; k++) {
       const i = (this.preferred + k) % n;
@@ -127,14 +127,14 @@ export class Transport {
       const timedOut = e instanceof Error && (e.name === 'TimeoutError' || e.name === 'AbortError');
       const reason = timedOut ? `no answer within ${this.opts.timeoutMs} ms` : describeNetworkError(e);
       // A refused connection is not worth trying again at once.
-      this.coolUntil[i] = Date.now() + this.opts.retry.baseDelayMs;
+      this.coolUntil[i] = performance.now() + this.opts.retry.baseDelayMs;
       return { retry: true, error: new UnavailableError('STORE_UNAVAILABLE', `${this.urls[i]}: ${reason}`, { cause: e }) };
     }
     if (res.status === 200) return text;
     const retryAfterMs = parseRetryAfter(res.headers.get('retry-after'));
     const error = parseError(res.status, text, retryAfterMs, this.urls[i]!);
     const retry = res.status === 503 || res.status === 429 || res.status === 502 || res.status === 504;
-    if (retry) this.coolUntil[i] = Date.now() + Math.min(this.opts.retry.maxDelayMs, retryAfterMs ?? this.opts.retry.baseDelayMs);
+    if (retry) this.coolUntil[i] = performance.now() + Math.min(this.opts.retry.maxDelayMs, retryAfterMs ?? this.opts.retry.baseDelayMs);
     return { retry, error };
   }
 }

@@ -1,51 +1,13 @@
 /**
  * The one error hierarchy of Sequoia. Every failure that crosses a layer is a
- * SequoiaError with a stable string `code`; the server maps codes to HTTP
- * statuses (src/server/error-status.ts), the CLI to messages, the client back
- * to these classes. Codes are public API: never rename or reuse one.
+ * SequoiaError with a stable string `code`. Each code has one row in `ERRORS`
+ * below: its HTTP status (the server), its exit status (the CLI and a cluster
+ * worker that fails to start), the class it is raised and rebuilt as (the
+ * client), and its documentation (docs/http-api.md's error table is checked
+ * against it word for word by test/docs.test.ts). Everything else derives
+ * from that table: a new code is one new row. Codes are public API: never
+ * rename or reuse one.
  */
-
-export const ERROR_CODES = [
-  'INVALID_ARGUMENT',
-  'UNAUTHORIZED',
-  'FORBIDDEN',
-  'TAG_NOT_FOUND',
-  'NOT_FOUND',
-  'METHOD_NOT_ALLOWED',
-  'TAG_EXISTS',
-  'RATE_LIMITED',
-  'SEGMENTS_EXHAUSTED',
-  'STORE_UNAVAILABLE',
-  'STORE_ROLLBACK_DETECTED',
-  'CLOCK_MOVED_BACKWARDS',
-  'LEASE_LOST',
-  'ID_SPACE_EXHAUSTED',
-  'SHUTTING_DOWN',
-  'INTERNAL',
-] as const;
-
-export type ErrorCode = (typeof ERROR_CODES)[number];
-
-/** One line per code: what it means for a caller. Checked against the README by a test. */
-export const ERROR_DOCS: Record<ErrorCode, string> = {
-  INVALID_ARGUMENT: 'The request or a field of it is malformed or out of range; fix the input.',
-  UNAUTHORIZED: 'A credential is required and none was given.',
-  FORBIDDEN: 'The credential given does not grant this operation.',
-  TAG_NOT_FOUND: 'No such tag in the store; create it first.',
-  NOT_FOUND: 'No such route.',
-  METHOD_NOT_ALLOWED: 'The route exists but not for this HTTP method.',
-  TAG_EXISTS: 'A tag with this name already exists.',
-  RATE_LIMITED: 'Too many requests from this client; retry after the given delay.',
-  SEGMENTS_EXHAUSTED: 'Both buffered segments are used up and the store did not answer in time; retry later.',
-  STORE_UNAVAILABLE: 'The backing store cannot be reached, or the server\'s state directory cannot be written.',
-  STORE_ROLLBACK_DETECTED:
-    'The store answered a range this server has already handed out (restored from an old backup?); an operator must run `sequoia fence`.',
-  CLOCK_MOVED_BACKWARDS: 'The clock is behind the last issued tick beyond what the clock policy allows.',
-  LEASE_LOST: 'The worker-id lease is lost or could have expired; no ID is issued until it is held again.',
-  ID_SPACE_EXHAUSTED: 'The namespace has no IDs left (a tag at 2^63-1, or a layout past its lifetime); it never wraps.',
-  SHUTTING_DOWN: 'The server is draining before it stops; retry after the given delay (another server, or this one once restarted).',
-  INTERNAL: 'An unexpected server error; the message carries a request id to find it in the logs.',
-};
 
 export class SequoiaError extends Error {
   readonly code: ErrorCode;
@@ -68,22 +30,25 @@ export class InvalidArgumentError extends SequoiaError {
 }
 
 export class TagNotFoundError extends SequoiaError {
-  constructor(tag: string) {
-    super('TAG_NOT_FOUND', `tag ${JSON.stringify(tag)} does not exist`);
+  /** `message`: the answer's own message, when rebuilt from a code (the client). */
+  constructor(tag: string, message = `tag ${JSON.stringify(tag)} does not exist`) {
+    super('TAG_NOT_FOUND', message);
     this.name = 'TagNotFoundError';
   }
 }
 
 export class TagExistsError extends SequoiaError {
-  constructor(tag: string) {
-    super('TAG_EXISTS', `tag ${JSON.stringify(tag)} already exists`);
+  /** `message`: the answer's own message, when rebuilt from a code (the client). */
+  constructor(tag: string, message = `tag ${JSON.stringify(tag)} already exists`) {
+    super('TAG_EXISTS', message);
     this.name = 'TagExistsError';
   }
 }
 
 export class UnavailableError extends SequoiaError {
   constructor(
-    code: 'SEGMENTS_EXHAUSTED' | 'STORE_UNAVAILABLE' | 'STORE_ROLLBACK_DETECTED' | 'LEASE_LOST' | 'ID_SPACE_EXHAUSTED',
+    /** One of the codes whose row in ERRORS rebuilds an UnavailableError (src/core/errors.test.ts checks every `new UnavailableError`). */
+    code: ErrorCode,
     message: string,
     options?: { cause?: unknown; retryAfterMs?: number },
   ) {
@@ -103,21 +68,130 @@ export function isSequoiaError(e: unknown): e is SequoiaError {
   return e instanceof SequoiaError;
 }
 
-/** Rebuilds the right class from a code and message (used by the client). */
+/** What an answer carries besides its code, for rebuilding the error from it. */
+export interface WireError {
+  readonly message: string;
+  readonly retryAfterMs?: number | undefined;
+}
+
+/** One code's row. */
+export interface ErrorRule {
+  /** The HTTP status it is answered with. */
+  readonly status: number;
+  /** The CLI's exit status: 2 for bad input (the caller must change something), 1 otherwise. */
+  readonly exit: 1 | 2;
+  /** Makes the class the code is raised as from an answer (the client): the table's class column. */
+  readonly rebuild: (w: WireError) => SequoiaError;
+  /** The meaning for a caller: docs/http-api.md's error table says exactly this. */
+  readonly doc: string;
+}
+
+const unavailable =
+  (code: string) =>
+  (w: WireError): SequoiaError =>
+    new UnavailableError(code as ErrorCode, w.message, { retryAfterMs: w.retryAfterMs });
+const plain =
+  (code: string) =>
+  (w: WireError): SequoiaError =>
+    new SequoiaError(code as ErrorCode, w.message, { retryAfterMs: w.retryAfterMs });
+
+/**
+ * The table of codes, in the order the docs list them. A new code is one row
+ * here (status, exit, rebuild with its class, doc); docs/http-api.md's table
+ * must then carry the same row (test/docs.test.ts says so if it does not).
+ */
+export const ERRORS = {
+  INVALID_ARGUMENT: {
+    status: 400, exit: 2, rebuild: (w: WireError): SequoiaError => new InvalidArgumentError(w.message),
+    doc: 'The request or a field of it is malformed or out of range; the message names the field.',
+  },
+  UNAUTHORIZED: {
+    status: 401, exit: 1, rebuild: plain('UNAUTHORIZED'),
+    doc: 'A route that needs a token (admin, or a client token when configured) was called without one.',
+  },
+  FORBIDDEN: {
+    status: 403, exit: 1, rebuild: plain('FORBIDDEN'),
+    doc: 'The token given is wrong, or does not grant this tag.',
+  },
+  TAG_NOT_FOUND: {
+    status: 404, exit: 2, rebuild: (w: WireError): SequoiaError => new TagNotFoundError('', w.message),
+    doc: 'No such tag in the store; create it first.',
+  },
+  NOT_FOUND: {
+    status: 404, exit: 1, rebuild: plain('NOT_FOUND'),
+    doc: 'No such route.',
+  },
+  METHOD_NOT_ALLOWED: {
+    status: 405, exit: 1, rebuild: plain('METHOD_NOT_ALLOWED'),
+    doc: 'The route exists, not for this method.',
+  },
+  TAG_EXISTS: {
+    status: 409, exit: 2, rebuild: (w: WireError): SequoiaError => new TagExistsError('', w.message),
+    doc: 'A tag with this name already exists.',
+  },
+  RATE_LIMITED: {
+    status: 429, exit: 1, rebuild: plain('RATE_LIMITED'),
+    doc: 'Too many requests from this client, or too many look-ups of tags the server does not know; retry after `Retry-After`.',
+  },
+  SEGMENTS_EXHAUSTED: {
+    status: 503, exit: 1, rebuild: unavailable('SEGMENTS_EXHAUSTED'),
+    doc: 'Both ranges are used up and the store did not answer in time (or the last load failed); retry after `Retry-After`.',
+  },
+  STORE_UNAVAILABLE: {
+    status: 503, exit: 1, rebuild: unavailable('STORE_UNAVAILABLE'),
+    doc: "The store cannot be reached (`/readyz`), or the server's state directory cannot record a high-water mark or tick (nothing is handed out until it can).",
+  },
+  STORE_ROLLBACK_DETECTED: {
+    status: 503, exit: 1, rebuild: unavailable('STORE_ROLLBACK_DETECTED'),
+    doc: 'The store answered a range this server (any of its workers) already handed out: it was restored from an old backup. An operator must `fence`; running servers reopen by themselves within seconds of it.',
+  },
+  CLOCK_MOVED_BACKWARDS: {
+    status: 503, exit: 1, rebuild: (w: WireError): SequoiaError => new ClockError(w.message, { retryAfterMs: w.retryAfterMs }),
+    doc: '(snowflake) The clock is behind the last tick beyond the clock policy.',
+  },
+  LEASE_LOST: {
+    status: 503, exit: 1, rebuild: unavailable('LEASE_LOST'),
+    doc: '(snowflake) The worker-id lease is lost or could have expired, or no worker id can be had; no ID is issued until one is held.',
+  },
+  ID_SPACE_EXHAUSTED: {
+    status: 503, exit: 1, rebuild: unavailable('ID_SPACE_EXHAUSTED'),
+    doc: "The namespace has no IDs left (a tag at 2^63−1, a layout past its lifetime, a worker-node pool used up); it never wraps.",
+  },
+  SHUTTING_DOWN: {
+    status: 503, exit: 1, rebuild: unavailable('SHUTTING_DOWN'),
+    doc: 'The request arrived while the server drains before stopping; retry after `Retry-After` (another server, or this one once restarted).',
+  },
+  INTERNAL: {
+    status: 500, exit: 1, rebuild: plain('INTERNAL'),
+    doc: 'Unexpected; the message carries a request id that the server log also has.',
+  },
+} as const satisfies Record<string, ErrorRule>;
+
+export type ErrorCode = keyof typeof ERRORS;
+
+/** Every code, in the table's order. */
+export const ERROR_CODES = Object.keys(ERRORS) as readonly ErrorCode[];
+
+/** One line per code: what it means for a caller (the table's `doc`). */
+export const ERROR_DOCS: Readonly<Record<ErrorCode, string>> = Object.fromEntries(ERROR_CODES.map((c) => [c, ERRORS[c].doc])) as Record<ErrorCode, string>;
+
+export function isErrorCode(code: string): code is ErrorCode {
+  return Object.hasOwn(ERRORS, code);
+}
+
+/** The class a code is raised and rebuilt as. */
+export function errorClassOf(code: ErrorCode): ErrorClass {
+  return (Object.getPrototypeOf(ERRORS[code].rebuild({ message: '' })) as { constructor: ErrorClass }).constructor;
+}
+
+export type ErrorClass = abstract new (...args: never[]) => SequoiaError;
+
+/** The CLI's exit status for a failure: the code's row for ours, 1 for anything else. */
+export function exitStatusFor(e: unknown): 1 | 2 {
+  return e instanceof SequoiaError ? ERRORS[e.code].exit : 1;
+}
+
+/** Rebuilds the code's own class from an answer (used by the client); an unknown code is INTERNAL. */
 export function errorFromCode(code: string, message: string, retryAfterMs?: number): SequoiaError {
-  const known = (ERROR_CODES as readonly string[]).includes(code) ? (code as ErrorCode) : 'INTERNAL';
-  switch (known) {
-    case 'INVALID_ARGUMENT':
-      return new InvalidArgumentError(message);
-    case 'CLOCK_MOVED_BACKWARDS':
-      return new ClockError(message, { retryAfterMs });
-    case 'SEGMENTS_EXHAUSTED':
-    case 'STORE_UNAVAILABLE':
-    case 'STORE_ROLLBACK_DETECTED':
-    case 'LEASE_LOST':
-    case 'ID_SPACE_EXHAUSTED':
-      return new UnavailableError(known, message, { retryAfterMs });
-    default:
-      return new SequoiaError(known, message, { retryAfterMs });
-  }
+  return ERRORS[isErrorCode(code) ? code : 'INTERNAL'].rebuild({ message, retryAfterMs });
 }

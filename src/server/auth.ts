@@ -177,9 +177,3 @@ export function makeAccess(rules: AccessRules): Access {
     },
   };
 }
-
-/** Kept for callers that only need the admin check. */
-export function makeTokenCheck(token: string | undefined): (req: HasHeaders) => void {
-  const a = makeAccess({ adminToken: token });
-  return (req) => a.admin(req);
-}

@@ -66,7 +66,7 @@ function otherAnswer(err: Error, req: FastifyRequest): ErrorAnswer {
     return { code, status, message: clientMessage(err as FastifyError) };
   }
   req.log.error({ method: req.method, url: req.url, status: 500, code: 'INTERNAL', err, reqId: req.id }, 'internal error');
-  return { code: 'INTERNAL', status: 500, message: `internal error (request id ${req.id})` };
+  return { code: 'INTERNAL', status: ERROR_STATUS.INTERNAL, message: `internal error (request id ${req.id})` };
 }
 
 /** fastify's own client-error messages, minus anything that could name internals. */

@@ -1,21 +1,4 @@
-/** The design's code-to-status table, in one place. */
-import type { ErrorCode } from '../core/errors.js';
+/** The HTTP status of every code, derived from the one table of codes (core/errors.ts). */
+import { ERROR_CODES, ERRORS, type ErrorCode } from '../core/errors.js';
 
-export const ERROR_STATUS: Record<ErrorCode, number> = {
-  INVALID_ARGUMENT: 400,
-  UNAUTHORIZED: 401,
-  FORBIDDEN: 403,
-  TAG_NOT_FOUND: 404,
-  NOT_FOUND: 404,
-  METHOD_NOT_ALLOWED: 405,
-  TAG_EXISTS: 409,
-  RATE_LIMITED: 429,
-  SEGMENTS_EXHAUSTED: 503,
-  STORE_UNAVAILABLE: 503,
-  STORE_ROLLBACK_DETECTED: 503,
-  CLOCK_MOVED_BACKWARDS: 503,
-  LEASE_LOST: 503,
-  ID_SPACE_EXHAUSTED: 503,
-  SHUTTING_DOWN: 503,
-  INTERNAL: 500,
-};
+export const ERROR_STATUS: Readonly<Record<ErrorCode, number>> = Object.fromEntries(ERROR_CODES.map((c) => [c, ERRORS[c].status])) as Record<ErrorCode, number>;

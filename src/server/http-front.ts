@@ -11,6 +11,7 @@ import type { Server as NetServer, Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { InvalidArgumentError } from '../core/errors.js';
 import { type ErrorRecord, sendError } from './error-reply.js';
+import { ERROR_STATUS } from './error-status.js';
 import type { FastPath } from './fast-path.js';
 import { answerRaw, answerSocket, type RawError } from './raw-answer.js';
 
@@ -66,7 +67,7 @@ function answerClientError(err: NodeJS.ErrnoException, socket: Duplex, front: Fr
   if (err.code === 'ECONNRESET' || err.code === 'EPIPE') return void socket.destroy();
   const status = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400;
   const message = status === 431 ? 'the request head is too large' : status === 408 ? 'the request took too long' : 'malformed HTTP request';
-  const e = { status, code: 'INVALID_ARGUMENT', message } as const;
+  const e = { status, code: 'INVALID_ARGUMENT', message } as const; // 431 and 408 refine the code's 400 for what Node itself refuses
   recordRaw(front, e);
   const answer = () => answerSocket(socket, e);
   const inFlight = (socket as { _httpMessage?: ServerResponse | null })._httpMessage;
@@ -98,7 +99,7 @@ function createFrontServer(o: FrontOptions, front: Front, handler: (req: Incomin
   (server as typeof server & { httpAllowHalfOpen: boolean }).httpAllowHalfOpen = true;
   // Node would close a CONNECT without a word: no proxying here.
   server.on('connect', (req: IncomingMessage, socket: Duplex) => {
-    const e = { status: 405, code: 'METHOD_NOT_ALLOWED', message: 'CONNECT is not allowed: this is not a proxy' } as const;
+    const e = { status: ERROR_STATUS.METHOD_NOT_ALLOWED, code: 'METHOD_NOT_ALLOWED', message: 'CONNECT is not allowed: this is not a proxy' } as const;
     recordRaw(front, e, req.method);
     answerSocket(socket, e);
   });
@@ -157,8 +158,8 @@ function frontHandler(front: Front, handler: (req: IncomingMessage, res: ServerR
   };
 }
 
-const SHUTTING_DOWN: RawError = { status: 503, code: 'SHUTTING_DOWN', message: 'the server is shutting down; retry', retryAfter: 1 };
-const NO_HOST: RawError = { status: 400, code: 'INVALID_ARGUMENT', message: 'HTTP/1.1 requests need a Host header' };
+const SHUTTING_DOWN: RawError = { status: ERROR_STATUS.SHUTTING_DOWN, code: 'SHUTTING_DOWN', message: 'the server is shutting down; retry', retryAfter: 1 };
+const NO_HOST: RawError = { status: ERROR_STATUS.INVALID_ARGUMENT, code: 'INVALID_ARGUMENT', message: 'HTTP/1.1 requests need a Host header' };
 
 /** An answer written below fastify, counted like fastify's own errors. */
 function refuse(front: Front, req: IncomingMessage, res: ServerResponse, e: RawError): void {

@@ -14,7 +14,7 @@
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { ERROR_CODES, type ErrorCode } from '../core/errors.js';
-import { type Clock, systemClock } from '../core/clock.js';
+import { type Clock, monotonicMs, systemClock } from '../core/clock.js';
 import type { IdService } from '../service/id-service.js';
 import type { TagAllocatorSnapshot } from '../service/tag-allocator.js';
 import type { SnowflakeMetricsSource, SnowflakeWorkerReport } from '../ports/metrics.js';
@@ -80,6 +80,7 @@ interface Track {
   failuresBase: number;
   failuresLast: number;
   sampledTotal: number;
+  /** Monotonic ms of the last sample. */
   sampledAt: number;
   rate: number;
   history: number[];
@@ -319,7 +320,8 @@ export class SequoiaMetrics {
    */
   sample(): void {
     if (!this.service) return;
-    const now = this.clock.now();
+    // The rate's dt on the monotonic clock: a stepped wall clock must not make a burst or a gap.
+    const now = monotonicMs(this.clock);
     const alive = new Set<string>();
     for (const snap of this.service.snapshot()) {
       alive.add(snap.tag);
@@ -374,7 +376,7 @@ export class SequoiaMetrics {
         failuresBase: 0,
         failuresLast: 0,
         sampledTotal: snap.issued,
-        sampledAt: this.clock.now(),
+        sampledAt: monotonicMs(this.clock),
         rate: 0,
         history: [],
       };

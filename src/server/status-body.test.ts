@@ -11,7 +11,7 @@ const T0 = Date.UTC(2026, 0, 1);
 function inputs(over: Partial<StatusInputs> = {}): StatusInputs {
   return {
     version: '1.2.3',
-    startedAtMs: T0,
+    uptimeMs: 90_400,
     nowMs: T0 + 90_400,
     admin: false,
     detail: false,

@@ -19,8 +19,8 @@ export interface StoreHealth {
 
 export interface StatusInputs {
   readonly version: string;
-  /** Wall-clock ms the service started and now. */
-  readonly startedAtMs: number;
+  /** How long the service has run (monotonic ms: a stepped wall clock does not change it), and the wall-clock ms now. */
+  readonly uptimeMs: number;
   readonly nowMs: number;
   readonly admin: boolean;
   /** false: tags are left out; send the admin or the metrics token to see them. */
@@ -43,7 +43,7 @@ export interface StatusInputs {
 export function statusBody(i: StatusInputs): StatusBody {
   return {
     version: i.version,
-    uptimeSeconds: Math.round((i.nowMs - i.startedAtMs) / 1000),
+    uptimeSeconds: Math.round(i.uptimeMs / 1000),
     now: new Date(i.nowMs).toISOString(),
     admin: i.admin,
     adminTokenRequired: i.adminTokenRequired,

@@ -31,10 +31,11 @@ export function storeProbe(service: Pick<IdService, 'ping'>): () => Promise<Stor
   let last: { at: number; value: StoreHealth } | undefined;
   let inflight: Promise<StoreHealth> | undefined;
   return () => {
-    const now = Date.now();
+    // Monotonic: a wall clock stepped back must not keep a stale answer.
+    const now = performance.now();
     if (last && now - last.at < PING_CACHE_MS) return Promise.resolve(last.value);
     inflight ??= timedPing(service).then((value) => {
-      last = { at: Date.now(), value };
+      last = { at: performance.now(), value };
       inflight = undefined;
       return value;
     });

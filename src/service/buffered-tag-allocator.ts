@@ -8,6 +8,7 @@
  * allocation) and a promise only when it has to wait for the store; `await`
  * works on both.
  */
+import { monotonicMs } from '../core/clock.js';
 import { SequoiaError, UnavailableError } from '../core/errors.js';
 import type { Id } from '../core/id.js';
 import { checkShared, earlierTrip, type GuardVerdict, type HighWaterMark } from '../core/segment/rollback-guard.js';
@@ -26,10 +27,13 @@ export class BufferedTagAllocator implements TagAllocator {
   private inflight: Promise<void> | undefined;
   private lastError: SequoiaError | undefined;
   private consecutiveFailures = 0;
-  private nextLoadAllowedAt = 0;
+  /** Monotonic ms: no load before it after a failure. */
+  private nextLoadAllowedAt = Number.NEGATIVE_INFINITY;
   private retryTimer: NodeJS.Timeout | undefined;
   private lastStep: number | undefined;
+  /** Wall-clock time of the last load (shown), and its monotonic reading (for the step policy's "how long did it last"). */
   private lastLoadAt: number | undefined;
+  private lastLoadMono: number | undefined;
   private lastLoadMs: number | undefined;
   private storedStep: number | undefined;
   private loads = 0;
@@ -56,7 +60,7 @@ export class BufferedTagAllocator implements TagAllocator {
     this.deps = deps;
     this.refusal = new TagRefusal(tag, deps, () => {
       this.lastError = undefined;
-      this.nextLoadAllowedAt = 0;
+      this.nextLoadAllowedAt = Number.NEGATIVE_INFINITY;
     });
     this.buffer.onRefillNeeded = () => {
       void this.load();
@@ -92,7 +96,7 @@ export class BufferedTagAllocator implements TagAllocator {
   /** Starts a load unless one is in flight; resolves when it ends (it never rejects). */
   load(): Promise<void> {
     if (this.inflight) return this.inflight;
-    if (this.refusal.current || this.refusal.closed) return Promise.resolve();
+    if (this.refusal.current) return Promise.resolve(); // refused, or closed (a closed tag is always refused)
     const p = this.doLoad().finally(() => {
       this.inflight = undefined;
     });
@@ -206,22 +210,21 @@ export class BufferedTagAllocator implements TagAllocator {
 
   private async fill(n: number, out: Id[]): Promise<Id[]> {
     const { clock, options } = this.deps;
-    const deadline = clock.now() + options.loadTimeoutMs;
+    const deadline = monotonicMs(clock) + options.loadTimeoutMs;
     for (;;) {
       if (this.refusal.current) {
         // A fence made anywhere (CLI, another worker, another server) reopens the tag without a restart.
         if (!(await this.refusal.recheckFence())) throw this.refusal.current;
         continue;
       }
-      if (this.refusal.closed) throw new UnavailableError('STORE_UNAVAILABLE', 'the service is shutting down');
       if (out.length < n) this.buffer.takeInto(n - out.length, out);
       if (out.length === n) return out;
       if (!this.inflight) {
-        const now = clock.now();
+        const now = monotonicMs(clock);
         if (now < this.nextLoadAllowedAt) throw this.failure(this.nextLoadAllowedAt - now);
         void this.load();
       }
-      const left = deadline - clock.now();
+      const left = deadline - monotonicMs(clock);
       if (left <= 0 || !(await settlesWithin(this.inflight, left))) {
         throw new UnavailableError(
           'SEGMENTS_EXHAUSTED',
@@ -246,7 +249,8 @@ export class BufferedTagAllocator implements TagAllocator {
   private async doLoad(): Promise<void> {
     const startedAt = this.deps.clock.now();
     const t0 = performance.now();
-    const step = this.stepAt(startedAt);
+    const startedMono = monotonicMs(this.deps.clock);
+    const step = this.stepAt(startedMono);
     try {
       const floor = this.readFloor();
       if (this.markFailure) this.proveMarksWritable();
@@ -263,16 +267,17 @@ export class BufferedTagAllocator implements TagAllocator {
       const start = alloc.maxId - BigInt(alloc.step) * BigInt(alloc.stride ?? 1);
       const verdict = this.recordMark(floor, alloc, start);
       if (!verdict?.ok) return this.refuseRollback(verdict, alloc, start, ms, previousGeneration);
-      this.accept(alloc, start, startedAt, ms);
+      this.accept(alloc, start, startedAt, startedMono, ms);
     } catch (e) {
       this.recordFailure(e, t0);
     }
   }
 
+  /** `now`: monotonic ms. */
   private stepAt(now: number): number {
     return nextStep({
       previousStep: this.lastStep,
-      previousLoadAt: this.lastLoadAt,
+      previousLoadAt: this.lastLoadMono,
       now,
       storedStep: this.storedStep ?? 1,
       maxStep: this.deps.options.maxStep,
@@ -403,13 +408,14 @@ export class BufferedTagAllocator implements TagAllocator {
     this.deps.logger.error({ tag: this.tag, start: String(start), end: String(alloc.maxId), code: 'STORE_ROLLBACK_DETECTED' }, reason);
   }
 
-  private accept(alloc: Allocation, start: bigint, startedAt: number, ms: number): void {
+  private accept(alloc: Allocation, start: bigint, startedAt: number, startedMono: number, ms: number): void {
     const seg: Segment = { start, end: alloc.maxId, stride: alloc.stride ?? 1, step: alloc.step, loadedAt: this.deps.clock.now() };
     this.buffer.offer(seg);
     this.loadedIds += segmentSize(seg);
     this.storedStep = alloc.storedStep;
     this.lastStep = alloc.step;
     this.lastLoadAt = startedAt;
+    this.lastLoadMono = startedMono;
     this.lastLoadMs = ms;
     this.loads++;
     this.consecutiveFailures = 0;
@@ -430,7 +436,7 @@ export class BufferedTagAllocator implements TagAllocator {
     this.loadFailures++;
     this.consecutiveFailures++;
     const delay = Math.min(options.maxRetryDelayMs, options.minRetryDelayMs * 2 ** (this.consecutiveFailures - 1));
-    this.nextLoadAllowedAt = clock.now() + delay;
+    this.nextLoadAllowedAt = monotonicMs(clock) + delay;
     this.deps.onLoad?.(this.tag, false, (performance.now() - t0) / 1000);
     logger.warn({ tag: this.tag, code: err.code, err: err.message, retryInMs: delay }, 'segment load failed');
     if (this.retryTimer) clearTimeout(this.retryTimer);

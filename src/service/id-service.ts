@@ -14,7 +14,7 @@ import { InvalidArgumentError, SequoiaError, TagNotFoundError } from '../core/er
 import type { Id } from '../core/id.js';
 import { assertIdValue, assertStep, assertTag, TAG_PATTERN } from '../core/validate.js';
 import { MULTI_META_TAG } from '../core/segment/multi-meta-tag.js';
-import { type Clock, systemClock } from '../core/clock.js';
+import { type Clock, monotonicMs, systemClock } from '../core/clock.js';
 import type { HighWaterMarkStore } from '../ports/high-water-mark-store.js';
 import { silentLogger } from '../core/silent-logger.js';
 import type { Logger } from '../ports/logger.js';
@@ -76,11 +76,13 @@ export class IdService {
   private known = new Set<string>();
   private listing: Promise<void> | undefined;
   private lastListAt = -Infinity;
-  private lookupWindowStart = 0;
+  private lookupWindowStart = Number.NEGATIVE_INFINITY;
   private lookupsInWindow = 0;
   private refreshTimer: NodeJS.Timeout | undefined;
   private started = false;
+  /** Wall-clock ms the service was made, and its monotonic reading then (for uptime). */
   readonly startedAt: number;
+  private readonly startedMono: number;
 
   constructor(options: IdServiceOptions) {
     this.store = options.store;
@@ -95,6 +97,12 @@ export class IdService {
     this.strictTags = new Set(options.strictTags ?? []);
     this.giveBackOnClose = options.giveBackOnClose ?? true;
     this.startedAt = this.clock.now();
+    this.startedMono = monotonicMs(this.clock);
+  }
+
+  /** Milliseconds since the service was made, on the monotonic clock. */
+  uptimeMs(): number {
+    return monotonicMs(this.clock) - this.startedMono;
   }
 
   async start(): Promise<void> {
@@ -165,7 +173,7 @@ export class IdService {
   refresh(): Promise<void> {
     this.listing ??= (async () => {
       try {
-        this.lastListAt = this.clock.now();
+        this.lastListAt = monotonicMs(this.clock);
         const tags = await this.store.listTags();
         const present = new Map(tags.map((t) => [t.tag, t]));
         for (const [tag, a] of this.allocators) {
@@ -326,7 +334,8 @@ export class IdService {
   private async lookUp(tag: string): Promise<TagAllocator> {
     if (!this.started) throw new InvalidArgumentError('the service is not started');
     assertTag(tag);
-    const now = this.clock.now();
+    // Intervals (negative cache, look-up window) on the monotonic clock: a stepped wall clock must not stretch them.
+    const now = monotonicMs(this.clock);
     if (!this.known.has(tag)) {
       const missAt = this.missing.get(tag);
       if (missAt !== undefined && now - missAt < this.negativeCacheMs) throw new TagNotFoundError(tag);

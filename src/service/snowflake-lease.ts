@@ -68,20 +68,24 @@ export class LeasedWorker {
     return this.renewing;
   }
 
-  /** Stops issuing and gives every worker id back with its last issued tick (unless the lease is lost). */
+  /**
+   * Stops issuing and gives every worker id back with its own last issued
+   * tick (unless the lease is lost): a backup id that issued behind the
+   * primary's tick (backup-worker) must not be released with the primary's.
+   */
   async close(): Promise<void> {
     if (this.timer) clearInterval(this.timer);
     this.generator.revoke();
     await this.renewing?.catch(() => {});
     if (this.lost) return;
-    const last = this.generator.lastIssuedTick;
     await Promise.all(
-      this.grants.map((g) =>
-        this.provider.release(this.space, g, Math.max(last, g.afterTick)).then(
-          () => this.logger.info({ layout: this.layout.name, workerId: g.workerId, lastTick: Math.max(last, g.afterTick), provider: this.provider.kind }, 'snowflake worker id released'),
+      this.grants.map((g) => {
+        const last = Math.max(this.generator.lastIssuedTickOf(g.workerId), g.afterTick);
+        return this.provider.release(this.space, g, last).then(
+          () => this.logger.info({ layout: this.layout.name, workerId: g.workerId, lastTick: last, provider: this.provider.kind }, 'snowflake worker id released'),
           (e: unknown) => this.logger.warn({ layout: this.layout.name, workerId: g.workerId, err: e instanceof Error ? e.message : String(e) }, 'snowflake worker id release failed'),
-        ),
-      ),
+        );
+      }),
     );
   }
 

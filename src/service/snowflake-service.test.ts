@@ -3,7 +3,10 @@ import { LeaseWorkerIdProvider, WorkerNodeWorkerIdProvider } from '../adapters/l
 import { MemoryWorkerLeaseStore } from '../adapters/memory/memory-worker-lease-store.js';
 import { StaticWorkerIdProvider } from '../adapters/static/static-worker-id-provider.js';
 import { k8sOrdinal } from '../adapters/k8s/k8s-ordinal.js';
+import { UnavailableError } from '../core/errors.js';
 import { decompose, getLayout, joinWorker } from '../core/snowflake/layout.js';
+import { ManualClock } from '../../test/helpers/fakes.js';
+import type { IdSpace, WorkerGrant, WorkerIdProvider } from '../ports/worker-id-provider.js';
 import { SnowflakeService, explainId } from './snowflake-service.js';
 
 const twitter = getLayout('twitter');
@@ -114,5 +117,67 @@ describe('SnowflakeService', () => {
     const s = new SnowflakeService({ provider: new StaticWorkerIdProvider(1) });
     await expect(Promise.resolve().then(() => s.next('uid-generator'))).rejects.toMatchObject({ code: 'ID_SPACE_EXHAUSTED' });
     await s.close();
+  });
+
+  it('a closed service answers SHUTTING_DOWN (not LEASE_LOST)', async () => {
+    const s = new SnowflakeService({ provider: new StaticWorkerIdProvider(3) });
+    await s.next();
+    await s.close();
+    await expect(Promise.resolve().then(() => s.next())).rejects.toMatchObject({ code: 'SHUTTING_DOWN' });
+    await expect(Promise.resolve().then(() => s.nextMany(undefined, 5))).rejects.toMatchObject({ code: 'SHUTTING_DOWN' });
+    await expect(s.worker('leaf')).rejects.toMatchObject({ code: 'SHUTTING_DOWN' });
+  });
+
+  it('a layout that can get no worker id is refused with the provider\'s code, and the provider is asked again only after a while', async () => {
+    let mono = 0;
+    let asked = 0;
+    let free = false;
+    const provider: WorkerIdProvider = {
+      kind: 'test',
+      leased: false,
+      ttlMs: undefined,
+      acquire: async (space: IdSpace): Promise<WorkerGrant> => {
+        asked++;
+        if (!free) throw new UnavailableError('ID_SPACE_EXHAUSTED', `no worker id left in ${space.label}`);
+        return { workerId: 5, generation: 1, afterTick: -1, validUntil: Number.POSITIVE_INFINITY };
+      },
+      renew: async (_space: IdSpace, g: WorkerGrant) => g,
+      release: async () => {},
+      close: async () => {},
+    };
+    const s = new SnowflakeService({ provider, monotonic: () => mono, acquireRetryMs: 5000 });
+    await expect(s.start()).rejects.toMatchObject({ code: 'ID_SPACE_EXHAUSTED' });
+    for (let i = 0; i < 10; i++) await expect(Promise.resolve().then(() => s.next())).rejects.toMatchObject({ code: 'ID_SPACE_EXHAUSTED' });
+    expect(asked).toBe(1);
+    free = true;
+    mono = 4999;
+    await expect(Promise.resolve().then(() => s.next())).rejects.toMatchObject({ code: 'ID_SPACE_EXHAUSTED' });
+    expect(asked).toBe(1);
+    // Past the delay: this request is still refused at once, and the provider is asked in the background.
+    mono = 5000;
+    await expect(Promise.resolve().then(() => s.next())).rejects.toMatchObject({ code: 'ID_SPACE_EXHAUSTED' });
+    expect(asked).toBe(2);
+    await expect.poll(() => Promise.resolve().then(() => s.next()).then(worker, () => undefined)).toBe(5);
+    expect(asked).toBe(2);
+    await s.close();
+  });
+
+  it('backup-worker: after the clock went ahead and back, close() releases each worker id with its own last tick', async () => {
+    const store = new MemoryWorkerLeaseStore();
+    const clock = new ManualClock();
+    const s = new SnowflakeService({ provider: new LeaseWorkerIdProvider(store, { ttlMs: 60_000 }), clockPolicy: 'backup-worker', clock });
+    const before = await s.next();
+    const primary = worker(before);
+    clock.step(86_400_000);
+    const ahead = await s.next();
+    expect(worker(ahead)).toBe(primary);
+    clock.step(-86_400_000);
+    clock.advance(5);
+    const back = await s.next();
+    const backup = worker(back);
+    expect(backup).not.toBe(primary);
+    await s.close();
+    expect(store.peek(twitter.spaceKey, primary)?.lastTick).toBe(decompose(twitter, BigInt(ahead)).tick);
+    expect(store.peek(twitter.spaceKey, backup)?.lastTick).toBe(decompose(twitter, BigInt(back)).tick);
   });
 });

@@ -46,6 +46,13 @@ export interface SnowflakeServiceOptions {
   readonly monotonic?: () => number;
   /** Warn (at start, in the logs) when a layout has less than this left, seconds. Default five years. */
   readonly lifetimeWarningSeconds?: number;
+  /**
+   * After a layout could not get a worker id, requests are refused at once
+   * with that error, and the provider is asked again (in the background) at
+   * most this often (monotonic ms), so an exhausted pool is not asked (and a
+   * worker-node row not taken) per request. Default 5000.
+   */
+  readonly acquireRetryMs?: number;
 }
 
 /** One row of `report()`: the Metrics port's report, with the layout's lifetime always known. */
@@ -73,6 +80,9 @@ export class SnowflakeService {
   private readonly workers = new Map<string, LeasedWorker>();
   private readonly pending = new Map<string, Promise<LeasedWorker>>();
   private readonly retired = new Map<string, Totals>();
+  /** A layout whose worker id could not be had: the error, refused until (monotonic ms). */
+  private readonly failed = new Map<string, { readonly error: unknown; readonly until: number }>();
+  private readonly acquireRetryMs: number;
   private closed = false;
 
   constructor(o: SnowflakeServiceOptions) {
@@ -88,13 +98,18 @@ export class SnowflakeService {
     this.logger = o.logger ?? silentLogger;
     this.mono = o.monotonic ?? (() => performance.now());
     this.lifetimeWarning = o.lifetimeWarningSeconds ?? 5 * 365 * 86_400;
+    this.acquireRetryMs = o.acquireRetryMs ?? 5000;
   }
 
   get providerKind(): string {
     return this.provider.kind;
   }
 
-  /** Takes the default layout's worker id now (so a refused id fails the start). */
+  /**
+   * Takes the default layout's worker id now. Rejects when none can be had
+   * (the server logs it and serves the rest; snowflake requests are refused
+   * with the error's code, and the id is asked for again later).
+   */
   async start(): Promise<void> {
     await this.worker(this.defaultLayout);
   }
@@ -154,7 +169,7 @@ export class SnowflakeService {
     let waitLogged = 0;
     let renewals = 0;
     while (out.length < count) {
-      if (this.closed) throw new UnavailableError('LEASE_LOST', 'the snowflake service is closed');
+      if (this.closed) throw shuttingDown();
       let id: string | Wait;
       try {
         id = w.generator.take(shard);
@@ -205,18 +220,34 @@ export class SnowflakeService {
 
   /** The generator for a layout, leasing its worker id(s) on first use. */
   async worker(name: string): Promise<LeasedWorker> {
+    if (this.closed) throw shuttingDown();
     const w = this.workers.get(name);
     if (w && !w.lost) return w;
-    let p = this.pending.get(name);
-    if (!p) {
-      p = this.create(name).finally(() => this.pending.delete(name));
-      this.pending.set(name, p);
+    const f = this.failed.get(name);
+    if (f) {
+      // No worker id could be had: refuse at once (a lease provider may take seconds to say no again);
+      // ask again in the background once the retry delay has passed.
+      if (this.mono() >= f.until && !this.pending.has(name)) this.startCreate(name).catch(() => {});
+      throw f.error;
     }
+    return this.pending.get(name) ?? this.startCreate(name);
+  }
+
+  /** One attempt at the layout's worker id(s); a failure is kept (and refused with) for `acquireRetryMs`. */
+  private startCreate(name: string): Promise<LeasedWorker> {
+    const p = this.create(name).finally(() => this.pending.delete(name));
+    p.then(
+      () => this.failed.delete(name),
+      (e: unknown) => {
+        if (!this.closed) this.failed.set(name, { error: e, until: this.mono() + this.acquireRetryMs });
+      },
+    );
+    this.pending.set(name, p);
     return p;
   }
 
   private async create(name: string): Promise<LeasedWorker> {
-    if (this.closed) throw new UnavailableError('LEASE_LOST', 'the snowflake service is closed');
+    if (this.closed) throw shuttingDown();
     const layout = this.layout(name);
     const now = this.clock.now();
     if (remainingSeconds(layout, now) <= 0) {
@@ -334,6 +365,10 @@ const CLOCK_EVENT_MESSAGES: Record<ClockEvent['kind'], string> = {
   borrow: 'snowflake clock behind: issuing on borrowed future ticks (policy logical)',
   'backup-switch': 'snowflake clock behind: switched to a backup worker id (policy backup-worker)',
 };
+
+function shuttingDown(): UnavailableError {
+  return new UnavailableError('SHUTTING_DOWN', 'the snowflake service is closed: the server is shutting down', { retryAfterMs: 1000 });
+}
 
 function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));

@@ -126,7 +126,6 @@ export class StrictTagAllocator implements TagAllocator {
       // A fence made anywhere reopens the tag (the store's epoch is read at most once a second).
       if (!(await this.refusal.recheckFence())) throw r;
     }
-    if (this.refusal.closed) throw new TagNotFoundError(this.tag);
     const { store, clock, logger } = this.deps;
     const t0 = performance.now();
     // Server-wide, read before sending (see the class comment).

@@ -28,6 +28,17 @@ describe('TagRefusal', () => {
     expect(lifted()).toBe(1);
   });
 
+  it('times the fence re-check on the monotonic clock: a wall clock stepped back a day does not hold the refusal', async () => {
+    const { store, clock, refusal } = await setup();
+    clock.step(86_400_000); // a day ahead when the rollback is seen
+    refusal.refuse('restored from a backup', 0);
+    expect(await refusal.recheckFence()).toBe(false);
+    clock.step(-86_400_000); // NTP steps the clock back
+    await store.fence('t', 0n);
+    clock.advance(1000);
+    expect(await refusal.recheckFence()).toBe(true);
+  });
+
   it('stays refused once closed: a rollback refusal is kept, and neither a fence nor lift() reopens it', async () => {
     const { store, clock, refusal, lifted } = await setup();
     refusal.refuse('restored from a backup', 0);

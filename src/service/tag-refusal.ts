@@ -5,6 +5,7 @@
  * answer is judged by.
  */
 import { type SequoiaError, TagNotFoundError, UnavailableError } from '../core/errors.js';
+import { monotonicMs } from '../core/clock.js';
 import type { HighWaterMark } from '../core/segment/rollback-guard.js';
 import type { TagAllocatorDeps } from './tag-allocator.js';
 
@@ -18,7 +19,7 @@ export class TagRefusal {
   private readonly onLift: () => void;
   /** A failure that no retry can fix without an operator (rollback) or a new tag (deleted). */
   private refusal: SequoiaError | undefined;
-  /** While refused after a rollback: the trip's fence epoch, and when the store's epoch was last read. */
+  /** While refused after a rollback: the trip's fence epoch, and when (monotonic ms) the store's epoch was last read. */
   private refusedAtEpoch: number | undefined;
   private fenceCheckedAt = Number.NEGATIVE_INFINITY;
   private fenceCheck: Promise<void> | undefined;
@@ -64,13 +65,14 @@ export class TagRefusal {
 
   /**
    * While refused after a rollback, reads the tag's fence epoch from the store
-   * (at most once a second): a newer epoch than the trip's means an operator
+   * (at most once a second, timed on the monotonic clock: a wall clock stepped
+   * back must not hold the refusal until it catches up): a newer epoch than the trip's means an operator
    * fenced the store, so the refusal is lifted. Resolves true when it was.
    */
   recheckFence(): Promise<boolean> {
     const at = this.refusedAtEpoch;
     if (at === undefined || this.isClosed) return Promise.resolve(false);
-    const now = this.deps.clock.now();
+    const now = monotonicMs(this.deps.clock);
     if (!this.fenceCheck && now - this.fenceCheckedAt >= FENCE_RECHECK_MS) {
       this.fenceCheckedAt = now;
       this.fenceCheck = this.deps.store

@@ -9,7 +9,9 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createClient, SequoiaError, UnavailableError } from '../../src/client/index.js';
+import { type ErrorCode, errorClassOf } from '../../src/core/errors.js';
+import { createClient, InvalidArgumentError, SequoiaError, TagExistsError, TagNotFoundError, UnavailableError } from '../../src/client/index.js';
+import { parseError, parseRetryAfter } from '../../src/client/transport.js';
 import { type ServerProcess, sequoia, startServe } from '../helpers/cli.js';
 
 const running: ServerProcess[] = [];
@@ -167,4 +169,45 @@ describe('client SDK against real servers', () => {
     await sleep(50);
     expect(unhandled).toEqual([]);
   });
+
+  it('rebuilds every code a real server answers as its own class (through the client, and the client\'s decoding of raw answers)', async () => {
+    const tokens = JSON.stringify([{ token: 'client-token-orders-0001', tags: ['order'], name: 'orders' }]);
+    const s = await serve('codes', ['--admin-token', 'admin-token-0001', '--client-tokens', tokens, '--rate-limit', '1', '--rate-limit-burst', '3']);
+    const seen = new Map<ErrorCode, SequoiaError>();
+    const record = (e: unknown) => {
+      expect(e).toBeInstanceOf(SequoiaError);
+      const err = e as SequoiaError;
+      expect(Object.getPrototypeOf(err)).toBe(errorClassOf(err.code).prototype);
+      seen.set(err.code, err);
+    };
+    // Through the client's own calls.
+    const client = createClient({ url: s.url, token: 'client-token-orders-0001', retry: { attempts: 1, baseDelayMs: 10, maxDelayMs: 10 } });
+    record(await client.next('no-such-tag').catch((e: unknown) => e)); // FORBIDDEN: the token does not grant it
+    record(await createClient({ url: s.url, retry: { attempts: 1, baseDelayMs: 10, maxDelayMs: 10 } }).next('order').catch((e: unknown) => e)); // UNAUTHORIZED
+    record(await client.next('bad tag!').catch((e: unknown) => e)); // INVALID_ARGUMENT
+    let limited: unknown;
+    for (let i = 0; i < 20 && limited === undefined; i++) limited = await client.uuid().then(() => undefined, (e: unknown) => e);
+    record(limited); // RATE_LIMITED
+    await client.close();
+    // Raw answers of the same server, decoded as the client decodes them (routes the client does not call).
+    await sleep(3000); // the rate limit refills
+    const admin = { authorization: 'Bearer admin-token-0001', 'content-type': 'application/json' };
+    const raw = async (path: string, init: RequestInit = {}) => {
+      const r = await fetch(`${s.url}${path}`, init);
+      return parseError(r.status, await r.text(), parseRetryAfter(r.headers.get('retry-after')), s.url);
+    };
+    record(await raw('/v1/tags', { method: 'POST', headers: admin, body: JSON.stringify({ tag: 'order' }) })); // TAG_EXISTS
+    await sleep(1100);
+    record(await raw('/v1/tags/nope', { headers: admin })); // TAG_NOT_FOUND
+    await sleep(1100);
+    record(await raw('/no/such/route')); // NOT_FOUND
+    await sleep(1100);
+    record(await raw('/v1/uuid', { method: 'DELETE' })); // METHOD_NOT_ALLOWED
+    expect([...seen.keys()].sort()).toEqual(['FORBIDDEN', 'INVALID_ARGUMENT', 'METHOD_NOT_ALLOWED', 'NOT_FOUND', 'RATE_LIMITED', 'TAG_EXISTS', 'TAG_NOT_FOUND', 'UNAUTHORIZED']);
+    expect(seen.get('TAG_NOT_FOUND')).toBeInstanceOf(TagNotFoundError);
+    expect(seen.get('TAG_EXISTS')).toBeInstanceOf(TagExistsError);
+    expect(seen.get('INVALID_ARGUMENT')).toBeInstanceOf(InvalidArgumentError);
+    expect(seen.get('RATE_LIMITED')?.retryAfterMs).toBeGreaterThan(0);
+    // The codes no request of a healthy server can provoke are covered by the table's own test (src/core/errors.test.ts).
+  }, 30_000);
 });

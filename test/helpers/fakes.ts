@@ -4,12 +4,27 @@ import { UnavailableError } from '../../src/core/errors.js';
 import type { Clock } from '../../src/core/clock.js';
 import type { Allocation } from '../../src/ports/segment-store.js';
 
+/**
+ * A clock the test moves: `advance` lets time pass (wall and monotonic
+ * readings together); `step` (or setting `t`) moves only the wall clock, as
+ * NTP or an operator setting the clock does.
+ */
 export class ManualClock implements Clock {
+  /** The monotonic reading (ms, arbitrary origin). */
+  m = 0;
   constructor(public t = 1_700_000_000_000) {}
   now(): number {
     return this.t;
   }
+  monotonic(): number {
+    return this.m;
+  }
   advance(ms: number): void {
+    this.t += ms;
+    this.m += ms;
+  }
+  /** The wall clock is set (stepped) by `ms`, forward or back; monotonic time does not move. */
+  step(ms: number): void {
     this.t += ms;
   }
 }

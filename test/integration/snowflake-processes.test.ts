@@ -94,11 +94,14 @@ describe('snowflake across processes', () => {
     await concurrentStarts(`sqlite:${join(tmp(), 'c.db')}`, 4);
   });
 
-  it('static id with a store is registered like a lease: a second process is refused', async () => {
+  it('static id with a store is registered like a lease: a second process is refused snowflake IDs (and says so at start)', async () => {
     const store = `sqlite:${join(tmp(), 's.db')}`;
     const a = await serve(['--store', store, '--worker-id-provider', 'static:7', '--worker-lease-ttl-ms', '1000']);
     expect((await ids(a, 3)).ids.map(worker)).toEqual([7, 7, 7]);
-    await expect(serve(['--store', store, '--worker-id-provider', 'static:7', '--worker-lease-ttl-ms', '1000'])).rejects.toThrow(/LEASE_LOST|held by/);
+    const b = await serve(['--store', store, '--worker-id-provider', 'static:7', '--worker-lease-ttl-ms', '1000']);
+    await expect.poll(() => b.output(), { timeout: 5000 }).toMatch(/"code":"LEASE_LOST".*held by.*snowflake IDs unavailable/);
+    expect(await ids(b, 3)).toEqual({ status: 503, ids: [], code: 'LEASE_LOST' });
+    expect((await ids(a, 3)).ids.map(worker)).toEqual([7, 7, 7]);
   });
 
   it('a holder paused past its lease (SIGSTOP) issues nothing on its old id when it wakes', async () => {

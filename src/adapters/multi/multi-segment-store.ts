@@ -65,7 +65,7 @@ import { assertGiveBack, DEFAULT_START, exhausted } from '../kit/segment-rules.j
 export interface MultiSegmentStoreOptions {
   /** A store that failed is tried last for this long, ms. Default 5000. */
   readonly downCooldownMs?: number;
-  /** Milliseconds clock for the cooldown. Default Date.now. */
+  /** Milliseconds clock for the cooldown. Default performance.now (monotonic: a stepped wall clock must not stretch it). */
   readonly now?: () => number;
 }
 
@@ -96,7 +96,7 @@ export class MultiSegmentStore implements SegmentStore {
     this.members = stores.map((store, index) => ({ store, index, ready: undefined, downUntil: 0 }));
     this.kind = `multi(${stores.map((s) => s.kind).join(',')})`;
     this.cooldown = options.downCooldownMs ?? 5000;
-    this.now = options.now ?? Date.now;
+    this.now = options.now ?? (() => performance.now());
   }
 
   /** The underlying stores, in order (store i hands out IDs ≡ i mod N). */

@@ -9,7 +9,7 @@ export const FIFTEEN_MINUTES_MS = 15 * 60_000;
 export interface StepPolicyInput {
   /** Step of the segment loaded last time, or undefined on the first load. */
   readonly previousStep: number | undefined;
-  /** Clock time of the previous load, or undefined on the first load. */
+  /** Monotonic time (ms) of the previous load, or undefined on the first load: a wall clock stepped back must not pass for a long segment. */
   readonly previousLoadAt: number | undefined;
   readonly now: number;
   /** The tag's stored step: the minimum. */

@@ -365,3 +365,25 @@ describe("leaf's random sequence start (Leaf: RANDOM.nextInt(100) at each new ms
     expect(seqs.slice(1)).toEqual(seqs.slice(0, 4).map((s) => s + 1));
   });
 });
+
+describe('library use without a Random', () => {
+  it('a layout that starts its sequence at random draws from the system source by default, and from an injected one when given', () => {
+    const clock = new ManualClock();
+    const leaf = getLayout('leaf');
+    const g = new SnowflakeGenerator({ layout: leaf, worker: { workerId: 1 }, clock });
+    const starts = new Set<number>();
+    for (let i = 0; i < 200; i++) {
+      clock.advance(1);
+      const id = g.take();
+      expect(typeof id).toBe('string');
+      starts.add(decompose(leaf, BigInt(id as string)).values.sequence as number);
+    }
+    expect(starts.size).toBeGreaterThan(20);
+    let fills = 0;
+    const scripted = { fill: (b: Uint8Array) => (fills++, b.fill(0)) };
+    const h = new SnowflakeGenerator({ layout: leaf, worker: { workerId: 1 }, clock, random: scripted });
+    clock.advance(1);
+    expect(decompose(leaf, BigInt(h.take() as string)).values.sequence).toBe(0);
+    expect(fills).toBe(1);
+  });
+});

@@ -27,7 +27,7 @@
  */
 import { ClockError, InvalidArgumentError, UnavailableError } from '../errors.js';
 import type { Clock } from '../clock.js';
-import type { Random } from '../random.js';
+import { type Random, systemRandom } from '../random.js';
 import { assertShard } from '../request-rules.js';
 import { type Layout, idSpaceExhausted, splitWorker } from './layout.js';
 
@@ -80,7 +80,7 @@ export interface SnowflakeGeneratorOptions {
   readonly clockPolicy?: ClockPolicy;
   /** For `wait`: the largest gap waited out, ms. Default 1000. */
   readonly maxWaitMs?: number;
-  /** Needed when the layout's sequence starts at random. */
+  /** For layouts whose sequence starts at random. Default: the system's (crypto) random source; inject one in tests. */
   readonly random?: Random;
   /** Highest tick that may be issued until `extend` raises it. Default: no ceiling. */
   readonly ceilingTick?: number;
@@ -133,7 +133,7 @@ export class SnowflakeGenerator {
   private readonly maxTick: number;
   private readonly maxWaitMs: number;
   private readonly randomMax: number; // -1: start at zero
-  private readonly random: Random | undefined;
+  private readonly random: Random;
   private readonly rnd = new Uint32Array(RANDOM_POOL);
   private rndPos = RANDOM_POOL;
   private readonly sharded: boolean;
@@ -180,8 +180,7 @@ export class SnowflakeGenerator {
     this.seqMul = l.sequenceMul;
     this.maxTick = l.maxTick;
     this.randomMax = l.sequenceStart.kind === 'random' ? l.sequenceStart.max : -1;
-    this.random = o.random;
-    if (this.randomMax >= 0 && !this.random) throw new InvalidArgumentError(`layout ${l.name} starts its sequence at random: pass a Random`);
+    this.random = o.random ?? systemRandom;
     this.ceiling = o.ceilingTick ?? Number.POSITIVE_INFINITY;
     this.validUntil = o.validUntil ?? Number.POSITIVE_INFINITY;
     const shardIdx = l.fields.findIndex((x) => x.role === 'shard');
@@ -234,6 +233,19 @@ export class SnowflakeGenerator {
   /** The highest tick issued (or the starting `afterTick`). Persist this as the last tick. */
   get lastIssuedTick(): number {
     return this.maxIssued;
+  }
+
+  /**
+   * The highest tick issued on one worker id (or its starting `afterTick`).
+   * Under backup-worker the ids differ: after a clock stepped forward and
+   * back, the primary's last tick is ahead of the clock and a backup's is
+   * not. Release each id with its own, or a restart finds no backup free.
+   */
+  lastIssuedTickOf(workerId: number): number {
+    const i = this.workerIds.indexOf(workerId);
+    if (i < 0) throw new InvalidArgumentError(`worker id ${workerId} is not one of this generator's`);
+    // A sharded layout has one slot per shard, all on the one worker id.
+    return this.sharded ? this.maxIssued : (this.lastTick[i] as number);
   }
 
   get ceilingTick(): number {
@@ -406,7 +418,7 @@ export class SnowflakeGenerator {
 
   private randomStart(): number {
     if (this.rndPos === RANDOM_POOL) {
-      (this.random as Random).fill(new Uint8Array(this.rnd.buffer));
+      this.random.fill(new Uint8Array(this.rnd.buffer));
       this.rndPos = 0;
     }
     return (this.rnd[this.rndPos++] as number) % (this.randomMax + 1);

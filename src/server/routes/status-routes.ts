@@ -62,7 +62,7 @@ function statusRoute(app: FastifyInstance, opts: StatusRoutesOptions): void {
   const buildStatus = async (admin: boolean, detail: boolean): Promise<StatusBody> =>
     statusBody({
       version: opts.version,
-      startedAtMs: service.startedAt,
+      uptimeMs: service.uptimeMs(),
       store: await probe(),
       nowMs: Date.now(),
       admin,

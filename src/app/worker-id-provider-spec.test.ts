@@ -1,0 +1,64 @@
+/**
+ * The worker-id-provider grammar has one home (worker-id-provider-spec.ts):
+ * the config check, the wiring and the CLI parse with it, and the help and
+ * docs quote its text. A second copy of the grammar anywhere in src/ fails here.
+ */
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { resolveConfig } from './config.js';
+import { WORKER_ID_PROVIDER_SPECS, parseWorkerIdProvider } from './worker-id-provider-spec.js';
+
+const SRC = fileURLToPath(new URL('..', import.meta.url));
+const HERE = join(SRC, 'app', 'worker-id-provider-spec.ts');
+
+function sourceFiles(dir: string): string[] {
+  return readdirSync(dir).flatMap((f) => {
+    const p = join(dir, f);
+    if (statSync(p).isDirectory()) return sourceFiles(p);
+    return p.endsWith('.ts') && !p.endsWith('.test.ts') ? [p] : [];
+  });
+}
+
+const GOOD: [string, unknown][] = [
+  ['lease', { kind: 'lease' }],
+  ['sql-lease', { kind: 'lease' }],
+  [' lease ', { kind: 'lease' }],
+  ['static:0', { kind: 'static', workerId: 0 }],
+  ['static:123456789', { kind: 'static', workerId: 123456789 }],
+  ['k8s-ordinal', { kind: 'k8s-ordinal', offset: 0 }],
+  ['k8s-ordinal:100', { kind: 'k8s-ordinal', offset: 100 }],
+  ['worker-node', { kind: 'worker-node' }],
+];
+const BAD = ['', 'static', 'static:', 'static:-1', 'static:1234567890', 'lease:3', 'worker-node:1', 'k8s-ordinal:x', 'zookeeper', 'zookeeper:', 'zookeeper:host', 'zookeeper:h:1/..', 'etcd:h:1', 'LEASE'];
+
+describe('the worker-id-provider grammar', () => {
+  it.each(GOOD)('parses %j', (spec, want) => {
+    expect(parseWorkerIdProvider(spec)).toEqual(want);
+    expect(resolveConfig({ workerIdProvider: spec }, {}, undefined).workerIdProvider).toBe(spec);
+  });
+
+  it('parses a ZooKeeper spec into its typed parts', () => {
+    expect(parseWorkerIdProvider('zookeeper:zk1:2181,zk2:2181/ids?reclaim-after=60&node=web-1')).toEqual({
+      kind: 'zookeeper',
+      zookeeper: { connect: 'zk1:2181,zk2:2181', root: '/ids', reclaimAfterMs: 60_000, identity: 'web-1', reportIntervalMs: undefined },
+    });
+  });
+
+  it.each(BAD.map((b) => [b]))('refuses %j, in the parser and in the config alike', (spec) => {
+    expect(() => parseWorkerIdProvider(spec)).toThrow(/INVALID_ARGUMENT|worker id provider/);
+    expect(() => resolveConfig({ workerIdProvider: spec }, {}, undefined)).toThrow(/workerIdProvider/);
+  });
+
+  it('names the whole grammar in its message, zookeeper included', () => {
+    expect(() => parseWorkerIdProvider('etcd:h:1')).toThrow(WORKER_ID_PROVIDER_SPECS);
+    expect(WORKER_ID_PROVIDER_SPECS).toMatch(/lease.*static:N.*k8s-ordinal\[:OFFSET\].*worker-node.*zookeeper:HOST:PORT/);
+  });
+
+  it('has no second copy in src/: the help texts and the docs table quote WORKER_ID_PROVIDER_SPECS', () => {
+    const copies = sourceFiles(SRC).filter((f) => f !== HERE && /k8s-ordinal\[:OFFSET\]|k8s-ordinal\(:|\(lease\|/.test(readFileSync(f, 'utf8')));
+    expect(copies.map((f) => f.slice(SRC.length))).toEqual([]);
+    for (const user of ['cli/gen-explain.ts', 'app/config-docs.ts']) expect(readFileSync(join(SRC, user), 'utf8')).toContain('WORKER_ID_PROVIDER_SPECS');
+  });
+});

@@ -1,0 +1,48 @@
+/**
+ * The worker-id-provider grammar, in one place: a spec (`--worker-id-provider`,
+ * SEQUOIA_WORKER_ID_PROVIDER, `workerIdProvider` in the config file) is parsed
+ * once into a typed value here, by the config check, the wiring and the CLI
+ * alike; the help texts quote WORKER_ID_PROVIDER_SPECS.
+ *
+ *   lease | sql-lease        a lease on the configured store (sqlite, postgres, mysql, memory)
+ *   static:N                 worker id N, registered like a lease when the store can hold leases
+ *   k8s-ordinal[:OFFSET]     the StatefulSet ordinal of the hostname (+ OFFSET), registered likewise
+ *   worker-node              a new row (hence a new id) per start, uid-generator style; never reused
+ *   zookeeper:HOST:PORT[,HOST:PORT…][/ROOT][?reclaim-after=SECONDS&node=NAME&report-interval=MS]
+ *                            a sequential node per host:port, as Leaf
+ */
+import { InvalidArgumentError } from '../core/errors.js';
+import { type ZookeeperSpec, parseZookeeperSpec } from '../adapters/zookeeper/zookeeper-spec.js';
+
+export const WORKER_ID_PROVIDER_SPECS =
+  'lease, static:N, k8s-ordinal[:OFFSET], worker-node or zookeeper:HOST:PORT[,HOST:PORT…][/ROOT][?reclaim-after=SECONDS&node=NAME&report-interval=MS]';
+
+export type WorkerIdProviderSpec =
+  | { readonly kind: 'lease' }
+  | { readonly kind: 'static'; readonly workerId: number }
+  | { readonly kind: 'k8s-ordinal'; readonly offset: number }
+  | { readonly kind: 'worker-node' }
+  | { readonly kind: 'zookeeper'; readonly zookeeper: ZookeeperSpec };
+
+export type WorkerIdProviderKind = WorkerIdProviderSpec['kind'];
+
+/** Parses a spec; a spec outside the grammar is INVALID_ARGUMENT naming it and the grammar. */
+export function parseWorkerIdProvider(spec: string): WorkerIdProviderSpec {
+  const s = spec.trim();
+  if (s.startsWith('zookeeper:')) return { kind: 'zookeeper', zookeeper: parseZookeeperSpec(s) };
+  const m = /^(lease|sql-lease|static|k8s-ordinal|worker-node)(?::([0-9]{1,9}))?$/.exec(s);
+  if (!m) throw new InvalidArgumentError(`worker id provider must be ${WORKER_ID_PROVIDER_SPECS} (got ${JSON.stringify(spec)})`);
+  const kind = m[1] as string;
+  const arg = m[2] === undefined ? undefined : Number(m[2]);
+  switch (kind) {
+    case 'static':
+      if (arg === undefined) throw new InvalidArgumentError('worker id provider static needs an id: static:N');
+      return { kind: 'static', workerId: arg };
+    case 'k8s-ordinal':
+      return { kind: 'k8s-ordinal', offset: arg ?? 0 };
+    default:
+      if (arg !== undefined) throw new InvalidArgumentError(`worker id provider ${kind} takes no argument`);
+      return kind === 'worker-node' ? { kind: 'worker-node' } : { kind: 'lease' };
+  }
+}
+
