@@ -55,7 +55,7 @@ export async function benchBatches(opts: { rounds?: number; seconds?: number } =
     const dir = mkdtempSync(join(tmpdir(), 'sequoia-bench-batches-'));
     const store = `sqlite:${join(dir, 'bench.db')}`;
     execFileSync(process.execPath, [b.cli, 'tag', 'create', 'bench', '--step', '1000000', '--store', store, '--state-dir', dir]);
-    const s = await startChild([b.cli, 'serve', '--port', '0', '--workers', '1', '--store', store, '--state-dir', dir, '--log-level', 'warn']);
+    const s = await startChild([b.cli, 'serve', '--port', '0', '--workers', '1', '--store', store, '--state-dir', dir, '--log-level', 'info']);
     servers.push({ ...b, ...s });
   }
   const results = new Map<string, { single: WrkResult[]; load: number[] }>();

@@ -67,7 +67,7 @@ describe('a file-descriptor flood', () => {
     const server = await launchServe('bash', [
       '-c',
       `ulimit -n 256 && exec "${process.execPath}" "${BIN}" serve --port 0 --workers 2 --store "sqlite:${join(dir, 'ids.db')}" --state-dir "${join(dir, 'state')}"`,
-    ]);
+    ], { startTimeoutMs: 60_000 }); // two workers start slowly on a loaded machine
     running.push(server);
     const port = Number(new URL(server.url).port);
     const created = await fetch(`${server.url}/v1/tags`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"tag":"fl","step":1000}' });
@@ -86,7 +86,7 @@ describe('a file-descriptor flood', () => {
       expect(await answered(`${server.url}/v1/segment/fl`, 5000)).toBe(200);
     }
     expect(server.output()).toContain('connections refused: limit reached');
-  }, 90_000);
+  }, 150_000);
 
   it('per address: one address past its bound is closed at once; another address is still served', async () => {
     const dir = newDir();

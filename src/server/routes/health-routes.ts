@@ -30,7 +30,8 @@ export async function healthRoutes(app: FastifyInstance, opts: HealthRouteOption
       tag: s.tag,
       remaining: s.remaining,
       refusing: s.refusing,
-      lastLoadFailed: s.lastError !== undefined,
+      // A strict tag buffers nothing and keeps its last failure for the status page: it can issue while the store answers.
+      lastLoadFailed: s.lastError !== undefined && !service.isStrict(s.tag),
     }));
     return readyBody({ storeKind: service.store.kind, ping, stateDir: dir, tags });
   });
