@@ -103,7 +103,7 @@ if (want('strict')) {
       console.log(`| ${r.store} | segment tag, same server, wrk -c50 | ${fmt(r.segment.rps)} | ${r.segment.p50ms} | ${r.segment.p99ms} | ${(s.rps / r.segment.rps).toFixed(2)}× | 1.00× |`);
       for (const p of r.primitives ?? []) {
         const mark = p.name === r.sequence ? ' (the target\'s yardstick)' : '';
-        console.log(`| ${r.store} | ${p.name}${mark} | ${fmt(p.opsPerSec)} | | | ${(s.rps / p.opsPerSec).toFixed(2)}× | |`);
+        console.log(Number.isFinite(p.opsPerSec) ? `| ${r.store} | ${p.name}${mark} | ${fmt(p.opsPerSec)} | | | ${(s.rps / p.opsPerSec).toFixed(2)}× | |` : `| ${r.store} | ${p.name}${mark} | could not run | | | | |`);
       }
     }
     console.log('');
