@@ -14,7 +14,7 @@ import { benchMetrics, printMetricsBench } from './metrics.js';
 import { benchSnowflake } from './snowflake.js';
 import { benchStartup } from './startup.js';
 import { benchStores } from './stores.js';
-import { benchStrict } from './strict.js';
+import { benchStrict, stateDirRecordMs } from './strict.js';
 import { fmt, pct } from './util.js';
 
 const args = process.argv.slice(2);
@@ -85,7 +85,9 @@ if (want('strict')) {
   if (!haveWrk()) console.log('## Strict tags against the store\'s own primitive\n\nskipped: `wrk` is not installed\n');
   else {
     const sr = Math.max(3, Math.round(rounds * 0.6));
+    const before = stateDirRecordMs();
     const rows = await benchStrict({ rounds: sr, seconds: Number(process.env.BENCH_STRICT_SECONDS ?? 5) });
+    const after = stateDirRecordMs();
     console.log(`## Strict tags against the store's own primitive, 50 clients (${sr} interleaved rounds; load average ${loadavg()[0]?.toFixed(1)} at the end)\n`);
     console.log('| store | route / primitive | req/s or ops/s | p50 ms | p99 ms | strict vs this | strict p99 vs segment p99 |');
     console.log('| --- | --- | ---: | ---: | ---: | ---: | ---: |');
@@ -106,6 +108,8 @@ if (want('strict')) {
         console.log(Number.isFinite(p.opsPerSec) ? `| ${r.store} | ${p.name}${mark} | ${fmt(p.opsPerSec)} | | | ${(s.rps / p.opsPerSec).toFixed(2)}× | |` : `| ${r.store} | ${p.name}${mark} | could not run | | | | |`);
       }
     }
+    const f = (x: number) => x.toFixed(1);
+    console.log(`\nOne durable state-dir record (the per-batch fsync every strict answer waits for), 200 in a row: p50 ${f(before.p50)} ms, p99 ${f(before.p99)} ms before the section, p50 ${f(after.p50)} ms, p99 ${f(after.p99)} ms after it.`);
     console.log('');
   }
 }

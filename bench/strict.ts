@@ -32,6 +32,7 @@ import Database from 'better-sqlite3';
 import { Redis } from 'ioredis';
 import mysql from 'mysql2/promise';
 import pg from 'pg';
+import { StateDir } from '../src/adapters/state-dir/state-dir.js';
 import { wrk, type WrkResult } from './http.js';
 import { BENCH_MYSQL_URL, BENCH_POSTGRES_URL, BENCH_REDIS_URL } from './stores.js';
 import { median, startChild, stopChild } from './util.js';
@@ -254,6 +255,24 @@ function kinds(clients: number): Kind[] {
       },
     },
   ];
+}
+
+/**
+ * What one durable high-water-mark record costs on this disk (a state-dir
+ * update, committed with fsync): each strict batch waits for one, so it bounds
+ * a strict tag at about `clients / record time`. Milliseconds: p50, p99.
+ */
+export function stateDirRecordMs(records = 200): { p50: number; p99: number } {
+  const dir = new StateDir(mkdtempSync(join(tmpdir(), 'sequoia-bench-statedir-')));
+  const ms: number[] = [];
+  let mark = 1n;
+  for (let i = 0; i < records; i++) {
+    const t = performance.now();
+    dir.update('bench', () => ({ mark: ++mark }));
+    ms.push(performance.now() - t);
+  }
+  ms.sort((a, b) => a - b);
+  return { p50: median(ms), p99: ms[Math.floor(records * 0.99)] as number };
 }
 
 export async function benchStrict(opts: StrictBenchOptions): Promise<StrictBenchRow[]> {
