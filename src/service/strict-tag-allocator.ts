@@ -65,7 +65,6 @@ export class StrictTagAllocator implements TagAllocator {
   private writing = false;
   /** A batch is due at the end of this event-loop turn. */
   private scheduled = false;
-  private batches = 0;
 
   constructor(tag: string, deps: TagAllocatorDeps) {
     this.tag = tag;
@@ -134,11 +133,6 @@ export class StrictTagAllocator implements TagAllocator {
     };
   }
 
-  /** Store writes made (one per batch of coalesced requests). For tests and status. */
-  get storeWrites(): number {
-    return this.batches;
-  }
-
   private async take(n: number): Promise<Id[]> {
     for (let r = this.refusal.current; r; r = this.refusal.current) {
       // A fence made anywhere reopens the tag (the store's epoch is read at most once a second).
@@ -199,7 +193,6 @@ export class StrictTagAllocator implements TagAllocator {
       floor = this.refusal.mark();
       let a: Allocation;
       try {
-        this.batches++;
         a = await store.allocate(this.tag, total);
       } finally {
         this.ops++;
