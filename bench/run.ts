@@ -1,5 +1,5 @@
 /**
- * `npm run bench [-- section…]`: sections startup, core, generators, snowflake, stores, latency, http, batches, client, cluster, metrics (default: all).
+ * `npm run bench [-- section…]`: sections startup, core, generators, snowflake, stores, strict, latency, http, batches, client, cluster, metrics (default: all).
  * Prints Markdown for BENCHMARKS.md. Every ratio compares numbers measured in
  * this same run; each figure is the median of several rounds.
  */
@@ -15,6 +15,7 @@ import { benchMetrics, printMetricsBench } from './metrics.js';
 import { benchSnowflake } from './snowflake.js';
 import { benchStartup } from './startup.js';
 import { benchStores } from './stores.js';
+import { benchStrict, stateDirRecordMs } from './strict.js';
 import { fmt, pct } from './util.js';
 
 const args = process.argv.slice(2);
@@ -79,6 +80,39 @@ if (want('stores')) {
     console.log(`| ${r.store} | ${r.allocsPerSec === undefined ? '–' : fmt(r.allocsPerSec)} | ${r.strictIdsPerSec === undefined ? '–' : fmt(r.strictIdsPerSec)} | ${r.note ?? ''} |`);
   }
   console.log('');
+}
+
+if (want('strict')) {
+  if (!haveWrk()) console.log('## Strict tags against the store\'s own primitive\n\nskipped: `wrk` is not installed\n');
+  else {
+    const sr = Math.max(3, Math.round(rounds * 0.6));
+    const before = stateDirRecordMs();
+    const rows = await benchStrict({ rounds: sr, seconds: Number(process.env.BENCH_STRICT_SECONDS ?? 5) });
+    const after = stateDirRecordMs();
+    console.log(`## Strict tags against the store's own primitive, 50 clients (${sr} interleaved rounds; load average ${loadavg()[0]?.toFixed(1)} at the end)\n`);
+    console.log('| store | route / primitive | req/s or ops/s | p50 ms | p99 ms | strict vs this | strict p99 vs segment p99 |');
+    console.log('| --- | --- | ---: | ---: | ---: | ---: | ---: |');
+    for (const r of rows) {
+      if (!r.strict || !r.segment) {
+        console.log(`| ${r.store} | ${r.note ?? 'no result'} | | | | | |`);
+        continue;
+      }
+      const s = r.strict;
+      console.log(`| ${r.store} | **strict tag**, \`GET /api/segment/get/{tag}\`, wrk -c50 | **${fmt(s.rps)}** | ${s.p50ms} | ${s.p99ms} | – | **${(s.p99ms / r.segment.p99ms).toFixed(2)}×** |`);
+      if (r.strictBefore) {
+        const b = r.strictBefore;
+        console.log(`| ${r.store} | strict tag, build of BENCH_STRICT_BEFORE | ${fmt(b.rps)} | ${b.p50ms} | ${b.p99ms} | ${(s.rps / b.rps).toFixed(2)}× | ${(b.p99ms / r.segment.p99ms).toFixed(2)}× |`);
+      }
+      console.log(`| ${r.store} | segment tag, same server, wrk -c50 | ${fmt(r.segment.rps)} | ${r.segment.p50ms} | ${r.segment.p99ms} | ${(s.rps / r.segment.rps).toFixed(2)}× | 1.00× |`);
+      for (const p of r.primitives ?? []) {
+        const mark = p.name === r.sequence ? ' (the target\'s yardstick)' : '';
+        console.log(Number.isFinite(p.opsPerSec) ? `| ${r.store} | ${p.name}${mark} | ${fmt(p.opsPerSec)} | | | ${(s.rps / p.opsPerSec).toFixed(2)}× | |` : `| ${r.store} | ${p.name}${mark} | could not run | | | | |`);
+      }
+    }
+    const f = (x: number) => x.toFixed(1);
+    console.log(`\nOne durable state-dir record (the per-batch fsync every strict answer waits for), 200 in a row: p50 ${f(before.p50)} ms, p99 ${f(before.p99)} ms before the section, p50 ${f(after.p50)} ms, p99 ${f(after.p99)} ms after it.`);
+    console.log('');
+  }
 }
 
 if (want('latency')) {

@@ -42,7 +42,7 @@ const MANUAL: Record<FieldName, FieldManual> = {
   maxConnectionsPerAddress: { meaning: 'open connections one client address may keep per server process; beyond it the new connection is closed at once. Behind a load balancer or proxy every connection comes from its address: raise it, or set 0 (no limit)' },
   shutdownTimeoutMs: { meaning: 'how long SIGTERM waits for in-flight requests' },
   workers: { meaning: 'server processes sharing the port (node:cluster): `1` runs one process (IDs of a tag increase), `N` or `auto` (one per CPU core) run N workers that interleave like N servers; see [Multi-core](operations.md#multi-core)' },
-  strictTags: { meaning: 'tags served strictly increasing across all servers, one store operation per request (comma-separated, or a JSON array in the file); see [Strict tags](operations.md#strict-tags-and-their-price)' },
+  strictTags: { meaning: 'tags served strictly increasing across all servers, one store write per batch of concurrent requests (comma-separated, or a JSON array in the file); see [Strict tags](operations.md#strict-tags-and-their-price)' },
   snowflakeLayout: { meaning: 'default snowflake layout (of `/api/snowflake/get/{tag}` and requests without `layout`): a preset or one of `layouts`, see [Snowflake IDs](snowflake.md)' },
   layouts: { meaning: 'custom snowflake layouts by name, a JSON object (best in the config file), usable wherever a preset is: see [Custom layouts](snowflake.md#custom-layouts)' },
   workerIdProvider: { meaning: `where snowflake worker ids come from: ${WORKER_ID_PROVIDER_SPECS}` },

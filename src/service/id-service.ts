@@ -42,8 +42,8 @@ export interface IdServiceOptions {
   readonly unknownTagLookupsPerSecond?: number;
   readonly onLoad?: (tag: string, ok: boolean, seconds: number) => void;
   /**
-   * Tags served strictly increasing across all servers: one atomic store
-   * operation per request, no buffer (see strict-tag-allocator.ts). Default none.
+   * Tags served strictly increasing across all servers: no buffer; concurrent
+   * requests share one atomic store write per batch (see strict-tag-allocator.ts). Default none.
    */
   readonly strictTags?: Iterable<string>;
   /** On close(), give the unused tail of each tag's last range back to the store (compare-and-set). Default true. */

@@ -1,4 +1,4 @@
-/** Strict tags: one store operation per request; IDs follow the store's commit order across servers. */
+/** Strict tags: concurrent requests coalesced into one store operation per batch; IDs follow the store's commit order across servers. */
 import { mkdtempSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import { tmpdir } from 'node:os';
@@ -11,6 +11,8 @@ import { SqliteSegmentStore } from '../adapters/sqlite/sqlite-segment-store.js';
 import { MemoryHighWaterMarkStore } from '../adapters/state-dir/file-high-water-mark-store.js';
 import { StateDir } from '../adapters/state-dir/state-dir.js';
 import { resolveConfig } from '../app/config.js';
+import { UnavailableError } from '../core/errors.js';
+import type { HighWaterMark } from '../core/segment/rollback-guard.js';
 import type { Allocation, SegmentStore } from '../ports/segment-store.js';
 import { postgresHarness, probePostgres } from '../../test/contract/backends.js';
 import { describeWithService } from '../../test/helpers/services.js';
@@ -71,6 +73,157 @@ class LateAnswerStore extends MemorySegmentStore {
     return a;
   }
 }
+
+/** Counts allocate calls and their steps; `hold()` keeps the next answers back until `release()`. */
+class CountingStore extends MemorySegmentStore {
+  calls: number[] = [];
+  private gate: Promise<void> | undefined;
+  private open: (() => void) | undefined;
+  failNext = 0;
+  hold(): void {
+    this.gate = new Promise((r) => (this.open = r));
+  }
+  release(): void {
+    this.open?.();
+    this.gate = undefined;
+  }
+  override async allocate(tag: string, step?: number): Promise<Allocation> {
+    this.calls.push(step ?? -1);
+    const g = this.gate;
+    if (g) await g;
+    if (this.failNext > 0) {
+      this.failNext--;
+      throw new UnavailableError('STORE_UNAVAILABLE', 'store down');
+    }
+    return super.allocate(tag, step);
+  }
+}
+
+/** Counts mark writes; `failing` makes them throw, as a full disk would. */
+class CountingMarks extends MemoryHighWaterMarkStore {
+  updates = 0;
+  failing = false;
+  override update(tag: string, change: (current: HighWaterMark | undefined) => HighWaterMark | undefined): HighWaterMark | undefined {
+    this.updates++;
+    if (this.failing) throw new Error('ENOSPC: no space left on device');
+    return super.update(tag, change);
+  }
+}
+
+const settle = () => new Promise((r) => setImmediate(r));
+
+describe('strict tags: coalescing', () => {
+  it('N concurrent requests share one store write and one mark record (not N)', async () => {
+    const store = new CountingStore();
+    await store.createTag({ tag: 'seq' });
+    const marks = new CountingMarks();
+    const s = new IdService({ store, marks, refreshIntervalMs: 0, strictTags: ['seq'] });
+    await s.start();
+    const a = await s.allocator('seq');
+    const ids = await Promise.all(Array.from({ length: 50 }, () => Promise.resolve(a.next())));
+    expect(ids).toEqual(Array.from({ length: 50 }, (_, i) => i + 1)); // in arrival order
+    expect(store.calls).toEqual([50]);
+    expect(marks.updates).toBe(1);
+    expect(marks.get('seq')?.mark).toBe(51n);
+    expect(a.snapshot()).toMatchObject({ loads: 1, issued: 50 });
+    await s.close();
+  });
+
+  it('batch counts are summed, and each request gets its own consecutive slice, all or nothing', async () => {
+    const store = new CountingStore();
+    await store.createTag({ tag: 'seq' });
+    const s = new IdService({ store, marks: new MemoryHighWaterMarkStore(), refreshIntervalMs: 0, strictTags: ['seq'] });
+    await s.start();
+    const a = await s.allocator('seq');
+    const got = await Promise.all([a.nextMany(3), a.next(), a.nextMany(5), a.nextMany(1)].map((p) => Promise.resolve(p)));
+    expect(got).toEqual([[1, 2, 3], 4, [5, 6, 7, 8, 9], [10]]);
+    expect(store.calls).toEqual([10]);
+    await s.close();
+  });
+
+  it('while one write is in flight, the next batch collects and goes as one write when it answers', async () => {
+    const store = new CountingStore();
+    await store.createTag({ tag: 'seq' });
+    const s = new IdService({ store, marks: new MemoryHighWaterMarkStore(), refreshIntervalMs: 0, strictTags: ['seq'] });
+    await s.start();
+    const a = await s.allocator('seq');
+    store.hold();
+    const first = Promise.resolve(a.next());
+    await settle();
+    expect(store.calls).toEqual([1]); // in flight
+    const later = Array.from({ length: 20 }, (_, i) => Promise.resolve(i % 4 === 0 ? a.nextMany(2) : a.next()));
+    await settle();
+    await settle();
+    expect(store.calls).toEqual([1]); // collecting, not sent
+    store.release();
+    expect(await first).toBe(1);
+    const rest = await Promise.all(later);
+    expect(store.calls).toEqual([1, 25]);
+    expect(rest.flat()).toEqual(Array.from({ length: 25 }, (_, i) => i + 2));
+    await s.close();
+  });
+
+  it('a failed write fails every request of its batch (no IDs, STORE_UNAVAILABLE); the next batch is served', async () => {
+    const store = new CountingStore();
+    await store.createTag({ tag: 'seq' });
+    const s = new IdService({ store, marks: new MemoryHighWaterMarkStore(), refreshIntervalMs: 0, strictTags: ['seq'] });
+    await s.start();
+    const a = await s.allocator('seq');
+    store.failNext = 1;
+    const r = await Promise.allSettled(Array.from({ length: 10 }, () => Promise.resolve(a.nextMany(2))));
+    expect(r.every((x) => x.status === 'rejected' && (x.reason as { code: string }).code === 'STORE_UNAVAILABLE')).toBe(true);
+    expect(store.calls).toEqual([20]);
+    expect(await Promise.all([a.next(), a.next()].map((p) => Promise.resolve(p)))).toEqual([1, 2]);
+    await s.close();
+  });
+
+  it('a mark that cannot be recorded fails the batch; nothing is handed out without its mark', async () => {
+    const store = new CountingStore();
+    await store.createTag({ tag: 'seq' });
+    const marks = new CountingMarks();
+    const s = new IdService({ store, marks, refreshIntervalMs: 0, strictTags: ['seq'] });
+    await s.start();
+    const a = await s.allocator('seq');
+    marks.failing = true;
+    const r = await Promise.allSettled(Array.from({ length: 5 }, () => Promise.resolve(a.next())));
+    expect(r.map((x) => x.status === 'rejected' && (x.reason as { code: string }).code)).toEqual(Array(5).fill('STORE_UNAVAILABLE'));
+    marks.failing = false;
+    expect(await a.next()).toBe(6); // a gap, never a repeat
+    await s.close();
+  });
+
+  it('near 2^63-1 a batch that would pass it is split: requests that still fit are served, in order', async () => {
+    const store = new CountingStore();
+    await store.createTag({ tag: 'seq', start: 2n ** 63n - 4n }); // IDs 2^63-4 .. 2^63-2 left (max_id may reach 2^63-1)
+    const s = new IdService({ store, marks: new MemoryHighWaterMarkStore(), refreshIntervalMs: 0, strictTags: ['seq'] });
+    await s.start();
+    const a = await s.allocator('seq');
+    const r = await Promise.allSettled([a.nextMany(2), a.nextMany(5), a.nextMany(1)].map((p) => Promise.resolve(p)));
+    expect(store.calls).toEqual([8, 2, 5, 1]);
+    expect(r[0]).toMatchObject({ status: 'fulfilled', value: [2n ** 63n - 4n, 2n ** 63n - 3n] });
+    expect(r[1]).toMatchObject({ status: 'rejected', reason: { code: 'ID_SPACE_EXHAUSTED' } });
+    expect(r[2]).toMatchObject({ status: 'fulfilled', value: [2n ** 63n - 2n] });
+    await s.close();
+  });
+
+  it('a rollback seen by one batch refuses it and the batches behind it', async () => {
+    const store = new CountingStore();
+    await store.createTag({ tag: 'seq' });
+    const s = new IdService({ store, marks: new MemoryHighWaterMarkStore(), refreshIntervalMs: 0, strictTags: ['seq'] });
+    await s.start();
+    const a = await s.allocator('seq');
+    await Promise.all(Array.from({ length: 30 }, () => Promise.resolve(a.next())));
+    store.restore('seq', 5n);
+    store.hold();
+    const b1 = Array.from({ length: 3 }, () => Promise.resolve(a.next()));
+    await settle();
+    const b2 = Array.from({ length: 3 }, () => Promise.resolve(a.next()));
+    store.release();
+    const r = await Promise.allSettled([...b1, ...b2]);
+    expect(r.every((x) => x.status === 'rejected' && (x.reason as { code: string }).code === 'STORE_ROLLBACK_DETECTED')).toBe(true);
+    await s.close();
+  });
+});
 
 describe('strict tags', () => {
   it('every request is one store operation of one ID: no buffer, no prefetch', async () => {

@@ -1,36 +1,50 @@
 /**
- * A strictly increasing tag: every request is ONE atomic store operation
- * (`allocate(tag, n)`: n = 1 for one ID), with no buffer and no prefetch, as
- * Flickr's ticket servers and Redis `INCR` do. The store serialises all
- * servers, so IDs follow the order of the store's commits cluster-wide: an ID
- * answered before another request was sent is smaller than that request's.
+ * A strictly increasing tag: IDs come from atomic store operations
+ * (`allocate(tag, n)`), with no buffer and no prefetch, as Flickr's ticket
+ * servers and Redis `INCR` do. The store serialises all servers, so IDs
+ * follow the order of the store's commits cluster-wide: an ID answered before
+ * another request was sent is smaller than that request's.
  *
- * The price: one store round trip per request (no double buffer hides it),
- * and the store's single-row write rate caps the whole cluster (see
- * BENCHMARKS.md, `strict`). Use it only where order matters (transaction
- * versions, message sequences); ordinary tags stay on the buffered path,
- * which this class does not touch.
+ * COALESCING. Requests are not sent one by one: while one store write is in
+ * flight, the requests that arrive collect in a queue, and when the write
+ * answers, ONE write of `max_id = max_id + n` (n = the sum of their counts)
+ * takes them all; each request gets its own consecutive slice, in arrival
+ * order. A request that finds no write in flight waits for the end of the
+ * current event-loop turn (`setImmediate`), so requests parsed in the same
+ * turn share a write too. The order promise holds because every request of a
+ * batch was sent before the batch's write was sent: whatever was answered
+ * before that request was sent came from an earlier commit, hence is smaller;
+ * and no request of a batch is answered before the write ends, so none is
+ * answered before another of the same batch was sent. Each batch is one store
+ * operation and one durable high-water-mark record; a failure fails every
+ * request of the batch (each request is still all or nothing: a gap, never a
+ * short answer). One write per tag and process is in flight at a time; the
+ * next batch is sent as soon as the previous write answers, before the
+ * previous batch's mark is recorded, so the store and the state directory
+ * work at the same time.
  *
- * The rollback guard still applies, adapted to concurrent requests whose
- * answers may arrive in any order: an answer must start at or above the
- * server-wide high-water mark as it was when its request was SENT (everything
- * committed before that is below it in a monotonic store). The mark then
- * rises to the highest end accepted. Marks of answers that arrive together are
- * written with one fsync before any of those IDs is returned.
+ * The store's single-row write rate still caps the whole cluster, but in
+ * batches rather than in requests (see BENCHMARKS.md, `strict`). Use strict
+ * tags only where order matters (transaction versions, message sequences);
+ * ordinary tags stay on the buffered path, which this class does not touch.
+ *
+ * The rollback guard still applies: a batch's answer must start at or above
+ * the server-wide high-water mark as it was when the batch's write was SENT
+ * (everything committed before that is below it in a monotonic store). The
+ * mark then rises to the batch's end, durably, before any of its IDs is
+ * returned.
  */
 import { SequoiaError, TagNotFoundError, UnavailableError } from '../core/errors.js';
 import { type Id, toId } from '../core/id.js';
-import { checkShared, type HighWaterMark } from '../core/segment/rollback-guard.js';
+import { checkShared, type GuardVerdict } from '../core/segment/rollback-guard.js';
+import type { Allocation } from '../ports/segment-store.js';
 import { newInstance, type TagAllocator, type TagAllocatorDeps, type TagAllocatorSnapshot } from './tag-allocator.js';
 import { TagRefusal } from './tag-refusal.js';
 
-interface Waiter {
-  /** The mark when the request was sent. */
-  readonly floor: HighWaterMark | undefined;
-  readonly start: bigint;
-  readonly end: bigint;
-  readonly fenceEpoch: number;
-  readonly resolve: () => void;
+/** One caller's request: `n` consecutive IDs, all or nothing. */
+interface Request {
+  readonly n: number;
+  readonly resolve: (ids: Id[]) => void;
   readonly reject: (e: unknown) => void;
 }
 
@@ -39,15 +53,18 @@ export class StrictTagAllocator implements TagAllocator {
   private readonly instance = newInstance();
   private readonly deps: TagAllocatorDeps;
   private readonly refusal: TagRefusal;
-  private inFlight = 0;
   private ops = 0;
   private failures = 0;
   private issuedIds = 0;
   private lastOpMs: number | undefined;
   private lastOpAt: number | undefined;
   private lastFailure: SequoiaError | undefined;
-  private waiting: Waiter[] = [];
-  private flushQueued = false;
+  /** Requests waiting for the next store write. */
+  private queue: Request[] = [];
+  /** A batch's write is in flight (at most one per tag and process). */
+  private writing = false;
+  /** A batch is due at the end of this event-loop turn. */
+  private scheduled = false;
 
   constructor(tag: string, deps: TagAllocatorDeps) {
     this.tag = tag;
@@ -55,7 +72,7 @@ export class StrictTagAllocator implements TagAllocator {
     this.refusal = new TagRefusal(tag, deps);
   }
 
-  /** Never from a buffer: every strict ID is its own store operation. */
+  /** Never from a buffer: every strict ID comes from a store operation made after the request. */
   tryTake(): Id | undefined {
     return undefined;
   }
@@ -64,12 +81,12 @@ export class StrictTagAllocator implements TagAllocator {
     return undefined;
   }
 
-  /** Always a promise: each ID is one store operation. */
+  /** Always a promise: the ID comes from the next store write. */
   next(): Promise<Id> {
     return this.take(1).then((ids) => ids[0] as Id);
   }
 
-  /** `n` consecutive IDs from one atomic allocation of n. */
+  /** `n` consecutive IDs from one atomic allocation (shared with the requests waiting alongside). */
   nextMany(n: number): Promise<Id[]> {
     return this.take(n);
   }
@@ -105,7 +122,7 @@ export class StrictTagAllocator implements TagAllocator {
       remaining: 0,
       remainingCurrent: 0,
       nextReady: false,
-      loading: this.inFlight > 0,
+      loading: this.writing,
       step: 1,
       storedStep: undefined,
       lastLoadAt: this.lastOpAt,
@@ -126,86 +143,126 @@ export class StrictTagAllocator implements TagAllocator {
       // A fence made anywhere reopens the tag (the store's epoch is read at most once a second).
       if (!(await this.refusal.recheckFence())) throw r;
     }
-    const { store, clock, logger } = this.deps;
+    return new Promise<Id[]>((resolve, reject) => {
+      this.queue.push({ n, resolve, reject });
+      if (!this.writing && !this.scheduled) {
+        this.scheduled = true;
+        // After this poll phase: every request parsed with this one joins its write.
+        setImmediate(() => {
+          this.scheduled = false;
+          this.pump();
+        });
+      }
+    });
+  }
+
+  /** Sends the waiting requests as one batch unless a write is in flight (its end calls this again). */
+  private pump(): void {
+    if (this.writing || this.queue.length === 0) return;
+    const batch = this.queue;
+    this.queue = [];
+    this.writing = true;
+    void this.write(batch);
+  }
+
+  /**
+   * One store write for the whole batch, one durable mark, then every request
+   * its slice. Never rejects. `owner`: this is the tag's one write in flight,
+   * which sends the next batch as soon as the store answers.
+   */
+  private async write(batch: Request[], owner = true): Promise<void> {
+    let released = !owner;
+    const release = () => {
+      if (released) return;
+      released = true;
+      this.writing = false;
+      this.pump(); // the next batch goes out now: the store works on it while this one's mark is recorded
+    };
+    let total = 0;
+    for (const r of batch) total += r.n;
+    const { store, clock, logger, marks } = this.deps;
     const t0 = performance.now();
-    // Server-wide, read before sending (see the class comment).
-    const floor = this.refusal.mark();
-    // A rollback recorded by another process or an earlier run: refuse without allocating, unless fenced since.
-    if (floor?.trippedAtEpoch !== undefined && (await this.refusal.tripStands(floor.trippedAtEpoch))) {
-      throw this.refusal.refuse(`a rollback was detected earlier (high-water mark ${floor.mark}); run \`sequoia fence\``, floor.trippedAtEpoch);
-    }
-    this.inFlight++;
     let start: bigint;
     let end: bigint;
+    let fenceEpoch: number;
+    // Server-wide, read before sending (see the class comment).
+    let floor = this.refusal.mark();
     try {
-      const a = await store.allocate(this.tag, n);
+      // A refusal that arose while these requests waited (a rollback seen by the previous batch, a close).
+      if (this.refusal.current) throw this.refusal.current;
+      // A rollback recorded by another process or an earlier run: refuse without allocating, unless fenced since.
+      if (floor?.trippedAtEpoch !== undefined && (await this.refusal.tripStands(floor.trippedAtEpoch))) {
+        throw this.refusal.refuse(`a rollback was detected earlier (high-water mark ${floor.mark}); run \`sequoia fence\``, floor.trippedAtEpoch);
+      }
+      floor = this.refusal.mark();
+      let a: Allocation;
+      try {
+        a = await store.allocate(this.tag, total);
+      } finally {
+        this.ops++;
+        this.lastOpAt = clock.now();
+        this.lastOpMs = performance.now() - t0;
+        release();
+      }
       if ((a.stride ?? 1) !== 1) {
         throw new UnavailableError('STORE_UNAVAILABLE', 'strict tags need a single store, not a multi-store set');
       }
       end = a.maxId;
       start = end - BigInt(a.step);
-      if (a.step !== n) throw new UnavailableError('STORE_UNAVAILABLE', `store answered ${a.step} IDs for ${n}`);
-      await this.guard(floor, start, end, a.fenceEpoch);
+      fenceEpoch = a.fenceEpoch;
+      if (a.step !== total) throw new UnavailableError('STORE_UNAVAILABLE', `store answered ${a.step} IDs for ${total}`);
     } catch (e) {
-      this.failures++;
-      const err = e instanceof SequoiaError ? e : new UnavailableError('STORE_UNAVAILABLE', 'strict allocation failed', { cause: e, retryAfterMs: 1000 });
-      this.lastFailure = err;
-      if (err.code !== 'STORE_ROLLBACK_DETECTED') logger.warn({ tag: this.tag, code: err.code, err: err.message }, 'strict allocation failed');
-      throw err;
-    } finally {
-      this.inFlight--;
-      this.ops++;
-      this.lastOpAt = clock.now();
-      this.lastOpMs = performance.now() - t0;
-    }
-    if (this.refusal.closed) throw new TagNotFoundError(this.tag); // a gap, never handed out after close
-    const out: Id[] = [];
-    for (let v = start; v < end; v++) out.push(toId(v));
-    this.issuedIds += n;
-    return out;
-  }
-
-  /** Checks the answer against the high-water mark and makes the mark durable (batched) before it is used. */
-  private guard(floor: HighWaterMark | undefined, start: bigint, end: bigint, fenceEpoch: number): Promise<void> {
-    return new Promise<void>((resolve, reject) => {
-      this.waiting.push({ floor, start, end, fenceEpoch, resolve, reject });
-      if (!this.flushQueued) {
-        this.flushQueued = true;
-        setImmediate(() => this.flush()); // after this poll phase: every answer that arrived with it shares one fsync
+      release();
+      if (batch.length > 1 && e instanceof SequoiaError && e.code === 'ID_SPACE_EXHAUSTED') {
+        // The sum would pass 2^63-1; smaller requests alone may still fit. One write each, in arrival order.
+        for (const r of batch) await this.write([r], false);
+        return;
       }
-    });
-  }
-
-  private flush(): void {
-    this.flushQueued = false;
-    const batch = this.waiting;
-    this.waiting = [];
-    const { marks, logger } = this.deps;
-    const ok: Waiter[] = [];
-    const refused: Array<{ w: Waiter; reason: string; epoch: number }> = [];
-    try {
-      marks.update(this.tag, (current) => {
-        let record = current;
-        for (const w of batch) {
-          const v = checkShared(w.floor, record, w.start, w.end, w.fenceEpoch, marks.where);
-          record = v.record;
-          if (v.ok) ok.push(w);
-          else refused.push({ w, reason: v.reason, epoch: v.record.trippedAtEpoch ?? w.fenceEpoch });
-        }
-        return record;
-      });
-    } catch (e) {
-      const err = e instanceof SequoiaError ? e : new UnavailableError('STORE_UNAVAILABLE', 'cannot record the high-water mark', { cause: e });
-      for (const w of batch) w.reject(err);
+      this.fail(batch, e);
       return;
     }
-    for (const { w, reason, epoch } of refused) {
-      if (!this.refusal.current) {
-        logger.error({ tag: this.tag, start: String(w.start), end: String(w.end) }, reason);
-        this.refusal.refuse(reason, epoch);
-      }
-      w.reject(this.refusal.current);
+    // The mark for the whole batch, durable before any of its IDs is returned.
+    let verdict: GuardVerdict | undefined;
+    try {
+      marks.update(this.tag, (current) => {
+        verdict = checkShared(floor, current, start, end, fenceEpoch, marks.where);
+        return verdict.record;
+      });
+    } catch (e) {
+      this.fail(batch, e instanceof SequoiaError ? e : new UnavailableError('STORE_UNAVAILABLE', 'cannot record the high-water mark', { cause: e }));
+      return;
     }
-    for (const w of ok) w.resolve();
+    const v = verdict as GuardVerdict | undefined;
+    if (v && !v.ok) {
+      if (!this.refusal.current) {
+        logger.error({ tag: this.tag, start: String(start), end: String(end) }, v.reason);
+        this.refusal.refuse(v.reason, v.record.trippedAtEpoch ?? fenceEpoch);
+      }
+      this.failures++;
+      this.lastFailure = this.refusal.current;
+      for (const r of batch) r.reject(this.refusal.current);
+      return;
+    }
+    if (this.refusal.closed) {
+      for (const r of batch) r.reject(new TagNotFoundError(this.tag)); // a gap, never handed out after close
+      return;
+    }
+    let v0 = start;
+    for (const r of batch) {
+      const ids: Id[] = new Array<Id>(r.n);
+      for (let k = 0; k < r.n; k++) ids[k] = toId(v0++);
+      r.resolve(ids);
+    }
+    this.issuedIds += total;
+  }
+
+  private fail(batch: Request[], e: unknown): void {
+    this.failures++;
+    const err = e instanceof SequoiaError ? e : new UnavailableError('STORE_UNAVAILABLE', 'strict allocation failed', { cause: e, retryAfterMs: 1000 });
+    this.lastFailure = err;
+    if (err.code !== 'STORE_ROLLBACK_DETECTED' && err.code !== 'TAG_NOT_FOUND') {
+      this.deps.logger.warn({ tag: this.tag, code: err.code, err: err.message, requests: batch.length }, 'strict allocation failed');
+    }
+    for (const r of batch) r.reject(err);
   }
 }

@@ -1,7 +1,7 @@
 /**
  * What a tag's allocator offers its callers (IdService, the routes, bench),
  * whichever mode serves the tag: BufferedTagAllocator (segments, double
- * buffer) or StrictTagAllocator (one store operation per request).
+ * buffer) or StrictTagAllocator (store writes shared by the requests waiting together).
  */
 import type { Id } from '../core/id.js';
 import type { Clock } from '../core/clock.js';

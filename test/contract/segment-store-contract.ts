@@ -233,6 +233,23 @@ export function runSegmentStoreContract(name: string, factory: ContractFactory, 
         expect(await store.allocate(t)).toMatchObject({ step: 25, storedStep: 25 });
       });
 
+      it('any per-call step, as strict tags ask (the sum of a batch of requests: 1 to 500,000), is applied exactly', async () => {
+        const t = tag('anystep');
+        await store.createTag({ tag: t, step: 1, start: 1n });
+        const steps = [1, 3, 17, 50, 1, 10_000, 500_000, 2];
+        const allocs: Allocation[] = [];
+        for (const s of steps) allocs.push(await store.allocate(t, s));
+        expect(allocs.map((a) => a.step)).toEqual(steps);
+        expectDisjoint(allocs);
+        if (stride === 1) {
+          let end = 1n;
+          for (const [i, a] of allocs.entries()) {
+            end += BigInt(steps[i] as number);
+            expect(a.maxId).toBe(end); // back to back: [previous end, previous end + step)
+          }
+        }
+      });
+
       it('concurrent allocations from many promises are disjoint', async () => {
         const t = tag('conc');
         await store.createTag({ tag: t, step: 7, start: 1n });

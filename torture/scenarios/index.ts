@@ -7,8 +7,9 @@ import { manyServers, manyServersMixed } from './many-servers.js';
 import { multiStoreFrozen } from './multi-store.js';
 import { segmentKills } from './segment-kills.js';
 import { storeFaultsMysql, storeFaultsPostgres, storeFaultsRedis } from './store-faults.js';
+import { strictCoalescePostgres, strictCoalesceRedis } from './strict-coalesce.js';
 import { snowflakeWorkers } from './snowflake-workers.js';
 import { restorePostgresSkewed, restoreSqlite, restoreSqliteSkewed } from './restore.js';
 import { recreatePostgres, recreateSqlite } from './recreate.js';
 
-export const SCENARIOS: readonly Scenario[] = [segmentKills, snowflakeWorkers, storeFaultsPostgres, storeFaultsMysql, storeFaultsRedis, ...CLOCK_SCENARIOS, leasePause, leaseSnapshotLease, leaseSnapshotStatic, manyServers, manyServersMixed, multiStoreFrozen, restoreSqlite, restoreSqliteSkewed, restorePostgresSkewed, recreateSqlite, recreatePostgres];
+export const SCENARIOS: readonly Scenario[] = [segmentKills, snowflakeWorkers, storeFaultsPostgres, storeFaultsMysql, storeFaultsRedis, strictCoalescePostgres, strictCoalesceRedis, ...CLOCK_SCENARIOS, leasePause, leaseSnapshotLease, leaseSnapshotStatic, manyServers, manyServersMixed, multiStoreFrozen, restoreSqlite, restoreSqliteSkewed, restorePostgresSkewed, recreateSqlite, recreatePostgres];
