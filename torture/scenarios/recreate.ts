@@ -111,6 +111,9 @@ function recreateScenario(name: string, kind: 'sqlite' | 'postgres', short: bool
         // A's clean shutdown gives back its unused tail, then A comes back.
         await a.stop(30_000);
         await a.start();
+        // A's first answer after the restart covers every ID from its old cursor past S + 10: had its tail
+        // gone back into the new tag, it would now repeat what B handed out there.
+        await ctx.load(1, 5000, { servers: () => [a], ops: [{ route: 'v1-segment', key: tag, count: 300 }], maxRequests: 1, sockets: 1, prefix: `r${round}-a-back` });
         await ctx.load(3, ctx.ms(800, 2500), { servers: () => [a, b].filter((s) => s.running), ops, maxRequests: 3000, sockets: 2, prefix: `r${round}-after` });
         if (ctx.rng.int(0, 3) === 0) {
           const victim = ctx.rng.int(0, 2) === 0 ? a : b;
