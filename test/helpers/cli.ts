@@ -51,7 +51,7 @@ export async function startServe(args: string[], env: NodeJS.ProcessEnv = {}, bi
 export async function launchServe(
   command: string,
   argv: string[],
-  options: { readonly env?: NodeJS.ProcessEnv; readonly detached?: boolean } = {},
+  options: { readonly env?: NodeJS.ProcessEnv; readonly detached?: boolean; readonly startupTimeoutMs?: number } = {},
 ): Promise<ServerProcess> {
   const child = spawn(command, argv, {
     env: { ...cleanEnv(), ...options.env },
@@ -65,7 +65,7 @@ export async function launchServe(
       // never listening (or never saying so): not left running behind the test
       child.kill('SIGKILL');
       reject(new Error(`server did not start:\n${out}`));
-    }, 20_000);
+    }, options.startupTimeoutMs ?? 20_000);
     const onData = (d: Buffer) => {
       out += d.toString();
       const m = /"url":"(http:\/\/[^"]+)"[^\n]*"msg":"listening"/.exec(out);
