@@ -9,7 +9,9 @@
 #          service (its postinst runs invoke-rc.d/deb-systemd-invoke), so it is
 #          only downloaded and unpacked (`apt-get download` + `dpkg -x`) into
 #          $SEQUOIA_TOOLS_DIR (default ~/.cache/sequoia-tools); nothing starts.
-# rules    promtool check rules ops/prometheus/sequoia-alerts.yml
+# rules    promtool check rules ops/prometheus/sequoia-alerts.yml; promtool check config on
+#          deploy/prometheus/prometheus.yml (compose's) and check rules on the spec of
+#          deploy/kubernetes/prometheusrule.yaml
 # metrics  starts the built server (dist/) on a throw-away SQLite file, draws IDs
 #          and provokes an error so every sequoia_* family has samples, fetches
 #          /metrics and runs `promtool check metrics` on the sequoia_* families.
@@ -78,6 +80,20 @@ check_rules() {
   ensure_promtool
   log "promtool check rules ops/prometheus/sequoia-alerts.yml"
   "$PROMTOOL" check rules ops/prometheus/sequoia-alerts.yml
+
+  # deploy/: compose's Prometheus config, with the rules where compose mounts them,
+  # and the rules of the Kubernetes PrometheusRule (test/deploy checks they equal the file above).
+  local dir
+  dir="$(mktemp -d)"
+  mkdir -p "$dir/rules"
+  cp ops/prometheus/sequoia-alerts.yml "$dir/rules/"
+  sed "s|/etc/prometheus/rules/|$dir/rules/|" deploy/prometheus/prometheus.yml >"$dir/prometheus.yml"
+  log "promtool check config deploy/prometheus/prometheus.yml"
+  "$PROMTOOL" check config "$dir/prometheus.yml"
+  log "promtool check rules on the spec of deploy/kubernetes/prometheusrule.yaml"
+  node -e "const fs=require('fs'),y=require('yaml');fs.writeFileSync(process.argv[1],y.stringify(y.parse(fs.readFileSync('deploy/kubernetes/prometheusrule.yaml','utf8')).spec))" "$dir/prometheusrule-spec.yml"
+  "$PROMTOOL" check rules "$dir/prometheusrule-spec.yml"
+  rm -rf "$dir"
 }
 
 check_metrics() {

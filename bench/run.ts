@@ -1,9 +1,10 @@
 /**
- * `npm run bench [-- section…]`: sections startup, core, generators, snowflake, stores, latency, http, client, cluster, metrics (default: all).
+ * `npm run bench [-- section…]`: sections startup, core, generators, snowflake, stores, latency, http, batches, client, cluster, metrics (default: all).
  * Prints Markdown for BENCHMARKS.md. Every ratio compares numbers measured in
  * this same run; each figure is the median of several rounds.
  */
 import { cpus, loadavg } from 'node:os';
+import { benchBatches } from './batches.js';
 import { benchCore } from './core.js';
 import { benchClient } from './client.js';
 import { benchCluster } from './cluster.js';
@@ -108,6 +109,20 @@ if (want('http')) {
     console.log(`| Sequoia \`GET /v1/segment/{tag}?count=1000\` | ${fmt(r.seqBatch.rps)} (${fmt(r.seqBatch.rps * 1000)} IDs/s) | ${r.seqBatch.p50ms} | ${r.seqBatch.p99ms} | ${pct(r.seqBatch.rps, r.bareBatch.rps)} | ${(r.seqBatch.p99ms / r.bareBatch.p99ms).toFixed(2)}× |\n`);
     const pr = (x: { rps: number; p99: number }) => `${pct(x.rps, 1)} of bare, p99 ${x.p99.toFixed(2)}×`;
     console.log(`Paired per round (each Sequoia run against the bare run just before it, median of the rounds): single ID ${pr(r.paired.single)}; with client tokens + rate limit ${pr(r.paired.secured)}; 1000 per request ${pr(r.paired.batch)}.\n`);
+  }
+}
+
+if (want('batches')) {
+  if (!haveWrk()) console.log('## Batches next to single IDs\n\nskipped: `wrk` is not installed\n');
+  else {
+    const rows = await benchBatches({ rounds: Math.min(rounds, 3) });
+    console.log(`## Batches next to single IDs (single-ID p99, wrk -c10, next to 20 connections of load; one process; load average ${loadavg()[0]?.toFixed(1)})\n`);
+    console.log('| server | load next to it | single IDs/s | single p50 ms | single p99 ms | load requests/s |');
+    console.log('| --- | --- | ---: | ---: | ---: | ---: |');
+    for (const r of rows) {
+      console.log(`| ${r.server} | ${r.load === 'alone' ? 'none' : `20 × \`${r.load}\``} | ${fmt(r.single.rps)} | ${r.single.p50ms.toFixed(2)} | ${r.single.p99ms.toFixed(2)} | ${r.loadRps === undefined ? '–' : fmt(r.loadRps)} |`);
+    }
+    console.log('');
   }
 }
 

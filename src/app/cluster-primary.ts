@@ -48,6 +48,8 @@ export function youngDeaths(previous: number, livedMs: number): number {
 
 export async function runPrimary(config: ServeConfig, n: number): Promise<void> {
   const logger = pino({ level: config.logLevel, base: { pid: process.pid, role: 'primary' } });
+  // Node reports trouble with the connections it hands to workers (e.g. SentHandleNotReceivedWarning) as process warnings: log them.
+  process.on('warning', (w) => logger.warn({ warning: w.name, err: w.message }, 'node warning'));
   // Checked before any worker starts (and leases anything): a port in use is one line, not one per worker.
   const probe = await reservePort(config.host, config.port);
   await probe.release();

@@ -26,6 +26,13 @@
  *   (1 if a worker had to be killed or failed).
  * - The primary logs `listening` with the URL once every worker is up (tests
  *   and benchmarks parse that line); workers log `worker listening`.
+ * - Descriptors: the primary accepts each connection and hands it to a
+ *   worker over IPC. A worker out of file descriptors cannot receive it, and
+ *   Node's round-robin then never offers that worker another connection (the
+ *   acknowledgement it waits for never comes): the server stops answering
+ *   for good, silently. So every worker keeps its connections below its
+ *   open-file limit (start-server.ts, `maxConnections`; http-front.ts closes
+ *   the surplus on arrival), and the primary logs Node's process warnings.
  * - `--workers 1` (the default) runs the server in this process, without
  *   cluster; `--workers auto` (kept as 0) means one worker per core
  *   (os.availableParallelism()). N workers interleave like N servers: IDs of a

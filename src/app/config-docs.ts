@@ -37,6 +37,8 @@ const MANUAL: Record<FieldName, FieldManual> = {
   tlsKey: { meaning: 'PEM private key file' },
   requestTimeoutMs: { meaning: 'a request that takes longer gets 408 and its connection is closed' },
   maxHeaderBytes: { meaning: 'largest request head accepted (431 beyond); bodies are limited to 16 KiB (413)' },
+  maxConnections: { meaning: 'open connections a server process keeps (each worker of `--workers N`); a connection beyond it is closed at once, before any byte is read. The process lowers it to its open-file limit (`ulimit -n`) minus 64 when that is smaller, so a flood is refused instead of exhausting descriptors ([Connection floods](operations.md#connection-floods))' },
+  maxConnectionsPerAddress: { meaning: 'open connections one client address may keep per server process; beyond it the new connection is closed at once. Behind a load balancer or proxy every connection comes from its address: raise it, or set 0 (no limit)' },
   shutdownTimeoutMs: { meaning: 'how long SIGTERM waits for in-flight requests' },
   workers: { meaning: 'server processes sharing the port (node:cluster): `1` runs one process (IDs of a tag increase), `N` or `auto` (one per CPU core) run N workers that interleave like N servers; see [Multi-core](operations.md#multi-core)' },
   strictTags: { meaning: 'tags served strictly increasing across all servers, one store operation per request (comma-separated, or a JSON array in the file); see [Strict tags](operations.md#strict-tags-and-their-price)' },

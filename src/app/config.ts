@@ -146,6 +146,8 @@ export const FIELDS = {
   tlsKey: { schema: filePath.optional(), default: undefined, env: 'SEQUOIA_TLS_KEY', flag: '--tls-key', doc: 'PEM private key file' },
   requestTimeoutMs: { schema: intFrom(1000, 600_000), default: 30_000, env: 'SEQUOIA_REQUEST_TIMEOUT_MS', flag: '--request-timeout-ms', doc: 'a request that takes longer is answered 408' },
   maxHeaderBytes: { schema: intFrom(1024, 1_048_576), default: 16_384, env: 'SEQUOIA_MAX_HEADER_BYTES', flag: '--max-header-bytes', doc: 'largest request head accepted (431 beyond)' },
+  maxConnections: { schema: intFrom(1, 1_000_000), default: 10_000, env: 'SEQUOIA_MAX_CONNECTIONS', flag: '--max-connections', doc: 'open connections per server process; more are closed at once (kept below the open-file limit)' },
+  maxConnectionsPerAddress: { schema: intFrom(0, 1_000_000), default: 1000, env: 'SEQUOIA_MAX_CONNECTIONS_PER_ADDRESS', flag: '--max-connections-per-address', doc: 'open connections per client address and server process; more are closed at once (0: no limit)' },
   shutdownTimeoutMs: { schema: intFrom(0, 600_000), default: 10_000, env: 'SEQUOIA_SHUTDOWN_TIMEOUT_MS', flag: '--shutdown-timeout-ms', doc: 'how long SIGTERM waits for in-flight requests' },
   workers: { schema: workersSchema, default: 1, env: 'SEQUOIA_WORKERS', flag: '--workers', doc: 'server processes sharing the port (node:cluster): 1 (one process: IDs of a tag increase), N, or auto (one per CPU core); N workers interleave like N servers' },
   strictTags: { schema: tagList.optional(), default: undefined, env: 'SEQUOIA_STRICT_TAGS', flag: '--strict-tags', doc: 'tags served strictly increasing across servers, one store operation per request (comma-separated)' },

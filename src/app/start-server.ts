@@ -13,6 +13,8 @@ import { VERSION } from '../version.js';
 import { type PortReservation, listenError, reservePort } from '../server/listen-check.js';
 import type { ServeConfig } from './config.js';
 import { openBackend, redactStoreUrl } from './stores.js';
+import { probeStateDir } from '../adapters/state-dir/state-dir-probe.js';
+import { connectionCap, openFileLimit } from './fd-limit.js';
 import { createIdService, createSnowflakeService } from './wiring.js';
 
 export interface RunningServer {
@@ -50,6 +52,11 @@ async function startReserved(
   let snowflake: ReturnType<typeof createSnowflakeService>;
   let app: Awaited<ReturnType<typeof buildApp>> | undefined;
   try {
+    const fileLimit = openFileLimit();
+    const maxConnections = connectionCap(config.maxConnections, fileLimit);
+    if (maxConnections < config.maxConnections) {
+      logger.warn({ maxConnections, configured: config.maxConnections, openFileLimit: fileLimit }, 'maxConnections lowered below the open-file limit');
+    }
     snowflake = createSnowflakeService(config, backend, { logger, optional: true });
     await snowflake?.start();
     app = await buildApp({
@@ -64,6 +71,9 @@ async function startReserved(
       requestTimeoutMs: config.requestTimeoutMs,
       maxHeaderBytes: config.maxHeaderBytes,
       formats: new FormatRegistry(config.formats ?? {}),
+      stateDirProbe: () => probeStateDir(config.stateDir),
+      maxConnections,
+      maxConnectionsPerAddress: config.maxConnectionsPerAddress,
       logger, version: VERSION, metrics });
     await reservation?.release();
     try {

@@ -12,6 +12,7 @@ import type { FieldName } from '../app/config.js';
 import { DEFAULT_STATE_DIR, DEFAULT_STORE_URL } from '../app/defaults.js';
 import { registerGenAndExplain } from './gen-explain.js';
 import { registerPlan } from './snowflake-commands.js';
+import { registerBenchPk } from './bench-pk-command.js';
 
 const program = new Command();
 program
@@ -99,8 +100,13 @@ storeOption(tag.command('update <tag>').description('change a tag\'s step or des
   });
 storeOption(tag.command('delete <tag>').description('delete a tag'))
   .action(async (name: string, o: StoreOpts) => {
-    await withService(o, (s) => s.deleteTag(name));
-    console.log(`deleted ${name}`);
+    const before = await withService(o, async (s) => {
+      const info = await s.getTag(name);
+      await s.deleteTag(name);
+      return info;
+    });
+    // Servers may still hold ranges up to max_id: a new tag of this name repeats nothing only from there on.
+    console.log(`deleted ${name} (its max_id was ${before.maxId}: to create it again without repeating its IDs, use --start ${before.maxId} or higher)`);
   });
 
 storeOption(
@@ -114,13 +120,14 @@ storeOption(
 });
 
 registerGenAndExplain(program);
-program
+const bench = program
   .command('bench')
   .description('measure the in-process generators on this machine (`npm run bench` in a checkout runs the full suite)')
   .action(async () => {
     const { printBench } = await import('./bench-command.js');
     await printBench();
   });
+registerBenchPk(bench);
 registerPlan(program);
 
 try {

@@ -17,6 +17,7 @@
  * the slow path must run (the prefetch point while no next batch is loading,
  * else the end of the batch), so the check for "prefetch now?" costs nothing.
  */
+import { prefetchAfter } from '../core/segment/segment-buffer.js';
 
 export interface BatchPolicy {
   readonly minBatch: number;
@@ -119,16 +120,16 @@ export class TagBuffer {
       this.limit = len;
       return;
     }
-    // Fast until 10% of the batch is used; from then on take() visits slowTake,
+    // Fast until the prefetch point; from then on take() visits slowTake,
     // which starts the prefetch (or, after a failed one, waits out the quiet time).
-    this.limit = Math.max(this.pos, Math.min(len, Math.ceil(len / 10)));
+    this.limit = Math.max(this.pos, Math.min(len, prefetchAfter(len)));
   }
 
-  /** Starts a background fetch when one is due: next empty, none running, 10% used (or nothing left). */
+  /** Starts a background fetch when one is due: next empty, none running, past the prefetch point (or nothing left). */
   private maybePrefetch(): void {
     if (this.next !== undefined || this.loading !== undefined || this.scheduled !== undefined) return;
     const len = this.cur.length;
-    if (this.pos < Math.ceil(len / 10) && this.pos < len) return;
+    if (this.pos < prefetchAfter(len) && this.pos < len) return;
     if (this.now() < this.quietUntil && this.waiting === 0) return;
     // Started on the next turn of the event loop: the call that crosses the 10%
     // mark stays O(1) (setting up requests and parsing happen outside it).

@@ -13,6 +13,15 @@ export interface TagInfo {
   readonly updatedAt: Date;
   /** Bumped by every `fence`; see the rollback guard. */
   readonly fenceEpoch: number;
+  /**
+   * Which creation of the tag this row is: a fresh random 63-bit value (as a
+   * decimal string) written by every `createTag`, so a tag deleted and created
+   * again is never mistaken for the one before it (its max_id and fence epoch
+   * may well repeat; its generation does not). `'0'` marks a tag created
+   * before generations existed (or by an older version). Opaque: compare for
+   * equality only.
+   */
+  readonly generation: string;
 }
 
 export interface Allocation {
@@ -23,6 +32,8 @@ export interface Allocation {
   /** The tag's stored (minimum) step at the time of the allocation. */
   readonly storedStep: number;
   readonly fenceEpoch: number;
+  /** The generation of the tag row this range came from (see TagInfo.generation). */
+  readonly generation: string;
   /**
    * Distance between consecutive IDs of the segment; default 1. A multi-store
    * set of N stores answers with stride N: the segment's IDs are
@@ -93,9 +104,20 @@ export interface SegmentStore {
    * it; calling it is optional (a server that skips it only leaves a gap).
    * With `expectedFenceEpoch`, it also requires that no fence happened since
    * (a fence bound may lie inside the tail: the operator declared those IDs
-   * possibly used, and they must not come back).
+   * possibly used, and they must not come back). With `expectedGeneration`,
+   * it also requires that the row is the same creation of the tag as the one
+   * the range came from: a tag deleted and created again can reach the same
+   * max_id and fence epoch, and a give-back into it would hand out IDs the
+   * new tag already answered. Servers always pass both (the values of the
+   * answer that ended at `expectedMaxId`).
    */
-  giveBack(tag: string, expectedMaxId: bigint, newMaxId: bigint, expectedFenceEpoch?: number): Promise<boolean>;
+  giveBack(
+    tag: string,
+    expectedMaxId: bigint,
+    newMaxId: bigint,
+    expectedFenceEpoch?: number,
+    expectedGeneration?: string,
+  ): Promise<boolean>;
   /** Resolves when the store answers a trivial query. */
   ping(): Promise<void>;
   close(): Promise<void>;

@@ -13,7 +13,8 @@ import { type Access, type ClientToken, makeAccess } from './auth.js';
 import { ClientGate } from './client-gate.js';
 import { installErrorReplies } from './error-reply.js';
 import { hooksSkippedByFastPath, makeFastPath } from './fast-path.js';
-import { type Front, frontOptions } from './http-front.js';
+import { type ConnectionRefusal, type Front, frontOptions } from './http-front.js';
+import { BatchLane } from './batch-lane.js';
 import { SequoiaMetrics } from './metrics.js';
 import { healthRoutes } from './routes/health-routes.js';
 import { statusRoutes } from './routes/status-routes.js';
@@ -60,6 +61,12 @@ export interface AppOptions {
   readonly maxHeaderBytes?: number | undefined;
   /** Answer the plain hot routes before fastify (see fast-path.ts). Default true. */
   readonly fastPath?: boolean | undefined;
+  /** Open connections this process keeps; more are closed on arrival (see http-front.ts). Default: no limit. */
+  readonly maxConnections?: number | undefined;
+  /** Open connections per peer address; 0 or undefined: no limit. */
+  readonly maxConnectionsPerAddress?: number | undefined;
+  /** Resolves when the state directory takes a write: /readyz is 503 while it does not (none: not checked). */
+  readonly stateDirProbe?: (() => Promise<void>) | undefined;
 }
 
 const ALL_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS'] as const;
@@ -105,7 +112,32 @@ function fastifyOptions(opts: AppOptions, front: Front): FastifyServerOptions {
     return503OnClosing: false,
     forceCloseConnections: 'idle',
     requestTimeout,
-    ...frontOptions({ tls: opts.tls, requestTimeout, maxHeaderBytes: opts.maxHeaderBytes ?? 16 * 1024 }, front),
+    ...frontOptions(
+      {
+        tls: opts.tls,
+        requestTimeout,
+        maxHeaderBytes: opts.maxHeaderBytes ?? 16 * 1024,
+        maxConnections: opts.maxConnections,
+        maxConnectionsPerAddress: opts.maxConnectionsPerAddress,
+        onConnectionRefused: refusalLog(opts.logger),
+      },
+      front,
+    ),
+  };
+}
+
+/** Connections closed by a limit: one warning per 10 s with the count since the last, so a flood cannot flood the log. */
+function refusalLog(logger: PinoLogger | undefined): ((e: ConnectionRefusal) => void) | undefined {
+  if (logger === undefined) return undefined;
+  let since = 0;
+  let lastAt = Number.NEGATIVE_INFINITY;
+  return (e) => {
+    since++;
+    const now = performance.now();
+    if (now - lastAt < 10_000) return;
+    lastAt = now;
+    logger.warn({ limit: e.limit, address: e.address, open: e.open, max: e.max, refused: since }, 'connections refused: limit reached');
+    since = 0;
   };
 }
 
@@ -171,14 +203,16 @@ function addRequestHooks(app: FastifyInstance, front: Front, gate: ClientGate, v
 
 async function registerRoutes(app: FastifyInstance, opts: AppOptions, access: Access, gate: ClientGate, metrics: SequoiaMetrics): Promise<void> {
   const version = opts.version ?? '0.0.0';
-  await app.register(segmentRoutes, { service: opts.service, formats: opts.formats ?? new FormatRegistry(), access, gate });
-  await app.register(uuidRoutes, { access });
+  // One lane per server process: batches of every generator take turns in it (batch-lane.ts).
+  const lane = new BatchLane();
+  await app.register(segmentRoutes, { service: opts.service, formats: opts.formats ?? new FormatRegistry(), access, gate, lane });
+  await app.register(uuidRoutes, { access, lane });
   await app.register(leafDecodeRoute, { access });
   await app.register(tagRoutes, { service: opts.service, checkAdmin: (req) => access.admin(req) });
-  await app.register(healthRoutes, { service: opts.service });
+  await app.register(healthRoutes, { service: opts.service, stateDirProbe: opts.stateDirProbe });
   await app.register(statusRoutes, { service: opts.service, version, metrics, exposeMetrics: opts.metrics !== false, adminToken: opts.adminToken, access, snowflake: opts.snowflake });
   if (opts.snowflake) {
-    await app.register(snowflakeRoutes, { snowflake: opts.snowflake, access });
+    await app.register(snowflakeRoutes, { snowflake: opts.snowflake, access, lane });
     metrics.registerSnowflakeSource(opts.snowflake);
   } else {
     // Generators that are not enabled answer an error, never a placeholder ID.

@@ -8,6 +8,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import { SequoiaError } from '../core/errors.js';
 import { ERROR_STATUS } from './error-status.js';
 import type { SequoiaMetrics } from './metrics.js';
+import { publicMessage } from './public-message.js';
 
 export type ErrorRecord = Parameters<SequoiaMetrics['recordError']>[0];
 
@@ -49,9 +50,11 @@ function sequoiaAnswer(err: SequoiaError, req: FastifyRequest, reply: FastifyRep
   if (err.retryAfterMs !== undefined || status === 503 || status === 429) {
     void reply.header('retry-after', String(Math.max(1, Math.ceil((err.retryAfterMs ?? 1000) / 1000))));
   }
+  // The log keeps the whole message (paths, hosts); the client gets it without them.
+  const message = publicMessage(code, err.message);
   if (status >= 500) req.log.error({ method: req.method, url: req.url, status, code, err: err.message, cause: String(err.cause ?? '') }, 'request');
-  else req.log.info({ method: req.method, url: req.url, status, code }, 'request');
-  return { code, status, message: err.message };
+  else req.log.info({ method: req.method, url: req.url, status, code, ...(message === err.message ? {} : { err: err.message }) }, 'request');
+  return { code, status, message };
 }
 
 function otherAnswer(err: Error, req: FastifyRequest): ErrorAnswer {

@@ -6,7 +6,7 @@
  * `GET /v1/segment/{tag}[?count=N]` straight from the tag's buffer.
  *
  * It answers only the plain success case and never fails: anything else (a
- * query other than count, an escaped or invalid tag, an unknown tag, a buffer
+ * query other than count, a batch (it waits its turn in batch-lane.ts), an escaped or invalid tag, an unknown tag, a buffer
  * that cannot serve the whole request at once, HEAD) returns false untouched,
  * and fastify serves the request in full, errors included. With client
  * tokens it serves only a caller whose token grants the tag, and with a rate
@@ -21,6 +21,7 @@ import { TAG_PATTERN } from '../core/validate.js';
 import type { IdService } from '../service/id-service.js';
 import type { Access } from './auth.js';
 import type { ClientGate } from './client-gate.js';
+import { BatchLane } from './batch-lane.js';
 
 const LEAF = '/api/segment/get/';
 const V1 = '/v1/segment/';
@@ -94,7 +95,8 @@ export function makeFastPath(service: IdService, guard?: { readonly access: Acce
       if (q >= 0) {
         const query = rest.slice(q + 1);
         const n = query.startsWith('count=') ? countFromText(query.slice('count='.length)) : undefined;
-        if (n === undefined) return false;
+        // A batch takes its turn in the lane (batch-lane.ts), through the route.
+        if (n === undefined || BatchLane.takesTurn(n)) return false;
         count = n;
       }
       if (!TAG_PATTERN.test(tag) || !admit(req, tag)) return false;

@@ -7,6 +7,7 @@
 import type { FastifyServerOptions } from 'fastify';
 import { createServer as createHttpServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
+import type { Server as NetServer, Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { InvalidArgumentError } from '../core/errors.js';
 import { type ErrorRecord, sendError } from './error-reply.js';
@@ -27,6 +28,20 @@ export interface FrontOptions {
   readonly tls?: { readonly cert: string | Buffer; readonly key: string | Buffer } | undefined;
   readonly requestTimeout: number;
   readonly maxHeaderBytes: number;
+  /** Open connections this process keeps; a new one beyond is closed at once. Default: no limit. */
+  readonly maxConnections?: number | undefined;
+  /** Open connections per peer address; 0 or undefined: no limit. */
+  readonly maxConnectionsPerAddress?: number | undefined;
+  /** Told of each connection closed by a limit (the caller logs, rate-limited). */
+  readonly onConnectionRefused?: ((e: ConnectionRefusal) => void) | undefined;
+}
+
+export interface ConnectionRefusal {
+  readonly limit: 'server' | 'address';
+  readonly address: string;
+  /** Connections open (of the server, or of that address) when it was refused. */
+  readonly open: number;
+  readonly max: number;
 }
 
 /** fastify's options that hand requests to the front. */
@@ -75,6 +90,7 @@ function createFrontServer(o: FrontOptions, front: Front, handler: (req: Incomin
   };
   const h = frontHandler(front, handler);
   const server = o.tls ? createHttpsServer({ cert: o.tls.cert, key: o.tls.key, ...options }, h) : createHttpServer(options, h);
+  limitConnections(server, o);
   // fastify leaves these to the factory: idle keep-alive sockets close, slow requests get 408.
   server.keepAliveTimeout = 65_000;
   // A client that half-closes after sending (`nc -q1`, some health checkers) still reads
@@ -87,6 +103,45 @@ function createFrontServer(o: FrontOptions, front: Front, handler: (req: Incomin
     answerSocket(socket, e);
   });
   return server;
+}
+
+/**
+ * Bounds the connections this process holds, per server and per peer
+ * address: a connection beyond a bound is closed the moment it arrives,
+ * before Node reads a byte of it, so a flood of idle or slow connections is
+ * refused instead of using up the process's file descriptors. (A worker of
+ * `--workers N` that runs out of descriptors cannot even receive the
+ * connections the primary hands it; Node's round-robin then never hands that
+ * worker another one: see cluster.ts.) Not `server.maxConnections`: in a
+ * cluster worker that sends the connection back to the primary, which hands
+ * it straight back, in a loop, while the worker is full.
+ */
+function limitConnections(server: NetServer, o: FrontOptions): void {
+  const max = o.maxConnections ?? Number.POSITIVE_INFINITY;
+  const perAddress = o.maxConnectionsPerAddress || Number.POSITIVE_INFINITY;
+  if (max === Number.POSITIVE_INFINITY && perAddress === Number.POSITIVE_INFINITY) return;
+  let open = 0;
+  const byAddress = new Map<string, number>();
+  // First in line: a refused connection never reaches the HTTP parser.
+  server.prependListener('connection', (socket: Socket) => {
+    const address = socket.remoteAddress ?? '';
+    const mine = byAddress.get(address) ?? 0;
+    if (open >= max || mine >= perAddress) {
+      const refusal: ConnectionRefusal =
+        open >= max ? { limit: 'server', address, open, max } : { limit: 'address', address, open: mine, max: perAddress };
+      socket.destroy();
+      o.onConnectionRefused?.(refusal);
+      return;
+    }
+    open++;
+    byAddress.set(address, mine + 1);
+    socket.once('close', () => {
+      open--;
+      const n = (byAddress.get(address) ?? 1) - 1;
+      if (n <= 0) byAddress.delete(address);
+      else byAddress.set(address, n);
+    });
+  });
 }
 
 function frontHandler(front: Front, handler: (req: IncomingMessage, res: ServerResponse) => void) {

@@ -39,8 +39,12 @@ export class BufferedTagAllocator implements TagAllocator {
   private droppedIds = 0;
   /** The unused tail computed at close(), and a range that arrived after it, for giveBackTail(). */
   private tail: { readonly from: bigint; readonly end: bigint } | undefined;
-  private late: { readonly start: bigint; readonly end: bigint } | undefined;
+  private late: { readonly start: bigint; readonly end: bigint; readonly generation: string } | undefined;
   private lastFenceEpoch: number | undefined;
+  /** The newest answer's tag generation: a give-back must not reach a tag deleted and created again since. */
+  private lastGeneration: string | undefined;
+  /** The tag generation of the ranges this allocator accepted, per store of a set (offset; 0 for one store). */
+  private readonly generations = new Map<number, string>();
   private mayGiveBack = false;
   /** The end of the last range whose mark this allocator recorded (a range arriving after close is not recorded). */
   private markedEnd: bigint | undefined;
@@ -101,6 +105,11 @@ export class BufferedTagAllocator implements TagAllocator {
     this.refusal.lift();
   }
 
+  /** While refused after a rollback: re-reads the fence epoch (at most once a second); resolves true when lifted. */
+  recheckRefusal(): Promise<boolean> {
+    return this.refusal.recheckFence();
+  }
+
   /** Stops background work and drops the buffer (the unused IDs become a gap). */
   close(): void {
     if (!this.refusal.closed) {
@@ -131,7 +140,9 @@ export class BufferedTagAllocator implements TagAllocator {
     if (this.inflight) await settlesWithin(this.inflight, 1000);
     let tail = this.tail;
     const late = this.late;
-    if (late) tail = tail && late.start === tail.end ? { from: tail.from, end: late.end } : { from: late.start, end: late.end };
+    // Joined only within one creation of the tag: a late range of a tag created again never lets the old tail go back with it.
+    const joins = tail !== undefined && late !== undefined && late.start === tail.end && late.generation === this.generations.get(0);
+    if (late) tail = tail && joins ? { from: tail.from, end: late.end } : { from: late.start, end: late.end };
     if (!tail || tail.from >= tail.end) return false;
     const range = tail;
     try {
@@ -147,7 +158,7 @@ export class BufferedTagAllocator implements TagAllocator {
         return mark;
       });
       if (!ours) return false;
-      const ok = await store.giveBack(this.tag, tail.end, tail.from, this.lastFenceEpoch);
+      const ok = await store.giveBack(this.tag, tail.end, tail.from, this.lastFenceEpoch, this.lastGeneration);
       logger.info(
         { tag: this.tag, from: String(tail.from), to: String(tail.end), givenBack: ok },
         ok ? 'unused range given back' : 'unused range not given back: the store moved on',
@@ -244,12 +255,14 @@ export class BufferedTagAllocator implements TagAllocator {
       if (plain?.trippedAtEpoch !== undefined && (await this.refuseEarlierTrip(plain.mark, plain.trippedAtEpoch, t0))) return;
       const alloc = await this.allocate(step);
       const ms = performance.now() - t0;
-      // The newest answer's fence epoch: a give-back must not cross a fence made after it.
+      // The newest answer's fence epoch and generation: a give-back must not cross a fence or a re-creation made after it.
       this.lastFenceEpoch = alloc.fenceEpoch;
+      this.lastGeneration = alloc.generation;
       if (this.refusal.closed) return this.keepLate(alloc);
+      const previousGeneration = this.noteGeneration(alloc);
       const start = alloc.maxId - BigInt(alloc.step) * BigInt(alloc.stride ?? 1);
       const verdict = this.recordMark(floor, alloc, start);
-      if (!verdict?.ok) return this.refuseRollback(verdict, alloc, start, ms);
+      if (!verdict?.ok) return this.refuseRollback(verdict, alloc, start, ms, previousGeneration);
       this.accept(alloc, start, startedAt, ms);
     } catch (e) {
       this.recordFailure(e, t0);
@@ -312,9 +325,35 @@ export class BufferedTagAllocator implements TagAllocator {
     });
   }
 
+  /**
+   * The generation of the answer against the ranges accepted before: when it
+   * changed, the tag was deleted and created again since our last range, and
+   * what is still buffered belongs to the deleted tag. Those IDs are dropped
+   * (a gap): the new tag may hand them out elsewhere, or already has. Answers
+   * the previous generation when it changed.
+   */
+  private noteGeneration(alloc: Allocation): string | undefined {
+    const key = alloc.offset ?? 0;
+    const before = this.generations.get(key);
+    this.generations.set(key, alloc.generation);
+    if (before === undefined || before === alloc.generation) return undefined;
+    const dropped = this.buffer.remaining();
+    this.dropBuffer();
+    this.deps.logger.warn(
+      { tag: this.tag, generation: alloc.generation, previousGeneration: before, dropped },
+      'the tag was deleted and created again: the IDs still buffered from the deleted tag are dropped',
+    );
+    return before;
+  }
+
+  /** The generation of the ranges this allocator serves (one store; undefined before the first range or on a multi-store set). */
+  get generation(): string | undefined {
+    return (this.deps.store.stride ?? 1) === 1 ? this.generations.get(0) : undefined;
+  }
+
   /** A range that arrived after close(): never served, but kept for giveBackTail(). */
   private keepLate(alloc: Allocation): void {
-    if ((alloc.stride ?? 1) === 1) this.late = { start: alloc.maxId - BigInt(alloc.step), end: alloc.maxId };
+    if ((alloc.stride ?? 1) === 1) this.late = { start: alloc.maxId - BigInt(alloc.step), end: alloc.maxId, generation: alloc.generation };
   }
 
   /**
@@ -344,8 +383,20 @@ export class BufferedTagAllocator implements TagAllocator {
     return verdict;
   }
 
-  private refuseRollback(verdict: GuardVerdict | undefined, alloc: Allocation, start: bigint, ms: number): void {
-    const reason = verdict && !verdict.ok ? verdict.reason : 'rollback';
+  private refuseRollback(
+    verdict: GuardVerdict | undefined,
+    alloc: Allocation,
+    start: bigint,
+    ms: number,
+    previousGeneration: string | undefined,
+  ): void {
+    let reason = verdict && !verdict.ok ? verdict.reason : 'rollback';
+    // The guard names both causes; when this process saw both generations it knows which.
+    if (previousGeneration !== undefined) {
+      reason +=
+        ` (here: the tag was deleted and created again, generation ${previousGeneration} -> ${alloc.generation};` +
+        ' refused like a restored store until `sequoia fence`)';
+    }
     this.refuse(reason, verdict?.record.trippedAtEpoch ?? alloc.fenceEpoch);
     this.loadFailures++;
     this.deps.onLoad?.(this.tag, false, ms / 1000);

@@ -7,7 +7,8 @@
  * cannot flood the store. Past the cap the answer is RATE_LIMITED, never
  * TAG_NOT_FOUND (the tag may exist), and the tag list is re-read so tags made
  * elsewhere become known. The HTTP layer adds a per-client share of look-ups
- * (client-gate.ts). A periodic refresh drops tags deleted elsewhere.
+ * (client-gate.ts). A periodic refresh drops tags deleted elsewhere, and
+ * tags deleted and created again (their generation changed).
  */
 import { InvalidArgumentError, SequoiaError, TagNotFoundError } from '../core/errors.js';
 import type { Id } from '../core/id.js';
@@ -166,12 +167,14 @@ export class IdService {
       try {
         this.lastListAt = this.clock.now();
         const tags = await this.store.listTags();
-        const present = new Set(tags.map((t) => t.tag));
+        const present = new Map(tags.map((t) => [t.tag, t]));
         for (const [tag, a] of this.allocators) {
-          if (!present.has(tag)) this.drop(tag, a);
+          const listed = present.get(tag);
+          // Gone, or deleted and created again since its IDs were taken: what it holds belongs to the deleted tag.
+          if (!listed || (a.generation !== undefined && a.generation !== listed.generation)) this.drop(tag, a);
         }
         for (const t of tags) this.missing.delete(t.tag);
-        this.known = present;
+        this.known = new Set(present.keys());
       } finally {
         this.listing = undefined;
       }
@@ -269,6 +272,24 @@ export class IdService {
   /** Resolves when the store answers. */
   ping(): Promise<void> {
     return this.store.ping();
+  }
+
+  /**
+   * What a request would do for a tag that cannot issue now, done without
+   * one: a server kept out of rotation by its readiness (/readyz) gets no
+   * requests, yet must notice when it can issue again. A tag refused after a
+   * rollback re-reads its fence epoch (at most once a second), and a tag left
+   * empty by a failed load (store or state directory failing) loads again.
+   * Resolves when those attempts end; never rejects.
+   */
+  retryFailedTags(): Promise<void> {
+    const attempts: Promise<unknown>[] = [];
+    for (const a of this.allocators.values()) {
+      const s = a.snapshot();
+      if (s.refusing !== undefined) attempts.push(a.recheckRefusal());
+      else if (s.remaining === 0 && s.lastError !== undefined) attempts.push(a.load());
+    }
+    return Promise.allSettled(attempts).then(() => undefined);
   }
 
   snapshot(): TagAllocatorSnapshot[] {

@@ -83,6 +83,11 @@ export class StrictTagAllocator implements TagAllocator {
     this.refusal.lift();
   }
 
+  /** While refused after a rollback: re-reads the fence epoch (at most once a second); resolves true when lifted. */
+  recheckRefusal(): Promise<boolean> {
+    return this.refusal.recheckFence();
+  }
+
   close(): void {
     this.refusal.close();
   }

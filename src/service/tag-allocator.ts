@@ -23,10 +23,23 @@ export interface TagAllocator {
   load(): Promise<void>;
   /** After an operator's fence: forget the refusal so the next request is tried. */
   resetRefusal(): void;
+  /**
+   * While refused after a rollback: re-reads the tag's fence epoch from the
+   * store (at most once a second) and lifts the refusal when an operator
+   * fenced it. Resolves true when it was lifted; never rejects.
+   */
+  recheckRefusal(): Promise<boolean>;
   /** Stops serving the tag; IDs held and not handed out become a gap. */
   close(): void;
   /** After close(), on a clean shutdown: gives the unused IDs back to the store when it safely can. Never throws. */
   giveBackTail(): Promise<boolean>;
+  /**
+   * The tag generation (TagInfo.generation) of the IDs it holds, when it
+   * holds IDs of one generation it can name; the refresh drops an allocator
+   * whose tag was deleted and created again. Optional: a mode that holds
+   * nothing between requests has none.
+   */
+  readonly generation?: string | undefined;
   snapshot(): TagAllocatorSnapshot;
 }
 

@@ -143,7 +143,8 @@ describe('client SDK against real servers', () => {
     expect(settled).toBe(started); // every promise settled
     expect(rejected).toBe(0); // the retry budget covers a restart
     expect(unhandled).toEqual([]);
-    expect(before).toBeGreaterThan(500);
+    // IDs flowed before the kill (how many is speed, which belongs in benchmarks).
+    expect(before).toBeGreaterThan(0);
     expect(afterKill).toBeGreaterThan(before);
     expect(new Set(seen).size).toBe(seen.length);
     await client.close();

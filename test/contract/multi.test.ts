@@ -91,8 +91,8 @@ class SwitchableStore implements SegmentStore {
   fence(tag: string, to: bigint): Promise<TagInfo> {
     return this.gate(() => this.inner.fence(tag, to));
   }
-  giveBack(tag: string, expectedMaxId: bigint, newMaxId: bigint): Promise<boolean> {
-    return this.gate(() => this.inner.giveBack(tag, expectedMaxId, newMaxId));
+  giveBack(tag: string, expectedMaxId: bigint, newMaxId: bigint, expectedFenceEpoch?: number, expectedGeneration?: string): Promise<boolean> {
+    return this.gate(() => this.inner.giveBack(tag, expectedMaxId, newMaxId, expectedFenceEpoch, expectedGeneration));
   }
   ping(): Promise<void> {
     return this.gate(() => this.inner.ping());

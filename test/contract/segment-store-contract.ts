@@ -407,6 +407,59 @@ export function runSegmentStoreContract(name: string, factory: ContractFactory, 
       });
     });
 
+    describe('re-create then give back (a tag deleted and created again is another tag)', () => {
+      it('every creation gets a generation that never repeats, and each range carries it', async () => {
+        const t = tag('generation');
+        const seen = new Set<string>();
+        for (let i = 0; i < 12; i++) {
+          const created = await store.createTag({ tag: t, step: 10, start: 1n });
+          expect(created.generation).toMatch(/\S/);
+          expect(seen.has(created.generation)).toBe(false);
+          seen.add(created.generation);
+          expect((await store.getTag(t))?.generation).toBe(created.generation);
+          expect((await store.listTags()).find((x) => x.tag === t)?.generation).toBe(created.generation);
+          const a = await store.allocate(t);
+          if (stride === 1) expect(a.generation).toBe(created.generation);
+          // a fence and an update keep the generation: they change the tag, not which tag it is
+          await store.fence(t, 5n);
+          await store.updateTag(t, { step: 11 });
+          expect((await store.getTag(t))?.generation).toBe(created.generation);
+          await store.deleteTag(t);
+        }
+      });
+
+      it('a give-back from the deleted tag never lands on the new one, even at the same max_id and fence epoch', async () => {
+        const t = tag('recreate');
+        await store.createTag({ tag: t, step: 10, start: 1n });
+        // the old tag: a server holds the last ranges of each store
+        const old: Allocation[] = [];
+        for (let i = 0; i < 2 * stride; i++) old.push(await store.allocate(t));
+        const last = old[old.length - 1] as Allocation;
+        await store.deleteTag(t);
+        await store.createTag({ tag: t, step: 10, start: 1n });
+        // another server takes the same ranges from the new tag (and hands them out)
+        const again: Allocation[] = [];
+        for (let i = 0; i < 2 * stride; i++) again.push(await store.allocate(t));
+        const now = again[again.length - 1] as Allocation;
+        // what made the old compare-and-set match: the same max_id and fence epoch
+        expect(now.maxId).toBe(last.maxId);
+        expect(now.fenceEpoch).toBe(last.fenceEpoch);
+        expect(now.generation).not.toBe(last.generation);
+        const before = await store.getTag(t);
+        const s = BigInt(stride);
+        // the first server's clean shutdown gives back its tail with the old tag's values: refused, nothing moves
+        expect(await store.giveBack(t, last.maxId, last.maxId - 5n * s, last.fenceEpoch, last.generation)).toBe(false);
+        expect((await store.getTag(t))?.maxId).toBe(before?.maxId);
+        const handedOut = new Set(again.flatMap((x) => idsOf(x).map(String)));
+        const next: Allocation[] = [];
+        for (let i = 0; i < stride; i++) next.push(await store.allocate(t));
+        for (const id of next.flatMap((x) => idsOf(x).map(String))) expect(handedOut.has(id)).toBe(false);
+        // the new tag's own last answer still gives back
+        const mine = next[next.length - 1] as Allocation;
+        expect(await store.giveBack(t, mine.maxId, mine.maxId - 3n * s, mine.fenceEpoch, mine.generation)).toBe(true);
+      });
+    });
+
     describe('rollback scenario', () => {
       it('after a restore of an old max_id the store answers the old range again (the guard is in the service)', async () => {
         const t = tag('rollback');
@@ -528,6 +581,7 @@ interface ChildAllocation {
   step: number;
   storedStep: number;
   fenceEpoch: number;
+  generation: string;
   stride?: number;
   offset?: number;
 }

@@ -7,7 +7,8 @@
  *     with Retry-After, and service resumes by itself when the store returns;
  * (3) an allocation commits but its answer is lost: the retry takes the next
  *     range and nothing repeats (single-statement stores: PostgreSQL, Redis);
- * (4) /readyz answers 503 while the store is unreachable, 200 after.
+ * (4) /readyz answers 503 while the store is unreachable and no IDs are
+ *     buffered, 200 after; a server living on its buffers stays ready.
  */
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, expect, it } from 'vitest';
@@ -209,19 +210,33 @@ for (const kind of KINDS) {
       });
     }
 
-    it('(4) /readyz: 503 while the store is unreachable, 200 after', async () => {
-      expect((await app.inject('/readyz')).statusCode).toBe(200);
-      proxy.cut();
-      const down = await app.inject('/readyz');
-      expect(down.statusCode).toBe(503);
-      expect((down.json() as { error: { code: string } }).error.code).toBe('STORE_UNAVAILABLE');
-      proxy.restore();
-      proxy.stall(); // a hung store is unreachable too: readyz answers within its own timeout
-      const t0 = Date.now();
-      expect((await app.inject('/readyz')).statusCode).toBe(503);
-      expect(Date.now() - t0).toBeLessThan(3000);
-      proxy.restore();
-      await until('readyz 200', async () => ((await app.inject('/readyz')).statusCode === 200 ? true : undefined));
+    it('(4) /readyz: 503 while the store is unreachable and no IDs are buffered, 200 after; ready on its buffers meanwhile', async () => {
+      // A server that has served nothing yet: nothing to live on while the store is down.
+      const fresh = new IdService({ store: kind.make(FaultProxy.rewrite(kind.url, proxy.port), ns), marks: new MemoryHighWaterMarkStore(), refreshIntervalMs: 0 });
+      await fresh.start();
+      const freshApp = await buildApp({ service: fresh });
+      try {
+        expect((await freshApp.inject('/readyz')).statusCode).toBe(200);
+        const t = await newTag(1000);
+        await ids(t, 1); // `app` holds IDs of t
+        proxy.cut();
+        const down = await freshApp.inject('/readyz');
+        expect(down.statusCode).toBe(503);
+        expect((down.json() as { error: { code: string } }).error.code).toBe('STORE_UNAVAILABLE');
+        const buffered = await app.inject('/readyz');
+        expect(buffered.statusCode).toBe(200);
+        expect(buffered.json()).toMatchObject({ status: 'ready', storeState: 'unreachable' });
+        proxy.restore();
+        proxy.stall(); // a hung store is unreachable too: readyz answers within its own timeout
+        const t0 = Date.now();
+        expect((await freshApp.inject('/readyz')).statusCode).toBe(503);
+        expect(Date.now() - t0).toBeLessThan(3000);
+        proxy.restore();
+        await until('readyz 200', async () => ((await freshApp.inject('/readyz')).statusCode === 200 ? true : undefined));
+      } finally {
+        await freshApp.close();
+        await fresh.close().catch(() => {});
+      }
     });
   });
 }

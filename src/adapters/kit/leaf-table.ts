@@ -11,11 +11,14 @@
  * and hands out [max_id - step, max_id), the same half-open range as Sequoia.
  *
  * The Leaf table gains nothing: Sequoia's own per-tag state (fence epoch,
- * generation) lives in a side table keyed by (leaf table name, tag).
+ * generation) lives in a side table keyed by (leaf table name, tag). A tag
+ * that Leaf's admins inserted has no side row yet: fence epoch 0, generation
+ * LEGACY_GENERATION ('0'); `createTag` writes a fresh generation (newGeneration)
+ * and resets the fence epoch, as a new row of Sequoia's own table would.
  */
 import { InvalidArgumentError } from '../../core/errors.js';
 import type { TagInfo } from '../../ports/segment-store.js';
-import { tableName } from './segment-rules.js';
+import { LEGACY_GENERATION, tableName } from './segment-rules.js';
 
 export const DEFAULT_LEAF_TABLE = 'leaf_alloc';
 export const DEFAULT_SIDE_TABLE = 'sequoia_leaf_state';
@@ -42,6 +45,8 @@ export interface LeafRow {
   description: string | null;
   update_time: Date | string | null;
   fence_epoch: number | string | null;
+  /** From the side table; none (NULL) for a row Leaf's admins inserted: LEGACY_GENERATION. */
+  generation: string | number | null;
 }
 
 export function tagInfoFromLeafRow(r: LeafRow): TagInfo {
@@ -53,6 +58,7 @@ export function tagInfoFromLeafRow(r: LeafRow): TagInfo {
     description: r.description ?? '',
     updatedAt: t instanceof Date ? t : t === null ? new Date(0) : new Date(t),
     fenceEpoch: Number(r.fence_epoch ?? 0),
+    generation: r.generation === null || r.generation === undefined ? LEGACY_GENERATION : String(r.generation),
   };
 }
 

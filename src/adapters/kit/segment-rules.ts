@@ -3,6 +3,7 @@
  * with, when a range would pass 2^63-1, what a give-back may do, and which
  * table names the SQL stores accept.
  */
+import { randomBytes } from 'node:crypto';
 import { InvalidArgumentError, UnavailableError } from '../../core/errors.js';
 
 export const DEFAULT_STEP = 1000;
@@ -27,5 +28,25 @@ export function exhausted(tag: string): UnavailableError {
 export function assertGiveBack(expectedMaxId: bigint, newMaxId: bigint): void {
   if (newMaxId < 0n || newMaxId > expectedMaxId) {
     throw new InvalidArgumentError('giveBack: newMaxId must be from 0 to expectedMaxId (a give-back never raises max_id)');
+  }
+}
+
+/** The generation of rows created before generations existed (the column's default). */
+export const LEGACY_GENERATION = '0';
+
+/**
+ * A new tag generation: 63 random bits, never 0, as a decimal string (it fits
+ * a signed BIGINT on every backend). Random rather than a counter: a counter
+ * lives in the store and goes back with it when the store is restored from a
+ * backup (the next creation would then reuse a generation handed out after
+ * the backup); 63 random bits repeat with odds of about g²/2^64 for g
+ * creations of one tag, i.e. never in practice. Made here, not in SQL or Lua,
+ * so every backend gets the same kind of value (Redis scripts have no usable
+ * randomness).
+ */
+export function newGeneration(): string {
+  for (;;) {
+    const g = randomBytes(8).readBigUInt64BE() >> 1n;
+    if (g !== 0n) return g.toString();
   }
 }

@@ -68,6 +68,8 @@ export interface TextTagRow {
   description: string;
   updated_at: Date | string;
   fence_epoch: number | string;
+  /** Absent only on rows read by an older query; '0' (legacy) then. */
+  generation?: string | number | bigint | null | undefined;
 }
 
 export function tagInfoFromTextRow(r: TextTagRow): TagInfo {
@@ -78,6 +80,7 @@ export function tagInfoFromTextRow(r: TextTagRow): TagInfo {
     description: r.description,
     updatedAt: r.updated_at instanceof Date ? r.updated_at : new Date(r.updated_at),
     fenceEpoch: Number(r.fence_epoch),
+    generation: r.generation === undefined || r.generation === null ? '0' : String(r.generation),
   };
 }
 

@@ -2,7 +2,7 @@
 import { TagExistsError, TagNotFoundError } from '../../core/errors.js';
 import { MAX_ID } from '../../core/id.js';
 import type { Allocation, NewTag, SegmentStore, TagInfo, TagUpdate } from '../../ports/segment-store.js';
-import { assertGiveBack, DEFAULT_START, DEFAULT_STEP, exhausted } from '../kit/segment-rules.js';
+import { assertGiveBack, DEFAULT_START, DEFAULT_STEP, exhausted, newGeneration } from '../kit/segment-rules.js';
 
 interface Row {
   maxId: bigint;
@@ -10,6 +10,7 @@ interface Row {
   description: string;
   updatedAt: Date;
   fenceEpoch: number;
+  generation: string;
 }
 
 export class MemorySegmentStore implements SegmentStore {
@@ -26,7 +27,7 @@ export class MemorySegmentStore implements SegmentStore {
     if (next > MAX_ID) throw exhausted(tag);
     row.maxId = next;
     row.updatedAt = new Date();
-    return { maxId: next, step: s, storedStep: row.step, fenceEpoch: row.fenceEpoch };
+    return { maxId: next, step: s, storedStep: row.step, fenceEpoch: row.fenceEpoch, generation: row.generation };
   }
 
   async getTag(tag: string): Promise<TagInfo | undefined> {
@@ -46,6 +47,7 @@ export class MemorySegmentStore implements SegmentStore {
       description: t.description ?? '',
       updatedAt: new Date(),
       fenceEpoch: 0,
+      generation: newGeneration(),
     };
     this.rows.set(t.tag, row);
     return info(t.tag, row);
@@ -73,11 +75,18 @@ export class MemorySegmentStore implements SegmentStore {
     return info(tag, row);
   }
 
-  async giveBack(tag: string, expectedMaxId: bigint, newMaxId: bigint, expectedFenceEpoch?: number): Promise<boolean> {
+  async giveBack(
+    tag: string,
+    expectedMaxId: bigint,
+    newMaxId: bigint,
+    expectedFenceEpoch?: number,
+    expectedGeneration?: string,
+  ): Promise<boolean> {
     assertGiveBack(expectedMaxId, newMaxId);
     const row = this.rows.get(tag);
     if (!row || row.maxId !== expectedMaxId) return false;
     if (expectedFenceEpoch !== undefined && row.fenceEpoch !== expectedFenceEpoch) return false;
+    if (expectedGeneration !== undefined && row.generation !== expectedGeneration) return false;
     row.maxId = newMaxId;
     row.updatedAt = new Date();
     return true;
@@ -95,5 +104,13 @@ export class MemorySegmentStore implements SegmentStore {
 }
 
 function info(tag: string, r: Row): TagInfo {
-  return { tag, maxId: r.maxId, step: r.step, description: r.description, updatedAt: r.updatedAt, fenceEpoch: r.fenceEpoch };
+  return {
+    tag,
+    maxId: r.maxId,
+    step: r.step,
+    description: r.description,
+    updatedAt: r.updatedAt,
+    fenceEpoch: r.fenceEpoch,
+    generation: r.generation,
+  };
 }

@@ -252,14 +252,23 @@ export class MultiSegmentStore implements SegmentStore {
    * (The allocator does not give back on a multi-store set: its high-water
    * marks are per residue class; this is here for completeness and tools.)
    */
-  async giveBack(tag: string, expectedMaxId: bigint, newMaxId: bigint, expectedFenceEpoch?: number): Promise<boolean> {
+  async giveBack(
+    tag: string,
+    expectedMaxId: bigint,
+    newMaxId: bigint,
+    expectedFenceEpoch?: number,
+    expectedGeneration?: string,
+  ): Promise<boolean> {
     assertGiveBack(expectedMaxId, newMaxId);
     if (tag === MULTI_META_TAG) return false;
     const i = expectedMaxId % this.bigN;
     if (newMaxId % this.bigN !== i) return false;
     const m = this.members[Number(i)] as Member;
     await this.ready(m);
-    return m.store.giveBack(tag, (expectedMaxId - i) / this.bigN, (newMaxId - i) / this.bigN, expectedFenceEpoch);
+    // An Allocation's generation names its member and that member's own (each member's row is created, and re-created, on its own).
+    const prefix = `${i}:`;
+    const generation = expectedGeneration?.startsWith(prefix) ? expectedGeneration.slice(prefix.length) : expectedGeneration;
+    return m.store.giveBack(tag, (expectedMaxId - i) / this.bigN, (newMaxId - i) / this.bigN, expectedFenceEpoch, generation);
   }
 
   /** Resolves when at least one store answers (the set can serve). */
@@ -301,6 +310,7 @@ export class MultiSegmentStore implements SegmentStore {
       step: a.step,
       storedStep: a.storedStep,
       fenceEpoch: a.fenceEpoch,
+      generation: `${m.index}:${a.generation}`,
       stride: this.n,
       offset: m.index,
     };
@@ -401,7 +411,10 @@ export class MultiSegmentStore implements SegmentStore {
       if (info.updatedAt > updatedAt) updatedAt = info.updatedAt;
       if (info.fenceEpoch > fenceEpoch) fenceEpoch = info.fenceEpoch;
     }
-    return { tag, maxId, step: first.step, description: first.description, updatedAt, fenceEpoch };
+    // One token for the set: each member's generation, in store order (a member created lazily changes it);
+    // with one store, the same token its allocations carry.
+    const generation = list.map(([i, info]) => `${i}:${info.generation}`).join(',');
+    return { tag, maxId, step: first.step, description: first.description, updatedAt, fenceEpoch, generation };
   }
 }
 

@@ -24,7 +24,7 @@ import { InvalidArgumentError, type SequoiaError, TagExistsError, TagNotFoundErr
 import { MAX_ID } from '../../core/id.js';
 import type { Allocation, NewTag, SegmentStore, TagInfo, TagUpdate } from '../../ports/segment-store.js';
 import { isBigintOverflow, type LeafRow, type LeafTableOptions, leafTableNames, tagInfoFromLeafRow } from '../kit/leaf-table.js';
-import { assertGiveBack, DEFAULT_START, DEFAULT_STEP, exhausted } from '../kit/segment-rules.js';
+import { assertGiveBack, DEFAULT_START, DEFAULT_STEP, exhausted, LEGACY_GENERATION, newGeneration } from '../kit/segment-rules.js';
 import { positiveSetting, storeError } from '../kit/store-errors.js';
 import { MysqlConnection, type MysqlConnectionOptions } from './mysql-connection.js';
 
@@ -100,8 +100,8 @@ export class MysqlLeafSegmentStore implements SegmentStore {
       const row = rows[0];
       if (!row) throw new TagNotFoundError(tag);
       const storedStep = Number(row.step);
-      const fenceEpoch = await this.fenceEpochOf(c, tag, false);
-      return { maxId: BigInt(String(row.max_id)), step: step ?? storedStep, storedStep, fenceEpoch };
+      const { fenceEpoch, generation } = await this.sideOf(c, tag, false);
+      return { maxId: BigInt(String(row.max_id)), step: step ?? storedStep, storedStep, fenceEpoch, generation };
     });
   }
 
@@ -133,9 +133,9 @@ export class MysqlLeafSegmentStore implements SegmentStore {
       }
       await this.run(
         c,
-        `INSERT INTO ${this.sideTable} (leaf_table, tag, fence_epoch, generation) VALUES (?, ?, 0, 1)
-         ON DUPLICATE KEY UPDATE generation = generation + 1`,
-        [this.table, t.tag],
+        `INSERT INTO ${this.sideTable} (leaf_table, tag, fence_epoch, generation) VALUES (?, ?, 0, CAST(? AS SIGNED))
+         ON DUPLICATE KEY UPDATE fence_epoch = 0, generation = VALUES(generation)`,
+        [this.table, t.tag, newGeneration()],
       );
     });
     return this.mustGet(t.tag);
@@ -167,7 +167,7 @@ export class MysqlLeafSegmentStore implements SegmentStore {
       if (r.affectedRows === 0) throw new TagNotFoundError(tag);
       await this.run(
         c,
-        `INSERT INTO ${this.sideTable} (leaf_table, tag, fence_epoch, generation) VALUES (?, ?, 1, 1)
+        `INSERT INTO ${this.sideTable} (leaf_table, tag, fence_epoch, generation) VALUES (?, ?, 1, 0)
          ON DUPLICATE KEY UPDATE fence_epoch = fence_epoch + 1`,
         [this.table, tag],
       );
@@ -175,14 +175,22 @@ export class MysqlLeafSegmentStore implements SegmentStore {
     return this.mustGet(tag);
   }
 
-  async giveBack(tag: string, expectedMaxId: bigint, newMaxId: bigint, expectedFenceEpoch?: number): Promise<boolean> {
+  async giveBack(
+    tag: string,
+    expectedMaxId: bigint,
+    newMaxId: bigint,
+    expectedFenceEpoch?: number,
+    expectedGeneration?: string,
+  ): Promise<boolean> {
     assertGiveBack(expectedMaxId, newMaxId);
     return this.tx(async (c) => {
       // The Leaf row's lock first (every allocator and every fence takes it), then the side row (a locking read sees the latest commit).
       const [rows] = await c.query<RowDataPacket[]>({ sql: `SELECT max_id FROM ${this.table} WHERE biz_tag = ? FOR UPDATE`, timeout: this.timeout }, [tag]);
       const row = rows[0];
       if (!row || BigInt(String(row.max_id)) !== expectedMaxId) return false;
-      if (expectedFenceEpoch !== undefined && (await this.fenceEpochOf(c, tag, true)) !== expectedFenceEpoch) return false;
+      const side = await this.sideOf(c, tag, true);
+      if (expectedFenceEpoch !== undefined && side.fenceEpoch !== expectedFenceEpoch) return false;
+      if (expectedGeneration !== undefined && side.generation !== expectedGeneration) return false;
       await this.run(c, `UPDATE ${this.table} SET max_id = CAST(? AS SIGNED) WHERE biz_tag = ?`, [newMaxId.toString(), tag]);
       return true;
     });
@@ -198,16 +206,21 @@ export class MysqlLeafSegmentStore implements SegmentStore {
     await this.connection.release();
   }
 
-  private async fenceEpochOf(c: PoolConnection, tag: string, locking: boolean): Promise<number> {
+  /** The side row's fence epoch and generation (0 and LEGACY_GENERATION when Leaf's admins made the tag). */
+  private async sideOf(c: PoolConnection, tag: string, locking: boolean): Promise<{ fenceEpoch: number; generation: string }> {
     const [rows] = await c.query<RowDataPacket[]>(
-      { sql: `SELECT fence_epoch FROM ${this.sideTable} WHERE leaf_table = ? AND tag = ?${locking ? ' FOR UPDATE' : ''}`, timeout: this.timeout },
+      {
+        sql: `SELECT fence_epoch, generation FROM ${this.sideTable} WHERE leaf_table = ? AND tag = ?${locking ? ' FOR UPDATE' : ''}`,
+        timeout: this.timeout,
+      },
       [this.table, tag],
     );
-    return Number(rows[0]?.fence_epoch ?? 0);
+    const row = rows[0];
+    return { fenceEpoch: Number(row?.fence_epoch ?? 0), generation: row ? String(row.generation) : LEGACY_GENERATION };
   }
 
   private selectJoined(): string {
-    return `SELECT l.biz_tag, l.max_id, l.step, l.description, l.update_time, s.fence_epoch
+    return `SELECT l.biz_tag, l.max_id, l.step, l.description, l.update_time, s.fence_epoch, s.generation
       FROM ${this.table} l LEFT JOIN ${this.sideTable} s
         ON s.leaf_table = ? AND s.tag = CONVERT(l.biz_tag USING utf8mb4) COLLATE utf8mb4_bin`;
   }

@@ -25,7 +25,7 @@ import { MAX_ID } from '../../core/id.js';
 import type { Allocation, NewTag, SegmentStore, TagInfo, TagUpdate } from '../../ports/segment-store.js';
 import { positiveSetting, storeError, tagInfoFromTextRow } from '../kit/store-errors.js';
 import { MysqlConnection, type MysqlConnectionOptions } from './mysql-connection.js';
-import { assertGiveBack, DEFAULT_START, DEFAULT_STEP, exhausted, tableName } from '../kit/segment-rules.js';
+import { assertGiveBack, DEFAULT_START, DEFAULT_STEP, exhausted, newGeneration, tableName } from '../kit/segment-rules.js';
 
 export interface MysqlSegmentStoreOptions extends Partial<MysqlConnectionOptions> {
   /** A connection shared with the lease store; `uri` and the pool options are then ignored. */
@@ -43,10 +43,12 @@ interface Row extends RowDataPacket {
   description: string;
   updated_at: Date;
   fence_epoch: number | string;
+  generation: string;
 }
 
-const SCHEMA_VERSION = 1;
-const COLUMNS = 'tag, max_id, step, description, updated_at, fence_epoch';
+/** 1: the table; 2: its `generation` column (see TagInfo.generation). */
+const SCHEMA_VERSION = 2;
+const COLUMNS = 'tag, max_id, step, description, updated_at, fence_epoch, generation';
 
 export class MysqlSegmentStore implements SegmentStore {
   readonly kind = 'mysql';
@@ -99,9 +101,22 @@ export class MysqlSegmentStore implements SegmentStore {
               step INT NOT NULL,
               description TEXT NOT NULL,
               updated_at DATETIME(3) NOT NULL,
-              fence_epoch INT NOT NULL DEFAULT 0
+              fence_epoch INT NOT NULL DEFAULT 0,
+              generation BIGINT NOT NULL DEFAULT 0
             ) ENGINE=InnoDB`,
           );
+        }
+        if (version < 2) {
+          // Under the same named lock. MySQL 8 has no ADD COLUMN IF NOT EXISTS: look first.
+          const [cols] = await c.query<RowDataPacket[]>(
+            {
+              sql: `SELECT COUNT(*) AS n FROM information_schema.COLUMNS
+                    WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? AND COLUMN_NAME = 'generation'`,
+              timeout: this.timeout,
+            },
+            [t],
+          );
+          if (Number(cols[0]?.n) === 0) await this.run(c, `ALTER TABLE ${t} ADD COLUMN generation BIGINT NOT NULL DEFAULT 0`);
         }
         await this.run(
           c,
@@ -137,7 +152,13 @@ export class MysqlSegmentStore implements SegmentStore {
         if (!row) throw new TagNotFoundError(tag);
         if (upd.affectedRows !== 1) throw exhausted(tag);
         const storedStep = Number(row.step);
-        return { maxId: BigInt(row.max_id), step: step ?? storedStep, storedStep, fenceEpoch: Number(row.fence_epoch) };
+        return {
+          maxId: BigInt(row.max_id),
+          step: step ?? storedStep,
+          storedStep,
+          fenceEpoch: Number(row.fence_epoch),
+          generation: String(row.generation),
+        };
       } catch (e) {
         await c.query('ROLLBACK').catch(() => {});
         throw e;
@@ -160,9 +181,9 @@ export class MysqlSegmentStore implements SegmentStore {
     if (start < 0n || start > MAX_ID) throw new InvalidArgumentError('start must be from 0 to 2^63-1');
     try {
       await this.pool.query({
-        sql: `INSERT INTO ${this.table} (tag, max_id, step, description, updated_at, fence_epoch)
-              VALUES (?, CAST(? AS SIGNED), ?, ?, UTC_TIMESTAMP(3), 0)`,
-        values: [t.tag, start.toString(), t.step ?? DEFAULT_STEP, t.description ?? ''],
+        sql: `INSERT INTO ${this.table} (tag, max_id, step, description, updated_at, fence_epoch, generation)
+              VALUES (?, CAST(? AS SIGNED), ?, ?, UTC_TIMESTAMP(3), 0, CAST(? AS SIGNED))`,
+        values: [t.tag, start.toString(), t.step ?? DEFAULT_STEP, t.description ?? '', newGeneration()],
         timeout: this.timeout,
       });
     } catch (e) {
@@ -200,19 +221,28 @@ export class MysqlSegmentStore implements SegmentStore {
     return this.mustGet(tag);
   }
 
-  async giveBack(tag: string, expectedMaxId: bigint, newMaxId: bigint, expectedFenceEpoch?: number): Promise<boolean> {
+  async giveBack(
+    tag: string,
+    expectedMaxId: bigint,
+    newMaxId: bigint,
+    expectedFenceEpoch?: number,
+    expectedGeneration?: string,
+  ): Promise<boolean> {
     assertGiveBack(expectedMaxId, newMaxId);
     // One statement (InnoDB row lock): compare and set at once. FOUND_ROWS
     // counts a matched row even when the value is unchanged (new == expected).
     const r = await this.exec(
       `UPDATE ${this.table} SET max_id = CAST(? AS SIGNED), updated_at = UTC_TIMESTAMP(3)
-       WHERE tag = ? AND max_id = CAST(? AS SIGNED) AND (? IS NULL OR fence_epoch = ?)`,
+       WHERE tag = ? AND max_id = CAST(? AS SIGNED) AND (? IS NULL OR fence_epoch = ?)
+         AND (? IS NULL OR generation = CAST(? AS SIGNED))`,
       [
         newMaxId.toString(),
         tag,
         expectedMaxId.toString(),
         expectedFenceEpoch ?? null,
         expectedFenceEpoch ?? null,
+        expectedGeneration ?? null,
+        expectedGeneration ?? null,
       ],
     );
     return r.affectedRows === 1;

@@ -15,8 +15,8 @@
  * 2^63-1 (SQLSTATE 22003), which is answered as ID_SPACE_EXHAUSTED.
  *
  * The Leaf table gains no column: the fence epoch and the tag's generation
- * live in the side table (one row per Leaf table and tag, kept across a
- * delete so a re-created tag gets a new generation). `init` creates the side
+ * live in the side table (one row per Leaf table and tag; every `createTag`
+ * writes a fresh random generation there). `init` creates the side
  * table only; the Leaf table must exist (a mistyped name must not silently
  * become an empty table where `tag create` would start again at 1).
  */
@@ -24,7 +24,7 @@ import { InvalidArgumentError, type SequoiaError, TagExistsError, TagNotFoundErr
 import { MAX_ID } from '../../core/id.js';
 import type { Allocation, NewTag, SegmentStore, TagInfo, TagUpdate } from '../../ports/segment-store.js';
 import { isBigintOverflow, type LeafRow, type LeafTableOptions, leafTableNames, tagInfoFromLeafRow } from '../kit/leaf-table.js';
-import { assertGiveBack, DEFAULT_START, DEFAULT_STEP, exhausted } from '../kit/segment-rules.js';
+import { assertGiveBack, DEFAULT_START, DEFAULT_STEP, exhausted, LEGACY_GENERATION, newGeneration } from '../kit/segment-rules.js';
 import { storeError } from '../kit/store-errors.js';
 import { type PgClientLike, PostgresConnection, type PostgresConnectionOptions } from './postgres-connection.js';
 
@@ -89,8 +89,8 @@ export class PostgresLeafSegmentStore implements SegmentStore {
       const r = await c.query(`SELECT biz_tag, max_id::text AS max_id, step FROM ${this.table} WHERE biz_tag = $1`, [tag]);
       const row = r.rows[0] as { max_id: string; step: number } | undefined;
       if (!row) throw new TagNotFoundError(tag);
-      const fenceEpoch = await this.fenceEpochOf(c, tag);
-      return { maxId: BigInt(row.max_id), step: step ?? row.step, storedStep: row.step, fenceEpoch };
+      const { fenceEpoch, generation } = await this.sideOf(c, tag);
+      return { maxId: BigInt(row.max_id), step: step ?? row.step, storedStep: row.step, fenceEpoch, generation };
     });
   }
 
@@ -122,9 +122,9 @@ export class PostgresLeafSegmentStore implements SegmentStore {
         throw e;
       }
       await c.query(
-        `INSERT INTO ${this.sideTable} (leaf_table, tag, fence_epoch, generation) VALUES ($1, $2, 0, 1)
-         ON CONFLICT (leaf_table, tag) DO UPDATE SET generation = ${this.sideTable}.generation + 1`,
-        [this.table, t.tag],
+        `INSERT INTO ${this.sideTable} (leaf_table, tag, fence_epoch, generation) VALUES ($1, $2, 0, $3::bigint)
+         ON CONFLICT (leaf_table, tag) DO UPDATE SET fence_epoch = 0, generation = EXCLUDED.generation`,
+        [this.table, t.tag, newGeneration()],
       );
     });
     return this.mustGet(t.tag);
@@ -156,7 +156,7 @@ export class PostgresLeafSegmentStore implements SegmentStore {
       const r = await c.query(`UPDATE ${this.table} SET max_id = GREATEST(max_id, $2::bigint) WHERE biz_tag = $1`, [tag, to.toString()]);
       if (!r.rowCount) throw new TagNotFoundError(tag);
       await c.query(
-        `INSERT INTO ${this.sideTable} (leaf_table, tag, fence_epoch, generation) VALUES ($1, $2, 1, 1)
+        `INSERT INTO ${this.sideTable} (leaf_table, tag, fence_epoch, generation) VALUES ($1, $2, 1, 0)
          ON CONFLICT (leaf_table, tag) DO UPDATE SET fence_epoch = ${this.sideTable}.fence_epoch + 1`,
         [this.table, tag],
       );
@@ -164,14 +164,22 @@ export class PostgresLeafSegmentStore implements SegmentStore {
     return this.mustGet(tag);
   }
 
-  async giveBack(tag: string, expectedMaxId: bigint, newMaxId: bigint, expectedFenceEpoch?: number): Promise<boolean> {
+  async giveBack(
+    tag: string,
+    expectedMaxId: bigint,
+    newMaxId: bigint,
+    expectedFenceEpoch?: number,
+    expectedGeneration?: string,
+  ): Promise<boolean> {
     assertGiveBack(expectedMaxId, newMaxId);
     return this.tx(async (c) => {
       // The Leaf row's lock first (every allocator and every fence takes it), then the side row.
       const r = await c.query(`SELECT max_id::text AS max_id FROM ${this.table} WHERE biz_tag = $1 FOR UPDATE`, [tag]);
       const row = r.rows[0] as { max_id: string } | undefined;
       if (!row || BigInt(row.max_id) !== expectedMaxId) return false;
-      if (expectedFenceEpoch !== undefined && (await this.fenceEpochOf(c, tag)) !== expectedFenceEpoch) return false;
+      const side = await this.sideOf(c, tag, true);
+      if (expectedFenceEpoch !== undefined && side.fenceEpoch !== expectedFenceEpoch) return false;
+      if (expectedGeneration !== undefined && side.generation !== expectedGeneration) return false;
       await c.query(`UPDATE ${this.table} SET max_id = $2::bigint WHERE biz_tag = $1`, [tag, newMaxId.toString()]);
       return true;
     });
@@ -187,13 +195,18 @@ export class PostgresLeafSegmentStore implements SegmentStore {
     await this.connection.release();
   }
 
-  private async fenceEpochOf(c: PgClientLike, tag: string): Promise<number> {
-    const r = await c.query(`SELECT fence_epoch FROM ${this.sideTable} WHERE leaf_table = $1 AND tag = $2`, [this.table, tag]);
-    return Number((r.rows[0] as { fence_epoch: number } | undefined)?.fence_epoch ?? 0);
+  /** The side row's fence epoch and generation (0 and LEGACY_GENERATION when Leaf's admins made the tag). */
+  private async sideOf(c: PgClientLike, tag: string, locking = false): Promise<{ fenceEpoch: number; generation: string }> {
+    const r = await c.query(
+      `SELECT fence_epoch, generation::text AS generation FROM ${this.sideTable} WHERE leaf_table = $1 AND tag = $2${locking ? ' FOR UPDATE' : ''}`,
+      [this.table, tag],
+    );
+    const row = r.rows[0] as { fence_epoch: number; generation: string } | undefined;
+    return { fenceEpoch: Number(row?.fence_epoch ?? 0), generation: row?.generation ?? LEGACY_GENERATION };
   }
 
   private selectJoined(): string {
-    return `SELECT l.biz_tag, l.max_id::text AS max_id, l.step, l.description, l.update_time, s.fence_epoch
+    return `SELECT l.biz_tag, l.max_id::text AS max_id, l.step, l.description, l.update_time, s.fence_epoch, s.generation::text AS generation
       FROM ${this.table} l LEFT JOIN ${this.sideTable} s ON s.leaf_table = $1 AND s.tag = l.biz_tag`;
   }
 

@@ -21,11 +21,12 @@
 import { InvalidArgumentError, type SequoiaError, TagExistsError, TagNotFoundError } from '../../core/errors.js';
 import { MAX_ID } from '../../core/id.js';
 import type { Allocation, NewTag, SegmentStore, TagInfo, TagUpdate } from '../../ports/segment-store.js';
-import { assertGiveBack, DEFAULT_START, DEFAULT_STEP, exhausted, tableName } from '../kit/segment-rules.js';
+import { assertGiveBack, DEFAULT_START, DEFAULT_STEP, exhausted, newGeneration, tableName } from '../kit/segment-rules.js';
 import { storeError, tagInfoFromTextRow } from '../kit/store-errors.js';
 import { type PgPoolLike, PostgresConnection, type PostgresConnectionOptions } from './postgres-connection.js';
 
-const SCHEMA_VERSION = 1;
+/** 1: the table; 2: its `generation` column (see TagInfo.generation). */
+const SCHEMA_VERSION = 2;
 /** Key of the advisory lock that serialises schema migrations ("SEQU"). */
 const MIGRATION_LOCK_KEY = 0x53455155;
 
@@ -43,6 +44,7 @@ interface RowText {
   description: string;
   updated_at: Date;
   fence_epoch: number;
+  generation: string;
 }
 
 export class PostgresSegmentStore implements SegmentStore {
@@ -78,8 +80,13 @@ export class PostgresSegmentStore implements SegmentStore {
           step INTEGER NOT NULL CHECK (step > 0),
           description TEXT NOT NULL DEFAULT '',
           updated_at TIMESTAMPTZ NOT NULL DEFAULT now(),
-          fence_epoch INTEGER NOT NULL DEFAULT 0
+          fence_epoch INTEGER NOT NULL DEFAULT 0,
+          generation BIGINT NOT NULL DEFAULT 0
         )`);
+      }
+      if (version < 2) {
+        // Under the same advisory lock; IF NOT EXISTS keeps it idempotent.
+        await c.query(`ALTER TABLE ${t} ADD COLUMN IF NOT EXISTS generation BIGINT NOT NULL DEFAULT 0`);
       }
       await c.query(
         `INSERT INTO sequoia_schema (component, version) VALUES ($1, $2)
@@ -95,12 +102,12 @@ export class PostgresSegmentStore implements SegmentStore {
       `UPDATE ${this.table}
          SET max_id = max_id + COALESCE($2::integer, step), updated_at = now()
        WHERE tag = $1 AND max_id <= 9223372036854775807 - COALESCE($2::integer, step)
-       RETURNING max_id::text AS max_id, step, fence_epoch, COALESCE($2::integer, step) AS applied`,
+       RETURNING max_id::text AS max_id, step, fence_epoch, generation::text AS generation, COALESCE($2::integer, step) AS applied`,
       [tag, step ?? null],
     );
-    const row = r.rows[0] as { max_id: string; step: number; fence_epoch: number; applied: number } | undefined;
+    const row = r.rows[0] as { max_id: string; step: number; fence_epoch: number; generation: string; applied: number } | undefined;
     if (row) {
-      return { maxId: BigInt(row.max_id), step: row.applied, storedStep: row.step, fenceEpoch: row.fence_epoch };
+      return { maxId: BigInt(row.max_id), step: row.applied, storedStep: row.step, fenceEpoch: row.fence_epoch, generation: row.generation };
     }
     // No row matched: either the tag is missing or the sum would pass 2^63-1.
     if ((await this.getTag(tag)) === undefined) throw new TagNotFoundError(tag);
@@ -124,9 +131,9 @@ export class PostgresSegmentStore implements SegmentStore {
     if (start < 0n || start > MAX_ID) throw new InvalidArgumentError('start must be from 0 to 2^63-1');
     try {
       const r = await this.pool.query(
-        `INSERT INTO ${this.table} (tag, max_id, step, description, updated_at, fence_epoch)
-         VALUES ($1, $2::bigint, $3, $4, now(), 0) RETURNING ${COLUMNS}`,
-        [t.tag, start.toString(), t.step ?? DEFAULT_STEP, t.description ?? ''],
+        `INSERT INTO ${this.table} (tag, max_id, step, description, updated_at, fence_epoch, generation)
+         VALUES ($1, $2::bigint, $3, $4, now(), 0, $5::bigint) RETURNING ${COLUMNS}`,
+        [t.tag, start.toString(), t.step ?? DEFAULT_STEP, t.description ?? '', newGeneration()],
       );
       return tagInfoFromTextRow(r.rows[0] as RowText);
     } catch (e) {
@@ -165,13 +172,26 @@ export class PostgresSegmentStore implements SegmentStore {
     return tagInfoFromTextRow(row);
   }
 
-  async giveBack(tag: string, expectedMaxId: bigint, newMaxId: bigint, expectedFenceEpoch?: number): Promise<boolean> {
+  async giveBack(
+    tag: string,
+    expectedMaxId: bigint,
+    newMaxId: bigint,
+    expectedFenceEpoch?: number,
+    expectedGeneration?: string,
+  ): Promise<boolean> {
     assertGiveBack(expectedMaxId, newMaxId);
     // One statement: the row lock makes the compare and the set atomic.
     const r = await this.q(
       `UPDATE ${this.table} SET max_id = $3::bigint, updated_at = now()
-       WHERE tag = $1 AND max_id = $2::bigint AND ($4::bigint IS NULL OR fence_epoch = $4::bigint)`,
-      [tag, expectedMaxId.toString(), newMaxId.toString(), expectedFenceEpoch === undefined ? null : String(expectedFenceEpoch)],
+       WHERE tag = $1 AND max_id = $2::bigint AND ($4::bigint IS NULL OR fence_epoch = $4::bigint)
+         AND ($5::bigint IS NULL OR generation = $5::bigint)`,
+      [
+        tag,
+        expectedMaxId.toString(),
+        newMaxId.toString(),
+        expectedFenceEpoch === undefined ? null : String(expectedFenceEpoch),
+        expectedGeneration ?? null,
+      ],
     );
     return r.rowCount === 1;
   }
@@ -196,6 +216,6 @@ export class PostgresSegmentStore implements SegmentStore {
   }
 }
 
-const COLUMNS = 'tag, max_id::text AS max_id, step, description, updated_at, fence_epoch';
+const COLUMNS = 'tag, max_id::text AS max_id, step, description, updated_at, fence_epoch, generation::text AS generation';
 
 const BACKEND = 'PostgreSQL store';

@@ -3,7 +3,8 @@
  * supported because the scripts touch a tag's hash and the tag set together).
  *
  * Layout: one hash per tag at `<keyPrefix><tag>` (default `sequoia:tag:`) with
- * the fields max_id, step, description, updated_at (ms) and fence_epoch, and
+ * the fields max_id, step, description, updated_at (ms), fence_epoch and
+ * generation (absent on hashes written before generations: '0'), and
  * one set of tag names at `tagsKey` (default `sequoia:tags`) for listTags.
  * Every write is a Lua script, so it is atomic. Allocation checks that
  * max_id + step stays at or below 2^63-1 and then HINCRBYs max_id. Lua numbers
@@ -41,7 +42,7 @@ import { Redis } from 'ioredis';
 import { InvalidArgumentError, SequoiaError, TagExistsError, TagNotFoundError, UnavailableError } from '../../core/errors.js';
 import { MAX_ID } from '../../core/id.js';
 import type { Allocation, NewTag, SegmentStore, TagInfo, TagUpdate } from '../../ports/segment-store.js';
-import { assertGiveBack, DEFAULT_START, DEFAULT_STEP, exhausted } from '../kit/segment-rules.js';
+import { assertGiveBack, DEFAULT_START, DEFAULT_STEP, exhausted, LEGACY_GENERATION, newGeneration } from '../kit/segment-rules.js';
 
 export interface RedisSegmentStoreOptions {
   /** `redis://[:password@]host:port[/db]`. */
@@ -61,7 +62,7 @@ export interface RedisSegmentStoreOptions {
 }
 
 const ALLOCATE = `
-local h = redis.call('HMGET', KEYS[1], 'max_id', 'step', 'fence_epoch')
+local h = redis.call('HMGET', KEYS[1], 'max_id', 'step', 'fence_epoch', 'generation')
 if not h[1] then return {'NOT_FOUND'} end
 local stored = h[2]
 local step = ARGV[1]
@@ -77,12 +78,12 @@ hi = hi + carry
 if hi > 9223372036 or (hi == 9223372036 and lo > 854775807) then return {'EXHAUSTED'} end
 redis.call('HINCRBY', KEYS[1], 'max_id', step)
 redis.call('HSET', KEYS[1], 'updated_at', ARGV[2])
-return {'OK', redis.call('HGET', KEYS[1], 'max_id'), step, stored, h[3] or '0'}
+return {'OK', redis.call('HGET', KEYS[1], 'max_id'), step, stored, h[3] or '0', h[4] or '0'}
 `;
 
 const CREATE = `
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
-redis.call('HSET', KEYS[1], 'max_id', ARGV[2], 'step', ARGV[3], 'description', ARGV[4], 'updated_at', ARGV[5], 'fence_epoch', '0')
+redis.call('HSET', KEYS[1], 'max_id', ARGV[2], 'step', ARGV[3], 'description', ARGV[4], 'updated_at', ARGV[5], 'fence_epoch', '0', 'generation', ARGV[6])
 redis.call('SADD', KEYS[2], ARGV[1])
 return 1
 `;
@@ -119,6 +120,7 @@ const GIVE_BACK = `
 local m = redis.call('HGET', KEYS[1], 'max_id')
 if not m or m ~= ARGV[1] then return 0 end
 if ARGV[4] ~= '' and (redis.call('HGET', KEYS[1], 'fence_epoch') or '0') ~= ARGV[4] then return 0 end
+if ARGV[5] ~= '' and (redis.call('HGET', KEYS[1], 'generation') or '0') ~= ARGV[5] then return 0 end
 redis.call('HSET', KEYS[1], 'max_id', ARGV[2], 'updated_at', ARGV[3])
 return 1
 `;
@@ -176,8 +178,14 @@ export class RedisSegmentStore implements SegmentStore {
     const r = (await this.script(ALLOCATE, [this.key(tag)], [step === undefined ? '' : String(step), String(Date.now())])) as string[];
     if (r[0] === 'NOT_FOUND') throw new TagNotFoundError(tag);
     if (r[0] === 'EXHAUSTED') throw exhausted(tag);
-    const [, maxId, applied, stored, epoch] = r;
-    return { maxId: BigInt(maxId as string), step: Number(applied), storedStep: Number(stored), fenceEpoch: Number(epoch) };
+    const [, maxId, applied, stored, epoch, generation] = r;
+    return {
+      maxId: BigInt(maxId as string),
+      step: Number(applied),
+      storedStep: Number(stored),
+      fenceEpoch: Number(epoch),
+      generation: generation ?? LEGACY_GENERATION,
+    };
   }
 
   async getTag(tag: string): Promise<TagInfo | undefined> {
@@ -207,7 +215,7 @@ export class RedisSegmentStore implements SegmentStore {
     const created = await this.script(
       CREATE,
       [this.key(t.tag), this.tagsKey],
-      [t.tag, start.toString(), String(t.step ?? DEFAULT_STEP), t.description ?? '', String(Date.now())],
+      [t.tag, start.toString(), String(t.step ?? DEFAULT_STEP), t.description ?? '', String(Date.now()), newGeneration()],
     );
     if (Number(created) !== 1) throw new TagExistsError(t.tag);
     return this.mustGet(t.tag);
@@ -240,13 +248,20 @@ export class RedisSegmentStore implements SegmentStore {
     return this.mustGet(tag);
   }
 
-  async giveBack(tag: string, expectedMaxId: bigint, newMaxId: bigint, expectedFenceEpoch?: number): Promise<boolean> {
+  async giveBack(
+    tag: string,
+    expectedMaxId: bigint,
+    newMaxId: bigint,
+    expectedFenceEpoch?: number,
+    expectedGeneration?: string,
+  ): Promise<boolean> {
     assertGiveBack(expectedMaxId, newMaxId);
     const ok = await this.script(GIVE_BACK, [this.key(tag)], [
       expectedMaxId.toString(),
       newMaxId.toString(),
       String(Date.now()),
       expectedFenceEpoch === undefined ? '' : String(expectedFenceEpoch),
+      expectedGeneration ?? '',
     ]);
     return Number(ok) === 1;
   }
@@ -333,6 +348,7 @@ function toInfo(tag: string, h: Record<string, string> | undefined): TagInfo | u
     description: h.description ?? '',
     updatedAt: new Date(Number(h.updated_at ?? 0)),
     fenceEpoch: Number(h.fence_epoch ?? 0),
+    generation: h.generation ?? LEGACY_GENERATION,
   };
 }
 

@@ -13,7 +13,7 @@ import { SequoiaError, TagExistsError, TagNotFoundError, UnavailableError } from
 import { MAX_ID } from '../../core/id.js';
 import type { Allocation, NewTag, SegmentStore, TagInfo, TagUpdate } from '../../ports/segment-store.js';
 import { storeError } from '../kit/store-errors.js';
-import { assertGiveBack, DEFAULT_START, DEFAULT_STEP, exhausted } from '../kit/segment-rules.js';
+import { assertGiveBack, DEFAULT_START, DEFAULT_STEP, exhausted, newGeneration } from '../kit/segment-rules.js';
 import { SqliteConnection } from './sqlite-connection.js';
 
 export type SqliteSegmentStoreOptions =
@@ -33,9 +33,11 @@ interface Row {
   description: string;
   updated_at: bigint;
   fence_epoch: bigint;
+  generation: bigint;
 }
 
-const SCHEMA_VERSION = 1;
+/** 1: the table; 2: its `generation` column (see TagInfo.generation). */
+const SCHEMA_VERSION = 2;
 
 export class SqliteSegmentStore implements SegmentStore {
   readonly kind = 'sqlite';
@@ -65,10 +67,18 @@ export class SqliteSegmentStore implements SegmentStore {
               step INTEGER NOT NULL,
               description TEXT NOT NULL DEFAULT '',
               updated_at INTEGER NOT NULL,
-              fence_epoch INTEGER NOT NULL DEFAULT 0
+              fence_epoch INTEGER NOT NULL DEFAULT 0,
+              generation INTEGER NOT NULL DEFAULT 0
             )`);
           }
-          if (row) db.prepare('UPDATE sequoia_schema SET version = ?').run(SCHEMA_VERSION);
+          // Inside the same IMMEDIATE transaction, so processes starting at
+          // once add the column once; checked by name, not by version (an
+          // older version of Sequoia may have written version 1 back since).
+          const columns = db.prepare('PRAGMA table_info(sequoia_alloc)').all() as { name: string }[];
+          if (!columns.some((c) => c.name === 'generation')) {
+            db.exec('ALTER TABLE sequoia_alloc ADD COLUMN generation INTEGER NOT NULL DEFAULT 0');
+          }
+          if (row) db.prepare('UPDATE sequoia_schema SET version = MAX(version, ?)').run(SCHEMA_VERSION);
           else db.prepare('INSERT INTO sequoia_schema (version) VALUES (?)').run(SCHEMA_VERSION);
         }).immediate();
       });
@@ -86,8 +96,8 @@ export class SqliteSegmentStore implements SegmentStore {
     try {
       return db
         .transaction((): Allocation => {
-          const row = this.prepare('SELECT max_id, step, fence_epoch FROM sequoia_alloc WHERE tag = ?').get(tag) as
-            | Pick<Row, 'max_id' | 'step' | 'fence_epoch'>
+          const row = this.prepare('SELECT max_id, step, fence_epoch, generation FROM sequoia_alloc WHERE tag = ?').get(tag) as
+            | Pick<Row, 'max_id' | 'step' | 'fence_epoch' | 'generation'>
             | undefined;
           if (!row) throw new TagNotFoundError(tag);
           const storedStep = Number(row.step);
@@ -95,7 +105,7 @@ export class SqliteSegmentStore implements SegmentStore {
           const next = row.max_id + BigInt(s);
           if (next > MAX_ID) throw exhausted(tag);
           this.prepare('UPDATE sequoia_alloc SET max_id = ?, updated_at = ? WHERE tag = ?').run(next, BigInt(Date.now()), tag);
-          return { maxId: next, step: s, storedStep, fenceEpoch: Number(row.fence_epoch) };
+          return { maxId: next, step: s, storedStep, fenceEpoch: Number(row.fence_epoch), generation: String(row.generation) };
         })
         .immediate();
     } catch (e) {
@@ -116,8 +126,8 @@ export class SqliteSegmentStore implements SegmentStore {
   async createTag(t: NewTag): Promise<TagInfo> {
     try {
       this.prepare(
-        'INSERT INTO sequoia_alloc (tag, max_id, step, description, updated_at, fence_epoch) VALUES (?, ?, ?, ?, ?, 0)',
-      ).run(t.tag, t.start ?? DEFAULT_START, BigInt(t.step ?? DEFAULT_STEP), t.description ?? '', BigInt(Date.now()));
+        'INSERT INTO sequoia_alloc (tag, max_id, step, description, updated_at, fence_epoch, generation) VALUES (?, ?, ?, ?, ?, 0, ?)',
+      ).run(t.tag, t.start ?? DEFAULT_START, BigInt(t.step ?? DEFAULT_STEP), t.description ?? '', BigInt(Date.now()), BigInt(newGeneration()));
     } catch (e) {
       if ((e as { code?: string }).code === 'SQLITE_CONSTRAINT_PRIMARYKEY') throw new TagExistsError(t.tag);
       throw wrap(e);
@@ -156,22 +166,24 @@ export class SqliteSegmentStore implements SegmentStore {
     return this.mustGet(tag);
   }
 
-  async giveBack(tag: string, expectedMaxId: bigint, newMaxId: bigint, expectedFenceEpoch?: number): Promise<boolean> {
+  async giveBack(
+    tag: string,
+    expectedMaxId: bigint,
+    newMaxId: bigint,
+    expectedFenceEpoch?: number,
+    expectedGeneration?: string,
+  ): Promise<boolean> {
     assertGiveBack(expectedMaxId, newMaxId);
+    const epoch = expectedFenceEpoch === undefined ? null : BigInt(expectedFenceEpoch);
+    const generation = expectedGeneration === undefined ? null : BigInt(expectedGeneration);
     const changes = this.run(
       () =>
         this
           .prepare(
-            'UPDATE sequoia_alloc SET max_id = ?, updated_at = ? WHERE tag = ? AND max_id = ? AND (? IS NULL OR fence_epoch = ?)',
+            `UPDATE sequoia_alloc SET max_id = ?, updated_at = ?
+             WHERE tag = ? AND max_id = ? AND (? IS NULL OR fence_epoch = ?) AND (? IS NULL OR generation = ?)`,
           )
-          .run(
-            newMaxId,
-            BigInt(Date.now()),
-            tag,
-            expectedMaxId,
-            expectedFenceEpoch === undefined ? null : BigInt(expectedFenceEpoch),
-            expectedFenceEpoch === undefined ? null : BigInt(expectedFenceEpoch),
-          ).changes,
+          .run(newMaxId, BigInt(Date.now()), tag, expectedMaxId, epoch, epoch, generation, generation).changes,
     );
     return changes === 1;
   }
@@ -218,6 +230,7 @@ function toInfo(r: Row): TagInfo {
     description: r.description,
     updatedAt: new Date(Number(r.updated_at)),
     fenceEpoch: Number(r.fence_epoch),
+    generation: String(r.generation),
   };
 }
 

@@ -40,7 +40,10 @@ export function checkAnswer(
     return {
       ok: false,
       record: { mark: previous.mark, trippedAtEpoch: epoch },
-      reason: `store answered [${start}, ${end}) below the high-water mark ${previous.mark}${kept}`,
+      // Both causes look alike here (the marks are kept by tag name): say both.
+      reason:
+        `store answered [${start}, ${end}) below the high-water mark ${previous.mark}${kept}: ` +
+        'restored from an older backup, or the tag deleted and created again below IDs handed out here',
     };
   }
   return { ok: true, record: { mark: end > previous.mark ? end : previous.mark } };

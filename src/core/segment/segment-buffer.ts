@@ -28,6 +28,16 @@ export interface Segment {
 /** Fraction of a segment used before the next one is loaded (Leaf: 10%). */
 export const PREFETCH_FRACTION = 0.1;
 
+/**
+ * How many IDs of a segment (or a client's batch) of `len` are used when the
+ * next one starts loading: "more than 10% used", the first count above
+ * len/10. The server's segment buffer and the client SDK's tag buffer both
+ * prefetch at this point.
+ */
+export function prefetchAfter(len: number): number {
+  return Math.floor(len * PREFETCH_FRACTION) + 1;
+}
+
 export class SegmentBuffer {
   // Hot fields. Below 2^53 (small mode) `cursor`/`limit` are the ID values
   // themselves. `fastLimit` is the lower of `limit` and the prefetch point, or
@@ -185,9 +195,8 @@ export class SegmentBuffer {
     this.currentSeg = seg;
     this.stride = seg.stride;
     const len = Number(seg.end - seg.start);
-    // "More than 10% used": after taking the value at offset floor(len/10),
-    // floor(len/10) + 1 IDs are used, which is the first count above len/10.
-    const threshold = Math.floor(len * PREFETCH_FRACTION);
+    // The value at this offset is the one whose taking crosses prefetchAfter(len).
+    const threshold = prefetchAfter(len) - 1;
     if (seg.end - 1n <= MAX_SAFE) {
       this.small = true;
       this.cursor = Number(seg.start);

@@ -11,6 +11,7 @@ import type { IdService } from '../../service/id-service.js';
 import type { Access } from '../auth.js';
 import type { ClientGate } from '../client-gate.js';
 import type { FormatRegistry } from '../formats.js';
+import { BatchLane } from '../batch-lane.js';
 
 const checkTag = (tag: string): string => assertTag(tag);
 
@@ -24,9 +25,9 @@ function formattedJson(tag: string, ids: Id[], codec: BusinessNumberCodec): stri
 
 export async function segmentRoutes(
   app: FastifyInstance,
-  opts: { service: IdService; formats: FormatRegistry; access?: Access; gate?: ClientGate },
+  opts: { service: IdService; formats: FormatRegistry; access?: Access; gate?: ClientGate; lane?: BatchLane },
 ): Promise<void> {
-  const { service, formats, gate } = opts;
+  const { service, formats, gate, lane } = opts;
   const access = opts.access?.clientTokensEnabled ? opts.access : undefined;
   /** A tag the server does not know costs a store look-up: each client has a share of them. */
   const knownOrShare = (req: FastifyRequest, tag: string): void => {
@@ -60,14 +61,16 @@ export async function segmentRoutes(
       const count = parseCount(req.query.count);
       knownOrShare(req, tag);
       reply.type('application/json; charset=utf-8');
-      if (req.query.format !== undefined) {
-        // Resolved before any ID is taken: a bad format costs no IDs.
-        const codec = formats.codec(req.query.format);
-        return Promise.resolve(service.nextMany(tag, count)).then((ids) => reply.send(formattedJson(tag, ids, codec)));
-      }
-      const r = service.nextMany(tag, count);
-      if (!(r instanceof Promise)) return reply.send(idsJson(tag, r));
-      return r.then((ids) => reply.send(idsJson(tag, ids)));
+      // Resolved before any ID is taken: a bad format costs no IDs.
+      const codec = req.query.format === undefined ? undefined : formats.codec(req.query.format);
+      const serve = () => {
+        if (codec !== undefined) return Promise.resolve(service.nextMany(tag, count)).then((ids) => reply.send(formattedJson(tag, ids, codec)));
+        const r = service.nextMany(tag, count);
+        if (!(r instanceof Promise)) return reply.send(idsJson(tag, r));
+        return r.then((ids) => reply.send(idsJson(tag, ids)));
+      };
+      // A batch waits its turn, so single IDs that arrive meanwhile are answered first (batch-lane.ts).
+      return lane && BatchLane.takesTurn(count) ? lane.turn(count).then(serve) : serve();
     },
   );
 }

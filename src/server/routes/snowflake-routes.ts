@@ -14,6 +14,7 @@ import type { SnowflakeService } from '../../service/snowflake-service.js';
 import type { Access } from '../auth.js';
 import { parseCount, parseLayoutName, parseShard, snowflakeIdsJson } from '../../core/request-rules.js';
 import { assertTag } from '../../core/validate.js';
+import { BatchLane } from '../batch-lane.js';
 
 const checkTag = (tag: string): string => assertTag(tag);
 
@@ -22,9 +23,10 @@ function sendText(reply: FastifyReply, id: string): FastifyReply {
   return reply.type('text/plain; charset=utf-8').send(id);
 }
 
-export async function snowflakeRoutes(app: FastifyInstance, opts: { snowflake: SnowflakeService; access?: Access }): Promise<void> {
+export async function snowflakeRoutes(app: FastifyInstance, opts: { snowflake: SnowflakeService; access?: Access; lane?: BatchLane }): Promise<void> {
   const sf = opts.snowflake;
   const access = opts.access;
+  const lane = opts.lane;
 
   app.get<{ Params: { tag: string } }>('/api/snowflake/get/:tag', { config: { leaf: true, hot: true } }, (req, reply) => {
     access?.tag(req, checkTag(req.params.tag));
@@ -43,10 +45,14 @@ export async function snowflakeRoutes(app: FastifyInstance, opts: { snowflake: S
       const l = sf.layout(layout);
       const name = l.name;
       const shard = parseShard(l, req.query);
-      const r = sf.nextMany(name, count, shard);
       reply.type('application/json; charset=utf-8');
-      if (!(r instanceof Promise)) return reply.send(snowflakeIdsJson(name, r));
-      return r.then((ids) => reply.send(snowflakeIdsJson(name, ids)));
+      const serve = () => {
+        const r = sf.nextMany(name, count, shard);
+        if (!(r instanceof Promise)) return reply.send(snowflakeIdsJson(name, r));
+        return r.then((ids) => reply.send(snowflakeIdsJson(name, ids)));
+      };
+      // A batch waits its turn, so single IDs that arrive meanwhile are answered first (batch-lane.ts).
+      return lane && BatchLane.takesTurn(count) ? lane.turn(count).then(serve) : serve();
     },
   );
 

@@ -28,6 +28,7 @@ export function tagJson(t: TagInfo): Record<string, unknown> {
     description: t.description,
     updatedAt: t.updatedAt.toISOString(),
     fenceEpoch: t.fenceEpoch,
+    generation: t.generation,
   };
 }
 

@@ -6,8 +6,9 @@ import { type Clock, systemClock } from '../../core/clock.js';
 import { type Random, systemRandom } from '../../core/random.js';
 import type { Access } from '../auth.js';
 import { parseCount } from '../../core/request-rules.js';
+import { BatchLane } from '../batch-lane.js';
 
-export async function uuidRoutes(app: FastifyInstance, opts: { clock?: Clock; random?: Random; access?: Access }): Promise<void> {
+export async function uuidRoutes(app: FastifyInstance, opts: { clock?: Clock; random?: Random; access?: Access; lane?: BatchLane }): Promise<void> {
   const v7 = new UuidV7Generator({ clock: opts.clock ?? systemClock, random: opts.random ?? systemRandom });
   const v4 = new UuidV4Generator({ random: opts.random ?? systemRandom });
 
@@ -19,8 +20,12 @@ export async function uuidRoutes(app: FastifyInstance, opts: { clock?: Clock; ra
     if (format !== 'uuid' && format !== 'ulid') throw new InvalidArgumentError('format must be uuid or ulid');
     if (format === 'ulid' && version !== '7') throw new InvalidArgumentError('format=ulid needs version 7 (a ULID carries its time)');
     const count = parseCount(req.query.count);
-    const ids = new Array<string>(count);
-    for (let i = 0; i < count; i++) ids[i] = version === '4' ? v4.next() : format === 'ulid' ? v7.nextUlid() : v7.next();
-    return reply.type('application/json; charset=utf-8').send(`{"version":${version},"ids":["${ids.join('","')}"]}`);
+    const serve = () => {
+      const ids = new Array<string>(count);
+      for (let i = 0; i < count; i++) ids[i] = version === '4' ? v4.next() : format === 'ulid' ? v7.nextUlid() : v7.next();
+      return reply.type('application/json; charset=utf-8').send(`{"version":${version},"ids":["${ids.join('","')}"]}`);
+    };
+    // A batch waits its turn, so single IDs that arrive meanwhile are answered first (batch-lane.ts).
+    return opts.lane && BatchLane.takesTurn(count) ? opts.lane.turn(count).then(serve) : serve();
   });
 }

@@ -1,0 +1,51 @@
+/**
+ * What the `sequoia bench pk` targets share: the scratch name rule, the
+ * marker every scratch object carries (so a target can prove it made what it
+ * drops), and the table and column names of a kind.
+ */
+import { randomBytes } from 'node:crypto';
+import { InvalidArgumentError } from '../../core/errors.js';
+import { PK_KIND_NAMES } from '../../core/pk-bench/pk-kind-names.js';
+import type { PkKindSpec, PkTableShape } from '../../ports/pk-bench-target.js';
+
+/** The tool's signature in every marker: a leftover is recognised by it. */
+export const PK_MARKER_TOOL = 'sequoia bench pk';
+/** The marker table inside the scratch object. */
+export const PK_MARKER_TABLE = 'sequoia_bench_pk_marker';
+export const DEFAULT_PK_SCRATCH = 'sequoia_bench_pk';
+
+/** A scratch schema/database name: a plain identifier, so it never needs quoting tricks. */
+export function checkScratchName(name: string): string {
+  if (!/^[a-z_][a-z0-9_]{0,62}$/.test(name)) {
+    throw new InvalidArgumentError(`--scratch must be a lowercase identifier (a-z, 0-9, _; at most 63), got ${JSON.stringify(name)}`);
+  }
+  return name;
+}
+
+/** A run id: what the marker names, so this run drops only its own scratch object. */
+export function newRunId(): string {
+  return `${new Date().toISOString()}/${process.pid}/${randomBytes(4).toString('hex')}`;
+}
+
+/** `pk_uuidv4_text` for `uuidv4-text`. */
+export function pkTableName(kind: Pick<PkKindSpec, 'name'>): string {
+  return `pk_${kind.name.replace(/[^a-z0-9]/g, '_')}`;
+}
+
+/** The tables a run can make: a leftover's tables are dropped by these names only. */
+export const PK_KIND_TABLES: readonly string[] = PK_KIND_NAMES.map((name) => pkTableName({ name }));
+
+/** k1..kN. */
+export function intColumns(shape: PkTableShape): string[] {
+  return Array.from({ length: shape.indexes }, (_, i) => `k${i + 1}`);
+}
+
+/** The refusal for an object that exists already. */
+export function refuseExisting(what: string, marked: boolean): InvalidArgumentError {
+  return new InvalidArgumentError(
+    marked
+      ? `${what} exists: it was left by an earlier \`${PK_MARKER_TOOL}\` run (its marker says so); ` +
+          'drop it with `sequoia bench pk --db URL --drop-leftover`, or choose another name with --scratch'
+      : `${what} exists and was not created by \`${PK_MARKER_TOOL}\` (no marker): it is left untouched; choose another name with --scratch`,
+  );
+}

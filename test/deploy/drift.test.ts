@@ -1,0 +1,308 @@
+/**
+ * Drift between deploy/ and the code: every environment variable, flag,
+ * port, path and probe named anywhere in deploy/ (and docs/deploy.md) exists
+ * in the configuration field table (FIELDS) and the route table, with the
+ * same defaults; every configuration a deploy file gives passes the real
+ * config schema; every stop timeout is above the drain time; and the
+ * PrometheusRule holds exactly the rules of ops/prometheus/sequoia-alerts.yml.
+ */
+import type { FastifyInstance } from 'fastify';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
+import { MemoryHighWaterMarkStore } from '../../src/adapters/state-dir/file-high-water-mark-store.js';
+import { k8sOrdinal } from '../../src/adapters/k8s/k8s-ordinal.js';
+import { FIELDS, type FieldName, resolveConfig } from '../../src/app/config.js';
+import { PRESETS } from '../../src/core/snowflake/layout.js';
+import { buildApp } from '../../src/server/build-app.js';
+import { IdService } from '../../src/service/id-service.js';
+import { ControlledStore } from '../helpers/fakes.js';
+import {
+  deployFiles,
+  durationSeconds,
+  parseContainerfile,
+  parseEnvFile,
+  parseUnit,
+  read,
+  runtimeImage,
+  yamlDoc,
+  yamlDocs,
+} from './deploy-files.js';
+
+type Obj = Record<string, unknown>;
+const fields = Object.entries(FIELDS) as [FieldName, (typeof FIELDS)[FieldName]][];
+const byEnv = new Map(fields.map(([name, f]) => [f.env as string, name]));
+const byFlag = new Map(fields.map(([name, f]) => [f.flag as string, name]));
+/** Outside the field table, but read by serve: the config file's own flag and variable. */
+const EXTRA_FLAGS = new Set(['--config']);
+const EXTRA_ENV = new Set(['SEQUOIA_CONFIG']);
+/** The test suite's switch (test/helpers/services.ts), never read by a server: docs/deploy.md may name it, deploy/ not. */
+const DOCS_ONLY_ENV = new Set(['SEQUOIA_REQUIRE_SERVICES']);
+const defaultOf = (name: FieldName): string => {
+  const d = FIELDS[name].default as unknown;
+  return d === undefined ? '' : String(d);
+};
+
+/** The text of deploy/ and docs/deploy.md, where a name may appear. */
+const texts = [...deployFiles(), 'docs/deploy.md'].map((file) => ({ file, text: read(file) }));
+
+/** SEQUOIA_* names in a text. */
+export function envNames(text: string): string[] {
+  return [...new Set([...text.matchAll(/\bSEQUOIA_[A-Z0-9_]*[A-Z0-9]\b/g)].map((m) => m[0]))];
+}
+
+/** Flags given to `serve`: on any line running the CLI's serve command (by path or by name). */
+export function serveFlags(text: string): string[] {
+  const out = new Set<string>();
+  const joined = text.replace(/\\\n/g, ' ');
+  for (const line of joined.split('\n')) {
+    const m = /(?:dist\/cli\/main\.js|dist\/pkg\/cli\.js|\bsequoia)"?,?\s*"?serve\b(.*)$/.exec(line);
+    if (!m) continue;
+    for (const f of m[1]!.matchAll(/(?:^|[\s"'[,])(--[a-z][a-z0-9-]*)/g)) out.add(f[1]!);
+  }
+  return [...out];
+}
+
+/** A secret's stand-in, valid for its field, so a manifest's configuration can go through the schema. */
+const SECRET_STANDIN: Record<string, string> = {
+  SEQUOIA_STORE: 'postgres://sequoia:secret@db.internal:5432/sequoia',
+  SEQUOIA_ADMIN_TOKEN: 'admin-token-from-secret',
+  SEQUOIA_METRICS_TOKEN: 'metrics-token-from-secret-0123',
+};
+
+/** The environment a Kubernetes container sees (secret values by stand-in), over the image's. */
+function containerEnv(c: Obj, image: Record<string, string>): Record<string, string> {
+  const env = { ...image };
+  for (const e of (c.env as Obj[] | undefined) ?? []) {
+    const name = e.name as string;
+    if (typeof e.value === 'string') env[name] = e.value;
+    else {
+      const standin = SECRET_STANDIN[name];
+      if (standin === undefined) throw new Error(`${name} comes from a secret: add a stand-in value to the test`);
+      env[name] = standin;
+    }
+  }
+  return env;
+}
+
+const image = runtimeImage(parseContainerfile(read('deploy/Containerfile')));
+const k8sObjects = (yamlDoc('deploy/kubernetes/kustomization.yaml').resources as string[]).flatMap((f) => yamlDocs(`deploy/kubernetes/${f}`));
+const workloads = k8sObjects.filter((o) => o.kind === 'Deployment' || o.kind === 'StatefulSet');
+const compose = yamlDoc('deploy/compose.yaml');
+const composeServers = Object.entries(compose.services as Record<string, Obj>).filter(([n]) => /^sequoia-[0-9]+$/.test(n));
+const unit = parseUnit(read('deploy/systemd/sequoia.service'));
+const unitService = unit.get('Service')!;
+const envFile = parseEnvFile(read('deploy/systemd/sequoia.env'));
+const prometheusConfig = yamlDoc('deploy/prometheus/prometheus.yml');
+
+/** Each place that runs a server, with the environment it runs with. */
+const runs: { where: string; env: Record<string, string> }[] = [
+  { where: 'Containerfile', env: image.env },
+  ...workloads.map((w) => {
+    const c = ((w.spec as Obj).template as { spec: { containers: Obj[] } }).spec.containers[0]!;
+    return { where: `${String(w.kind)} ${String((w.metadata as Obj).name)}`, env: containerEnv(c, image.env) };
+  }),
+  ...composeServers.map(([name, s]) => ({ where: `compose ${name}`, env: { ...image.env, ...(s.environment as Record<string, string>) } })),
+  { where: 'systemd', env: Object.fromEntries(envFile.active) },
+];
+/** A setting as the server resolves it: the given environment, else the field's default. */
+const effective = (env: Record<string, string>, name: FieldName): string => env[FIELDS[name].env] ?? defaultOf(name);
+
+let app: FastifyInstance;
+beforeAll(async () => {
+  const service = new IdService({ store: new ControlledStore(), marks: new MemoryHighWaterMarkStore(), refreshIntervalMs: 0 });
+  await service.start();
+  app = await buildApp({ service });
+  await app.ready();
+});
+afterAll(async () => {
+  await app?.close();
+});
+const isGetRoute = (path: string): boolean => app.hasRoute({ method: 'GET', url: path });
+
+describe('names in deploy/ exist in the field table', () => {
+  it('finds the names it looks for (the extractors work)', () => {
+    expect(envNames('a SEQUOIA_PORT=1 "SEQUOIA_NOPE_X" SEQUOIA_')).toEqual(['SEQUOIA_PORT', 'SEQUOIA_NOPE_X']);
+    expect(serveFlags('ExecStart=node /opt/x/dist/cli/main.js serve --port 1 \\\n  --no-such-flag=2')).toEqual(['--port', '--no-such-flag']);
+    expect(serveFlags('ENTRYPOINT ["node", "dist/cli/main.js", "serve", "--host"]')).toEqual(['--host']);
+    expect(serveFlags('$ sequoia serve --store postgres://x --config /etc/s.json')).toEqual(['--store', '--config']);
+    expect(serveFlags('podman run --read-only image')).toEqual([]);
+  });
+
+  it.each(texts.map((t) => [t.file, t.text]))('every SEQUOIA_* variable named in %s is a configuration field', (file, text) => {
+    const unknown = envNames(text).filter((n) => !byEnv.has(n) && !EXTRA_ENV.has(n) && !(file === 'docs/deploy.md' && DOCS_ONLY_ENV.has(n)));
+    expect(unknown).toEqual([]);
+  });
+
+  it.each(texts.map((t) => [t.file, t.text]))('every serve flag named in %s is a configuration field', (_file, text) => {
+    const unknown = serveFlags(text).filter((f) => !byFlag.has(f) && !EXTRA_FLAGS.has(f));
+    expect(unknown).toEqual([]);
+  });
+
+  it('the systemd environment file lists every field once, its commented defaults equal to the field table', () => {
+    for (const [name, f] of fields) {
+      const listed = envFile.active.has(f.env) || envFile.defaults.has(f.env);
+      expect(listed, `${f.env} in sequoia.env`).toBe(true);
+      expect(envFile.active.has(f.env) && envFile.defaults.has(f.env), `${f.env} both set and commented`).toBe(false);
+      if (envFile.defaults.has(f.env)) expect(envFile.defaults.get(f.env), f.env).toBe(defaultOf(name));
+    }
+    for (const k of [...envFile.active.keys(), ...envFile.defaults.keys()]) expect(byEnv.has(k), k).toBe(true);
+  });
+
+  it.each(runs.map((r) => [r.where, r.env]))('the configuration of %s passes the config schema', (_where, env) => {
+    const sequoiaOnly = Object.fromEntries(Object.entries(env).filter(([k]) => k.startsWith('SEQUOIA_')));
+    expect(() => resolveConfig({}, sequoiaOnly, undefined)).not.toThrow();
+  });
+
+  it('the k8s-ordinal StatefulSet pods get worker ids inside the layout, apart from the ids the segment pods lease', () => {
+    const sts = workloads.find((w) => w.kind === 'StatefulSet')!;
+    const dep = workloads.find((w) => w.kind === 'Deployment')!;
+    const name = (sts.metadata as Obj).name as string;
+    const env = runs.find((r) => r.where === `StatefulSet ${name}`)!.env;
+    const m = /^k8s-ordinal(?::([0-9]+))?$/.exec(effective(env, 'workerIdProvider'));
+    expect(m).not.toBeNull();
+    const offset = Number(m![1] ?? 0);
+    const replicas = (sts.spec as Obj).replicas as number;
+    const layout = PRESETS.get(effective(env, 'snowflakeLayout'))!;
+    expect(layout).toBeDefined();
+    expect(k8sOrdinal(`${name}-0`, offset)).toBe(offset);
+    expect(k8sOrdinal(`${name}-${replicas - 1}`, offset)).toBeLessThan(2 ** layout.workerBits);
+    // Every server leases a worker id for its default layout at start: the segment pods' must be
+    // another id space, or a segment pod could take the id a restarting snowflake pod just released.
+    const depEnv = runs.find((r) => r.where === `Deployment ${String((dep.metadata as Obj).name)}`)!.env;
+    const depLayout = PRESETS.get(effective(depEnv, 'snowflakeLayout'))!;
+    expect(depLayout).toBeDefined();
+    expect(depLayout.spaceKey).not.toBe(layout.spaceKey);
+    // Asked for the StatefulSet's layout, a segment pod leases the lowest free id: below the offset.
+    expect((dep.spec as Obj).replicas as number).toBeLessThan(offset);
+  });
+});
+
+describe('ports, paths and probes in deploy/ match the server', () => {
+  it('the route table has the probes and the paths deploy/ names, and only those', () => {
+    expect(isGetRoute('/no-such-route')).toBe(false);
+    const paths = new Set<string>();
+    for (const w of workloads) {
+      const c = ((w.spec as Obj).template as { spec: { containers: Obj[] } }).spec.containers[0]!;
+      for (const probe of ['readinessProbe', 'livenessProbe', 'startupProbe']) {
+        const p = c[probe] as { httpGet?: { path: string } } | undefined;
+        if (p?.httpGet) paths.add(p.httpGet.path);
+      }
+    }
+    for (const sm of k8sObjects.filter((o) => o.kind === 'ServiceMonitor')) {
+      for (const ep of (sm.spec as { endpoints: Obj[] }).endpoints) paths.add((ep.path as string | undefined) ?? '/metrics');
+    }
+    for (const job of prometheusConfig.scrape_configs as Obj[]) paths.add((job.metrics_path as string | undefined) ?? '/metrics');
+    for (const m of image.healthcheck!.command.join(' ').matchAll(/'(\/[a-z/]+)'/g)) paths.add(m[1]!);
+    // Any http://host:port/path on a Sequoia port (the image's, or one compose publishes) in deploy/ and docs/deploy.md.
+    const ports = new Set([effective(image.env, 'port'), ...composeServers.flatMap(([, s]) => (s.ports as string[]).map((p) => p.split(':').at(-2)!))]);
+    expect(ports.size).toBe(4);
+    for (const { text } of texts) {
+      for (const m of text.matchAll(/https?:\/\/[a-z0-9.-]+:([0-9]+)(\/[a-z0-9_/-]*[a-z0-9])/gi)) if (ports.has(m[1]!)) paths.add(m[2]!);
+    }
+    expect([...paths].sort()).toEqual(expect.arrayContaining(['/healthz', '/metrics', '/readyz']));
+    const unknown = [...paths].filter((p) => !isGetRoute(p) && !/^\/(api|v1)\//.test(p));
+    expect(unknown).toEqual([]);
+    for (const p of [...paths].filter((x) => /^\/(api|v1)\//.test(x))) {
+      // An ID route with its tag: the route table matches it with its parameter.
+      expect(isGetRoute(p.replace(/\/[^/]+$/, '/:tag')) || isGetRoute(p), p).toBe(true);
+    }
+  });
+
+  it('the port each server listens on is the port exposed, probed, served and scraped', () => {
+    expect(defaultOf('port')).toBe('8080');
+    const imagePort = Number(effective(image.env, 'port'));
+    expect(image.expose).toEqual([imagePort]);
+    // The health check's fallback port is the field's default.
+    expect(image.healthcheck!.command.join(' ')).toContain(`SEQUOIA_PORT||${defaultOf('port')}`);
+    for (const w of workloads) {
+      const c = ((w.spec as Obj).template as { spec: { containers: Obj[] } }).spec.containers[0]!;
+      const port = Number(effective(containerEnv(c, image.env), 'port'));
+      const named = new Map((c.ports as Obj[]).map((p) => [p.name as string, p.containerPort as number]));
+      expect(named.get('http')).toBe(port);
+      for (const probe of ['readinessProbe', 'livenessProbe']) {
+        const target = ((c[probe] as Obj).httpGet as Obj).port;
+        expect(typeof target === 'string' ? named.get(target) : target).toBe(port);
+      }
+    }
+    const targets = (prometheusConfig.scrape_configs as { static_configs: { targets: string[] }[] }[]).flatMap((j) => j.static_configs.flatMap((s) => s.targets));
+    for (const [name, s] of composeServers) {
+      const port = Number(effective({ ...image.env, ...(s.environment as Record<string, string>) }, 'port'));
+      expect((s.ports as string[]).every((p) => p.endsWith(`:${port}`)), name).toBe(true);
+      expect(targets).toContain(`${name}:${port}`);
+    }
+  });
+
+  it('the state dir is the volume, and a SQLite store lives in it', () => {
+    expect(image.volumes).toEqual([effective(image.env, 'stateDir')]);
+    for (const r of runs) {
+      const stateDir = effective(r.env, 'stateDir');
+      expect(stateDir, r.where).toMatch(/^\//); // absolute: the working directory is read-only
+      const store = effective(r.env, 'store');
+      if (store.startsWith('sqlite:')) expect(store, r.where).toBe(`sqlite:${stateDir}/sequoia.db`);
+    }
+    for (const w of workloads) {
+      const c = ((w.spec as Obj).template as { spec: { containers: Obj[] } }).spec.containers[0]!;
+      const mount = (c.volumeMounts as Obj[]).find((m) => m.name === 'state')!;
+      expect(mount.mountPath).toBe(effective(containerEnv(c, image.env), 'stateDir'));
+    }
+    for (const [name, s] of composeServers) {
+      const env = { ...image.env, ...(s.environment as Record<string, string>) };
+      expect((s.volumes as string[]).map((v) => v.split(':')[1]), name).toEqual([effective(env, 'stateDir')]);
+    }
+    // systemd: StateDirectory=NAME is /var/lib/NAME, owned by the service's user.
+    expect(unitService.get('StateDirectory')).toEqual(['sequoia']);
+    expect(envFile.active.get('SEQUOIA_STATE_DIR')).toBe('/var/lib/sequoia');
+  });
+
+  it('every stop timeout is above the drain time (SEQUOIA_SHUTDOWN_TIMEOUT_MS)', () => {
+    expect(defaultOf('shutdownTimeoutMs')).toBe('10000');
+    const drain = (env: Record<string, string>): number => Number(effective(env, 'shutdownTimeoutMs')) / 1000;
+    const margin = 5; // the give-back to the store and closing it, after the drain
+    for (const w of workloads) {
+      const pod = ((w.spec as Obj).template as { spec: Obj }).spec;
+      const c = (pod.containers as Obj[])[0]!;
+      const preStop = (((c.lifecycle as Obj | undefined)?.preStop as Obj | undefined)?.exec as { command: string[] } | undefined)?.command;
+      const preStopSeconds = preStop && preStop[0] === 'sleep' ? Number(preStop[1]) : 0;
+      expect(pod.terminationGracePeriodSeconds as number).toBeGreaterThanOrEqual(preStopSeconds + drain(containerEnv(c, image.env)) + margin);
+    }
+    for (const [name, s] of composeServers) {
+      expect(s.stop_signal, name).toBe('SIGTERM');
+      const env = { ...image.env, ...(s.environment as Record<string, string>) };
+      expect(durationSeconds(s.stop_grace_period as string), name).toBeGreaterThanOrEqual(drain(env) + margin);
+    }
+    expect(unitService.get('KillSignal')).toEqual(['SIGTERM']);
+    expect(Number(unitService.get('TimeoutStopSec')![0])).toBeGreaterThanOrEqual(drain(Object.fromEntries(envFile.active)) + margin);
+    // The run commands shown for the image (Containerfile, docs/deploy.md) pass --stop-timeout above the drain.
+    for (const { file, text } of texts) {
+      for (const m of text.matchAll(/--stop-timeout[ =]([0-9]+)/g)) expect(Number(m[1]), file).toBeGreaterThanOrEqual(drain(image.env) + margin);
+    }
+    expect(texts.some((t) => /--stop-timeout/.test(t.text))).toBe(true);
+  });
+});
+
+describe('alert rules: one source, ops/prometheus/sequoia-alerts.yml', () => {
+  const source = parse(read('ops/prometheus/sequoia-alerts.yml')) as { groups: { name: string; rules: Obj[] }[] };
+  const rule = k8sObjects.find((o) => o.kind === 'PrometheusRule') as { spec: { groups: unknown[] } } | undefined;
+
+  it('the PrometheusRule holds exactly the groups and rules of the shipped file (`npm run deploy:rules` writes it)', () => {
+    expect(rule).toBeDefined();
+    expect(source.groups.flatMap((g) => g.rules).length).toBeGreaterThan(3);
+    expect(rule!.spec.groups).toEqual(source.groups);
+  });
+
+  it('a changed, missing or extra rule is a difference', () => {
+    const changed = structuredClone(source.groups);
+    changed[0]!.rules[0]!.expr = 'vector(1)';
+    expect(rule!.spec.groups).not.toEqual(changed);
+    const fewer = structuredClone(source.groups);
+    fewer[0]!.rules.pop();
+    expect(rule!.spec.groups).not.toEqual(fewer);
+  });
+
+  it('compose loads the same file into Prometheus', () => {
+    const prom = (compose.services as Record<string, { volumes: string[] }>).prometheus!;
+    const mount = prom.volumes.map((v) => v.split(':')).find(([src]) => src === '../ops/prometheus/sequoia-alerts.yml');
+    expect(mount).toBeDefined();
+    expect(prometheusConfig.rule_files).toEqual([mount![1]]);
+  });
+});
