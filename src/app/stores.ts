@@ -3,6 +3,9 @@
  *   sqlite:PATH (or sqlite::memory:), memory:,
  *   postgres://… or postgresql://…   (option: ?table=NAME, default sequoia_alloc)
  *   mysql://…                        (option: ?table=NAME; MySQL 8 or MariaDB 10.11+)
+ *   either SQL URL with ?schema=leaf  Leaf's own table, allocating as Leaf does
+ *                                    (options: ?table=NAME default leaf_alloc,
+ *                                    ?side=NAME default sequoia_leaf_state: Sequoia's per-tag state)
  *   redis://… or rediss://…          (options: ?keyPrefix=…&tagsKey=…)
  * and a comma-separated list of those for a multi-store HA set (store i, in
  * list order, hands out IDs ≡ i mod N; see multi-segment-store.ts). A comma
@@ -81,24 +84,40 @@ async function openEntry(u: string): Promise<Entry> {
   }
   const scheme = /^([a-z][a-z0-9+.-]*):\/\//i.exec(u)?.[1]?.toLowerCase();
   if (scheme === 'postgres' || scheme === 'postgresql') {
-    const { rest, options } = takeParams(u, ['table']);
+    const { rest, options } = takeParams(u, ['table', 'schema', 'side']);
+    const leaf = schemaOf(options);
     const [{ PostgresConnection }, { PostgresSegmentStore }, { PostgresWorkerLeaseStore }] = await Promise.all([
       import('../adapters/postgres/postgres-connection.js'),
       import('../adapters/postgres/postgres-segment-store.js'),
       import('../adapters/postgres/postgres-worker-lease-store.js'),
     ]);
     const connection = new PostgresConnection({ connectionString: rest });
-    return { segments: new PostgresSegmentStore({ connection, table: options.table }), leases: () => new PostgresWorkerLeaseStore(connection) };
+    const segments = leaf
+      ? new (await import('../adapters/postgres/postgres-leaf-segment-store.js')).PostgresLeafSegmentStore({
+          connection,
+          table: options.table,
+          sideTable: options.side,
+        })
+      : new PostgresSegmentStore({ connection, table: options.table });
+    return { segments, leases: () => new PostgresWorkerLeaseStore(connection) };
   }
   if (scheme === 'mysql') {
-    const { rest, options } = takeParams(u, ['table']);
+    const { rest, options } = takeParams(u, ['table', 'schema', 'side']);
+    const leaf = schemaOf(options);
     const [{ MysqlConnection }, { MysqlSegmentStore }, { MysqlWorkerLeaseStore }] = await Promise.all([
       import('../adapters/mysql/mysql-connection.js'),
       import('../adapters/mysql/mysql-segment-store.js'),
       import('../adapters/mysql/mysql-worker-lease-store.js'),
     ]);
     const connection = new MysqlConnection({ uri: rest });
-    return { segments: new MysqlSegmentStore({ connection, table: options.table }), leases: () => new MysqlWorkerLeaseStore(connection) };
+    const segments = leaf
+      ? new (await import('../adapters/mysql/mysql-leaf-segment-store.js')).MysqlLeafSegmentStore({
+          connection,
+          table: options.table,
+          sideTable: options.side,
+        })
+      : new MysqlSegmentStore({ connection, table: options.table });
+    return { segments, leases: () => new MysqlWorkerLeaseStore(connection) };
   }
   if (scheme === 'redis' || scheme === 'rediss') {
     const { rest, options } = takeParams(u, ['keyPrefix', 'tagsKey']);
@@ -106,6 +125,19 @@ async function openEntry(u: string): Promise<Entry> {
     return { segments: new RedisSegmentStore({ url: rest, keyPrefix: options.keyPrefix, tagsKey: options.tagsKey }), leases: undefined };
   }
   throw new InvalidArgumentError(`store: unsupported URL ${JSON.stringify(redactStoreUrl(u))} (${SUPPORTED})`);
+}
+
+/**
+ * `?schema=`: `sequoia` (default, Sequoia's own table) or `leaf` (Leaf's
+ * leaf_alloc). `?side=` names the Leaf store's side table and only goes with it.
+ */
+function schemaOf(options: Record<string, string | undefined>): boolean {
+  const schema = options.schema ?? 'sequoia';
+  if (schema !== 'sequoia' && schema !== 'leaf') {
+    throw new InvalidArgumentError(`store: URL parameter schema must be sequoia or leaf, not ${JSON.stringify(schema)}`);
+  }
+  if (schema !== 'leaf' && options.side !== undefined) throw new InvalidArgumentError('store: URL parameter side goes with schema=leaf');
+  return schema === 'leaf';
 }
 
 /** Takes Sequoia's own query parameters off a URL, leaving the driver's. */

@@ -75,10 +75,35 @@ storeOption(tag.command('create <tag>').description('create a tag'))
   .option('--step <n>', 'minimum segment length (default 1000)', parseIntArg('--step', MAX_STORED_STEP))
   .option('--start <n>', 'the first ID (default 1)')
   .option('--description <text>', 'free text')
-  .action(async (name: string, o: StoreOpts & { step?: number; start?: string; description?: string }) => {
-    const info = await withService(o, (s) => s.createTag({ tag: name, step: o.step, start: o.start, description: o.description }));
-    console.log(`created ${info.tag}: next ID ${info.maxId}, step ${info.step}`);
-  });
+  .option('--above <url>', 'start above MAX(--column) of --table in this database (postgres://… or mysql://…)')
+  .option('--table <name>', 'with --above: the table whose IDs the tag must stay above (name or schema.name)')
+  .option('--column <name>', 'with --above: its ID column (default id)')
+  .option('--margin <n>', 'with --above: IDs left free above the maximum, for rows inserted until clients switch (default 1000)')
+  .action(
+    async (
+      name: string,
+      o: StoreOpts & { step?: number; start?: string; description?: string; above?: string; table?: string; column?: string; margin?: string },
+    ) => {
+      let start = o.start;
+      if (o.above !== undefined || o.table !== undefined || o.column !== undefined || o.margin !== undefined) {
+        if (o.above === undefined || o.table === undefined) throw new InvalidArgumentError('--table, --column and --margin go with --above URL --table NAME');
+        if (o.start !== undefined) throw new InvalidArgumentError('--start and --above exclude each other');
+        const margin = o.margin ?? '1000';
+        if (!/^[0-9]{1,18}$/.test(margin)) throw new InvalidArgumentError(`--margin must be a whole number from 0, got ${JSON.stringify(margin)}`);
+        const column = o.column ?? 'id';
+        const { readColumnMax } = await import('../app/column-max.js');
+        const read = await readColumnMax(o.above, o.table, column);
+        start = ((read.max ?? 0n) + 1n + BigInt(margin)).toString();
+        console.log(
+          read.max === undefined
+            ? `read MAX(${column}) of ${o.table} at ${read.where}: the table is empty; starting at ${start} (margin ${margin})`
+            : `read MAX(${column}) = ${read.max} of ${o.table} at ${read.where}; starting at ${start} (max + 1 + margin ${margin})`,
+        );
+      }
+      const info = await withService(o, (s) => s.createTag({ tag: name, step: o.step, start, description: o.description }));
+      console.log(`created ${info.tag}: next ID ${info.maxId}, step ${info.step}`);
+    },
+  );
 storeOption(tag.command('list').description('list tags'))
   .option('--json', 'print JSON')
   .action(async (o: StoreOpts & { json?: boolean }) => {

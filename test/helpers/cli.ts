@@ -65,7 +65,7 @@ export async function launchServe(
       // never listening (or never saying so): not left running behind the test
       child.kill('SIGKILL');
       reject(new Error(`server did not start:\n${out}`));
-    }, options.startTimeoutMs ?? 20_000);
+    }, options.startTimeoutMs ?? 45_000);
     const onData = (d: Buffer) => {
       out += d.toString();
       const m = /"url":"(http:\/\/[^"]+)"[^\n]*"msg":"listening"/.exec(out);

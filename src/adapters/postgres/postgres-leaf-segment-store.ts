@@ -1,0 +1,236 @@
+/**
+ * SegmentStore on Leaf's own table (`leaf_alloc`, name configurable) in
+ * PostgreSQL, so Leaf servers (or a port of Leaf's DAO) and Sequoia servers
+ * draw from one row without overlap. An allocation is Leaf's IDAllocDao,
+ * statement for statement, in one transaction:
+ *
+ *   BEGIN
+ *   UPDATE leaf_alloc SET max_id = max_id + step WHERE biz_tag = $1      -- or max_id + $2 (dynamic step)
+ *   SELECT biz_tag, max_id, step FROM leaf_alloc WHERE biz_tag = $1
+ *   SELECT fence_epoch FROM sequoia_leaf_state WHERE leaf_table = … AND tag = $1   -- Sequoia's side table
+ *   COMMIT
+ *
+ * The UPDATE's row lock serialises every allocator, Leaf's and Sequoia's.
+ * Leaf's statement has no overflow check; PostgreSQL refuses a BIGINT past
+ * 2^63-1 (SQLSTATE 22003), which is answered as ID_SPACE_EXHAUSTED.
+ *
+ * The Leaf table gains no column: the fence epoch and the tag's generation
+ * live in the side table (one row per Leaf table and tag; every `createTag`
+ * writes a fresh random generation there). `init` creates the side
+ * table only; the Leaf table must exist (a mistyped name must not silently
+ * become an empty table where `tag create` would start again at 1).
+ */
+import { InvalidArgumentError, type SequoiaError, TagExistsError, TagNotFoundError, UnavailableError } from '../../core/errors.js';
+import { MAX_ID } from '../../core/id.js';
+import type { Allocation, NewTag, SegmentStore, TagInfo, TagUpdate } from '../../ports/segment-store.js';
+import { isBigintOverflow, type LeafRow, type LeafTableOptions, leafTableNames, tagInfoFromLeafRow } from '../kit/leaf-table.js';
+import { assertGiveBack, DEFAULT_START, DEFAULT_STEP, exhausted, LEGACY_GENERATION, newGeneration } from '../kit/segment-rules.js';
+import { storeError } from '../kit/store-errors.js';
+import { type PgClientLike, PostgresConnection, type PostgresConnectionOptions } from './postgres-connection.js';
+
+/** Key of the advisory lock that serialises schema migrations ("SEQU"), as the native store. */
+const MIGRATION_LOCK_KEY = 0x53455155;
+
+export interface PostgresLeafSegmentStoreOptions extends PostgresConnectionOptions, LeafTableOptions {
+  /** A connection shared with the lease store; the other connection options are then ignored. */
+  readonly connection?: PostgresConnection;
+}
+
+export class PostgresLeafSegmentStore implements SegmentStore {
+  readonly kind = 'postgres-leaf';
+  readonly table: string;
+  readonly sideTable: string;
+  private readonly connection: PostgresConnection;
+  private initialised = false;
+  private closed = false;
+
+  constructor(options: PostgresLeafSegmentStoreOptions) {
+    const names = leafTableNames(options);
+    this.table = names.table;
+    this.sideTable = names.side;
+    this.connection = (options.connection ?? new PostgresConnection(options)).retain();
+  }
+
+  async init(): Promise<void> {
+    if (this.initialised) return;
+    await this.tx(async (c) => {
+      await c.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK_KEY]);
+      const r = await c.query('SELECT to_regclass($1) IS NOT NULL AS present', [this.table]);
+      if (!(r.rows[0] as { present: boolean }).present) {
+        throw new UnavailableError(
+          'STORE_UNAVAILABLE',
+          `PostgreSQL Leaf store: table ${this.table} not found; create it as Leaf's scripts/leaf_alloc.sql does (see docs/migrate.md) or fix ?table=`,
+        );
+      }
+      await c.query(`CREATE TABLE IF NOT EXISTS ${this.sideTable} (
+        leaf_table TEXT NOT NULL,
+        tag TEXT NOT NULL,
+        fence_epoch INTEGER NOT NULL DEFAULT 0,
+        generation BIGINT NOT NULL DEFAULT 0,
+        PRIMARY KEY (leaf_table, tag)
+      )`);
+    });
+    this.initialised = true;
+  }
+
+  async allocate(tag: string, step?: number): Promise<Allocation> {
+    return this.tx(async (c) => {
+      let upd: { rowCount: number | null };
+      try {
+        upd =
+          step === undefined
+            ? await c.query(`UPDATE ${this.table} SET max_id = max_id + step WHERE biz_tag = $1`, [tag])
+            : await c.query(`UPDATE ${this.table} SET max_id = max_id + $2 WHERE biz_tag = $1`, [tag, step]);
+      } catch (e) {
+        if (isBigintOverflow(e)) throw exhausted(tag);
+        throw e;
+      }
+      if (!upd.rowCount) throw new TagNotFoundError(tag);
+      const r = await c.query(`SELECT biz_tag, max_id::text AS max_id, step FROM ${this.table} WHERE biz_tag = $1`, [tag]);
+      const row = r.rows[0] as { max_id: string; step: number } | undefined;
+      if (!row) throw new TagNotFoundError(tag);
+      const { fenceEpoch, generation } = await this.sideOf(c, tag);
+      return { maxId: BigInt(row.max_id), step: step ?? row.step, storedStep: row.step, fenceEpoch, generation };
+    });
+  }
+
+  async getTag(tag: string): Promise<TagInfo | undefined> {
+    const r = await this.q(`${this.selectJoined()} WHERE l.biz_tag = $2`, [this.table, tag]);
+    const row = r.rows[0] as LeafRow | undefined;
+    return row ? tagInfoFromLeafRow(row) : undefined;
+  }
+
+  async listTags(): Promise<TagInfo[]> {
+    const r = await this.q(`${this.selectJoined()} ORDER BY l.biz_tag COLLATE "C"`, [this.table]);
+    return (r.rows as LeafRow[]).map(tagInfoFromLeafRow);
+  }
+
+  /** As Leaf's admins do: `INSERT INTO leaf_alloc (biz_tag, max_id, step, description) VALUES (…)`; the side row gets a new generation. */
+  async createTag(t: NewTag): Promise<TagInfo> {
+    const start = t.start ?? DEFAULT_START;
+    if (start < 0n || start > MAX_ID) throw new InvalidArgumentError('start must be from 0 to 2^63-1');
+    await this.tx(async (c) => {
+      try {
+        await c.query(`INSERT INTO ${this.table} (biz_tag, max_id, step, description) VALUES ($1, $2::bigint, $3, $4)`, [
+          t.tag,
+          start.toString(),
+          t.step ?? DEFAULT_STEP,
+          t.description ?? '',
+        ]);
+      } catch (e) {
+        if ((e as { code?: string }).code === '23505') throw new TagExistsError(t.tag);
+        throw e;
+      }
+      await c.query(
+        `INSERT INTO ${this.sideTable} (leaf_table, tag, fence_epoch, generation) VALUES ($1, $2, 0, $3::bigint)
+         ON CONFLICT (leaf_table, tag) DO UPDATE SET fence_epoch = 0, generation = EXCLUDED.generation`,
+        [this.table, t.tag, newGeneration()],
+      );
+    });
+    return this.mustGet(t.tag);
+  }
+
+  async updateTag(tag: string, update: TagUpdate): Promise<TagInfo> {
+    const r = await this.q(
+      `UPDATE ${this.table} SET step = COALESCE($2::integer, step), description = COALESCE($3::text, description), update_time = CURRENT_TIMESTAMP
+       WHERE biz_tag = $1`,
+      [tag, update.step ?? null, update.description ?? null],
+    );
+    if (!r.rowCount) throw new TagNotFoundError(tag);
+    return this.mustGet(tag);
+  }
+
+  /**
+   * Deletes the Leaf row, as a Leaf admin would. The side row stays (its
+   * generation and fence epoch survive). Leaf servers drop the tag from their
+   * cache on their next refresh; see docs/migrate.md before re-creating a tag.
+   */
+  async deleteTag(tag: string): Promise<void> {
+    const r = await this.q(`DELETE FROM ${this.table} WHERE biz_tag = $1`, [tag]);
+    if (!r.rowCount) throw new TagNotFoundError(tag);
+  }
+
+  async fence(tag: string, to: bigint): Promise<TagInfo> {
+    if (to < 0n || to > MAX_ID) throw new InvalidArgumentError('to must be from 0 to 2^63-1');
+    await this.tx(async (c) => {
+      const r = await c.query(`UPDATE ${this.table} SET max_id = GREATEST(max_id, $2::bigint) WHERE biz_tag = $1`, [tag, to.toString()]);
+      if (!r.rowCount) throw new TagNotFoundError(tag);
+      await c.query(
+        `INSERT INTO ${this.sideTable} (leaf_table, tag, fence_epoch, generation) VALUES ($1, $2, 1, 0)
+         ON CONFLICT (leaf_table, tag) DO UPDATE SET fence_epoch = ${this.sideTable}.fence_epoch + 1`,
+        [this.table, tag],
+      );
+    });
+    return this.mustGet(tag);
+  }
+
+  async giveBack(
+    tag: string,
+    expectedMaxId: bigint,
+    newMaxId: bigint,
+    expectedFenceEpoch?: number,
+    expectedGeneration?: string,
+  ): Promise<boolean> {
+    assertGiveBack(expectedMaxId, newMaxId);
+    return this.tx(async (c) => {
+      // The Leaf row's lock first (every allocator and every fence takes it), then the side row.
+      const r = await c.query(`SELECT max_id::text AS max_id FROM ${this.table} WHERE biz_tag = $1 FOR UPDATE`, [tag]);
+      const row = r.rows[0] as { max_id: string } | undefined;
+      if (!row || BigInt(row.max_id) !== expectedMaxId) return false;
+      const side = await this.sideOf(c, tag, true);
+      if (expectedFenceEpoch !== undefined && side.fenceEpoch !== expectedFenceEpoch) return false;
+      if (expectedGeneration !== undefined && side.generation !== expectedGeneration) return false;
+      await c.query(`UPDATE ${this.table} SET max_id = $2::bigint WHERE biz_tag = $1`, [tag, newMaxId.toString()]);
+      return true;
+    });
+  }
+
+  async ping(): Promise<void> {
+    await this.q('SELECT 1');
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.connection.release();
+  }
+
+  /** The side row's fence epoch and generation (0 and LEGACY_GENERATION when Leaf's admins made the tag). */
+  private async sideOf(c: PgClientLike, tag: string, locking = false): Promise<{ fenceEpoch: number; generation: string }> {
+    const r = await c.query(
+      `SELECT fence_epoch, generation::text AS generation FROM ${this.sideTable} WHERE leaf_table = $1 AND tag = $2${locking ? ' FOR UPDATE' : ''}`,
+      [this.table, tag],
+    );
+    const row = r.rows[0] as { fence_epoch: number; generation: string } | undefined;
+    return { fenceEpoch: Number(row?.fence_epoch ?? 0), generation: row?.generation ?? LEGACY_GENERATION };
+  }
+
+  private selectJoined(): string {
+    return `SELECT l.biz_tag, l.max_id::text AS max_id, l.step, l.description, l.update_time, s.fence_epoch, s.generation::text AS generation
+      FROM ${this.table} l LEFT JOIN ${this.sideTable} s ON s.leaf_table = $1 AND s.tag = l.biz_tag`;
+  }
+
+  private async mustGet(tag: string): Promise<TagInfo> {
+    const info = await this.getTag(tag);
+    if (!info) throw new TagNotFoundError(tag);
+    return info;
+  }
+
+  private wrap(e: unknown): SequoiaError {
+    return storeError(BACKEND, e, this.connection.target);
+  }
+
+  private async q(text: string, values?: unknown[]): Promise<{ rows: unknown[]; rowCount: number | null }> {
+    try {
+      return await this.connection.pool.query(text, values);
+    } catch (e) {
+      throw this.wrap(e);
+    }
+  }
+
+  private tx<T>(fn: (c: PgClientLike) => Promise<T>): Promise<T> {
+    return this.connection.transaction(BACKEND, fn);
+  }
+}
+
+const BACKEND = 'PostgreSQL Leaf store';
