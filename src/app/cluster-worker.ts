@@ -17,7 +17,12 @@ process.on('message', (m: PrimaryMessage) => {
   void (async () => {
     try {
       const { startServer } = await import('./start-server.js');
-      const server = await startServer(m.config, { handleSignals: true, listeningMessage: 'worker listening', reservePort: false });
+      const server = await startServer(m.config, {
+        handleSignals: true,
+        listeningMessage: 'worker listening',
+        reservePort: false,
+        lockStateDir: false,
+      });
       process.once('disconnect', () => {
         void server.close().then(
           () => process.exit(0),

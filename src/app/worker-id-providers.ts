@@ -17,7 +17,7 @@ import type { WorkerLeaseStore } from '../ports/worker-lease-store.js';
 import { k8sOrdinal } from '../adapters/k8s/k8s-ordinal.js';
 import { LeaseWorkerIdProvider, WorkerNodeWorkerIdProvider } from '../adapters/lease/lease-worker-id-provider.js';
 import { StateDir } from '../adapters/state-dir/state-dir.js';
-import { TickReservingProvider } from '../adapters/state-dir/tick-reserving-provider.js';
+import { type TickRecord, TickReservingProvider } from '../adapters/state-dir/tick-reserving-provider.js';
 import { StaticWorkerIdProvider } from '../adapters/static/static-worker-id-provider.js';
 import { ZookeeperWorkerIdProvider, parseZookeeperSpec } from '../adapters/zookeeper/zookeeper-worker-id-provider.js';
 
@@ -32,6 +32,8 @@ export interface ProviderOptions {
    * id there. Default for zookeeper './data'; without it no tick is recorded.
    */
   readonly stateDir?: string | undefined;
+  /** The state dir already open (a server's, off the event loop), for the ticks; else opened from `stateDir`. */
+  readonly ticks?: TickRecord | undefined;
   /** The cluster worker's slot when this process is one of `serve --workers N`. */
   readonly workerSlot?: number | undefined;
   /** zookeeper: the server's port, part of the node name (host:port). */
@@ -51,6 +53,7 @@ export function workerStateDir(stateDir: string, slot: number): string {
  */
 export function createWorkerIdProvider(spec: string, leases: () => WorkerLeaseStore | undefined, o: ProviderOptions = {}): WorkerIdProvider {
   const p = createBareProvider(spec, leases, o);
+  if (o.ticks) return new TickReservingProvider(p, o.ticks);
   return o.stateDir === undefined ? p : new TickReservingProvider(p, new StateDir(o.stateDir));
 }
 

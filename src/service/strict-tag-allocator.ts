@@ -125,7 +125,7 @@ export class StrictTagAllocator implements TagAllocator {
     const { store, clock, logger } = this.deps;
     const t0 = performance.now();
     // Server-wide, read before sending (see the class comment).
-    const floor = this.refusal.mark();
+    const floor = await this.refusal.mark();
     // A rollback recorded by another process or an earlier run: refuse without allocating, unless fenced since.
     if (floor?.trippedAtEpoch !== undefined && (await this.refusal.tripStands(floor.trippedAtEpoch))) {
       throw this.refusal.refuse(`a rollback was detected earlier (high-water mark ${floor.mark}); run \`sequoia fence\``, floor.trippedAtEpoch);
@@ -167,12 +167,12 @@ export class StrictTagAllocator implements TagAllocator {
       this.waiting.push({ floor, start, end, fenceEpoch, resolve, reject });
       if (!this.flushQueued) {
         this.flushQueued = true;
-        setImmediate(() => this.flush()); // after this poll phase: every answer that arrived with it shares one fsync
+        setImmediate(() => void this.flush()); // after this poll phase: every answer that arrived with it shares one fsync
       }
     });
   }
 
-  private flush(): void {
+  private async flush(): Promise<void> {
     this.flushQueued = false;
     const batch = this.waiting;
     this.waiting = [];
@@ -180,7 +180,7 @@ export class StrictTagAllocator implements TagAllocator {
     const ok: Waiter[] = [];
     const refused: Array<{ w: Waiter; reason: string; epoch: number }> = [];
     try {
-      marks.update(this.tag, (current) => {
+      await marks.update(this.tag, (current) => {
         let record = current;
         for (const w of batch) {
           const v = checkShared(w.floor, record, w.start, w.end, w.fenceEpoch, marks.where);

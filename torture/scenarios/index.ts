@@ -1,6 +1,7 @@
 /** Every scenario, in the order the sets run them. */
 import type { Scenario } from '../harness/context.js';
 import { CLOCK_SCENARIOS } from './clock-jumps.js';
+import { dbLock, stateDirFull } from './disk-and-locks.js';
 import { leasePause } from './lease-pause.js';
 import { leaseSnapshotLease, leaseSnapshotStatic } from './lease-snapshot.js';
 import { manyServers, manyServersMixed } from './many-servers.js';
@@ -10,4 +11,4 @@ import { storeFaultsMysql, storeFaultsPostgres, storeFaultsRedis } from './store
 import { snowflakeWorkers } from './snowflake-workers.js';
 import { restorePostgresSkewed, restoreSqlite, restoreSqliteSkewed } from './restore.js';
 
-export const SCENARIOS: readonly Scenario[] = [segmentKills, snowflakeWorkers, storeFaultsPostgres, storeFaultsMysql, storeFaultsRedis, ...CLOCK_SCENARIOS, leasePause, leaseSnapshotLease, leaseSnapshotStatic, manyServers, manyServersMixed, multiStoreFrozen, restoreSqlite, restoreSqliteSkewed, restorePostgresSkewed];
+export const SCENARIOS: readonly Scenario[] = [segmentKills, snowflakeWorkers, storeFaultsPostgres, storeFaultsMysql, storeFaultsRedis, ...CLOCK_SCENARIOS, leasePause, leaseSnapshotLease, leaseSnapshotStatic, manyServers, manyServersMixed, multiStoreFrozen, restoreSqlite, restoreSqliteSkewed, restorePostgresSkewed, stateDirFull, dbLock];
