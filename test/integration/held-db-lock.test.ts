@@ -89,7 +89,8 @@ describe('a held database lock does not freeze the server (issue 28 item 4)', ()
     await lock.release();
     expect(r.failures).toEqual([]);
     expect(r.answers).toBeGreaterThan(40);
-    expect(r.worst).toBeLessThan(500);
+    // Usually a few ms; the bound leaves room for a loaded CI machine. Before the fix: 4-10 s, or no answer.
+    expect(r.worst).toBeLessThan(1500);
     // The tag that needed a mark written waited or refused, and then was answered.
     expect([200, 503]).toContain(r.cold.status);
     expect((await get(`${server.url}/v1/segment/cold`)).status).toBe(200);
@@ -103,7 +104,8 @@ describe('a held database lock does not freeze the server (issue 28 item 4)', ()
     await lock.release();
     expect(r.failures).toEqual([]);
     expect(r.answers).toBeGreaterThan(40);
-    expect(r.worst).toBeLessThan(500);
+    // Usually a few ms; the bound leaves room for a loaded CI machine. Before the fix: 4-10 s, or no answer.
+    expect(r.worst).toBeLessThan(1500);
     expect([200, 503]).toContain(r.cold.status);
     expect((await get(`${server.url}/v1/segment/cold`)).status).toBe(200);
   }, 60_000);
