@@ -67,24 +67,24 @@ export const stateDirFull: Scenario = {
     await server.start();
     const all = () => (server.running ? [server] : []);
     const ops = [{ route: 'v1-segment' as const, key: tag, count: 7 }, { route: 'leaf-segment' as const, key: tag }, { route: 'v1-snowflake' as const, key: 'twitter', count: 5 }];
-    const before = await ctx.load(2, ctx.ms(5000, 20_000), { servers: all, ops, maxRequests: 100_000, prefix: 'room' });
+    const before = await ctx.load(2, ctx.ms(3000, 20_000), { servers: all, ops, maxRequests: 100_000, prefix: 'room' });
     const errorsBefore = errorsOf(before);
     ctx.notes.push(`with room: ${answersWithIds(before)} answers with IDs, errors ${errorsBefore}`);
     if (errorsBefore !== '{}') throw new Error(`the server refused while its disk had room: ${errorsBefore}`);
 
     const filler = join(disk, 'filler');
     fill(filler);
-    const full = await ctx.load(2, ctx.ms(3000, 8000), { servers: all, ops, maxRequests: 100_000, prefix: 'full' });
+    const full = await ctx.load(2, ctx.ms(2000, 8000), { servers: all, ops, maxRequests: 100_000, prefix: 'full' });
     ctx.notes.push(`disk full: ${answersWithIds(full)} answers with IDs, errors ${errorsOf(full)}`);
     await server.kill();
     await server.start(); // throws if the start on the full disk fails
     ctx.notes.push('restarted on the full disk after a SIGKILL');
-    const restarted = await ctx.load(2, ctx.ms(2000, 5000), { servers: all, ops, maxRequests: 100_000, prefix: 'full-restarted' });
+    const restarted = await ctx.load(2, ctx.ms(1500, 5000), { servers: all, ops, maxRequests: 100_000, prefix: 'full-restarted' });
     ctx.notes.push(`full, restarted: ${answersWithIds(restarted)} answers with IDs, errors ${errorsOf(restarted)}`);
 
     rmSync(filler);
     await sleep(1000);
-    const freed = await ctx.load(2, ctx.ms(4000, 15_000), { servers: all, ops, maxRequests: 100_000, prefix: 'freed' });
+    const freed = await ctx.load(2, ctx.ms(3000, 15_000), { servers: all, ops, maxRequests: 100_000, prefix: 'freed' });
     const segmentAnswers = freed.flatMap((r) => r.records).filter((r) => r.ids !== undefined && r.generator === 'segment').length;
     ctx.notes.push(`space back: ${answersWithIds(freed)} answers with IDs (${segmentAnswers} segment), errors ${errorsOf(freed)}`);
     if (segmentAnswers === 0) throw new Error('the server did not serve segment IDs again once the disk had room');
@@ -156,13 +156,13 @@ export const dbLock: Scenario = {
     ];
     let done = false;
     const health = probeHealth(server, () => done);
-    const load = ctx.load(3, ctx.ms(16_000, 60_000), { servers: all, ops, maxRequests: 1_000_000, sockets: 2, pauseMs: 2 });
-    const until = Date.now() + ctx.ms(14_000, 55_000);
+    const load = ctx.load(3, ctx.ms(9000, 60_000), { servers: all, ops, maxRequests: 1_000_000, sockets: 2, pauseMs: 2 });
+    const until = Date.now() + ctx.ms(7000, 55_000);
     let round = 0;
     while (Date.now() < until) {
       const file = round % 2 === 0 ? join(stateDir, 'state.db') : dbFile;
       const lock = holdLock(file);
-      const heldMs = ctx.rng.int(1000, 3000);
+      const heldMs = ctx.long ? ctx.rng.int(1000, 3000) : ctx.rng.int(800, 1500);
       await sleep(heldMs);
       if (round === 2) {
         // A crash while another process holds the lock, restarted while it still holds it (the start
@@ -177,7 +177,7 @@ export const dbLock: Scenario = {
       await lock.release();
       ctx.notes.push(`round ${round}: ${file.endsWith('state.db') ? 'state.db' : 'the store file'} locked for ${heldMs} ms`);
       if (!server.running) await server.start();
-      await sleep(ctx.rng.int(300, 1000));
+      await sleep(ctx.rng.int(200, 600));
       round++;
     }
     const recs = await load;
