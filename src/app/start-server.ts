@@ -49,7 +49,16 @@ async function startReserved(
   const logger = pino({ level: config.logLevel, base: { pid: process.pid } });
   // One state dir, one server, one store (DESIGN.md invariant 5); its I/O runs off the event loop (invariant 6).
   // The binding first: a dir of another store names that store, whether or not its server runs.
-  const state: StateDirPort = await openStateDirOffLoop(config.stateDir);
+  // Both threads start at once (a start pays for one thread's start-up, not two).
+  const backendP = openBackend(config.store, { offLoop: true });
+  backendP.catch(() => {}); // awaited below
+  let state: StateDirPort;
+  try {
+    state = await openStateDirOffLoop(config.stateDir);
+  } catch (e) {
+    await (await backendP.catch(() => undefined))?.segments.close().catch(() => {});
+    throw e;
+  }
   let lock: ServerLock | undefined;
   const release = async () => {
     await state.close().catch(() => {});
@@ -59,8 +68,9 @@ async function startReserved(
   try {
     await state.bindStore(storeIdentity(config.store), true);
     if (options.lockStateDir !== false) lock = claimStateDir(config.stateDir, config.store);
-    backend = await openBackend(config.store, { offLoop: true });
+    backend = await backendP;
   } catch (e) {
+    await (await backendP.catch(() => undefined))?.segments.close().catch(() => {});
     await release();
     throw e;
   }
