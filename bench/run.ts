@@ -1,5 +1,5 @@
 /**
- * `npm run bench [-- section…]`: sections startup, core, generators, snowflake, stores, strict, latency, http, batches, client, cluster, metrics (default: all).
+ * `npm run bench [-- section…]`: sections startup, core, generators, snowflake, stores, strict, latency, http, batches, client, cluster, metrics, offloop (default: all).
  * Prints Markdown for BENCHMARKS.md. Every ratio compares numbers measured in
  * this same run; each figure is the median of several rounds.
  */
@@ -12,6 +12,7 @@ import { benchGenerators } from './generators.js';
 import { benchHttp, haveWrk } from './http.js';
 import { benchLatency } from './latency.js';
 import { benchMetrics, printMetricsBench } from './metrics.js';
+import { benchOffLoop } from './offloop.js';
 import { benchSnowflake } from './snowflake.js';
 import { benchStartup } from './startup.js';
 import { benchStores } from './stores.js';
@@ -190,5 +191,19 @@ if (want('metrics')) {
   else {
     const mr = Math.max(5, rounds);
     printMetricsBench(await benchMetrics(mr), mr);
+  }
+}
+
+if (want('offloop')) {
+  const r = await benchOffLoop({ rounds: Math.min(rounds, 3) });
+  console.log('## SQLite and the state dir off the event loop (issue 28): before / after, wrk -c50\n');
+  if ('note' in r) console.log(`${r.note}\n`);
+  else {
+    console.log('| build | single ID req/s | p50 ms | p99 ms | segment loads | /v1/uuid with state.db locked: req/s | p99 ms | max ms | errors |');
+    console.log('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
+    for (const x of r) {
+      console.log(`| ${x.build} | ${fmt(x.rps)} | ${x.p50ms} | ${x.p99ms} | ${x.loads} | ${fmt(x.lockedRps)} | ${x.lockedP99ms} | ${x.lockedMaxMs} | ${x.lockedErrors} |`);
+    }
+    console.log('');
   }
 }

@@ -7,6 +7,7 @@ import cluster, { type Worker } from 'node:cluster';
 import { fileURLToPath } from 'node:url';
 import { type Logger, pino } from 'pino';
 import { redactStoreUrl } from './stores.js';
+import { bindStateDir, claimStateDir } from './state-dir-claim.js';
 import type { ServeConfig } from './config.js';
 import type { PrimaryMessage, WorkerMessage } from './cluster.js';
 import { VERSION } from '../version.js';
@@ -54,6 +55,9 @@ export async function runPrimary(config: ServeConfig, n: number): Promise<void> 
   // Checked before any worker starts (and leases anything): a port in use is one line, not one per worker.
   const probe = await reservePort(config.host, config.port);
   await probe.release();
+  // The state dir is this server's for the primary's life (workers share it, nothing else may), bound to its store.
+  await bindStateDir(config.stateDir, config.store, true);
+  claimStateDir(config.stateDir, config.store);
   cluster.setupPrimary({ exec: fileURLToPath(new URL('./cluster-worker.js', import.meta.url)), args: [] });
   const p: Primary = {
     config,

@@ -19,7 +19,10 @@ process.on('message', (m: PrimaryMessage) => {
     try {
       const { startServer } = await import('./start-server.js');
       // The slot this worker was forked for (SEQUOIA_WORKER_SLOT, its one carrier): its own ZooKeeper node and cache.
-      const server = await startServer({ ...m.config, workerSlot: workerSlot() }, { handleSignals: true, listeningMessage: 'worker listening', reservePort: false });
+      const server = await startServer(
+        { ...m.config, workerSlot: workerSlot() },
+        { handleSignals: true, listeningMessage: 'worker listening', reservePort: false, lockStateDir: false },
+      );
       process.once('disconnect', () => {
         void server.close().then(
           () => process.exit(0),

@@ -13,9 +13,12 @@ import type { IdService } from '../service/id-service.js';
 import { VERSION } from '../version.js';
 import { type PortReservation, listenError, reservePort } from '../server/listen-check.js';
 import type { ServeConfig } from './config.js';
-import { openBackend, redactStoreUrl } from './stores.js';
 import { probeStateDir } from '../adapters/state-dir/state-dir-probe.js';
 import { connectionCap, openFileLimit } from './fd-limit.js';
+import { type StateDirPort, openStateDirOffLoop } from './off-loop.js';
+import type { ServerLock } from '../adapters/state-dir/server-lock.js';
+import { claimStateDir } from './state-dir-claim.js';
+import { type Backend, openBackend, redactStoreUrl, storeIdentity } from './stores.js';
 import { createIdService, createSnowflakeService } from './wiring.js';
 
 export interface RunningServer {
@@ -28,7 +31,8 @@ export async function startServer(
   config: ServeConfig,
   /** listeningMessage: the log line's msg once listening (cluster workers use 'worker listening'; the primary logs 'listening'). */
   /** reservePort: false in cluster workers (the primary checked the port; the workers share it). */
-  options: { handleSignals?: boolean; listeningMessage?: string; reservePort?: boolean } = {},
+  /** lockStateDir: false in cluster workers (the primary holds the state dir's lock for the whole server). */
+  options: { handleSignals?: boolean; listeningMessage?: string; reservePort?: boolean; lockStateDir?: boolean } = {},
 ): Promise<RunningServer> {
   // Bind first: a port in use must fail before a store connection or a worker-id lease is taken.
   const reservation = options.reservePort === false ? undefined : await reservePort(config.host, config.port);
@@ -42,14 +46,51 @@ export async function startServer(
 
 async function startReserved(
   config: ServeConfig,
-  options: { handleSignals?: boolean; listeningMessage?: string },
+  options: { handleSignals?: boolean; listeningMessage?: string; lockStateDir?: boolean },
   reservation: PortReservation | undefined,
 ): Promise<RunningServer> {
   const logger = pino({ level: config.logLevel, base: { pid: process.pid } });
-  const backend = await openBackend(config.store);
+  // One state dir, one server, one store (DESIGN.md invariant 5); its I/O runs off the event loop (invariant 6).
+  // The binding first: a dir of another store names that store, whether or not its server runs.
+  // Both threads start at once (a start pays for one thread's start-up, not two).
+  const backendP = openBackend(config.store, { offLoop: true });
+  backendP.catch(() => {}); // awaited below
+  let state: StateDirPort;
+  try {
+    state = await openStateDirOffLoop(config.stateDir);
+  } catch (e) {
+    await (await backendP.catch(() => undefined))?.segments.close().catch(() => {});
+    throw e;
+  }
+  let lock: ServerLock | undefined;
+  const release = async () => {
+    await state.close().catch(() => {});
+    lock?.release();
+  };
+  let backend: Backend;
+  try {
+    await state.bindStore(storeIdentity(config.store), true);
+    if (options.lockStateDir !== false) lock = claimStateDir(config.stateDir, config.store);
+    backend = await backendP;
+  } catch (e) {
+    await (await backendP.catch(() => undefined))?.segments.close().catch(() => {});
+    await release();
+    throw e;
+  }
   const metrics = new SequoiaMetrics();
-  const service = createIdService(config, backend, { logger, onLoad: metrics.onLoad });
-  await service.start();
+  const service = createIdService(config, backend, { logger, onLoad: metrics.onLoad, marks: state });
+  try {
+    await service.start();
+  } catch (e) {
+    await release();
+    throw e;
+  }
+  // The snowflake ticks share the state dir; it is closed here, after the service's give-back.
+  const ticks = {
+    lastTick: (space: string, workerId: number) => state.lastTick(space, workerId),
+    recordTick: (space: string, workerId: number, tick: number, exact?: boolean) => state.recordTick(space, workerId, tick, exact),
+    close: async () => {},
+  };
   let snowflake: ReturnType<typeof createSnowflakeService>;
   let app: Awaited<ReturnType<typeof buildApp>> | undefined;
   try {
@@ -58,7 +99,7 @@ async function startReserved(
     if (maxConnections < config.maxConnections) {
       logger.warn({ maxConnections, configured: config.maxConnections, openFileLimit: fileLimit }, 'maxConnections lowered below the open-file limit');
     }
-    snowflake = createSnowflakeService(config, backend, { logger, optional: true });
+    snowflake = createSnowflakeService(config, backend, { logger, optional: true, ticks });
     // A worker id that cannot be had (a used-up pool, a lease store down) stops snowflake only:
     // segment IDs are served; snowflake requests are refused with the code and the id is asked for again later.
     await snowflake?.start().catch((e: unknown) => {
@@ -91,6 +132,7 @@ async function startReserved(
   } catch (e) {
     // A store client left open (reconnecting in the background) would keep the process alive after a failed start.
     await Promise.allSettled([app?.close(), snowflake?.close(), service.close()]);
+    await release();
     throw e;
   }
   const addr = app.server.address();
@@ -110,6 +152,7 @@ async function startReserved(
       await app.close();
       await snowflake?.close();
       await service.close();
+      await release();
       clearTimeout(timer);
       logger.info({}, 'stopped');
     })();

@@ -16,6 +16,7 @@
  * provider asks for it, so admin commands never open it. Each backend's
  * adapter (and driver) is loaded only when a URL names it.
  */
+import { resolve } from 'node:path';
 import { InvalidArgumentError } from '../core/errors.js';
 import type { SegmentStore } from '../ports/segment-store.js';
 import type { WorkerLeaseStore } from '../ports/worker-lease-store.js';
@@ -43,12 +44,16 @@ interface Entry {
   readonly leases: (() => WorkerLeaseStore) | undefined;
 }
 
-export async function openBackend(url: string): Promise<Backend> {
+/**
+ * `offLoop` (a server): SQLite files run in a worker thread (off-loop.ts), so
+ * the event loop never waits on their locks or fsyncs.
+ */
+export async function openBackend(url: string, options: { readonly offLoop?: boolean } = {}): Promise<Backend> {
   const parts = url.split(',').map((p) => p.trim());
   if (parts.length > 1 && parts.some((p) => p === '')) {
     throw new InvalidArgumentError(`store: empty entry in the store list ${JSON.stringify(redactStoreUrl(url))}`);
   }
-  const entries = await Promise.all(parts.map(openEntry));
+  const entries = await Promise.all(parts.map((p) => openEntry(p, options.offLoop ?? false)));
   const segments =
     entries.length > 1
       ? new (await import('../adapters/multi/multi-segment-store.js')).MultiSegmentStore(entries.map((e) => e.segments))
@@ -63,7 +68,42 @@ export async function createStore(url: string): Promise<SegmentStore> {
   return (await openBackend(url)).segments;
 }
 
-async function openEntry(u: string): Promise<Entry> {
+/**
+ * What a state dir is bound to (StateDir.bindStore): the store's place without
+ * credentials or driver options. A SQLite file is named by its absolute path.
+ */
+export function storeIdentity(url: string): string {
+  return url
+    .split(',')
+    .map((p) => p.trim())
+    .map((u) => {
+      if (u.startsWith('sqlite:')) {
+        const path = sqlitePath(u);
+        return path === ':memory:' ? 'sqlite::memory:' : `sqlite:${resolve(path)}`;
+      }
+      try {
+        const parsed = new URL(u);
+        if (!parsed.host) return u;
+        const keep = new URLSearchParams();
+        for (const n of ['table', 'keyPrefix', 'tagsKey']) {
+          const v = parsed.searchParams.get(n);
+          if (v !== null) keep.set(n, v);
+        }
+        const q = keep.toString();
+        const user = parsed.username ? `${decodeURIComponent(parsed.username)}@` : '';
+        return `${parsed.protocol}//${user}${parsed.host}${parsed.pathname === '/' ? '' : parsed.pathname}${q ? `?${q}` : ''}`;
+      } catch {
+        return redactStoreUrl(u);
+      }
+    })
+    .join(',');
+}
+
+function sqlitePath(u: string): string {
+  return u.slice('sqlite:'.length).replace(/^\/\/(?=\/)/, '');
+}
+
+async function openEntry(u: string, offLoop: boolean): Promise<Entry> {
   if (u === 'memory:') {
     const [{ MemorySegmentStore }, { MemoryWorkerLeaseStore }] = await Promise.all([
       import('../adapters/memory/memory-segment-store.js'),
@@ -72,8 +112,12 @@ async function openEntry(u: string): Promise<Entry> {
     return { segments: new MemorySegmentStore(), leases: () => new MemoryWorkerLeaseStore() };
   }
   if (u.startsWith('sqlite:')) {
-    const path = u.slice('sqlite:'.length).replace(/^\/\/(?=\/)/, '');
+    const path = sqlitePath(u);
     if (path === '') throw new InvalidArgumentError('store: sqlite URL needs a path, e.g. sqlite:./data/sequoia.db');
+    if (offLoop && path !== ':memory:') {
+      const remote = await (await import('./off-loop.js')).openSqliteOffLoop(path);
+      if (remote) return remote;
+    }
     const [{ SqliteConnection }, { SqliteSegmentStore }, { SqliteWorkerLeaseStore }] = await Promise.all([
       import('../adapters/sqlite/sqlite-connection.js'),
       import('../adapters/sqlite/sqlite-segment-store.js'),

@@ -8,11 +8,13 @@ import { MemoryHighWaterMarkStore } from '../adapters/state-dir/file-high-water-
 import { StateDir } from '../adapters/state-dir/state-dir.js';
 import { InvalidArgumentError } from '../core/errors.js';
 import { defineLayouts } from '../core/snowflake/layout.js';
+import type { TickRecord } from '../adapters/state-dir/tick-reserving-provider.js';
+import type { HighWaterMarkStore } from '../ports/high-water-mark-store.js';
 import type { Logger } from '../ports/logger.js';
 import { IdService, type IdServiceOptions } from '../service/id-service.js';
 import { SnowflakeService } from '../service/snowflake-service.js';
 import type { ServeConfig } from './config.js';
-import { type Backend, openBackend } from './stores.js';
+import { type Backend, openBackend, storeIdentity } from './stores.js';
 import { parseWorkerIdProvider } from './worker-id-provider-spec.js';
 import { createWorkerIdProvider } from './worker-id-providers.js';
 
@@ -35,12 +37,13 @@ export type SnowflakeConfig = Pick<
 export function createIdService(
   config: SegmentConfig,
   backend: Backend,
-  o: { readonly logger?: Logger; readonly onLoad?: IdServiceOptions['onLoad'] } = {},
+  /** `marks`: the state dir already open (a server's, off the event loop); else opened here from `config.stateDir`. */
+  o: { readonly logger?: Logger; readonly onLoad?: IdServiceOptions['onLoad']; readonly marks?: HighWaterMarkStore } = {},
 ): IdService {
   return new IdService({
     store: backend.segments,
     // One state directory for the whole server: every worker of --workers N shares its marks and ticks.
-    marks: config.stateDir === null ? new MemoryHighWaterMarkStore() : new StateDir(config.stateDir),
+    marks: o.marks ?? (config.stateDir === null ? new MemoryHighWaterMarkStore() : new StateDir(config.stateDir)),
     logger: o.logger,
     onLoad: o.onLoad,
     refreshIntervalMs: config.refreshIntervalMs,
@@ -62,7 +65,8 @@ export function createIdService(
 export function createSnowflakeService(
   config: SnowflakeConfig,
   backend: Backend,
-  o: { readonly logger?: Logger; readonly optional?: boolean } = {},
+  /** `ticks`: the state dir already open (a server's); else opened here from `config.stateDir`. */
+  o: { readonly logger?: Logger; readonly optional?: boolean; readonly ticks?: TickRecord } = {},
 ): SnowflakeService | undefined {
   const spec = parseWorkerIdProvider(config.workerIdProvider);
   let provider;
@@ -70,6 +74,7 @@ export function createSnowflakeService(
     provider = createWorkerIdProvider(spec, backend.leases, {
       ttlMs: config.workerLeaseTtlMs,
       stateDir: config.stateDir,
+      ticks: o.ticks,
       workerSlot: config.workerSlot,
       port: config.port,
       logger: o.logger,
@@ -96,13 +101,23 @@ export function createSnowflakeService(
 }
 
 /** For one-shot commands: a started service without refresh timer, closed (tails given back) after `fn`. */
-export async function withIdService<T>(config: SegmentConfig, fn: (s: IdService) => Promise<T>): Promise<T> {
-  const service = createIdService({ ...config, refreshIntervalMs: 0 }, await openBackend(config.store));
+/**
+ * For one-shot commands: a started service without refresh timer, closed (tails given back) after `fn`.
+ * `checkStateDir` (fence, gen segment: commands that use a server's marks) refuses a state dir that belongs to another store.
+ */
+export async function withIdService<T>(config: SegmentConfig, fn: (s: IdService) => Promise<T>, o: { readonly checkStateDir?: boolean } = {}): Promise<T> {
+  const state = config.stateDir === null ? undefined : new StateDir(config.stateDir);
   try {
-    await service.start();
-    return await fn(service);
+    if (state && o.checkStateDir) await state.bindStore(storeIdentity(config.store), false);
+    const service = createIdService({ ...config, refreshIntervalMs: 0 }, await openBackend(config.store), { marks: state });
+    try {
+      await service.start();
+      return await fn(service);
+    } finally {
+      await service.close();
+    }
   } finally {
-    await service.close();
+    await state?.close();
   }
 }
 

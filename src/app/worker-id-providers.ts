@@ -14,7 +14,7 @@ import type { WorkerLeaseStore } from '../ports/worker-lease-store.js';
 import { k8sOrdinal } from '../adapters/k8s/k8s-ordinal.js';
 import { LeaseWorkerIdProvider, WorkerNodeWorkerIdProvider } from '../adapters/lease/lease-worker-id-provider.js';
 import { StateDir } from '../adapters/state-dir/state-dir.js';
-import { TickReservingProvider } from '../adapters/state-dir/tick-reserving-provider.js';
+import { type TickRecord, TickReservingProvider } from '../adapters/state-dir/tick-reserving-provider.js';
 import { StaticWorkerIdProvider } from '../adapters/static/static-worker-id-provider.js';
 import { ZookeeperWorkerIdProvider } from '../adapters/zookeeper/zookeeper-worker-id-provider.js';
 import { type WorkerIdProviderSpec, parseWorkerIdProvider } from './worker-id-provider-spec.js';
@@ -28,6 +28,8 @@ export interface ProviderOptions {
    * id there. Default for zookeeper './data'; without it no tick is recorded.
    */
   readonly stateDir?: string | undefined;
+  /** The state dir already open (a server's, off the event loop), for the ticks; else opened from `stateDir`. */
+  readonly ticks?: TickRecord | undefined;
   /** The cluster worker's slot when this process is one of `serve --workers N`. */
   readonly workerSlot?: number | undefined;
   /** zookeeper: the server's port, part of the node name (host:port). */
@@ -52,6 +54,7 @@ export function createWorkerIdProvider(
   o: ProviderOptions = {},
 ): WorkerIdProvider {
   const p = createBareProvider(typeof spec === 'string' ? parseWorkerIdProvider(spec) : spec, leases, o);
+  if (o.ticks) return new TickReservingProvider(p, o.ticks);
   return o.stateDir === undefined ? p : new TickReservingProvider(p, new StateDir(o.stateDir));
 }
 

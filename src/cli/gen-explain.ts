@@ -157,5 +157,5 @@ export async function genSegment(tag: string, count: number, opts: { store?: str
       for (const id of await service.nextMany(tag, Math.min(left, MAX_COUNT))) ids.push(String(id));
     }
     return ids;
-  });
+  }, { checkStateDir: true });
 }

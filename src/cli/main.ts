@@ -54,11 +54,11 @@ function storeOption(cmd: Command): Command {
 }
 
 /** A service for one-shot admin commands: no refresh timer, no HTTP. */
-async function withService<T>(opts: StoreOpts, fn: (s: IdService) => Promise<T>): Promise<T> {
+async function withService<T>(opts: StoreOpts, fn: (s: IdService) => Promise<T>, o: { checkStateDir?: boolean } = {}): Promise<T> {
   // Loaded here, not at start-up: `sequoia gen uuid` never loads the config schema, a store or a driver.
   const [{ resolveConfig }, { withIdService }] = await Promise.all([import('../app/config.js'), import('../app/wiring.js')]);
   const config = resolveConfig({ store: opts.store, stateDir: opts.stateDir }, process.env, undefined);
-  return withIdService(config, fn);
+  return withIdService(config, fn, o);
 }
 
 function parseIntArg(name: string, max: number) {
@@ -140,7 +140,8 @@ storeOption(
     .description('after a restore: raise the stored max_id to --to and accept the store again')
     .requiredOption('--to <n>', 'a bound above every ID that may have been handed out'),
 ).action(async (name: string, o: StoreOpts & { to: string }) => {
-  const info = await withService(o, (s) => s.fence(name, o.to));
+  // The marks of the server whose state dir this is: refused when it belongs to another store.
+  const info = await withService(o, (s) => s.fence(name, o.to), { checkStateDir: true });
   console.log(`fenced ${info.tag}: next ID ${info.maxId} (fence epoch ${info.fenceEpoch})`);
 });
 

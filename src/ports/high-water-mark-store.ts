@@ -3,18 +3,20 @@ import type { HighWaterMark } from '../core/segment/rollback-guard.js';
 /**
  * Durable memory of the highest range end each tag has handed out, one set
  * per server: every process of the server reads and writes the same marks.
- * Writes are durable when they return: IDs are handed out only after them.
+ * Writes are durable when they resolve: IDs are handed out only after them.
  */
 export interface HighWaterMarkStore {
-  get(tag: string): HighWaterMark | undefined;
+  get(tag: string): Promise<HighWaterMark | undefined>;
   /** Unconditional write (set-up and tests); servers change marks with `update`. */
-  put(tag: string, record: HighWaterMark): void;
+  put(tag: string, record: HighWaterMark): Promise<void>;
   /**
    * Atomic read-modify-write, also against other processes sharing the
    * store: `change` sees the current record and returns the new one (or
-   * `current` / undefined to leave it). Answers the record stored afterwards.
+   * `current` / undefined to leave it). Resolves with the record stored
+   * afterwards, once it is durable. Asynchronous: a durable store waits on
+   * locks and fsyncs off the event loop (DESIGN.md invariant 6).
    */
-  update(tag: string, change: (current: HighWaterMark | undefined) => HighWaterMark | undefined): HighWaterMark | undefined;
+  update(tag: string, change: (current: HighWaterMark | undefined) => HighWaterMark | undefined): Promise<HighWaterMark | undefined>;
   /** Where the marks are kept, for messages (`state dir ./data`). */
   readonly where?: string;
 }

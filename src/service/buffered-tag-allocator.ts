@@ -156,7 +156,7 @@ export class BufferedTagAllocator implements TagAllocator {
       // another worker already gave back a later range (lowering it further
       // would uncover IDs that worker handed out).
       let ours = true;
-      marks.update(this.tag, (mark) => {
+      await marks.update(this.tag, (mark) => {
         if (mark && (mark.trippedAtEpoch !== undefined || mark.mark !== (this.markedEnd ?? range.end))) ours = false;
         else if (mark && mark.mark > range.from) return { mark: range.from };
         return mark;
@@ -252,10 +252,11 @@ export class BufferedTagAllocator implements TagAllocator {
     const startedMono = monotonicMs(this.deps.clock);
     const step = this.stepAt(startedMono);
     try {
-      const floor = this.readFloor();
-      if (this.markFailure) this.proveMarksWritable();
+      const floor = await this.readFloor();
+      if (this.markFailure) await this.proveMarksWritable();
+      // Closed while the marks were read (off the event loop): no range is taken for nobody.
+      if (this.refusal.closed) return;
       const plain = floor.get(this.tag);
-      // Checked before awaiting: an untripped load asks the store at once, in the caller's turn.
       if (plain?.trippedAtEpoch !== undefined && (await this.refuseEarlierTrip(plain.mark, plain.trippedAtEpoch, t0))) return;
       const alloc = await this.allocate(step);
       const ms = performance.now() - t0;
@@ -265,8 +266,10 @@ export class BufferedTagAllocator implements TagAllocator {
       if (this.refusal.closed) return this.keepLate(alloc);
       const previousGeneration = this.noteGeneration(alloc);
       const start = alloc.maxId - BigInt(alloc.step) * BigInt(alloc.stride ?? 1);
-      const verdict = this.recordMark(floor, alloc, start);
+      const verdict = await this.recordMark(floor, alloc, start);
       if (!verdict?.ok) return this.refuseRollback(verdict, alloc, start, ms, previousGeneration);
+      // Closed while the mark was written (off the event loop): kept for the give-back, never served.
+      if (this.refusal.closed) return this.keepLate(alloc);
       this.accept(alloc, start, startedAt, startedMono, ms);
     } catch (e) {
       this.recordFailure(e, t0);
@@ -288,18 +291,18 @@ export class BufferedTagAllocator implements TagAllocator {
    * Read before sending: every answer to this request starts at or above
    * these marks in a monotonic store, whichever process of the server set them.
    */
-  private readFloor(): ReadonlyMap<string, HighWaterMark | undefined> {
+  private async readFloor(): Promise<ReadonlyMap<string, HighWaterMark | undefined>> {
     try {
-      return this.refusal.floor();
+      return await this.refusal.floor();
     } catch (e) {
       throw (this.markFailure = markError(e));
     }
   }
 
   /** The last mark could not be written: prove the state directory takes a write before burning a range. */
-  private proveMarksWritable(): void {
+  private async proveMarksWritable(): Promise<void> {
     try {
-      this.deps.marks.update(this.tag, (cur) => (cur ? { ...cur } : { mark: 0n }));
+      await this.deps.marks.update(this.tag, (cur) => (cur ? { ...cur } : { mark: 0n }));
     } catch (e) {
       throw (this.markFailure = markError(e));
     }
@@ -367,18 +370,18 @@ export class BufferedTagAllocator implements TagAllocator {
    * only within its own residue class, so each class keeps its own mark; the
    * plain mark then only summarises, for fence.
    */
-  private recordMark(floor: ReadonlyMap<string, HighWaterMark | undefined>, alloc: Allocation, start: bigint): GuardVerdict | undefined {
+  private async recordMark(floor: ReadonlyMap<string, HighWaterMark | undefined>, alloc: Allocation, start: bigint): Promise<GuardVerdict | undefined> {
     const { marks } = this.deps;
     const stride = alloc.stride ?? 1;
     const markKey = stride === 1 ? this.tag : classKey(this.tag, stride, alloc.offset ?? 0);
     let verdict: GuardVerdict | undefined;
     try {
-      marks.update(markKey, (current) => {
+      await marks.update(markKey, (current) => {
         verdict = checkShared(floor.has(markKey) ? floor.get(markKey) : current, current, start, alloc.maxId, alloc.fenceEpoch, marks.where);
         return verdict.record;
       });
       if (stride !== 1 && verdict?.ok) {
-        marks.update(this.tag, (cur) => (!cur || cur.mark < alloc.maxId ? { mark: alloc.maxId, trippedAtEpoch: cur?.trippedAtEpoch } : cur));
+        await marks.update(this.tag, (cur) => (!cur || cur.mark < alloc.maxId ? { mark: alloc.maxId, trippedAtEpoch: cur?.trippedAtEpoch } : cur));
       }
     } catch (e) {
       // Nothing of this range is handed out (a gap); the next load first proves the state directory writable.

@@ -263,7 +263,7 @@ export class IdService {
   async fence(tag: string, toValue: unknown): Promise<TagInfo> {
     assertTag(tag);
     const to = assertIdValue(toValue, 'to');
-    const mark = this.marks.get(tag);
+    const mark = await this.marks.get(tag);
     if (mark && to < mark.mark) {
       throw new InvalidArgumentError(
         `to must be at least ${mark.mark}: IDs up to ${mark.mark - 1n} were handed out (high-water mark ${mark.mark} in ${this.marks.where ?? 'this process'})`,
@@ -271,7 +271,7 @@ export class IdService {
     }
     const info = await this.store.fence(tag, to);
     // Lifts the trip for every process of this server; the mark stays (another process may have raised it meanwhile).
-    this.marks.update(tag, (cur) => ({ mark: cur ? cur.mark : 0n }));
+    await this.marks.update(tag, (cur) => ({ mark: cur ? cur.mark : 0n }));
     this.allocators.get(tag)?.resetRefusal();
     this.logger.warn({ tag, to: String(to), maxId: String(info.maxId), fenceEpoch: info.fenceEpoch }, 'tag fenced');
     return info;

@@ -103,7 +103,7 @@ class CountingStore extends MemorySegmentStore {
 class CountingMarks extends MemoryHighWaterMarkStore {
   updates = 0;
   failing = false;
-  override update(tag: string, change: (current: HighWaterMark | undefined) => HighWaterMark | undefined): HighWaterMark | undefined {
+  override async update(tag: string, change: (current: HighWaterMark | undefined) => HighWaterMark | undefined): Promise<HighWaterMark | undefined> {
     this.updates++;
     if (this.failing) throw new Error('ENOSPC: no space left on device');
     return super.update(tag, change);
@@ -124,7 +124,7 @@ describe('strict tags: coalescing', () => {
     expect(ids).toEqual(Array.from({ length: 50 }, (_, i) => i + 1)); // in arrival order
     expect(store.calls).toEqual([50]);
     expect(marks.updates).toBe(1);
-    expect(marks.get('seq')?.mark).toBe(51n);
+    expect((await marks.get('seq'))?.mark).toBe(51n);
     expect(a.snapshot()).toMatchObject({ loads: 1, issued: 50 });
     await s.close();
   });

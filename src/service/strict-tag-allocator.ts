@@ -38,6 +38,7 @@ import { SequoiaError, TagNotFoundError, UnavailableError } from '../core/errors
 import { type Id, toId } from '../core/id.js';
 import { checkShared, type GuardVerdict } from '../core/segment/rollback-guard.js';
 import type { Allocation } from '../ports/segment-store.js';
+import type { HighWaterMark } from '../core/segment/rollback-guard.js';
 import { newInstance, type TagAllocator, type TagAllocatorDeps, type TagAllocatorSnapshot } from './tag-allocator.js';
 import { TagRefusal } from './tag-refusal.js';
 
@@ -185,16 +186,19 @@ export class StrictTagAllocator implements TagAllocator {
     let start: bigint;
     let end: bigint;
     let fenceEpoch: number;
-    // Server-wide, read before sending (see the class comment).
-    let floor = this.refusal.mark();
+    let floor: HighWaterMark | undefined;
     try {
       // A refusal that arose while these requests waited (a rollback seen by the previous batch, a close).
       if (this.refusal.current) throw this.refusal.current;
+      // Server-wide, read before sending (see the class comment); off the event loop.
+      floor = await this.refusal.mark();
       // A rollback recorded by another process or an earlier run: refuse without allocating, unless fenced since.
-      if (floor?.trippedAtEpoch !== undefined && (await this.refusal.tripStands(floor.trippedAtEpoch))) {
-        throw this.refusal.refuse(`a rollback was detected earlier (high-water mark ${floor.mark}); run \`sequoia fence\``, floor.trippedAtEpoch);
+      if (floor?.trippedAtEpoch !== undefined) {
+        if (await this.refusal.tripStands(floor.trippedAtEpoch)) {
+          throw this.refusal.refuse(`a rollback was detected earlier (high-water mark ${floor.mark}); run \`sequoia fence\``, floor.trippedAtEpoch);
+        }
+        floor = await this.refusal.mark(); // fenced since: the floor as it is now
       }
-      floor = this.refusal.mark();
       let a: Allocation;
       try {
         a = await store.allocate(this.tag, total);
@@ -224,7 +228,7 @@ export class StrictTagAllocator implements TagAllocator {
     // The mark for the whole batch, durable before any of its IDs is returned.
     let verdict: GuardVerdict | undefined;
     try {
-      marks.update(this.tag, (current) => {
+      await marks.update(this.tag, (current) => {
         verdict = checkShared(floor, current, start, end, fenceEpoch, marks.where);
         return verdict.record;
       });

@@ -102,7 +102,7 @@ export class TagRefusal {
   }
 
   /** The tag's server-wide mark (all processes). */
-  mark(): HighWaterMark | undefined {
+  mark(): Promise<HighWaterMark | undefined> {
     return this.deps.marks.get(this.tag);
   }
 
@@ -110,13 +110,12 @@ export class TagRefusal {
    * The server-wide marks (all processes) an answer to a request sent now
    * will be judged by: the tag's, or one per residue class of a multi-store set.
    */
-  floor(): ReadonlyMap<string, HighWaterMark | undefined> {
+  async floor(): Promise<ReadonlyMap<string, HighWaterMark | undefined>> {
     const { marks, store } = this.deps;
-    const floor = new Map<string, HighWaterMark | undefined>();
     const n = store.stride ?? 1;
-    if (n === 1) floor.set(this.tag, marks.get(this.tag));
-    else for (let i = 0; i < n; i++) floor.set(classKey(this.tag, n, i), marks.get(classKey(this.tag, n, i)));
-    return floor;
+    const keys = n === 1 ? [this.tag] : Array.from({ length: n }, (_, i) => classKey(this.tag, n, i));
+    const values = await Promise.all(keys.map((k) => marks.get(k)));
+    return new Map(keys.map((k, i) => [k, values[i]]));
   }
 }
 

@@ -60,7 +60,7 @@ describe('a mark that cannot be recorded (real state directory and SQLite store)
     expect(await service.nextMany('order', 100)).toHaveLength(100); // the first range, used up
     await new Promise((r) => setTimeout(r, 200)); // its prefetch (the next range) lands
     const before = (await store.getTag('order'))!.maxId;
-    marks.close(); // the state directory stops taking writes (as on a full or failed disk)
+    await marks.close(); // the state directory stops taking writes (as on a full or failed disk)
     const codes = new Set<string>();
     const t0 = Date.now();
     while (Date.now() - t0 < 2000) {

@@ -1,6 +1,7 @@
 /** Every scenario, in the order the sets run them. */
 import type { Scenario } from '../harness/context.js';
 import { CLOCK_SCENARIOS } from './clock-jumps.js';
+import { dbLock, stateDirFull } from './disk-and-locks.js';
 import { leasePause } from './lease-pause.js';
 import { leaseSnapshotLease, leaseSnapshotStatic } from './lease-snapshot.js';
 import { manyServers, manyServersMixed } from './many-servers.js';
@@ -12,4 +13,4 @@ import { snowflakeWorkers } from './snowflake-workers.js';
 import { restorePostgresSkewed, restoreSqlite, restoreSqliteSkewed } from './restore.js';
 import { recreatePostgres, recreateSqlite } from './recreate.js';
 
-export const SCENARIOS: readonly Scenario[] = [segmentKills, snowflakeWorkers, storeFaultsPostgres, storeFaultsMysql, storeFaultsRedis, strictCoalescePostgres, strictCoalesceRedis, ...CLOCK_SCENARIOS, leasePause, leaseSnapshotLease, leaseSnapshotStatic, manyServers, manyServersMixed, multiStoreFrozen, restoreSqlite, restoreSqliteSkewed, restorePostgresSkewed, recreateSqlite, recreatePostgres];
+export const SCENARIOS: readonly Scenario[] = [segmentKills, snowflakeWorkers, storeFaultsPostgres, storeFaultsMysql, storeFaultsRedis, strictCoalescePostgres, strictCoalesceRedis, ...CLOCK_SCENARIOS, leasePause, leaseSnapshotLease, leaseSnapshotStatic, manyServers, manyServersMixed, multiStoreFrozen, restoreSqlite, restoreSqliteSkewed, restorePostgresSkewed, recreateSqlite, recreatePostgres, stateDirFull, dbLock];

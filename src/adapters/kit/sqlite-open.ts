@@ -10,6 +10,20 @@ import Database from 'better-sqlite3';
 
 const pause = new Int32Array(new SharedArrayBuffer(4));
 
+/**
+ * The write-ahead log is checkpointed every WAL_CHECKPOINT_PAGES pages and
+ * truncated back to WAL_LIMIT_BYTES after a checkpoint, instead of SQLite's
+ * ~4 MB: a file on a small disk must never fill it with its own log (issue 28).
+ */
+export const WAL_CHECKPOINT_PAGES = 16;
+export const WAL_LIMIT_BYTES = 64 * 1024;
+
+/** SQLite or the OS saying the disk is full. */
+export function isDiskFull(e: unknown): boolean {
+  const code = (e as { code?: unknown } | null)?.code;
+  return code === 'SQLITE_FULL' || code === 'ENOSPC' || (typeof code === 'string' && code.startsWith('SQLITE_IOERR') && /full|space/i.test(String((e as Error).message)));
+}
+
 function isBusy(e: unknown): boolean {
   const code = (e as { code?: unknown } | null)?.code;
   return typeof code === 'string' && code.startsWith('SQLITE_BUSY');
@@ -43,6 +57,8 @@ export function openSqlite(path: string, timeoutMs: number, setUp: (db: Database
     try {
       db.pragma('journal_mode = WAL');
       db.pragma('synchronous = FULL');
+      db.pragma(`wal_autocheckpoint = ${WAL_CHECKPOINT_PAGES}`);
+      db.pragma(`journal_size_limit = ${WAL_LIMIT_BYTES}`);
       setUp(db);
       return db;
     } catch (e) {

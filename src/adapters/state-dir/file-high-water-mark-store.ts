@@ -10,13 +10,13 @@ export { StateDir as FileHighWaterMarkStore } from './state-dir.js';
 /** Keeps marks in memory only: for tests and for embedding without a state directory. */
 export class MemoryHighWaterMarkStore implements HighWaterMarkStore {
   private readonly marks = new Map<string, HighWaterMark>();
-  get(tag: string): HighWaterMark | undefined {
+  async get(tag: string): Promise<HighWaterMark | undefined> {
     return this.marks.get(tag);
   }
-  put(tag: string, record: HighWaterMark): void {
+  async put(tag: string, record: HighWaterMark): Promise<void> {
     this.marks.set(tag, record);
   }
-  update(tag: string, change: (current: HighWaterMark | undefined) => HighWaterMark | undefined): HighWaterMark | undefined {
+  async update(tag: string, change: (current: HighWaterMark | undefined) => HighWaterMark | undefined): Promise<HighWaterMark | undefined> {
     const current = this.marks.get(tag);
     const next = change(current);
     if (next === undefined || next === current) return current;

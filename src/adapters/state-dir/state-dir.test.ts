@@ -7,7 +7,7 @@ import { StateDir } from './state-dir.js';
 const hex = (tag: string) => Buffer.from(tag, 'utf8').toString('hex');
 
 describe('StateDir (a real SQLite file)', () => {
-  it('takes over the per-file marks of earlier versions once, keeping the highest and any trip', () => {
+  it('takes over the per-file marks of earlier versions once, keeping the highest and any trip', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'sequoia-state-'));
     mkdirSync(join(dir, 'hwm'), { recursive: true });
     mkdirSync(join(dir, 'workers', '0', 'hwm'), { recursive: true });
@@ -17,33 +17,55 @@ describe('StateDir (a real SQLite file)', () => {
     writeFileSync(join(dir, 'workers', '1', 'hwm', `${hex('order')}.json`), JSON.stringify({ mark: '300', trippedAtEpoch: 2 }));
     writeFileSync(join(dir, 'workers', '1', 'hwm', `${hex('..')}.json`), JSON.stringify({ mark: '7' }));
     const s = new StateDir(dir);
-    expect(s.get('order')).toEqual({ mark: 10100n, trippedAtEpoch: 2 });
-    expect(s.get('..')).toEqual({ mark: 7n, trippedAtEpoch: undefined });
-    s.put('order', { mark: 5n });
-    s.close();
+    expect(await s.get('order')).toEqual({ mark: 10100n, trippedAtEpoch: 2 });
+    expect(await s.get('..')).toEqual({ mark: 7n, trippedAtEpoch: undefined });
+    await s.put('order', { mark: 5n });
+    await s.close();
     // once: a second open does not take the old files over again
-    expect(new StateDir(dir).get('order')).toEqual({ mark: 5n, trippedAtEpoch: undefined });
+    expect(await new StateDir(dir).get('order')).toEqual({ mark: 5n, trippedAtEpoch: undefined });
   });
 
-  it('shares marks between handles (processes) and keys them by the tag, whatever its length', () => {
+  it('shares marks between handles (processes) and keys them by the tag, whatever its length', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'sequoia-state-'));
     const a = new StateDir(dir);
     const b = new StateDir(dir);
     const tag = 'x'.repeat(128);
-    a.update(tag, (cur) => ({ mark: (cur?.mark ?? 0n) + 100n }));
-    b.update(tag, (cur) => ({ mark: (cur?.mark ?? 0n) + 100n }));
-    expect(a.get(tag)?.mark).toBe(200n);
-    expect(b.update(tag, (cur) => cur)).toEqual({ mark: 200n, trippedAtEpoch: undefined });
+    await a.update(tag, (cur) => ({ mark: (cur?.mark ?? 0n) + 100n }));
+    await b.update(tag, (cur) => ({ mark: (cur?.mark ?? 0n) + 100n }));
+    expect((await a.get(tag))?.mark).toBe(200n);
+    expect(await b.update(tag, (cur) => cur)).toEqual({ mark: 200n, trippedAtEpoch: undefined });
   });
 
-  it('raises a tick, or sets it exactly on release', () => {
+  it('raises a tick, or sets it exactly on release', async () => {
     const s = new StateDir(mkdtempSync(join(tmpdir(), 'sequoia-state-')));
-    expect(s.lastTick('space', 1)).toBeUndefined();
-    s.recordTick('space', 1, 500);
-    s.recordTick('space', 1, 400);
-    expect(s.lastTick('space', 1)).toBe(500);
-    s.recordTick('space', 1, 450, true);
-    expect(s.lastTick('space', 1)).toBe(450);
-    expect(s.lastTick('space', 2)).toBeUndefined();
+    expect(await s.lastTick('space', 1)).toBeUndefined();
+    await s.recordTick('space', 1, 500);
+    await s.recordTick('space', 1, 400);
+    expect(await s.lastTick('space', 1)).toBe(500);
+    await s.recordTick('space', 1, 450, true);
+    expect(await s.lastTick('space', 1)).toBe(450);
+    expect(await s.lastTick('space', 2)).toBeUndefined();
+  });
+
+  it('belongs to one store: bound on first use, another store refused by name (the CLI only checks)', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'sequoia-state-'));
+    const s = new StateDir(dir);
+    await s.bindStore('sqlite:/a.db', false); // a check binds nothing
+    expect(await s.boundStore()).toBeUndefined();
+    await s.bindStore('sqlite:/a.db', true);
+    await s.bindStore('sqlite:/a.db', true);
+    await expect(s.bindStore('sqlite:/b.db', false)).rejects.toThrow(/belongs to store sqlite:\/a\.db, not to sqlite:\/b\.db/);
+    await s.close();
+    await expect(new StateDir(dir).bindStore('sqlite:/b.db', true)).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+  });
+
+  it('runs one change at a time, even when a change awaits (as across threads)', async () => {
+    const s = new StateDir(mkdtempSync(join(tmpdir(), 'sequoia-state-')));
+    const slowly = (cur: { mark: bigint } | undefined) => new Promise<{ mark: bigint }>((r) => setTimeout(() => r({ mark: (cur?.mark ?? 0n) + 1n }), 5));
+    await Promise.all(Array.from({ length: 10 }, () => s.update('t', slowly)));
+    expect((await s.get('t'))?.mark).toBe(10n);
+    // a change that throws leaves nothing behind, and the next one runs
+    await expect(s.update('t', () => Promise.reject(new Error('no')))).rejects.toThrow();
+    expect((await s.update('t', (cur) => ({ mark: (cur?.mark ?? 0n) + 1n })))?.mark).toBe(11n);
   });
 });

@@ -4,52 +4,88 @@
  * CLI's `fence`). It holds
  * - the high-water mark of each tag (the rollback guard), and
  * - the highest snowflake tick each worker id may have issued (reserved ahead),
- * so both promises hold for the server as a whole, not per process.
+ * so both promises hold for the server as a whole, not per process,
+ * - and the store it belongs to (`meta` key `store`, see `bindStore`).
  *
  * Every change is one `BEGIN IMMEDIATE` transaction (a read-modify-write that
  * other processes cannot interleave) committed with `synchronous = FULL`: when
- * a write returns, it survives SIGKILL and power loss, so the IDs it covers may
- * be handed out. Tags are keys in a table, not file names, so every legal tag
- * fits. Marks written by earlier versions (one JSON file per tag under
+ * a write resolves, it survives SIGKILL and power loss, so the IDs it covers
+ * may be handed out. Tags are keys in a table, not file names, so every legal
+ * tag fits. Marks written by earlier versions (one JSON file per tag under
  * `hwm/` and `workers/<i>/hwm/`) are taken over once, keeping the highest.
+ *
+ * Its methods block (a busy timeout, an fsync): a server runs it in a worker
+ * thread (`adapters/kit/off-loop.ts`), so its methods answer promises and one
+ * change runs at a time (a `change` callback may be asynchronous: across
+ * threads it runs on the caller's, between BEGIN and COMMIT).
+ *
+ * A small disk (issue 28): the write-ahead log is checkpointed and truncated
+ * every few pages (`openSqlite`), and a reserve file (`reserve`, 64 KiB) is
+ * kept beside it. When a write finds the disk full, the reserve is given up
+ * so the log can be checkpointed and a restart can open the file; writes then
+ * refuse (STORE_UNAVAILABLE) until the reserve can be written again, i.e.
+ * until space returns, and nothing needs deleting by hand.
  */
-import { mkdirSync, readdirSync, readFileSync } from 'node:fs';
+import { closeSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync, statSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import type Database from 'better-sqlite3';
-import { UnavailableError } from '../../core/errors.js';
+import { InvalidArgumentError, SequoiaError, UnavailableError } from '../../core/errors.js';
 import type { HighWaterMark } from '../../core/segment/rollback-guard.js';
 import type { HighWaterMarkStore } from '../../ports/high-water-mark-store.js';
-import { openSqlite } from '../kit/sqlite-open.js';
+import { isDiskFull, openSqlite } from '../kit/sqlite-open.js';
 
 interface MarkRow {
   mark: string;
   tripped_at_epoch: bigint | null;
 }
 
+/** Bytes kept free for the state dir's own use on a disk that fills up. */
+export const RESERVE_BYTES = 64 * 1024;
+
 export class StateDir implements HighWaterMarkStore {
   readonly path: string;
   /** Named in refusals (a CLI's marks are the CLI's state dir, not a server's). */
   readonly where: string;
+  private readonly dir: string;
+  private readonly reservePath: string;
   private readonly db: Database.Database;
   private readonly getMark: Database.Statement<[string], MarkRow>;
   private readonly putMark: Database.Statement<[string, string, number | null]>;
   private readonly getTick: Database.Statement<[string, number], { tick: bigint }>;
   private readonly putTick: Database.Statement<[string, number, number]>;
+  /** One transaction at a time on the handle (a `change` may await). */
+  private queue: Promise<unknown> = Promise.resolve();
 
   constructor(stateDir: string, options: { busyTimeoutMs?: number } = {}) {
+    this.dir = stateDir;
     this.path = join(stateDir, 'state.db');
+    this.reservePath = join(stateDir, 'reserve');
     this.where = `state dir ${stateDir}`;
     try {
       mkdirSync(stateDir, { recursive: true });
-      const db = openSqlite(this.path, options.busyTimeoutMs ?? 5000, (db) => {
-        db.defaultSafeIntegers(true);
-        db.transaction(() => {
-          db.exec(`CREATE TABLE IF NOT EXISTS marks (tag TEXT PRIMARY KEY NOT NULL, mark TEXT NOT NULL, tripped_at_epoch INTEGER)`);
-          db.exec(`CREATE TABLE IF NOT EXISTS ticks (space TEXT NOT NULL, worker_id INTEGER NOT NULL, tick INTEGER NOT NULL, PRIMARY KEY (space, worker_id))`);
-          db.exec(`CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL)`);
-        }).immediate();
-      });
+      const open = () =>
+        openSqlite(this.path, options.busyTimeoutMs ?? 5000, (db) => {
+          db.defaultSafeIntegers(true);
+          db.transaction(() => {
+            db.exec(`CREATE TABLE IF NOT EXISTS marks (tag TEXT PRIMARY KEY NOT NULL, mark TEXT NOT NULL, tripped_at_epoch INTEGER)`);
+            db.exec(`CREATE TABLE IF NOT EXISTS ticks (space TEXT NOT NULL, worker_id INTEGER NOT NULL, tick INTEGER NOT NULL, PRIMARY KEY (space, worker_id))`);
+            db.exec(`CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL)`);
+          }).immediate();
+        });
+      let db: Database.Database;
+      try {
+        db = open();
+      } catch (e) {
+        // A full disk: the reserve makes room for the log's index and a checkpoint.
+        if (!isDiskFull(e) || !this.giveUpReserve()) throw e;
+        db = open();
+      }
       this.db = db;
+      try {
+        this.keepReserve();
+      } catch {
+        // a full disk: the server starts, and writes refuse until space returns
+      }
       this.getMark = db.prepare('SELECT mark, tripped_at_epoch FROM marks WHERE tag = ?');
       this.putMark = db.prepare('INSERT INTO marks (tag, mark, tripped_at_epoch) VALUES (?, ?, ?) ON CONFLICT (tag) DO UPDATE SET mark = excluded.mark, tripped_at_epoch = excluded.tripped_at_epoch');
       this.getTick = db.prepare('SELECT tick FROM ticks WHERE space = ? AND worker_id = ?');
@@ -60,42 +96,49 @@ export class StateDir implements HighWaterMarkStore {
     }
   }
 
-  get(tag: string): HighWaterMark | undefined {
-    try {
-      return toMark(this.getMark.get(tag));
-    } catch (e) {
-      throw stateError('cannot read the high-water mark', e);
-    }
+  async get(tag: string): Promise<HighWaterMark | undefined> {
+    return this.serial(() => {
+      try {
+        return toMark(this.getMark.get(tag));
+      } catch (e) {
+        throw stateError('cannot read the high-water mark', e);
+      }
+    });
   }
 
-  put(tag: string, record: HighWaterMark): void {
-    this.update(tag, () => record);
+  async put(tag: string, record: HighWaterMark): Promise<void> {
+    await this.update(tag, () => record);
   }
 
-  update(tag: string, change: (current: HighWaterMark | undefined) => HighWaterMark | undefined): HighWaterMark | undefined {
-    try {
-      return this.db
-        .transaction(() => {
+  update(
+    tag: string,
+    change: (current: HighWaterMark | undefined) => HighWaterMark | undefined | Promise<HighWaterMark | undefined>,
+  ): Promise<HighWaterMark | undefined> {
+    return this.serial(async () => {
+      try {
+        return await this.write(async () => {
           const current = toMark(this.getMark.get(tag));
-          const next = change(current);
-          if (next === undefined || next === current) return current;
+          const next = await change(current);
+          if (next === undefined || sameMark(next, current)) return current;
           this.putMark.run(tag, next.mark.toString(), next.trippedAtEpoch ?? null);
-          return next;
-        })
-        .immediate();
-    } catch (e) {
-      throw stateError(`cannot record the high-water mark of tag ${JSON.stringify(tag)} in ${this.path}`, e);
-    }
+          return { mark: next.mark, trippedAtEpoch: next.trippedAtEpoch };
+        });
+      } catch (e) {
+        throw stateError(`cannot record the high-water mark of tag ${JSON.stringify(tag)} in ${this.path}`, e);
+      }
+    });
   }
 
   /** The highest tick recorded for a worker id of an id space, or undefined. */
-  lastTick(space: string, workerId: number): number | undefined {
-    try {
-      const r = this.getTick.get(space, workerId);
-      return r === undefined ? undefined : Number(r.tick);
-    } catch (e) {
-      throw stateError('cannot read the last snowflake tick', e);
-    }
+  async lastTick(space: string, workerId: number): Promise<number | undefined> {
+    return this.serial(() => {
+      try {
+        const r = this.getTick.get(space, workerId);
+        return r === undefined ? undefined : Number(r.tick);
+      } catch (e) {
+        throw stateError('cannot read the last snowflake tick', e);
+      }
+    });
   }
 
   /**
@@ -103,22 +146,128 @@ export class StateDir implements HighWaterMarkStore {
    * given (`exact` true: a clean release lowers a reservation to the last
    * tick actually issued).
    */
-  recordTick(space: string, workerId: number, tick: number, exact = false): void {
-    try {
-      this.db
-        .transaction(() => {
+  async recordTick(space: string, workerId: number, tick: number, exact = false): Promise<void> {
+    return this.serial(async () => {
+      try {
+        await this.write(() => {
           const r = this.getTick.get(space, workerId);
           if (!exact && r !== undefined && Number(r.tick) >= tick) return;
           this.putTick.run(space, workerId, tick);
-        })
-        .immediate();
-    } catch (e) {
-      throw stateError(`cannot record the snowflake tick in ${this.path}`, e);
+        });
+      } catch (e) {
+        throw stateError(`cannot record the snowflake tick in ${this.path}`, e);
+      }
+    });
+  }
+
+  /**
+   * The store this state dir belongs to (its identity, `app/stores.ts`), or
+   * undefined before a server bound it.
+   */
+  async boundStore(): Promise<string | undefined> {
+    return this.serial(() => {
+      const r = this.db.prepare('SELECT value FROM meta WHERE key = ?').get('store') as { value: string } | undefined;
+      return r?.value;
+    });
+  }
+
+  /**
+   * Binds the state dir to a store on first use (a server's start), and
+   * refuses another store: its marks and ticks describe that store's tags and
+   * worker ids only, and read against another store's counters they would be
+   * taken for a rollback. `bind` false only checks (the CLI).
+   */
+  async bindStore(identity: string, bind: boolean): Promise<void> {
+    const bound = await this.boundStore();
+    if (bound === undefined && bind) {
+      await this.serial(() =>
+        this.write(() => {
+          this.db.prepare('INSERT OR IGNORE INTO meta (key, value) VALUES (?, ?)').run('store', identity);
+        }),
+      ).catch((e: unknown) => {
+        throw stateError(`cannot bind the state directory ${this.dir} to its store`, e);
+      });
+      return this.bindStore(identity, false);
+    }
+    if (bound !== undefined && bound !== identity) {
+      throw new InvalidArgumentError(
+        `this state dir (${this.dir}) belongs to store ${bound}, not to ${identity}: its marks and ticks describe that store. ` +
+          'Give each server its own --state-dir (if the same store only moved to a new address, see docs/operations.md, "One state dir, one server")',
+      );
     }
   }
 
-  close(): void {
+  async close(): Promise<void> {
+    await this.queue.catch(() => {});
     this.db.close();
+  }
+
+  private serial<T>(fn: () => T | Promise<T>): Promise<T> {
+    const run = this.queue.then(fn, fn);
+    this.queue = run.catch(() => {});
+    return run;
+  }
+
+  /**
+   * One write transaction. The reserve must be in place first: a disk too full
+   * to hold it refuses here, before SQLite is asked. A write that finds the
+   * disk full gives the reserve up and checkpoints, so the log shrinks and a
+   * restart can open the file.
+   */
+  private async write<T>(body: () => T | Promise<T>): Promise<T> {
+    this.keepReserve();
+    this.db.exec('BEGIN IMMEDIATE');
+    try {
+      const out = await body();
+      this.db.exec('COMMIT');
+      return out;
+    } catch (e) {
+      if (this.db.inTransaction) this.db.exec('ROLLBACK');
+      if (isDiskFull(e) && this.giveUpReserve()) {
+        try {
+          this.db.pragma('wal_checkpoint(TRUNCATE)');
+        } catch {
+          // the disk is full: the next write tries again
+        }
+      }
+      throw e;
+    }
+  }
+
+  /** Writes the reserve file if it is missing or short; throws (disk full) when it cannot. */
+  private keepReserve(): void {
+    let size = -1;
+    try {
+      size = statSync(this.reservePath).size;
+    } catch {
+      // missing
+    }
+    if (size >= RESERVE_BYTES) return;
+    try {
+      const fd = openSync(this.reservePath, 'w');
+      try {
+        writeSync(fd, Buffer.alloc(RESERVE_BYTES));
+        fsyncSync(fd);
+      } finally {
+        closeSync(fd);
+      }
+    } catch (e) {
+      rmSync(this.reservePath, { force: true });
+      throw Object.assign(new Error(`the disk of ${this.dir} is full (no room for its ${RESERVE_BYTES / 1024} KiB reserve)`), {
+        code: (e as { code?: string }).code ?? 'ENOSPC',
+      });
+    }
+  }
+
+  /** Frees the reserve; answers whether there was one. */
+  private giveUpReserve(): boolean {
+    try {
+      statSync(this.reservePath);
+    } catch {
+      return false;
+    }
+    rmSync(this.reservePath, { force: true });
+    return true;
   }
 
   private takeOverLegacyMarks(stateDir: string): void {
@@ -151,6 +300,11 @@ function toMark(r: MarkRow | undefined): HighWaterMark | undefined {
   return { mark: BigInt(r.mark), trippedAtEpoch: r.tripped_at_epoch === null ? undefined : Number(r.tripped_at_epoch) };
 }
 
+/** By value: a record that crossed threads is a copy. */
+function sameMark(a: HighWaterMark, b: HighWaterMark | undefined): boolean {
+  return b !== undefined && a.mark === b.mark && a.trippedAtEpoch === b.trippedAtEpoch;
+}
+
 function listDir(dir: string): string[] {
   try {
     return readdirSync(dir);
@@ -160,7 +314,8 @@ function listDir(dir: string): string[] {
 }
 
 /** The state directory failing is a 503: IDs are held back until their mark can be recorded. */
-function stateError(what: string, e: unknown): UnavailableError {
+function stateError(what: string, e: unknown): SequoiaError {
+  if (e instanceof SequoiaError) return e;
   const code = (e as { code?: string }).code ?? (e instanceof Error ? e.message : String(e));
   return new UnavailableError('STORE_UNAVAILABLE', `${what} (${code})`, { cause: e, retryAfterMs: 1000 });
 }

@@ -16,6 +16,9 @@
 import type { IdSpace, WorkerGrant, WorkerIdProvider } from '../../ports/worker-id-provider.js';
 import type { StateDir } from './state-dir.js';
 
+/** What the provider needs of the state dir (the StateDir itself, or its proxy in a worker thread). */
+export type TickRecord = Pick<StateDir, 'lastTick' | 'recordTick' | 'close'>;
+
 /** For providers without a lease: reserve about 1 s ahead, renewed every 0.5 s (the service uses ttl / 3 and 2/3 ttl). */
 const UNLEASED_TTL_MS = 1500;
 
@@ -26,7 +29,7 @@ export class TickReservingProvider implements WorkerIdProvider {
 
   constructor(
     private readonly inner: WorkerIdProvider,
-    private readonly state: StateDir,
+    private readonly state: TickRecord,
   ) {
     this.kind = inner.kind;
     this.ttlMs = inner.leased && inner.ttlMs !== undefined ? inner.ttlMs : UNLEASED_TTL_MS;
@@ -36,7 +39,7 @@ export class TickReservingProvider implements WorkerIdProvider {
     const g = await this.inner.acquire(space, exclude);
     let recorded: number | undefined;
     try {
-      recorded = this.state.lastTick(space.key, g.workerId);
+      recorded = await this.state.lastTick(space.key, g.workerId);
     } catch (e) {
       await this.inner.release(space, g, g.afterTick).catch(() => {});
       throw e;
@@ -46,12 +49,12 @@ export class TickReservingProvider implements WorkerIdProvider {
 
   async renew(space: IdSpace, grant: WorkerGrant, ceilingTick: number): Promise<WorkerGrant> {
     // Durable before the generator may issue up to it.
-    this.state.recordTick(space.key, grant.workerId, ceilingTick);
+    await this.state.recordTick(space.key, grant.workerId, ceilingTick);
     return this.inner.leased ? this.inner.renew(space, grant, ceilingTick) : grant;
   }
 
   async release(space: IdSpace, grant: WorkerGrant, lastTick: number): Promise<void> {
-    this.state.recordTick(space.key, grant.workerId, lastTick, true);
+    await this.state.recordTick(space.key, grant.workerId, lastTick, true);
     await this.inner.release(space, grant, lastTick);
   }
 
@@ -59,7 +62,7 @@ export class TickReservingProvider implements WorkerIdProvider {
     try {
       await this.inner.close();
     } finally {
-      this.state.close();
+      await this.state.close();
     }
   }
 }

@@ -1,0 +1,53 @@
+/**
+ * A state dir belongs to one server (DESIGN.md invariant 5): the process that
+ * runs it (a one-process server, or the primary of `--workers N`, whose
+ * workers it forks) holds an exclusive lock on `<stateDir>/server.lock` for its
+ * life. The lock is SQLite's own file lock (POSIX advisory locks, taken with
+ * `BEGIN EXCLUSIVE` and never committed), so the kernel drops it when the
+ * process ends, however it ends: a SIGKILLed server leaves no stale lock.
+ * Nothing is written to the lock file; `owner.json` beside it says who holds
+ * it, for the message. Cluster workers and the CLI's `fence` and `gen segment`
+ * do not take it: they work for the server that holds it (the state dir's
+ * store binding, StateDir.bindStore, keeps other stores out).
+ */
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { UnavailableError } from '../../core/errors.js';
+
+export interface ServerLock {
+  release(): void;
+}
+
+export function lockServer(stateDir: string, store: string): ServerLock {
+  const path = join(stateDir, 'server.lock');
+  const ownerPath = join(stateDir, 'owner.json');
+  const db = new Database(path, { timeout: 0 });
+  try {
+    db.exec('BEGIN EXCLUSIVE');
+  } catch (e) {
+    db.close();
+    if (!String((e as { code?: unknown }).code).startsWith('SQLITE_BUSY')) throw e;
+    let owner = '';
+    try {
+      const o = JSON.parse(readFileSync(ownerPath, 'utf8')) as { pid?: number; store?: string; since?: string };
+      owner = ` (pid ${o.pid}, store ${o.store}, since ${o.since})`;
+    } catch {
+      // no owner file: the message names the dir only
+    }
+    throw new UnavailableError(
+      'STORE_UNAVAILABLE',
+      `the state dir ${stateDir} is in use by another server${owner}: a state dir belongs to one server (its workers share it); give this server its own --state-dir`,
+    );
+  }
+  try {
+    writeFileSync(ownerPath, `${JSON.stringify({ pid: process.pid, store, since: new Date().toISOString() })}\n`);
+  } catch {
+    // a full disk: the lock holds all the same
+  }
+  return {
+    release: () => {
+      if (db.open) db.close();
+    },
+  };
+}

@@ -1,0 +1,44 @@
+/**
+ * The entry of the worker threads that run blocking storage off the event
+ * loop (`adapters/kit/off-loop.ts`): the SQLite segment and lease stores of
+ * one file (sharing one handle), and the state dir. Listed in the bundle
+ * (package.json "bundle") so it sits beside the chunk that starts it.
+ */
+import Database from 'better-sqlite3';
+import { DiskReserve, guardWrites } from '../adapters/kit/disk-reserve.js';
+import { serveOffLoop } from '../adapters/kit/off-loop.js';
+import { SqliteConnection } from '../adapters/sqlite/sqlite-connection.js';
+import { SqliteSegmentStore } from '../adapters/sqlite/sqlite-segment-store.js';
+import { SqliteWorkerLeaseStore } from '../adapters/sqlite/sqlite-worker-lease-store.js';
+import { StateDir } from '../adapters/state-dir/state-dir.js';
+
+/** What may write to the store file: guarded by its disk reserve. */
+const SEGMENT_WRITES = ['init', 'allocate', 'createTag', 'updateTag', 'deleteTag', 'fence', 'giveBack'];
+const LEASE_WRITES = ['init', 'acquire', 'renew', 'release', 'registerNode'];
+
+serveOffLoop({
+  sqlite: (args) => {
+    const { path } = args as { path: string };
+    const connection = new SqliteConnection({ path });
+    // A small or full disk (issue 28): a reserve beside the file, given up to checkpoint and to let a restart work.
+    const reserve = new DiskReserve(`${path}-reserve`, 'SQLite store');
+    reserve.tryKeep();
+    const checkpoint = () => {
+      try {
+        const db = new Database(path, { timeout: 1000 });
+        try {
+          db.pragma('wal_checkpoint(TRUNCATE)');
+        } finally {
+          db.close();
+        }
+      } catch {
+        // still full: the next write refuses until space returns
+      }
+    };
+    return {
+      segments: guardWrites(new SqliteSegmentStore({ connection }), SEGMENT_WRITES, reserve, checkpoint),
+      leases: guardWrites(new SqliteWorkerLeaseStore(connection), LEASE_WRITES, reserve, checkpoint),
+    };
+  },
+  'state-dir': (args) => ({ state: new StateDir((args as { dir: string }).dir) }),
+});

@@ -1,0 +1,43 @@
+/**
+ * SQLite and the state dir off the event loop (DESIGN.md invariant 6): a
+ * server runs them in worker threads (`adapters/kit/off-loop.ts`, entry
+ * `off-loop-worker.ts`), so a lock held by another process, a busy timeout or
+ * an fsync makes only the caller that needs the write wait. One-shot CLI
+ * commands use them in-thread (nothing else waits there).
+ */
+import type { HighWaterMarkStore } from '../ports/high-water-mark-store.js';
+import type { SegmentStore } from '../ports/segment-store.js';
+import type { WorkerLeaseStore } from '../ports/worker-lease-store.js';
+import { OffLoopHost } from '../adapters/kit/off-loop.js';
+import { StateDir } from '../adapters/state-dir/state-dir.js';
+
+/**
+ * The worker entry beside this module: dist/app/ when run from the compiled
+ * tree, dist/pkg/ (a bundle entry of the same name) when bundled. Undefined
+ * when running from TypeScript sources (tests of the source tree), where the
+ * objects run in-thread.
+ */
+export function offLoopEntry(): URL | undefined {
+  if (import.meta.url.endsWith('.ts')) return undefined;
+  return new URL('./off-loop-worker.js', import.meta.url);
+}
+
+/** The state dir's methods a server uses: marks, ticks, its store binding, close. */
+export type StateDirPort = HighWaterMarkStore &
+  Pick<StateDir, 'lastTick' | 'recordTick' | 'boundStore' | 'bindStore' | 'close' | 'where'>;
+
+/** The state dir in a worker thread (in-thread where there is no worker entry). */
+export async function openStateDirOffLoop(dir: string): Promise<StateDirPort> {
+  const entry = offLoopEntry();
+  if (!entry) return new StateDir(dir);
+  const host = await OffLoopHost.start(entry, 'state-dir', { dir }, 'state dir');
+  return host.proxy<StateDirPort>('state');
+}
+
+/** The segment and lease stores of one SQLite file, sharing one handle in one worker thread. */
+export async function openSqliteOffLoop(path: string): Promise<{ segments: SegmentStore; leases: () => WorkerLeaseStore } | undefined> {
+  const entry = offLoopEntry();
+  if (!entry) return undefined;
+  const host = await OffLoopHost.start(entry, 'sqlite', { path }, 'SQLite store');
+  return { segments: host.proxy<SegmentStore>('segments'), leases: () => host.proxy<WorkerLeaseStore>('leases') };
+}
