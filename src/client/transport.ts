@@ -7,7 +7,7 @@
  * Node 20's global fetch (undici) is used on purpose rather than the `undici`
  * package: it keeps connections alive by default (one pool per origin, idle
  * sockets do not hold the process open), needs no dependency, and keeps
- * `sequoia/client` importable with nothing but Node itself. Its default pool
+ * `sequoia-id/client` importable with nothing but Node itself. Its default pool
  * has no connection limit, which is what a client issuing a few concurrent
  * batch loads needs; an Agent of our own would only add tuning knobs.
  *
