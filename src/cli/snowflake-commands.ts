@@ -41,11 +41,29 @@ export async function genSnowflake(o: GenSnowflakeOptions): Promise<string[]> {
     throw new InvalidArgumentError(`layout ${layout.name} needs --shard from 0 to ${2 ** layout.shardBits - 1}`);
   }
   const shard = parseShard(layout, { shard: o.shard });
-  return withSnowflakeService({ ...config, snowflakeLayout: layout.name }, async (service) => {
-    const out: string[] = [];
-    while (out.length < o.count) out.push(...(await service.nextMany(layout.name, Math.min(MAX_COUNT, o.count - out.length), shard)));
-    return out;
-  });
+  // Ctrl-C while a large --count runs: stop between batches, give the worker id back
+  // (close() releases the lease), say so, and exit 130. A second Ctrl-C exits at once.
+  let interrupted = false;
+  const onSigint = (): void => {
+    if (interrupted) process.exit(130);
+    interrupted = true;
+  };
+  process.on('SIGINT', onSigint);
+  let out: string[];
+  try {
+    out = await withSnowflakeService({ ...config, snowflakeLayout: layout.name }, async (service) => {
+      const ids: string[] = [];
+      while (ids.length < o.count && !interrupted) ids.push(...(await service.nextMany(layout.name, Math.min(MAX_COUNT, o.count - ids.length), shard)));
+      return ids;
+    });
+  } finally {
+    process.off('SIGINT', onSigint);
+  }
+  if (interrupted) {
+    process.stderr.write(`sequoia: interrupted after ${out.length} of ${o.count} IDs (none printed); the worker id is given back\n`);
+    process.exit(130);
+  }
+  return out;
 }
 
 export function explainSnowflake(id: string, layout: string, custom?: ReadonlyMap<string, Layout>): Record<string, unknown> {

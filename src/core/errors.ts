@@ -69,7 +69,8 @@ export class InvalidArgumentError extends SequoiaError {
 
 export class TagNotFoundError extends SequoiaError {
   constructor(tag: string) {
-    super('TAG_NOT_FOUND', `tag ${JSON.stringify(tag)} does not exist`);
+    // The hint names the commands a newcomer needs (they take --store like serve).
+    super('TAG_NOT_FOUND', `tag ${JSON.stringify(tag)} does not exist (list the tags: sequoia tag list; create it: sequoia tag create ${tag}, or POST /v1/tags)`);
     this.name = 'TagNotFoundError';
   }
 }
