@@ -33,8 +33,9 @@ check() { # $1: label; PATH holds the node to check
   cd "$app"
   # As README.md tells consumers: npm 11 runs a dependency's install script only once the
   # project allows it; better-sqlite3 needs its own (it fetches or builds the SQLite binding).
-  # sequoia-id's `prepare` builds a checkout and never runs from a tarball or the registry.
-  printf '{ "name": "consumer", "version": "1.0.0", "private": true, "type": "module",\n  "allowScripts": { "better-sqlite3": true, "sequoia-id": false } }\n' > package.json
+  # sequoia-id's `prepare` builds a checkout: npm lists it for a file (tarball) source, never
+  # for a registry install, so the tarball's own spec declines it here.
+  printf '{ "name": "consumer", "version": "1.0.0", "private": true, "type": "module",\n  "allowScripts": { "better-sqlite3": true, "file:%s": false } }\n' "$tarball" > package.json
   local log="$app/install.log"
   npm install --no-audit --no-fund --loglevel=warn "$tarball" "@types/node@$types_node" >"$log" 2>&1 || { cat "$log"; echo "install failed on $label" >&2; exit 1; }
   cat "$log"
