@@ -118,13 +118,17 @@ export function registerPlan(program: Command): void {
           console.log(JSON.stringify(d, null, 2));
           return;
         }
-        console.log(`layout         ${String(d.layout)} (version ${String(d.version)})`);
-        console.log(`epoch          ${String(d.epoch)}, ticks of ${String(d.unitMs)} ms`);
-        console.log(`time bits      ${String(d.timeBits)}`);
-        for (const f of d.fields as { name: string; bits: number; role: string }[]) console.log(`${`${f.name} bits`.padEnd(15)}${f.bits}  (${f.role})`);
+        const fields = d.fields as { name: string; bits: number; role: string }[];
+        // One column for every label, however long a field's name (`datacenter bits` is 15 characters).
+        const width = Math.max(15, ...fields.map((f) => `${f.name} bits`.length + 1));
+        const row = (label: string, value: string): void => console.log(`${label.padEnd(width)}${value}`);
+        row('layout', `${String(d.layout)} (version ${String(d.version)})`);
+        row('epoch', `${String(d.epoch)}, ticks of ${String(d.unitMs)} ms`);
+        row('time bits', String(d.timeBits));
+        for (const f of fields) row(`${f.name} bits`, `${f.bits}  (${f.role})`);
         const start = d.sequenceStart as Layout['sequenceStart'];
-        console.log(`sequence start ${start.kind === 'random' ? `random 0-${start.max} each tick` : '0 each tick'}`);
-        console.log(`lifetime       ${String(d.lifetimeYears)} years: ends ${String(d.endsAt)}`);
+        row('sequence start', start.kind === 'random' ? `random 0-${start.max} each tick` : '0 each tick');
+        row('lifetime', `${String(d.lifetimeYears)} years: ends ${String(d.endsAt)}`);
         for (const w of d.warnings as string[]) console.log(`warning: ${w}`);
         return;
       }
