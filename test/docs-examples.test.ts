@@ -3,8 +3,9 @@
  * silently: every ```console block is run in a fresh directory, command by
  * command (`$ ` lines, `\` continuing them), and each command's output is
  * compared with the lines the page shows under it, after normalizing what
- * differs from run to run (ISO times). A command the page shows no output
- * for is run (it must succeed) but its output is not compared.
+ * differs from run to run (ISO times); stderr is shown with stdout, as in a
+ * terminal. A command the page shows no output for must succeed; its output
+ * is not compared.
  *
  * As a reader would run them: `npx sequoia` is the built CLI, `npm start &`
  * starts `sequoia serve` in the background (on a free port here, standing in
@@ -75,6 +76,7 @@ export function normalize(text: string): string {
 }
 
 const MARK = '@@docs-test-step@@';
+const STATUS = '@@docs-test-status@@';
 
 function rewrite(command: string, port: number): string {
   let c = command.replace(/localhost:8080/g, `localhost:${port}`).replace(/\bnpx sequoia\b/g, `"$NODE" "$BIN"`);
@@ -96,13 +98,14 @@ async function freePort(): Promise<number> {
 }
 
 /** Runs the steps in a fresh directory; answers each step's output. */
-async function run(list: Step[]): Promise<{ outputs: string[]; status: number | null; stderr: string }> {
+async function run(list: Step[]): Promise<{ outputs: string[]; statuses: number[]; status: number | null; stderr: string }> {
   const port = await freePort();
   const dir = mkdtempSync(join(tmpdir(), 'sequoia-docs-'));
+  // stderr joins stdout, as in a terminal; each step's exit status follows its output.
   const script = [
-    'set -e',
+    'exec 2>&1',
     "trap 'kill $(jobs -p) 2>/dev/null || true' EXIT",
-    ...list.flatMap((s) => [`echo '${MARK}'`, rewrite(s.command, port)]),
+    ...list.flatMap((s) => [`echo '${MARK}'`, rewrite(s.command, port), `echo "${STATUS}$?"`]),
   ].join('\n');
   try {
     const r = spawnSync('bash', ['-c', script], {
@@ -111,8 +114,14 @@ async function run(list: Step[]): Promise<{ outputs: string[]; status: number | 
       env: { ...cleanEnv(), NODE: process.execPath, BIN, PATH: process.env.PATH },
       timeout: 90_000,
     });
-    const outputs = r.stdout.split(`${MARK}\n`).slice(1);
-    return { outputs, status: r.status, stderr: r.stderr };
+    const outputs: string[] = [];
+    const statuses: number[] = [];
+    for (const part of r.stdout.split(`${MARK}\n`).slice(1)) {
+      const m = new RegExp(`${STATUS}(\\d+)\\n?$`).exec(part);
+      statuses.push(m ? Number(m[1]) : -1);
+      outputs.push(m ? part.slice(0, m.index) : part);
+    }
+    return { outputs, statuses, status: r.status, stderr: r.stderr };
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
@@ -131,11 +140,12 @@ describe('docs examples', () => {
     assertBuilt();
     const list = steps(b.text);
     expect(list.length).toBeGreaterThan(0);
-    const { outputs, status, stderr } = await run(list);
+    const { outputs, statuses, status, stderr } = await run(list);
     expect(status, stderr).toBe(0);
     expect(outputs.length).toBe(list.length);
     list.forEach((s, i) => {
-      if (s.expected.every((l) => l.trim() === '')) return; // the page shows no output for it
+      // the page shows no output for it: it must succeed
+      if (s.expected.every((l) => l.trim() === '')) return expect(statuses[i], `${b.page}:${b.line}: $ ${s.command}\n${outputs[i]}`).toBe(0);
       expect(normalize(outputs[i]!), `${b.page}:${b.line}: $ ${s.command}`).toBe(normalize(s.expected.join('\n')));
     });
   });
