@@ -8,9 +8,9 @@ export default defineConfig({
   // `npm install`); the project's tests run them against this checkout's src/.
   resolve: {
     alias: [
-      { find: /^sequoia\/client$/, replacement: src('client/index.ts') },
-      { find: /^sequoia\/server$/, replacement: src('app/index.ts') },
-      { find: /^sequoia$/, replacement: src('index.ts') },
+      { find: /^sequoia-id\/client$/, replacement: src('client/index.ts') },
+      { find: /^sequoia-id\/server$/, replacement: src('app/index.ts') },
+      { find: /^sequoia-id$/, replacement: src('index.ts') },
     ],
   },
   test: {

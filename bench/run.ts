@@ -163,7 +163,7 @@ if (want('batches')) {
 
 if (want('client')) {
   const rows = await benchClient({ rounds });
-  console.log('## Client SDK (sequoia/client) against a real server\n');
+  console.log('## Client SDK (sequoia-id/client) against a real server\n');
   console.log('| what | IDs/s | vs bare counter | vs Redis INCR per ID |');
   console.log('| --- | ---: | ---: | ---: |');
   for (const r of rows) {

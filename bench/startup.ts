@@ -1,5 +1,5 @@
 /**
- * Start-up cost: `import('sequoia')` against `node -e 0`, and `sequoia gen
+ * Start-up cost: `import('sequoia-id')` against `node -e 0`, and `sequoia gen
  * uuid` against a bare node one-liner printing crypto.randomUUID(). Each
  * pair runs interleaved (a, b, a, b …) so both see the same machine load;
  * figures are medians of wall time and of CPU time (user + system, read by a
@@ -61,8 +61,8 @@ function pair(runs: number, a: readonly string[], b: readonly string[]): [Sample
 
 export function benchStartup(runs = 21): StartupRow[] {
   const nodeZero = ['-e', '0'];
-  // Resolved through the package's own "exports", as a user's `import 'sequoia'` is.
-  const importLib = ['--input-type=module', '-e', "await import('sequoia')"];
+  // Resolved through the package's own "exports", as a user's `import 'sequoia-id'` is.
+  const importLib = ['--input-type=module', '-e', "await import('sequoia-id')"];
   const [lib, zero] = pair(runs, importLib, nodeZero);
   // The command the package installs (package.json "bin").
   const cli = [join(ROOT, 'dist', 'pkg', 'cli.js'), 'gen', 'uuid'];
@@ -78,7 +78,7 @@ export function benchStartup(runs = 21): StartupRow[] {
     target,
   });
   return [
-    row("`import('sequoia')`", '`node -e 0`', lib, zero, 1.3),
+    row("`import('sequoia-id')`", '`node -e 0`', lib, zero, 1.3),
     row('`sequoia gen uuid`', 'node one-liner printing `crypto.randomUUID()`', gen, oneLiner, 1.5),
   ];
 }

@@ -2,10 +2,10 @@
  * Sequoia as a library: the coordination-free generators (UUIDv7/v4, ULID,
  * ObjectId, flake128, snowflake layouts), codecs, permutation and business
  * numbers. Loads no server, store or driver code: the segment service, its
- * stores and the HTTP server are `sequoia/server`.
+ * stores and the HTTP server are `sequoia-id/server`.
  *
  * @example
- * import { UuidV7Generator, systemClock, systemRandom } from 'sequoia';
+ * import { UuidV7Generator, systemClock, systemRandom } from 'sequoia-id';
  * const ids = new UuidV7Generator({ clock: systemClock, random: systemRandom });
  * ids.next(); // '0192…'
  */

@@ -1,10 +1,10 @@
 /**
- * `sequoia/server`: the segment service with its stores, the snowflake
+ * `sequoia-id/server`: the segment service with its stores, the snowflake
  * service with its worker-id providers, and the HTTP server, in-process.
  * Drivers load with this entry; `sequoia` alone loads none.
  *
  * @example
- * import { IdService, SqliteSegmentStore, FileHighWaterMarkStore } from 'sequoia/server';
+ * import { IdService, SqliteSegmentStore, FileHighWaterMarkStore } from 'sequoia-id/server';
  * const service = new IdService({ store: new SqliteSegmentStore({ path: './ids.db' }), marks: new FileHighWaterMarkStore('./state') });
  * await service.start();
  * await service.createTag({ tag: 'order' });

@@ -106,7 +106,7 @@ export function registerGenAndExplain(program: Command): void {
     .option('--count <n>', 'how many (default 1)', parseCountArg)
     .option('--layout <layout>', `snowflake layout: ${SNOWFLAKE_LAYOUTS.join(' | ')} (default twitter)`)
     .option('--shard <n>', 'snowflake instagram layout: the logical shard')
-    .option('--store <url>', 'snowflake: the store the worker id is leased from (env SEQUOIA_STORE)')
+    .option('--store <url>', 'snowflake: the store the worker id is leased from; segment: the store the IDs come from (env SEQUOIA_STORE; default sqlite:./data/sequoia.db)')
     .option('--worker-id-provider <spec>', `snowflake: ${WORKER_ID_PROVIDER_SPECS} (not worker-node: it would take an id for good per call)`)
     .option('--config <file>', 'snowflake: JSON config file with custom `layouts` (env SEQUOIA_CONFIG)')
     .option('--tag <tag>', 'segment: the tag to draw from')

@@ -28,7 +28,9 @@ if (process.argv.slice(2).includes('serve')) {
   const { FIELDS } = await import('../app/config.js');
   for (const f of Object.values(FIELDS)) {
     // commander names the option's attribute after the flag: --state-dir → stateDir, matching FIELDS.
-    serve.option(`${f.flag} <value>`, `${f.doc} (env ${f.env}; default ${f.default ?? 'none'})`);
+    // A field whose doc names its own default (derived from another field) shows no "default none".
+    const dflt = f.default !== undefined ? `; default ${String(f.default)}` : /\(default /.test(f.doc) ? '' : '; default none';
+    serve.option(`${f.flag} <value>`, `${f.doc} (env ${f.env}${dflt})`);
   }
   serve.option('--config <file>', 'JSON config file (env SEQUOIA_CONFIG)');
 }

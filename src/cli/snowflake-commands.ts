@@ -51,11 +51,29 @@ export async function genSnowflake(o: GenSnowflakeOptions): Promise<string[]> {
     throw new InvalidArgumentError(`layout ${layout.name} needs --shard from 0 to ${2 ** layout.shardBits - 1}`);
   }
   const shard = parseShard(layout, { shard: o.shard });
-  return withSnowflakeService({ ...config, snowflakeLayout: layout.name }, async (service) => {
-    const out: string[] = [];
-    while (out.length < o.count) out.push(...(await service.nextMany(layout.name, Math.min(MAX_COUNT, o.count - out.length), shard)));
-    return out;
-  });
+  // Ctrl-C while a large --count runs: stop between batches, give the worker id back
+  // (close() releases the lease), say so, and exit 130. A second Ctrl-C exits at once.
+  let interrupted = false;
+  const onSigint = (): void => {
+    if (interrupted) process.exit(130);
+    interrupted = true;
+  };
+  process.on('SIGINT', onSigint);
+  let out: string[];
+  try {
+    out = await withSnowflakeService({ ...config, snowflakeLayout: layout.name }, async (service) => {
+      const ids: string[] = [];
+      while (ids.length < o.count && !interrupted) ids.push(...(await service.nextMany(layout.name, Math.min(MAX_COUNT, o.count - ids.length), shard)));
+      return ids;
+    });
+  } finally {
+    process.off('SIGINT', onSigint);
+  }
+  if (interrupted) {
+    process.stderr.write(`sequoia: interrupted after ${out.length} of ${o.count} IDs (none printed); the worker id is given back\n`);
+    process.exit(130);
+  }
+  return out;
 }
 
 export function explainSnowflake(id: string, layout: string, custom?: ReadonlyMap<string, Layout>): Record<string, unknown> {
@@ -110,13 +128,17 @@ export function registerPlan(program: Command): void {
           console.log(JSON.stringify(d, null, 2));
           return;
         }
-        console.log(`layout         ${String(d.layout)} (version ${String(d.version)})`);
-        console.log(`epoch          ${String(d.epoch)}, ticks of ${String(d.unitMs)} ms`);
-        console.log(`time bits      ${String(d.timeBits)}`);
-        for (const f of d.fields as { name: string; bits: number; role: string }[]) console.log(`${`${f.name} bits`.padEnd(15)}${f.bits}  (${f.role})`);
+        const fields = d.fields as { name: string; bits: number; role: string }[];
+        // One column for every label, however long a field's name (`datacenter bits` is 15 characters).
+        const width = Math.max(15, ...fields.map((f) => `${f.name} bits`.length + 1));
+        const row = (label: string, value: string): void => console.log(`${label.padEnd(width)}${value}`);
+        row('layout', `${String(d.layout)} (version ${String(d.version)})`);
+        row('epoch', `${String(d.epoch)}, ticks of ${String(d.unitMs)} ms`);
+        row('time bits', String(d.timeBits));
+        for (const f of fields) row(`${f.name} bits`, `${f.bits}  (${f.role})`);
         const start = d.sequenceStart as Layout['sequenceStart'];
-        console.log(`sequence start ${start.kind === 'random' ? `random 0-${start.max} each tick` : '0 each tick'}`);
-        console.log(`lifetime       ${String(d.lifetimeYears)} years: ends ${String(d.endsAt)}`);
+        row('sequence start', start.kind === 'random' ? `random 0-${start.max} each tick` : '0 each tick');
+        row('lifetime', `${String(d.lifetimeYears)} years: ends ${String(d.endsAt)}`);
         for (const w of d.warnings as string[]) console.log(`warning: ${w}`);
         return;
       }

@@ -1,9 +1,9 @@
 /**
- * `sequoia/client`: IDs from Sequoia servers over HTTP, with a local buffer
+ * `sequoia-id/client`: IDs from Sequoia servers over HTTP, with a local buffer
  * per segment tag, failover across servers and typed errors.
  *
  * @example
- * import { createClient, SequoiaError } from 'sequoia/client';
+ * import { createClient, SequoiaError } from 'sequoia-id/client';
  * const ids = createClient({ urls: ['http://10.0.0.1:8080', 'http://10.0.0.2:8080'], tags: ['order'] });
  * const id = await ids.next('order');        // bigint, from the local buffer most of the time
  * const maybe = ids.tryNext('order');        // bigint | undefined, synchronous

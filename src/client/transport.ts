@@ -7,7 +7,7 @@
  * Node 20's global fetch (undici) is used on purpose rather than the `undici`
  * package: it keeps connections alive by default (one pool per origin, idle
  * sockets do not hold the process open), needs no dependency, and keeps
- * `sequoia/client` importable with nothing but Node itself. Its default pool
+ * `sequoia-id/client` importable with nothing but Node itself. Its default pool
  * has no connection limit, which is what a client issuing a few concurrent
  * batch loads needs; an Agent of our own would only add tuning knobs.
  *
@@ -97,7 +97,7 @@ export class Transport {
       // Fail over: the next call starts at the next URL.
       this.preferred = (i + 1) % this.urls.length;
     }
-    throw last ?? new UnavailableError('STORE_UNAVAILABLE', 'no Sequoia server answered');
+    throw last ?? new UnavailableError('STORE_UNAVAILABLE', 'no Sequoia server answered (the servers, not their stores, cannot be reached)');
   }
 
   /** The preferred URL unless it is cooling and another one is not. */
@@ -128,7 +128,9 @@ export class Transport {
       const reason = timedOut ? `no answer within ${this.opts.timeoutMs} ms` : describeNetworkError(e);
       // A refused connection is not worth trying again at once.
       this.coolUntil[i] = performance.now() + this.opts.retry.baseDelayMs;
-      return { retry: true, error: new UnavailableError('STORE_UNAVAILABLE', `${this.urls[i]}: ${reason}`, { cause: e }) };
+      // The code stays STORE_UNAVAILABLE (callers branch on it); the message says it is the
+      // Sequoia server that cannot be reached, not its store.
+      return { retry: true, error: new UnavailableError('STORE_UNAVAILABLE', `the Sequoia server ${this.urls[i]} cannot be reached (${reason}); its store was not asked`, { cause: e }) };
     }
     if (res.status === 200) return text;
     const retryAfterMs = parseRetryAfter(res.headers.get('retry-after'));

@@ -31,8 +31,9 @@ export class InvalidArgumentError extends SequoiaError {
 
 export class TagNotFoundError extends SequoiaError {
   /** `message`: the answer's own message, when rebuilt from a code (the client). */
-  constructor(tag: string, message = `tag ${JSON.stringify(tag)} does not exist`) {
-    super('TAG_NOT_FOUND', message);
+  constructor(tag: string, message?: string) {
+    // The hint names the commands a newcomer needs (they take --store like serve).
+    super('TAG_NOT_FOUND', message ?? `tag ${JSON.stringify(tag)} does not exist (list the tags: sequoia tag list; create it: sequoia tag create ${tag}, or POST /v1/tags)`);
     this.name = 'TagNotFoundError';
   }
 }

@@ -7,7 +7,7 @@ import { createRequire } from 'node:module';
 
 type Fill = (bytes: Uint8Array) => void;
 let cryptoFill: Fill | undefined;
-/** node:crypto is loaded on the first fill, not at import: `import 'sequoia'` stays cheap for code that never draws. */
+/** node:crypto is loaded on the first fill, not at import: `import 'sequoia-id'` stays cheap for code that never draws. */
 function randomFillSync(bytes: Uint8Array): void {
   cryptoFill ??= (createRequire(import.meta.url)('node:crypto') as { randomFillSync: Fill }).randomFillSync;
   cryptoFill(bytes);

@@ -122,6 +122,13 @@ describe('HTTP API', () => {
     expectError(await app.inject({ method: 'POST', url: '/v1/tags/x/fence', payload: { to: 1.5 } }), 400, 'INVALID_ARGUMENT');
     const proto = await app.inject({ method: 'POST', url: '/v1/tags', headers: { 'content-type': 'application/json' }, payload: '{"tag":"y","__proto__":{"a":1}}' });
     expect(proto.statusCode).toBe(400);
+    // says what was refused and why, not "not valid JSON"
+    expect(proto.json()).toEqual({ error: { code: 'INVALID_ARGUMENT', message: expect.stringMatching(/^the body has the key __proto__: refused, because such a key can change object prototypes/) } });
+    const ctor = await app.inject({ method: 'POST', url: '/v1/tags', headers: { 'content-type': 'application/json' }, payload: '{"tag":"y","constructor":{"prototype":{"a":1}}}' });
+    expect(ctor.json()).toMatchObject({ error: { code: 'INVALID_ARGUMENT', message: expect.stringContaining('constructor.prototype') } });
+    expect(bad.json()).toMatchObject({ error: { message: expect.stringContaining('not valid JSON') } });
+    const empty = await app.inject({ method: 'POST', url: '/v1/tags', headers: { 'content-type': 'application/json' }, payload: '' });
+    expectError(empty, 400, 'INVALID_ARGUMENT');
   });
 
   it('__proto__ and constructor are ordinary tags', async () => {

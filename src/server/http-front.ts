@@ -148,10 +148,11 @@ function limitConnections(server: NetServer, o: FrontOptions): void {
 function frontHandler(front: Front, handler: (req: IncomingMessage, res: ServerResponse) => void) {
   // Which process answered: with --workers N the port is shared, and the
   // torture harness checks the per-process promises (IDs of a tag increase)
-  // per answering process.
-  const pid = String(process.pid);
+  // per answering process. Opt-in (SEQUOIA_ANSWER_PID=1, as the harness runs
+  // its servers): clients see no process id by default.
+  const pid = process.env.SEQUOIA_ANSWER_PID === '1' ? String(process.pid) : undefined;
   return (req: IncomingMessage, res: ServerResponse): void => {
-    res.setHeader('sequoia-pid', pid);
+    if (pid !== undefined) res.setHeader('sequoia-pid', pid);
     if (front.draining) return refuse(front, req, res, SHUTTING_DOWN);
     if (req.httpVersionMinor === 1 && req.httpVersionMajor === 1 && !hasHost(req.rawHeaders)) return refuse(front, req, res, NO_HOST);
     if (front.fast === undefined || !front.fast(req, res)) handler(req, res);

@@ -1,5 +1,5 @@
 /**
- * What the library entry and a light CLI command load: `import 'sequoia'`
+ * What the library entry and a light CLI command load: `import 'sequoia-id'`
  * gives the generators and loads no server, store or driver code; `sequoia
  * gen uuid` loads no store, driver, server or config schema; an admin
  * command loads only the driver of the store it names. Traced with module
@@ -24,9 +24,9 @@ const DRIVERS = /node_modules\/(pg|pg-[a-z-]+|mysql2|ioredis|better-sqlite3|node
 const SERVER_SIDE = /node_modules\/(fastify|pino|prom-client|zod)\/|dist\/(app|server|adapters|service|cli)\//;
 
 describe('what gets loaded', () => {
-  it("import('sequoia') loads no server, store, driver or other package", () => {
+  it("import('sequoia-id') loads no server, store, driver or other package", () => {
     assertBuilt();
-    const mods = loaded(['--input-type=module', '-e', "const m = await import('sequoia'); if (typeof m.UuidV7Generator !== 'function') process.exit(3);"]);
+    const mods = loaded(['--input-type=module', '-e', "const m = await import('sequoia-id'); if (typeof m.UuidV7Generator !== 'function') process.exit(3);"]);
     expect(mods.some((m) => m.startsWith('dist/pkg/index.js'))).toBe(true);
     expect(mods.filter((m) => m.includes('node_modules/') || SERVER_SIDE.test(m))).toEqual([]);
   });

@@ -1,6 +1,6 @@
 /**
  * The published package as users get it: `npm pack`, install the tarball into
- * a fresh project, `import { createClient } from 'sequoia/client'` from a
+ * a fresh project, `import { createClient } from 'sequoia-id/client'` from a
  * plain ESM script, against a real running server. Also: the client's built
  * files import nothing from the server side.
  */
@@ -16,7 +16,7 @@ afterAll(() => {
   for (const s of running) s.child.kill('SIGKILL');
 });
 
-describe('sequoia/client from the packed package', () => {
+describe('sequoia-id/client from the packed package', () => {
   it('dist/client imports only core/errors, core/id and core/request-rules', () => {
     assertBuilt();
     const dir = join(ROOT, 'dist', 'client');
@@ -57,7 +57,7 @@ describe('sequoia/client from the packed package', () => {
     running.push(s);
     writeFileSync(
       join(app, 'main.mjs'),
-      `import { createClient, SequoiaError } from 'sequoia/client';
+      `import { createClient, SequoiaError } from 'sequoia-id/client';
 const c = createClient({ url: process.argv[2] });
 const a = await c.next('order');
 const b = await c.nextBatch('order', 3);
@@ -76,5 +76,5 @@ console.log(JSON.stringify({ a: String(a), type: typeof a, b: b.map(String), cod
     expect(out).toEqual({ a: '1', type: 'bigint', b: ['2', '3', '4'], code: 'TAG_NOT_FOUND' });
     s.child.kill('SIGTERM');
     expect(await s.exited).toBe(0);
-  });
+  }, 300_000); // npm install from the tarball: minutes on a loaded 2-core machine
 });

@@ -1,8 +1,9 @@
 /**
- * Every answer names the process that produced it (`sequoia-pid`): with
- * `--workers N` the port is shared and a client cannot otherwise tell which
- * worker answered; the torture harness holds each process to its promises
- * (IDs of a tag increase) by this header.
+ * With SEQUOIA_ANSWER_PID=1 every answer of the HTTP handler names the process
+ * that produced it (`sequoia-pid`): with `--workers N` the port is shared and
+ * a client cannot otherwise tell which worker answered; the torture harness
+ * holds each process to its promises (IDs of a tag increase) by this header.
+ * Without it (the default) no answer carries a process id.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -29,7 +30,7 @@ describe('sequoia-pid header', () => {
     dirs.push(dir);
     const db = `sqlite:${join(dir, 'ids.db')}`;
     expect(sequoia(['tag', 'create', 'order', '--store', db]).status).toBe(0);
-    const s = await startServe(['--workers', '1', '--store', db, '--state-dir', join(dir, 'state')]);
+    const s = await startServe(['--workers', '1', '--store', db, '--state-dir', join(dir, 'state')], { SEQUOIA_ANSWER_PID: '1' });
     running.push(s);
     const pid = String(s.child.pid);
     for (const path of ['/api/segment/get/order', '/v1/segment/order?count=2', '/v1/snowflake', '/v1/tags', '/v1/segment/nope', '/no/such/route']) {
@@ -42,7 +43,7 @@ describe('sequoia-pid header', () => {
     dirs.push(dir);
     const db = `sqlite:${join(dir, 'ids.db')}`;
     expect(sequoia(['tag', 'create', 'order', '--store', db]).status).toBe(0);
-    const s = await startServe(['--workers', '2', '--store', db, '--state-dir', join(dir, 'state')]);
+    const s = await startServe(['--workers', '2', '--store', db, '--state-dir', join(dir, 'state')], { SEQUOIA_ANSWER_PID: '1' });
     running.push(s);
     const line = s.output().split('\n').find((l) => l.includes('"msg":"listening"')) as string;
     const workers = (JSON.parse(line) as { workerPids: number[] }).workerPids.map(String);
@@ -50,5 +51,19 @@ describe('sequoia-pid header', () => {
     // Fresh connections: cluster's round-robin spreads them over both workers.
     for (let i = 0; i < 20 && seen.size < 2; i++) seen.add(String((await pidOf(`${s.url}/v1/segment/order`)).pid));
     expect([...seen].sort()).toEqual([...workers].sort());
+  });
+
+  it('is off by default: no answer carries a process id', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'sequoia-pid-'));
+    dirs.push(dir);
+    const db = `sqlite:${join(dir, 'ids.db')}`;
+    expect(sequoia(['tag', 'create', 'order', '--store', db]).status).toBe(0);
+    const s = await startServe(['--workers', '1', '--store', db, '--state-dir', join(dir, 'state')]);
+    running.push(s);
+    for (const path of ['/api/segment/get/order', '/v1/segment/order?count=2', '/v1/tags', '/no/such/route']) {
+      const r = await pidOf(s.url + path);
+      expect(r.status, path).toBeLessThan(500);
+      expect(r.pid, path).toBe(null);
+    }
   });
 });

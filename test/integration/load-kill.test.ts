@@ -117,6 +117,8 @@ async function serve(store: string, stateDir: string): Promise<ServerProcess> {
 for (const kind of KINDS) {
   const describeStore = await describeWithService(kind.service, kind.probe);
   describeStore(`load across processes with random kills: ${kind.name}`, () => {
+    /** What a client may be told while servers die and restart under it. */
+    const REFUSALS = new Set(['SEGMENTS_EXHAUSTED', 'STORE_UNAVAILABLE', 'SHUTTING_DOWN']);
     it(`${SERVERS} servers, ${CLIENTS} clients, kills and restarts for ${RUN_MS} ms: no ID twice`, async () => {
       assertBuilt();
       const { url: store, drop } = await kind.setup();
@@ -132,6 +134,7 @@ for (const kind of KINDS) {
         expect(create.status).toBe(201);
 
         const seen: string[] = [];
+        const badAnswers: string[] = [];
         let failures = 0;
         let stop = false;
         const client = async (c: number) => {
@@ -149,6 +152,9 @@ for (const kind of KINDS) {
               const text = await res.text();
               if (res.status !== 200) {
                 failures++;
+                // a refusal is one of the stable codes, never INTERNAL or a half answer
+                const code = leaf ? text.split(':')[0] : ((JSON.parse(text) as { error?: { code?: string } }).error?.code ?? '');
+                if (!REFUSALS.has(code ?? '') || res.status !== 503) badAnswers.push(`${res.status} ${text.slice(0, 120)}`);
                 continue;
               }
               if (leaf) seen.push(text);
@@ -191,8 +197,19 @@ for (const kind of KINDS) {
         const unique = new Set(seen);
         console.log(`[load ${kind.name}] ${seen.length} IDs (${unique.size} distinct), ${kills} SIGKILL + ${terms} SIGTERM restarts, ${failures} failed requests`);
         expect(kills + terms).toBeGreaterThanOrEqual(2);
-        expect(seen.length).toBeGreaterThan(1000);
-        expect(unique.size).toBe(seen.length);
+        // What the kills must not break (speed is BENCHMARKS.md's business, not this test's):
+        // IDs were handed out, none twice, every refusal was a stable 503 code, and every
+        // restarted server serves again with IDs never seen before.
+        expect(seen.length).toBeGreaterThan(0);
+        expect(badAnswers).toEqual([]);
+        for (const s of servers) {
+          const res = await fetch(`${s!.url}/v1/segment/load?count=3`);
+          expect(res.status).toBe(200);
+          seen.push(...(JSON.parse(await res.text()) as { ids: string[] }).ids);
+        }
+        const all = new Set(seen);
+        expect(unique.size).toBe(seen.length - 3 * SERVERS);
+        expect(all.size).toBe(seen.length);
         for (const id of seen) expect(id).toMatch(/^[1-9][0-9]*$/);
       } finally {
         await Promise.all(

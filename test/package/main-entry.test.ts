@@ -1,5 +1,5 @@
 /**
- * `import 'sequoia'` as users write it (package self-reference through
+ * `import 'sequoia-id'` as users write it (package self-reference through
  * package.json `exports`, on the built files): the snowflake API is there,
  * and a custom layout decodes the peer's published example (Discord's:
  * test/helpers/discord.ts).
@@ -18,10 +18,10 @@ function runModule(code: string): { status: number | null; stdout: string; stder
   return { status: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
-describe("import 'sequoia'", () => {
+describe("import 'sequoia-id'", () => {
   it('exports defineLayout, getLayout, compose, decompose and explainId, and they decode Discord\'s example', () => {
     const r = runModule(`
-      import * as s from 'sequoia';
+      import * as s from 'sequoia-id';
       const discord = s.defineLayout({ name: 'discord', version: 1, unitMs: 1, ...${JSON.stringify(DISCORD)} });
       const d = s.decompose(discord, 175928847299117063n);
       console.log(JSON.stringify({
@@ -48,7 +48,7 @@ describe("the README's library example, run twice as a new user would", () => {
   it('ensureTag makes the second run work, and close() lets the process end', () => {
     const dir = mkdtempSync(join(tmpdir(), 'sequoia-lib-'));
     const script = `
-      import { IdService, SqliteSegmentStore, FileHighWaterMarkStore } from 'sequoia/server';
+      import { IdService, SqliteSegmentStore, FileHighWaterMarkStore } from 'sequoia-id/server';
       const service = new IdService({
         store: new SqliteSegmentStore({ path: ${JSON.stringify(join(dir, 'ids.db'))} }),
         marks: new FileHighWaterMarkStore(${JSON.stringify(dir)}),

@@ -106,7 +106,8 @@ export class ServerProcess {
   /** Starts (on the same port as before after the first start) and waits for `listening`. Throws with the output when it exits first. */
   async start(extraArgs: readonly string[] = []): Promise<void> {
     const node = [join(this.o.dist, 'cli', 'main.js'), 'serve', '--host', '127.0.0.1', '--port', String(this.port), ...this.o.args, ...extraArgs];
-    const env = { ...cleanEnv(), SEQUOIA_LOG_LEVEL: 'info', ...this.o.env, ...this.o.clock?.env() };
+    // SEQUOIA_ANSWER_PID: the `sequoia-pid` header the checker groups answers by (opt-in).
+    const env = { ...cleanEnv(), SEQUOIA_LOG_LEVEL: 'info', SEQUOIA_ANSWER_PID: '1', ...this.o.env, ...this.o.clock?.env() };
     const [cmd, argv] =
       this.o.hostname === undefined
         ? [process.execPath, node]

@@ -7,12 +7,12 @@
  * Errors are {"error":{"code","message"}} with a stable code, never a stack trace.
  */
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyServerOptions } from 'fastify';
-import { isSequoiaError } from 'sequoia/client';
+import { isSequoiaError } from 'sequoia-id/client';
 import { CODE_PATTERN, type CodeScheme } from './codes.js';
 import { type Link, type LinkStore, isConnectionError } from './store.js';
 import { IDEMPOTENCY_KEY, checkLongUrl } from './urls.js';
 
-/** Where IDs come from: a `sequoia/client` SequoiaClient fits. */
+/** Where IDs come from: a `sequoia-id/client` SequoiaClient fits. */
 export interface IdSource {
   next(tag: string): Promise<bigint>;
 }

@@ -9,7 +9,7 @@
  * unrelated codes of a fixed 8 characters. That hides volume and order; it is
  * still not access control (a link is public to whoever has its code).
  */
-import { FeistelPermutation, encodeBase62 } from 'sequoia';
+import { FeistelPermutation, encodeBase62 } from 'sequoia-id';
 
 export interface CodeScheme {
   /** `plain` or `permuted`: shown at start-up so operators know which one is live. */

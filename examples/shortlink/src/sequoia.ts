@@ -36,7 +36,7 @@ export interface LocalSequoia {
 
 /** The `sequoia` command of the installed package. */
 export function sequoiaBin(): string {
-  return join(dirname(createRequire(import.meta.url).resolve('sequoia/package.json')), 'dist', 'cli', 'main.js');
+  return join(dirname(createRequire(import.meta.url).resolve('sequoia-id/package.json')), 'dist', 'cli', 'main.js');
 }
 
 /**

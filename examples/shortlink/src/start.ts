@@ -10,7 +10,7 @@
  *   SHORTLINK_CODE_KEY             16+ byte secret: codes go through the keyed permutation (8 characters, not sequential)
  */
 import pg from 'pg';
-import { createClient } from 'sequoia/client';
+import { createClient } from 'sequoia-id/client';
 import { buildShortlinkApp } from './app.js';
 import { type CodeScheme, permutedCodes, plainCodes } from './codes.js';
 import { type LocalSequoia, ensureTag, startLocalSequoia } from './sequoia.js';

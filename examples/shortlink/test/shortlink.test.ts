@@ -11,7 +11,7 @@ import { type AddressInfo, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
-import { createClient, type ClientOptions, type SequoiaClient } from 'sequoia/client';
+import { createClient, type ClientOptions, type SequoiaClient } from 'sequoia-id/client';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { BIN, type ServerProcess, startServe } from '../../../test/helpers/cli.js';
 import { FaultProxy } from '../../../test/helpers/fault-proxy.js';

@@ -42,6 +42,10 @@ export class SqliteConnection {
    * Opens the file on first use (WAL, full fsync) and runs `setUp` once for
    * `name` (its schema), retrying while another process holds the locks it
    * needs. Each call is one user until `release()`. Throws what SQLite threw.
+   *
+   * @internal the stores' own use: stripped from the published declarations
+   * (tsconfig.build.json `stripInternal`) so they name no driver type and a
+   * consumer needs no `@types/better-sqlite3`.
    */
   acquire(name: string, setUp: (db: Database.Database) => void): Database.Database {
     if (!this.db) {

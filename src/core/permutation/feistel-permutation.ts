@@ -116,7 +116,7 @@ export class FeistelPermutation {
     this.sizeNumber = Number(size);
 
     const keys = new Int32Array(2 * rounds);
-    // node:crypto loads with the first permutation, not with `import 'sequoia'`.
+    // node:crypto loads with the first permutation, not with `import 'sequoia-id'`.
     const { createHmac } = createRequire(import.meta.url)('node:crypto') as { createHmac: typeof CreateHmac };
     for (let block = 0; 8 * block < keys.length; block++) {
       const digest = createHmac('sha256', keyBytes).update(`sequoia/feistel/v1/w${width}/r${rounds}/b${block}`).digest();

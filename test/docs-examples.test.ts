@@ -1,0 +1,170 @@
+/**
+ * The console examples of README.md and docs/ run, so a page cannot drift
+ * silently: every ```console block is run in a fresh directory, command by
+ * command (`$ ` lines, `\` continuing them), and each command's output is
+ * compared with the lines the page shows under it, after normalizing what
+ * differs from run to run (ISO times); stderr is shown with stdout, as in a
+ * terminal. A command the page shows no output for must succeed; its output
+ * is not compared.
+ *
+ * As a reader would run them: `npx sequoia` is the built CLI, `npm start &`
+ * starts `sequoia serve` in the background (on a free port here, standing in
+ * for 8080, and waited for), `localhost:8080` is that port.
+ *
+ * A block that cannot run here says why inside itself, on a line
+ * `# not run by the docs test: <reason>`.
+ */
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { BIN, ROOT, assertBuilt, cleanEnv } from './helpers/cli.js';
+
+export interface Step {
+  command: string;
+  expected: string[];
+}
+
+export const SKIP = /^# not run by the docs test: (.{10,})$/m;
+
+/** Every ```console block of a Markdown page, with its line number. */
+export function consoleBlocks(markdown: string): Array<{ line: number; text: string }> {
+  const out: Array<{ line: number; text: string }> = [];
+  const lines = markdown.split('\n');
+  for (let i = 0; i < lines.length; i++) {
+    if (lines[i]!.trim() !== '```console') continue;
+    const start = i + 1;
+    let j = start;
+    while (j < lines.length && lines[j]!.trim() !== '```') j++;
+    out.push({ line: start, text: lines.slice(start, j).join('\n') });
+    i = j;
+  }
+  return out;
+}
+
+/** `$ ` commands (with `\` continuations) and the lines shown under each. */
+export function steps(block: string): Step[] {
+  const out: Step[] = [];
+  let continuing = false;
+  for (const line of block.split('\n')) {
+    const last = out[out.length - 1];
+    if (continuing && last) {
+      last.command += `\n${line}`;
+      continuing = line.endsWith('\\');
+    } else if (line.startsWith('$ ')) {
+      out.push({ command: line.slice(2), expected: [] });
+      continuing = line.endsWith('\\');
+    } else if (last) {
+      last.expected.push(line);
+    } else if (line.trim() !== '') {
+      throw new Error(`output before the first command: ${line}`);
+    }
+  }
+  return out;
+}
+
+/** What differs from run to run. */
+export function normalize(text: string): string {
+  return text
+    .replace(/\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z/g, '<TIME>')
+    .split('\n')
+    .map((l) => l.trimEnd())
+    .join('\n')
+    .trim();
+}
+
+const MARK = '@@docs-test-step@@';
+const STATUS = '@@docs-test-status@@';
+
+function rewrite(command: string, port: number): string {
+  let c = command.replace(/localhost:8080/g, `localhost:${port}`).replace(/\bnpx sequoia\b/g, `"$NODE" "$BIN"`);
+  if (/^npm start &/.test(c)) {
+    c = `"$NODE" "$BIN" serve --port ${port} > server.log 2>&1 &
+for i in $(seq 1 600); do curl -s -o /dev/null localhost:${port}/healthz && break; sleep 0.1; done`;
+  }
+  return c;
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const s = createServer();
+    s.listen(0, '127.0.0.1', () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+/** Runs the steps in a fresh directory; answers each step's output. */
+async function run(list: Step[]): Promise<{ outputs: string[]; statuses: number[]; status: number | null; stderr: string }> {
+  const port = await freePort();
+  const dir = mkdtempSync(join(tmpdir(), 'sequoia-docs-'));
+  // stderr joins stdout, as in a terminal; each step's exit status follows its output.
+  const script = [
+    'exec 2>&1',
+    "trap 'kill $(jobs -p) 2>/dev/null || true' EXIT",
+    ...list.flatMap((s) => [`echo '${MARK}'`, rewrite(s.command, port), `echo "${STATUS}$?"`]),
+  ].join('\n');
+  try {
+    const r = spawnSync('bash', ['-c', script], {
+      cwd: dir,
+      encoding: 'utf8',
+      env: { ...cleanEnv(), NODE: process.execPath, BIN, PATH: process.env.PATH },
+      timeout: 90_000,
+    });
+    const outputs: string[] = [];
+    const statuses: number[] = [];
+    for (const part of r.stdout.split(`${MARK}\n`).slice(1)) {
+      const m = new RegExp(`${STATUS}(\\d+)\\n?$`).exec(part);
+      statuses.push(m ? Number(m[1]) : -1);
+      outputs.push(m ? part.slice(0, m.index) : part);
+    }
+    return { outputs, statuses, status: r.status, stderr: r.stderr };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+const pages = ['README.md', ...readdirSync(join(ROOT, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)];
+const blocks = pages.flatMap((page) => consoleBlocks(readFileSync(join(ROOT, page), 'utf8')).map((b) => ({ page, ...b })));
+
+describe('docs examples', () => {
+  it('there are console examples to run', () => {
+    expect(blocks.length).toBeGreaterThan(1);
+  });
+
+  it.each(blocks.map((b) => [`${b.page}:${b.line}`, b] as const))('%s runs and prints what the page shows', async (_name, b) => {
+    if (SKIP.test(b.text)) return; // the block says why it cannot run here
+    assertBuilt();
+    const list = steps(b.text);
+    expect(list.length).toBeGreaterThan(0);
+    const { outputs, statuses, status, stderr } = await run(list);
+    expect(status, stderr).toBe(0);
+    expect(outputs.length).toBe(list.length);
+    list.forEach((s, i) => {
+      // the page shows no output for it: it must succeed
+      if (s.expected.every((l) => l.trim() === '')) return expect(statuses[i], `${b.page}:${b.line}: $ ${s.command}\n${outputs[i]}`).toBe(0);
+      expect(normalize(outputs[i]!), `${b.page}:${b.line}: $ ${s.command}`).toBe(normalize(s.expected.join('\n')));
+    });
+  });
+});
+
+describe('the runner itself', () => {
+  it('parses commands, continuations and outputs, and normalizes times', () => {
+    const s = steps("$ echo a \\\n  b\na b\n$ true\n$ date\n2026-01-01T00:00:00.000Z");
+    expect(s).toEqual([
+      { command: 'echo a \\\n  b', expected: ['a b'] },
+      { command: 'true', expected: [] },
+      { command: 'date', expected: ['2026-01-01T00:00:00.000Z'] },
+    ]);
+    expect(normalize('{"updatedAt":"2026-12-01T00:48:48.043Z"}  \n')).toBe('{"updatedAt":"<TIME>"}');
+  });
+
+  it('fails a block whose shown output differs', async () => {
+    const { outputs, status } = await run(steps('$ echo one\ntwo'));
+    expect(status).toBe(0);
+    expect(normalize(outputs[0]!)).not.toBe('two');
+  });
+});
