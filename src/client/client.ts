@@ -122,6 +122,7 @@ class TagReserve {
   lastError: unknown;
   /** When this outage first needed the reserve (performance.now), if it did. */
   since: number | undefined;
+  usingSent = false;
   exhaustedSent = false;
   /** The reserve was used in this outage: 'replenished' is due once it is full again. */
   owesReplenished = false;
@@ -425,6 +426,7 @@ export class SequoiaClient {
     if (r === undefined || this.controller.signal.aborted) return;
     if (r.down) {
       r.down = false;
+      r.usingSent = false;
       r.exhaustedSent = false;
       if (r.since !== undefined) this.msOnReserveDone += performance.now() - r.since;
       r.since = undefined;
@@ -479,13 +481,15 @@ export class SequoiaClient {
       r.nextProbe = now + (this.reservePolicy?.probeMs ?? 0);
       b.load().catch(() => undefined); // success ends the outage (bufferFetch → serverAnswered)
     }
-    const first = r.since === undefined;
     r.since ??= now;
     const ids = r.ids.takeMany(n);
     if (ids !== undefined) {
       this.servedFromReserve += n;
       r.owesReplenished = true;
-      if (first) this.emit({ tag: b.tag, state: 'using', remaining: r.ids.size });
+      if (!r.usingSent) {
+        r.usingSent = true;
+        this.emit({ tag: b.tag, state: 'using', remaining: r.ids.size });
+      }
       return ids;
     }
     this.refusals++;
