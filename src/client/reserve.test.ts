@@ -5,7 +5,7 @@
  * real-process test is test/client/reserve.test.ts.
  */
 import { describe, expect, it } from 'vitest';
-import { SequoiaError, UnavailableError, errorFromCode } from '../core/errors.js';
+import { type SequoiaError, UnavailableError, errorFromCode } from '../core/errors.js';
 import { type ReserveEvent, createClient } from './client.js';
 import { RangeSet, isNoServerAnswer, reserveExhausted, reserveTarget } from './reserve.js';
 
