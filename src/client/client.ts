@@ -14,6 +14,7 @@ import { MAX_COUNT } from '../core/request-rules.js';
 import { InvalidArgumentError, SequoiaError } from '../core/errors.js';
 import { parseDecimalId } from '../core/id.js';
 import { TAG_RULE, isValidTag } from '../core/tag.js';
+import { RangeSet, type ReservePolicy, isNoServerAnswer, reserveExhausted, reserveTarget } from './reserve.js';
 import { type BatchPolicy, TagBuffer } from './tag-buffer.js';
 import { type RetryOptions, Transport, closedError } from './transport.js';
 
@@ -27,6 +28,54 @@ export interface BatchOptions {
   readonly max?: number;
   /** How long one batch should last at the observed rate, in ms (default 1000). */
   readonly targetMs?: number;
+}
+
+/** The reserve kept per segment tag for when no server answers (see docs/client.md#reserve). */
+export interface ReserveOptions {
+  /** Seconds of the tag's observed rate the reserve covers (default 60). */
+  readonly seconds?: number;
+  /** Smallest reserve, in IDs (default 100; also the size before a rate is observed). */
+  readonly min?: number;
+  /** Largest reserve, in IDs (default 100,000: ten requests of 10,000; at most 1,000,000). */
+  readonly max?: number;
+  /** While on the reserve, how often the servers are asked again, in ms (default 1000). */
+  readonly probeMs?: number;
+}
+
+/** What onReserve is told: a tag started serving from its reserve, ran it dry, or has it back. */
+export interface ReserveEvent {
+  readonly tag: string;
+  /**
+   * `using`: no server answers, IDs now come from the reserve.
+   * `exhausted`: the reserve is spent too; calls refuse with RESERVE_EXHAUSTED.
+   * `replenished`: a server answered again and the reserve is full again.
+   */
+  readonly state: 'using' | 'exhausted' | 'replenished';
+  /** IDs left in the tag's reserve. */
+  readonly remaining: number;
+}
+
+/** Per tag, in stats(). */
+export interface TagStats {
+  /** IDs in the local buffer. */
+  readonly buffered: number;
+  /** IDs in the reserve. */
+  readonly reserve: number;
+  /** The size the reserve is kept at (seconds × observed rate, within min..max). */
+  readonly reserveTarget: number;
+  /** `serving` (servers answer), `using` (on the reserve), `exhausted` (refusing). */
+  readonly state: 'serving' | 'using' | 'exhausted';
+}
+
+/** client.stats(): counters since the client was created, for export as metrics. */
+export interface ClientStats {
+  /** IDs handed out from a reserve. */
+  readonly servedFromReserve: number;
+  /** Time any tag spent without a server answering after its reserve was needed (on the reserve or refusing), in ms. */
+  readonly msOnReserve: number;
+  /** Calls refused with RESERVE_EXHAUSTED. */
+  readonly refusals: number;
+  readonly tags: Readonly<Record<string, TagStats>>;
 }
 
 export interface ClientOptions {
@@ -52,6 +101,33 @@ export interface ClientOptions {
   readonly mode?: 'segment' | 'leaf';
   /** The fetch to use (default: Node's global fetch). */
   readonly fetch?: typeof fetch;
+  /**
+   * The reserve per segment tag, used only when no server answers (default on:
+   * 60 s of the observed rate, 100..100,000 IDs). `false` turns it off.
+   */
+  readonly reserve?: boolean | ReserveOptions;
+  /** Called when a tag starts serving from its reserve, runs it dry, or has it back. Exceptions are ignored. */
+  readonly onReserve?: (e: ReserveEvent) => void;
+}
+
+/** A tag's reserve and its outage state. */
+class TagReserve {
+  readonly ids = new RangeSet();
+  /** The size the reserve is kept at. */
+  target = 0;
+  /** A reserve was taken at least once (before that, failures behave as without a reserve). */
+  held = false;
+  /** The last fetch for the tag: no server answered. */
+  down = false;
+  lastError: unknown;
+  /** When this outage first needed the reserve (performance.now), if it did. */
+  since: number | undefined;
+  usingSent = false;
+  exhaustedSent = false;
+  /** The reserve was used in this outage: 'replenished' is due once it is full again. */
+  owesReplenished = false;
+  refilling: Promise<void> | undefined;
+  nextProbe = 0;
 }
 
 export interface SnowflakeOptions {
@@ -75,6 +151,12 @@ export class SequoiaClient {
   private readonly controller = new AbortController();
   private readonly warm: readonly string[];
   private closing: Promise<void> | undefined;
+  private readonly reservePolicy: (ReservePolicy & { readonly probeMs: number }) | undefined;
+  private readonly reserves = new Map<string, TagReserve>();
+  private readonly onReserve: ((e: ReserveEvent) => void) | undefined;
+  private servedFromReserve = 0;
+  private refusals = 0;
+  private msOnReserveDone = 0;
 
   constructor(opts: ClientOptions) {
     const urls = opts.urls ?? (opts.url !== undefined ? [opts.url] : []);
@@ -103,6 +185,20 @@ export class SequoiaClient {
       throw new InvalidArgumentError(`mode must be 'segment' or 'leaf', got ${JSON.stringify(opts.mode)}`);
     }
     this.leaf = opts.mode === 'leaf';
+    if (opts.reserve === false) this.reservePolicy = undefined;
+    else {
+      const r: ReserveOptions = opts.reserve === true || opts.reserve === undefined ? {} : opts.reserve;
+      const rmax = r.max ?? 100_000;
+      const rmin = r.min ?? Math.min(100, rmax);
+      const seconds = r.seconds ?? 60;
+      const probeMs = r.probeMs ?? 1000;
+      checkInt('reserve.max', rmax, 1, 1_000_000);
+      checkInt('reserve.min', rmin, 1, rmax);
+      checkInt('reserve.seconds', seconds, 1, 86_400);
+      checkInt('reserve.probeMs', probeMs, 1, 600_000);
+      this.reservePolicy = { seconds, min: rmin, max: rmax, probeMs };
+    }
+    this.onReserve = opts.onReserve;
     this.transport = new Transport({
       urls,
       token: opts.token,
@@ -148,7 +244,7 @@ export class SequoiaClient {
     }
     const v = b.take();
     if (v !== undefined) return Promise.resolve(v);
-    return this.waitNext(b);
+    return this.waitNext(b, this.reserves.get(tag));
   }
 
   /** next() as a decimal string. */
@@ -193,11 +289,40 @@ export class SequoiaClient {
       return out;
     }
     const b = this.buffer(tag);
+    const r = this.reserves.get(tag);
     const out = b.takeMany(n);
+    if (out.length === n) return out;
+    if (r !== undefined && r.held && r.down) return this.batchFromReserve(b, r, out, n);
     const chunks: Promise<bigint[]>[] = [];
     for (let left = n - out.length; left > 0; left -= MAX_COUNT) chunks.push(this.fetchIds(tag, Math.min(left, MAX_COUNT)));
-    for (const ids of await Promise.all(chunks)) for (const id of ids) out.push(id);
+    try {
+      for (const ids of await Promise.all(chunks)) for (const id of ids) out.push(id);
+    } catch (e) {
+      if (r !== undefined && !this.controller.signal.aborted && isNoServerAnswer(e)) {
+        this.noServer(r, e);
+        if (r.held) return this.batchFromReserve(b, r, out, n);
+      }
+      throw e;
+    }
+    this.serverAnswered(tag);
     return out;
+  }
+
+  /**
+   * Counters for export (IDs served from a reserve, time on it, refusals) and
+   * each tag's buffer, reserve and state.
+   */
+  stats(): ClientStats {
+    const now = performance.now();
+    let ms = this.msOnReserveDone;
+    const tags: Record<string, TagStats> = {};
+    for (const [tag, b] of this.buffers) {
+      const r = this.reserves.get(tag);
+      if (r?.since !== undefined) ms += now - r.since;
+      const state = r === undefined || r.since === undefined ? 'serving' : r.exhaustedSent ? 'exhausted' : 'using';
+      tags[tag] = { buffered: b.available, reserve: r?.ids.size ?? 0, reserveTarget: r?.target ?? 0, state };
+    }
+    return { servedFromReserve: this.servedFromReserve, msOnReserve: Math.round(ms), refusals: this.refusals, tags };
   }
 
   /** One Snowflake-family ID from `GET /v1/snowflake`. */
@@ -228,6 +353,12 @@ export class SequoiaClient {
     this.closing ??= (async () => {
       this.controller.abort();
       const loads = [...this.buffers.values()].map((b) => b.loading).filter((p) => p !== undefined);
+      for (const r of this.reserves.values()) {
+        if (r.refilling !== undefined) loads.push(r.refilling);
+        if (r.since !== undefined) this.msOnReserveDone += performance.now() - r.since;
+        r.since = undefined;
+        r.ids.clear(); // an unused reserve becomes a gap (the store has no give-back of a client's range)
+      }
       for (const b of this.buffers.values()) b.clear(); // also cancels scheduled prefetches
       this.buffers.clear();
       this.lastTag = undefined;
@@ -242,22 +373,145 @@ export class SequoiaClient {
     if (b !== undefined) return b;
     if (this.controller.signal.aborted) throw closedError();
     checkTag(tag);
-    const nb = new TagBuffer(tag, this.policy, (t, n) => this.fetchBatch(t, n), () => performance.now());
+    const nb = new TagBuffer(tag, this.policy, (t, n) => this.bufferFetch(t, n), () => performance.now());
     this.buffers.set(tag, nb);
+    if (this.reservePolicy !== undefined) this.reserves.set(tag, new TagReserve());
     return nb;
   }
 
-  private async waitNext(b: TagBuffer): Promise<bigint> {
+  private async waitNext(b: TagBuffer, r: TagReserve | undefined): Promise<bigint> {
     b.waiting++;
     try {
       for (;;) {
         if (this.controller.signal.aborted) throw closedError();
-        await b.load();
+        if (r !== undefined && r.held && r.down) return this.fromReserve(b, r);
+        try {
+          await b.load();
+        } catch (e) {
+          // No server answered: the loop goes on to the reserve (bufferFetch marked the tag down).
+          if (r !== undefined && r.held && r.down && !this.controller.signal.aborted) continue;
+          throw e;
+        }
         const v = b.take();
         if (v !== undefined) return v;
       }
     } finally {
       b.waiting--;
+    }
+  }
+
+  /** The buffer's fetch: records whether a server answered, for the reserve. */
+  private async bufferFetch(tag: string, count: number): Promise<bigint[]> {
+    let ids: bigint[];
+    try {
+      ids = await this.fetchBatch(tag, count);
+    } catch (e) {
+      const r = this.reserves.get(tag);
+      if (r !== undefined && !this.controller.signal.aborted && isNoServerAnswer(e)) this.noServer(r, e);
+      throw e;
+    }
+    this.serverAnswered(tag);
+    return ids;
+  }
+
+  private noServer(r: TagReserve, e: unknown): void {
+    r.down = true;
+    r.lastError = e;
+    r.nextProbe = performance.now() + (this.reservePolicy?.probeMs ?? 0);
+  }
+
+  /** A server answered for the tag: the outage (if any) is over, and the reserve is topped up to its target. */
+  private serverAnswered(tag: string): void {
+    const r = this.reserves.get(tag);
+    if (r === undefined || this.controller.signal.aborted) return;
+    if (r.down) {
+      r.down = false;
+      r.usingSent = false;
+      r.exhaustedSent = false;
+      if (r.since !== undefined) this.msOnReserveDone += performance.now() - r.since;
+      r.since = undefined;
+    }
+    this.refill(tag, r);
+  }
+
+  private refill(tag: string, r: TagReserve): void {
+    const policy = this.reservePolicy;
+    if (policy === undefined || r.refilling !== undefined) return;
+    r.target = reserveTarget(policy, this.buffers.get(tag)?.ratePerSecond ?? 0, r.target);
+    const want = r.target - r.ids.size;
+    if (want <= 0) {
+      this.replenished(tag, r);
+      return;
+    }
+    // A normal batch request: these IDs are this client's alone, like any batch.
+    r.refilling = this.fetchBatch(tag, want).then(
+      (ids) => {
+        r.refilling = undefined;
+        if (this.controller.signal.aborted) return;
+        r.ids.addIds(ids);
+        r.held = true;
+        if (r.down) this.serverAnswered(tag); // a server answered this very request
+        else if (r.ids.size >= r.target) this.replenished(tag, r);
+      },
+      () => {
+        r.refilling = undefined; // tried again after the next batch a server answers
+      },
+    );
+  }
+
+  private replenished(tag: string, r: TagReserve): void {
+    if (!r.owesReplenished) return;
+    r.owesReplenished = false;
+    this.emit({ tag, state: 'replenished', remaining: r.ids.size });
+  }
+
+  /** An ID from the reserve while no server answers, or the RESERVE_EXHAUSTED refusal. */
+  private fromReserve(b: TagBuffer, r: TagReserve): bigint {
+    return this.takeReserve(b, r, 1)[0]!;
+  }
+
+  /**
+   * n IDs from the reserve, all or nothing: when it holds fewer, the call is
+   * refused with RESERVE_EXHAUSTED and what is left stays for smaller calls.
+   * Asks the servers again (in the background) at most every probeMs.
+   */
+  private takeReserve(b: TagBuffer, r: TagReserve, n: number): bigint[] {
+    const now = performance.now();
+    if (now >= r.nextProbe && b.loading === undefined) {
+      r.nextProbe = now + (this.reservePolicy?.probeMs ?? 0);
+      b.load().catch(() => undefined); // success ends the outage (bufferFetch → serverAnswered)
+    }
+    r.since ??= now;
+    const ids = r.ids.takeMany(n);
+    if (ids !== undefined) {
+      this.servedFromReserve += n;
+      r.owesReplenished = true;
+      if (!r.usingSent) {
+        r.usingSent = true;
+        this.emit({ tag: b.tag, state: 'using', remaining: r.ids.size });
+      }
+      return ids;
+    }
+    this.refusals++;
+    if (r.ids.size === 0 && !r.exhaustedSent) {
+      r.exhaustedSent = true;
+      this.emit({ tag: b.tag, state: 'exhausted', remaining: 0 });
+    }
+    throw reserveExhausted(b.tag, r.lastError);
+  }
+
+  /** nextBatch's rest from the reserve (the IDs already taken from the buffer are a gap if it is refused). */
+  private batchFromReserve(b: TagBuffer, r: TagReserve, out: bigint[], n: number): bigint[] {
+    for (const id of this.takeReserve(b, r, n - out.length)) out.push(id);
+    return out;
+  }
+
+  private emit(e: ReserveEvent): void {
+    if (this.onReserve === undefined) return;
+    try {
+      this.onReserve(e);
+    } catch {
+      // the app's callback must not break issuing
     }
   }
 

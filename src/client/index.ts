@@ -12,7 +12,18 @@
  *
  * Imports nothing from the server: safe to bundle into any Node 20+ service.
  */
-export { createClient, SequoiaClient, type BatchOptions, type ClientOptions, type SnowflakeOptions, type UuidOptions } from './client.js';
+export {
+  createClient,
+  SequoiaClient,
+  type BatchOptions,
+  type ClientOptions,
+  type ClientStats,
+  type ReserveEvent,
+  type ReserveOptions,
+  type SnowflakeOptions,
+  type TagStats,
+  type UuidOptions,
+} from './client.js';
 export type { RetryOptions } from './transport.js';
 export {
   ClockError,

@@ -42,6 +42,8 @@ export class TagBuffer {
   private curSince = 0;
   /** Current batch size. */
   batch: number;
+  /** The rate observed over the last batch used up, in IDs per second (0 until one is). Sizes the reserve. */
+  ratePerSecond = 0;
   /** Callers of next() waiting for IDs right now: a fetch asks for at least this many. */
   waiting = 0;
 
@@ -109,6 +111,7 @@ export class TagBuffer {
 
   private adapt(used: number, ms: number): void {
     const { minBatch, maxBatch, targetMs } = this.policy;
+    if (ms > 0) this.ratePerSecond = (used / ms) * 1000;
     const want = ms <= 0 ? this.batch * 2 : (used / ms) * targetMs;
     const bounded = Math.min(this.batch * 2, Math.max(this.batch / 2, want));
     this.batch = Math.round(Math.min(maxBatch, Math.max(minBatch, bounded)));

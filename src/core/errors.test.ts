@@ -50,6 +50,7 @@ describe('the error table', () => {
     LEASE_LOST: UnavailableError,
     ID_SPACE_EXHAUSTED: UnavailableError,
     SHUTTING_DOWN: UnavailableError,
+    RESERVE_EXHAUSTED: UnavailableError,
     INTERNAL: SequoiaError,
   };
 
@@ -68,7 +69,7 @@ describe('the error table', () => {
     expect(errorFromCode('TAG_EXISTS', 'tag "x" already exists')).toBeInstanceOf(TagExistsError);
     expect(errorFromCode('INVALID_ARGUMENT', 'bad')).toBeInstanceOf(InvalidArgumentError);
     expect(errorFromCode('CLOCK_MOVED_BACKWARDS', 'behind')).toBeInstanceOf(ClockError);
-    for (const c of ['SEGMENTS_EXHAUSTED', 'STORE_UNAVAILABLE', 'STORE_ROLLBACK_DETECTED', 'LEASE_LOST', 'ID_SPACE_EXHAUSTED', 'SHUTTING_DOWN']) {
+    for (const c of ['SEGMENTS_EXHAUSTED', 'STORE_UNAVAILABLE', 'STORE_ROLLBACK_DETECTED', 'LEASE_LOST', 'ID_SPACE_EXHAUSTED', 'SHUTTING_DOWN', 'RESERVE_EXHAUSTED']) {
       expect(errorFromCode(c, 'm')).toBeInstanceOf(UnavailableError);
     }
     const unknown = errorFromCode('NO_SUCH_CODE', 'm');

@@ -162,6 +162,10 @@ export const ERRORS = {
     status: 503, exit: 1, rebuild: unavailable('SHUTTING_DOWN'),
     doc: 'The request arrived while the server drains before stopping; retry after `Retry-After` (another server, or this one once restarted).',
   },
+  RESERVE_EXHAUSTED: {
+    status: 503, exit: 1, rebuild: unavailable('RESERVE_EXHAUSTED'),
+    doc: '(client SDK) No server answers and the local buffer and reserve of the tag are spent: creation pauses (no ID is invented) until a server answers again.',
+  },
   INTERNAL: {
     status: 500, exit: 1, rebuild: plain('INTERNAL'),
     doc: 'Unexpected; the message carries a request id that the server log also has.',
