@@ -14,6 +14,7 @@
  */
 export { createClient, SequoiaClient, type BatchOptions, type ClientOptions, type SnowflakeOptions, type UuidOptions } from './client.js';
 export type { RetryOptions } from './transport.js';
+export { isUniqueViolation } from './unique-violation.js';
 export {
   ClockError,
   ERROR_CODES,
