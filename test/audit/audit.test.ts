@@ -11,8 +11,12 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { compose, getLayout } from '../../src/core/snowflake/layout.js';
-import { sequoia } from '../helpers/cli.js';
+import { sequoia as run } from '../helpers/cli.js';
 import { describeWithService } from '../helpers/services.js';
+
+/** Commands without --state-dir get a throw-away one, never ./data in the checkout. */
+const defaultState = join(tmpdir(), `sequoia-audit-state-${process.pid}`);
+const sequoia = (args: string[]) => run(args, { SEQUOIA_STATE_DIR: defaultState });
 
 const PG_URL = process.env.SEQUOIA_TEST_POSTGRES ?? 'postgres://postgres@127.0.0.1:5432/test';
 
