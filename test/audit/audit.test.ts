@@ -251,3 +251,47 @@ describePg('sequoia audit on PostgreSQL (store and --db)', () => {
     expect(sequoia(['audit', '--db', PG_URL, '--query', 'SELECT NULL::bigint', '--tag', tag, '--store', store]).status).toBe(2);
   });
 });
+
+const MY_URL = 'mysql://root@127.0.0.1:3306/test';
+const describeMy = await describeWithService('mariadb', async () => {
+  const { default: mysql } = await import('mysql2/promise');
+  const c = await mysql.createConnection({ uri: MY_URL });
+  await c.end();
+});
+
+describeMy('sequoia audit --db on MariaDB (mysql2 row stream) and SQLite', () => {
+  it('finds a planted duplicate among snowflake IDs above 2^53 (no rounding)', async () => {
+    const { default: mysql } = await import('mysql2/promise');
+    const c = await mysql.createConnection({ uri: MY_URL });
+    const table = `audit_flakes_${process.pid}`;
+    try {
+      await c.query(`CREATE TABLE ${table} (pk INT AUTO_INCREMENT PRIMARY KEY, id BIGINT NOT NULL)`);
+      const ids = ok(sequoia(['gen', 'snowflake', '--layout', 'twitter', '--count', '200'])).trim().split('\n');
+      // Two IDs that differ by one above 2^53: a driver that rounds would merge them into a false duplicate.
+      const big = BigInt(ids[0] as string);
+      const rows = [...ids, ids[7] as string, String(big + 1n)];
+      await c.query(`INSERT INTO ${table} (id) VALUES ${rows.map(() => '(?)').join(',')}`, rows);
+      const r = sequoia(['audit', '--db', MY_URL, '--query', `SELECT id FROM ${table}`, '--layout', 'twitter', '--json']);
+      expect(r.status, r.stderr).toBe(1);
+      const j = JSON.parse(r.stdout) as Json;
+      expect(j.summary.count).toBe(rows.length);
+      expect(j.findings).toHaveLength(1);
+      expect(j.findings[0]!.examples).toEqual([`${ids[7]} ×2`]);
+
+      // The same rows from a SQLite file.
+      const { default: Database } = await import('better-sqlite3');
+      const file = join(dir, 'business.db');
+      const db = new Database(file);
+      db.exec('CREATE TABLE orders (id INTEGER NOT NULL)');
+      const ins = db.prepare('INSERT INTO orders VALUES (?)');
+      for (const x of rows) ins.run(BigInt(x));
+      db.close();
+      const s = sequoia(['audit', '--db', `sqlite:${file}`, '--query', 'SELECT id FROM orders', '--layout', 'twitter', '--json']);
+      expect(s.status, s.stderr).toBe(1);
+      expect((JSON.parse(s.stdout) as Json).findings[0]!.examples).toEqual([`${ids[7]} ×2`]);
+    } finally {
+      await c.query(`DROP TABLE IF EXISTS ${table}`);
+      await c.end();
+    }
+  });
+});
