@@ -16,7 +16,8 @@ import { describeWithService } from '../helpers/services.js';
 
 /** Commands without --state-dir get a throw-away one, never ./data in the checkout. */
 const defaultState = join(tmpdir(), `sequoia-audit-state-${process.pid}`);
-const sequoia = (args: string[]) => run(args, { SEQUOIA_STATE_DIR: defaultState });
+// `gen snowflake` leases its worker id from the default store: a throw-away one too.
+const sequoia = (args: string[]) => run(args, { SEQUOIA_STATE_DIR: defaultState, SEQUOIA_STORE: `sqlite:${join(defaultState, 'default-store.db')}` });
 
 const PG_URL = process.env.SEQUOIA_TEST_POSTGRES ?? 'postgres://postgres@127.0.0.1:5432/test';
 
@@ -24,7 +25,10 @@ let dir: string;
 beforeAll(() => {
   dir = mkdtempSync(join(tmpdir(), 'sequoia-audit-'));
 });
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+afterAll(() => {
+  rmSync(dir, { recursive: true, force: true });
+  rmSync(defaultState, { recursive: true, force: true });
+});
 
 function ok(r: { status: number | null; stdout: string; stderr: string }): string {
   expect(r.status, r.stderr + r.stdout).toBe(0);
@@ -267,8 +271,8 @@ describeMy('sequoia audit --db on MariaDB (mysql2 row stream) and SQLite', () =>
     try {
       await c.query(`CREATE TABLE ${table} (pk INT AUTO_INCREMENT PRIMARY KEY, id BIGINT NOT NULL)`);
       const ids = ok(sequoia(['gen', 'snowflake', '--layout', 'twitter', '--count', '200'])).trim().split('\n');
-      // Two IDs that differ by one above 2^53: a driver that rounds would merge them into a false duplicate.
-      const big = BigInt(ids[0] as string);
+      // Two IDs that differ by one above 2^53 (the highest and one above it): a driver that rounds would merge them into a false duplicate.
+      const big = ids.map(BigInt).reduce((a, b) => (a > b ? a : b));
       const rows = [...ids, ids[7] as string, String(big + 1n)];
       await c.query(`INSERT INTO ${table} (id) VALUES ${rows.map(() => '(?)').join(',')}`, rows);
       const r = sequoia(['audit', '--db', MY_URL, '--query', `SELECT id FROM ${table}`, '--layout', 'twitter', '--json']);

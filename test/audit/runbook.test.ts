@@ -52,6 +52,7 @@ describePg('docs/audit.md, every command', () => {
     await admin.query(`DROP TABLE IF EXISTS ${table}; DROP TABLE IF EXISTS ${pgStoreTable}`);
     await admin.end();
     rmSync(dir, { recursive: true, force: true });
+    rmSync(defaultState, { recursive: true, force: true });
   });
 
   it('suspected duplicate → audit → fence → verify, as the page says', async () => {
