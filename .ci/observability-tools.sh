@@ -80,6 +80,8 @@ check_rules() {
   ensure_promtool
   log "promtool check rules ops/prometheus/sequoia-alerts.yml"
   "$PROMTOOL" check rules ops/prometheus/sequoia-alerts.yml
+  log "promtool test rules ops/prometheus/sequoia-alerts.test.yml"
+  (cd ops/prometheus && "$PROMTOOL" test rules sequoia-alerts.test.yml)
 
   # deploy/: compose's Prometheus config, with the rules where compose mounts them,
   # and the rules of the Kubernetes PrometheusRule (test/deploy checks they equal the file above).

@@ -1,9 +1,10 @@
 /**
- * `npm run bench [-- section…]`: sections startup, core, generators, snowflake, stores, strict, latency, http, batches, client, cluster, metrics, offloop (default: all).
+ * `npm run bench [-- section…]`: sections startup, core, generators, snowflake, stores, strict, latency, http, batches, client, cluster, metrics, offloop, audit (default: all).
  * Prints Markdown for BENCHMARKS.md. Every ratio compares numbers measured in
  * this same run; each figure is the median of several rounds.
  */
 import { cpus, loadavg } from 'node:os';
+import { benchAudit } from './audit.js';
 import { benchBatches } from './batches.js';
 import { benchCore } from './core.js';
 import { benchClient } from './client.js';
@@ -206,4 +207,12 @@ if (want('offloop')) {
     }
     console.log('');
   }
+}
+
+if (want('audit')) {
+  const r = await benchAudit();
+  console.log(`## sequoia audit: ${fmt(r.ids)} shuffled IDs from a file (one duplicate planted), one process (load average ${loadavg()[0]?.toFixed(1)})\n`);
+  console.log('| IDs | wall s | IDs/s | peak RSS MiB | spilled runs | duplicates found |');
+  console.log('| ---: | ---: | ---: | ---: | ---: | ---: |');
+  console.log(`| ${fmt(r.ids)} | ${r.seconds.toFixed(1)} | ${fmt(r.idsPerSecond)} | ${r.peakRssMiB === undefined ? 'n/a' : r.peakRssMiB.toFixed(0)} | ${r.spilledRuns} | ${r.duplicatesFound} |\n`);
 }

@@ -13,6 +13,7 @@ import { DEFAULT_STATE_DIR, DEFAULT_STORE_URL } from '../app/defaults.js';
 import { registerGenAndExplain } from './gen-explain.js';
 import { registerPlan } from './snowflake-commands.js';
 import { registerBenchPk } from './bench-pk-command.js';
+import { registerAudit } from './audit-command.js';
 
 const program = new Command();
 program
@@ -157,6 +158,7 @@ const bench = program
   });
 registerBenchPk(bench);
 registerPlan(program);
+registerAudit(program);
 
 try {
   await program.parseAsync(process.argv);

@@ -332,6 +332,20 @@ export class SequoiaClient {
     return onlyId(body.ids, 'snowflake');
   }
 
+  /**
+   * Reports a business unique-key conflict on `id` of segment tag `tag` (your
+   * database refused a row because the key already existed): the server
+   * counts it (sequoia_business_conflicts_total, which pages), logs it and
+   * shows the tag red. Needs a client token that grants the tag, or the admin
+   * token. Pair it with `isUniqueViolation(err)`.
+   */
+  async reportConflict(tag: string, id: bigint | number | string, detail?: string): Promise<{ tag: string; id: string; conflicts: number }> {
+    checkTag(tag);
+    const body: { id: string; detail?: string } = { id: String(id) };
+    if (detail !== undefined) body.detail = detail.slice(0, 1000);
+    return parseJson(await this.transport.post(`/v1/tags/${encodeURIComponent(tag)}/conflicts`, body)) as { tag: string; id: string; conflicts: number };
+  }
+
   /** One UUID (v7 by default) from `GET /v1/uuid`, in its canonical text form. */
   async uuid(opts: UuidOptions = {}): Promise<string> {
     const version = opts.version ?? 7;

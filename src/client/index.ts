@@ -25,6 +25,7 @@ export {
   type UuidOptions,
 } from './client.js';
 export type { RetryOptions } from './transport.js';
+export { isUniqueViolation } from './unique-violation.js';
 export {
   ClockError,
   ERROR_CODES,

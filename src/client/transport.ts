@@ -75,6 +75,18 @@ export class Transport {
    * last error after all attempts, or the closed error once closed.
    */
   async get(path: string): Promise<string> {
+    return this.send(path, undefined);
+  }
+
+  /**
+   * POSTs a JSON body, with the same failover and retries as `get` (a retried
+   * report may be counted twice: at least once, never lost to one server).
+   */
+  async post(path: string, body: unknown): Promise<string> {
+    return this.send(path, JSON.stringify(body));
+  }
+
+  private async send(path: string, body: string | undefined): Promise<string> {
     const { attempts, baseDelayMs, maxDelayMs } = this.opts.retry;
     let last: SequoiaError | undefined;
     for (let attempt = 0; attempt < attempts; attempt++) {
@@ -87,7 +99,7 @@ export class Transport {
       const delay = Math.min(maxDelayMs, Math.max(wait, backoff));
       if (delay > 0) await sleep(delay, this.opts.signal);
       if (this.opts.signal.aborted) throw closedError();
-      const r = await this.once(i, path);
+      const r = await this.once(i, path, body);
       if (typeof r === 'string') {
         this.preferred = i;
         return r;
@@ -114,13 +126,16 @@ export class Transport {
     return best;
   }
 
-  private async once(i: number, path: string): Promise<string | { retry: boolean; error: SequoiaError }> {
+  private async once(i: number, path: string, body?: string): Promise<string | { retry: boolean; error: SequoiaError }> {
     const url = this.urls[i]! + path;
     const signal = AbortSignal.any([this.opts.signal, AbortSignal.timeout(this.opts.timeoutMs)]);
     let res: Response;
     let text: string;
     try {
-      res = await this.opts.fetch(url, { headers: this.headers, signal });
+      res = await this.opts.fetch(
+        url,
+        body === undefined ? { headers: this.headers, signal } : { method: 'POST', headers: { ...this.headers, 'content-type': 'application/json' }, body, signal },
+      );
       text = await res.text();
     } catch (e) {
       if (this.opts.signal.aborted) return { retry: false, error: closedError() };
@@ -132,7 +147,7 @@ export class Transport {
       // Sequoia server that cannot be reached, not its store.
       return { retry: true, error: new UnavailableError('STORE_UNAVAILABLE', `the Sequoia server ${this.urls[i]} cannot be reached (${reason}); its store was not asked`, { cause: e }) };
     }
-    if (res.status === 200) return text;
+    if (res.status === 200 || (body !== undefined && res.status >= 200 && res.status < 300)) return text;
     const retryAfterMs = parseRetryAfter(res.headers.get('retry-after'));
     const error = parseError(res.status, text, retryAfterMs, this.urls[i]!);
     const retry = res.status === 503 || res.status === 429 || res.status === 502 || res.status === 504;

@@ -25,6 +25,7 @@ import type { SnowflakeService } from '../service/snowflake-service.js';
 import { uuidRoutes } from './routes/uuid-routes.js';
 import { FormatRegistry } from './formats.js';
 import { tagRoutes } from './routes/tag-routes.js';
+import { conflictRoutes } from './routes/conflict-routes.js';
 
 export interface AppOptions {
   readonly service: IdService;
@@ -213,6 +214,7 @@ async function registerRoutes(app: FastifyInstance, opts: AppOptions, access: Ac
   await app.register(uuidRoutes, { access, lane });
   await app.register(leafDecodeRoute, { access });
   await app.register(tagRoutes, { service: opts.service, checkAdmin: (req) => access.admin(req) });
+  await app.register(conflictRoutes, { access, metrics });
   await app.register(healthRoutes, { service: opts.service, stateDirProbe: opts.stateDirProbe });
   await app.register(statusRoutes, { service: opts.service, version, metrics, exposeMetrics: opts.metrics !== false, adminToken: opts.adminToken, access, snowflake: opts.snowflake });
   if (opts.snowflake) {

@@ -43,6 +43,8 @@ export interface TagStatus {
   readonly rateHistory: readonly number[];
   readonly health: Health;
   readonly healthReason: string;
+  /** Business unique-key conflicts reported for the tag since start (POST /v1/tags/{tag}/conflicts). */
+  readonly businessConflicts: number;
 }
 
 export interface RecentError {
@@ -140,6 +142,8 @@ export class SequoiaMetrics {
   private readonly errorCounts = new Map<ErrorCode, number>();
   private readonly recent: RecentError[] = [];
   private readonly errorsTotal: Counter<'code'>;
+  private readonly conflictsTotal: Counter<'tag'>;
+  private readonly conflicts = new Map<string, number>();
   private readonly loadSeconds: Histogram<'tag'>;
   private snowflakeSources: SnowflakeMetricsSource[] | undefined;
 
@@ -172,6 +176,12 @@ export class SequoiaMetrics {
       registers,
     });
     for (const code of ERROR_CODES) this.errorsTotal.inc({ code }, 0);
+    this.conflictsTotal = new Counter({
+      name: 'sequoia_business_conflicts_total',
+      help: 'Business unique-key conflicts reported by clients (POST /v1/tags/{tag}/conflicts): possible evidence of a repeated ID.',
+      labelNames: ['tag'] as const,
+      registers,
+    });
     const gauge = (name: string, help: string, value: (s: TagStatus) => number | undefined) =>
       new Gauge({
         name,
@@ -239,6 +249,24 @@ export class SequoiaMetrics {
     this.errorCounts.set(e.code, (this.errorCounts.get(e.code) ?? 0) + 1);
     this.recent.push({ ...e, at: this.clock.now() });
     if (this.recent.length > RECENT_ERRORS) this.recent.shift();
+  }
+
+  /**
+   * Counts one reported business unique-key conflict; false (not counted)
+   * when `MAX_TRACKED_TAGS` other tags already have conflicts, so reports
+   * cannot grow the series without bound.
+   */
+  recordConflict(tag: string): boolean {
+    const n = this.conflicts.get(tag);
+    if (n === undefined && this.conflicts.size >= MAX_TRACKED_TAGS) return false;
+    this.conflicts.set(tag, (n ?? 0) + 1);
+    this.conflictsTotal.inc({ tag });
+    return true;
+  }
+
+  /** Conflicts reported for `tag` since start. */
+  conflictsOf(tag: string): number {
+    return this.conflicts.get(tag) ?? 0;
   }
 
   /** Errors answered since start, by code (codes never seen are left out). */
@@ -351,7 +379,9 @@ export class SequoiaMetrics {
     return this.service.snapshot().map((snap) => {
       const t = this.track(snap);
       const cover = coverSeconds(snap.remaining, t.rate);
-      const h = tagHealth(snap, cover);
+      const conflicts = this.conflicts.get(snap.tag) ?? 0;
+      // A reported conflict outranks every other state: it may be the first evidence that an ID repeated.
+      const h = conflicts > 0 ? { health: 'critical' as const, reason: `${conflicts} business unique-key conflict${conflicts === 1 ? '' : 's'} reported: see docs/audit.md` } : tagHealth(snap, cover);
       return {
         snapshot: snap,
         issuedTotal: t.issuedBase + snap.issued,
@@ -361,6 +391,7 @@ export class SequoiaMetrics {
         rateHistory: [...t.history],
         health: h.health,
         healthReason: h.reason,
+        businessConflicts: conflicts,
       };
     });
   }

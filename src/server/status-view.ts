@@ -42,5 +42,6 @@ export function tagStatusJson(t: TagStatus, admin: boolean) {
     // null: idle (no recent traffic), the buffered IDs last indefinitely.
     coverSeconds: Number.isFinite(t.coverSeconds) ? round1(t.coverSeconds) : null,
     rateHistory: t.rateHistory.map(round3),
+    businessConflicts: t.businessConflicts,
   };
 }

@@ -144,6 +144,19 @@ describeChromium('monitoring page in Chromium', () => {
     await expect.poll(() => row('invoices').locator('td.health').getAttribute('title'), { timeout: 10_000 }).not.toMatch(/store failing/);
     await expect.poll(() => page.locator('#store-card').getAttribute('data-reachable'), { timeout: 10_000 }).toBe('true');
   });
+
+  it('a reported business unique-key conflict turns the tag red with CONFLICT', async () => {
+    // The busy tag of the test above is healthy until a client reports a conflict on one of its IDs.
+    await expect.poll(() => row('orders').getAttribute('data-health'), { timeout: 10_000 }).not.toBe('critical');
+    const r = await call('/v1/tags/orders/conflicts', { method: 'POST', headers: admin, body: JSON.stringify({ id: '12345', detail: 'orders_pkey' }) });
+    expect(r.status).toBe(202);
+    await expect.poll(() => row('orders').getAttribute('data-health'), { timeout: 10_000 }).toBe('critical');
+    const pill = row('orders').locator('td.health .pill');
+    expect(await pill.innerText()).toBe('CONFLICT 1');
+    expect(await row('orders').locator('td.health').getAttribute('title')).toMatch(/business unique-key conflict/);
+    const background = (e: unknown) => (globalThis as unknown as { getComputedStyle(x: unknown): { backgroundColor: string } }).getComputedStyle(e).backgroundColor;
+    expect(await pill.evaluate(background)).toBe('rgb(198, 40, 40)'); // red
+  });
 });
 
 describe('the built server (dist/) serves the page and the metrics', () => {

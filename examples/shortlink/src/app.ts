@@ -15,6 +15,8 @@ import { IDEMPOTENCY_KEY, checkLongUrl } from './urls.js';
 /** Where IDs come from: a `sequoia-id/client` SequoiaClient fits. */
 export interface IdSource {
   next(tag: string): Promise<bigint>;
+  /** Tells Sequoia the database already held this ID (SequoiaClient.reportConflict): it pages an operator. */
+  reportConflict?(tag: string, id: bigint, detail?: string): Promise<unknown>;
 }
 
 export interface ShortlinkOptions {
@@ -108,6 +110,12 @@ export function buildShortlinkApp(opts: ShortlinkOptions): FastifyInstance {
       return after.code === code ? reply.code(201).send(view(after)) : replay(reply, after, url);
     }
     if (result.kind === 'created') return reply.code(201).send(view(result.link));
+    if (result.kind === 'id-taken') {
+      // The database's unique key caught a repeated ID: the alarm Sequoia pages on. Nothing was created.
+      req.log.error({ id: id.toString(), tag, constraint: result.constraint }, 'unique-key conflict on a Sequoia ID; reported');
+      await ids.reportConflict?.(tag, id, `shortlink ${result.constraint}`).catch((e: unknown) => req.log.error({ err: e }, 'could not report the conflict to Sequoia'));
+      throw unavailable('ID_CONFLICT', 'the ID drawn was already used; it was reported; retry with the same Idempotency-Key');
+    }
     // Lost the race for this key: the winner's link is the answer, this request's ID stays unused.
     const winner = await db(() => store.findByKey(key));
     if (winner === undefined) throw new Error(`request key ${key} was taken but has no result`);

@@ -7,6 +7,7 @@
  *   transaction as the link, so a key is either fully done or not at all.
  */
 import type pg from 'pg';
+import { isUniqueViolation } from 'sequoia-id/client';
 
 export interface Link {
   readonly code: string;
@@ -18,7 +19,9 @@ export interface Link {
 export type CreateResult =
   | { kind: 'created'; link: Link }
   /** Another request with the same key committed first (or this one's commit answer was lost): read it by key. */
-  | { kind: 'key-taken' };
+  | { kind: 'key-taken' }
+  /** The ID (or its code) is already in the table: the ID was issued twice, or someone inserted it by hand. Report it. */
+  | { kind: 'id-taken'; constraint: string };
 
 export const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
 
@@ -135,6 +138,7 @@ export class LinkStore {
       });
       const constraint = (e as { code?: string; constraint?: string }).code === '23505' ? (e as { constraint?: string }).constraint : undefined;
       if (constraint === 'short_link_request_key_uk' || constraint === 'request_result_pk') return { kind: 'key-taken' };
+      if (isUniqueViolation(e)) return { kind: 'id-taken', constraint: constraint ?? 'unique' };
       throw e;
     } finally {
       // A connection that failed mid-transaction is discarded (and may still report its end), never reused.

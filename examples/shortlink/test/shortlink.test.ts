@@ -147,6 +147,31 @@ describePg('the short-link example, on PostgreSQL and a real sequoia serve', () 
     expect(app.drawn).toHaveLength(1);
   });
 
+  it('an ID already in the table is a unique-key conflict: reported to Sequoia (its counter), 503 ID_CONFLICT, nothing created', async () => {
+    const schema = `shortlink_test_${randomBytes(5).toString('hex')}`;
+    schemas.push(schema);
+    const store = new LinkStore(pool, schema);
+    await store.migrate();
+    const client = createClient({ url: sequoia.url });
+    // A source that hands out one ID twice: what a store restored from an old backup would do.
+    const first = await client.next(TAG);
+    const ids = { next: async () => first, reportConflict: (tag: string, id: bigint, detail?: string) => client.reportConflict(tag, id, detail) };
+    const app = buildShortlinkApp({ store, ids, tag: TAG, codes: plainCodes(), baseUrl: 'https://sho.rt' });
+    const url = await app.listen({ host: '127.0.0.1', port: 0 });
+    cleanups.push(async () => {
+      await app.close();
+      await client.close();
+    });
+    const post = (key: string) => fetch(`${url}/links`, { method: 'POST', headers: { 'content-type': 'application/json', 'idempotency-key': key }, body: JSON.stringify({ url: 'https://example.com/a' }) });
+    expect((await post('k-conflict-1')).status).toBe(201);
+    const second = await post('k-conflict-2');
+    expect(second.status).toBe(503);
+    expect(((await second.json()) as { error: { code: string } }).error.code).toBe('ID_CONFLICT');
+    expect(await count(`SELECT count(*) AS n FROM "${schema}".short_link`)).toBe(1);
+    const metrics = await (await fetch(`${sequoia.url}/metrics`)).text();
+    expect(metrics).toMatch(new RegExp(`^sequoia_business_conflicts_total\\{tag="${TAG}"\\} [1-9]`, 'm'));
+  });
+
   it('refuses bad input with a stable code, and creates nothing', async () => {
     const app = await startApp();
     const cases: [string | undefined, unknown, number, string][] = [

@@ -203,7 +203,7 @@ export const UI_JS = `'use strict';
     r.tr.dataset.health = t.health;
     r.tr.className = 'health-' + t.health;
     c.health.textContent = '';
-    var pill = el('span', 'pill pill-' + t.health, t.health === 'ok' ? 'OK' : t.health === 'warn' ? 'WARN' : 'CRITICAL');
+    var pill = el('span', 'pill pill-' + t.health, t.businessConflicts > 0 ? 'CONFLICT ' + t.businessConflicts : t.health === 'ok' ? 'OK' : t.health === 'warn' ? 'WARN' : 'CRITICAL');
     pill.title = t.healthReason;
     c.health.appendChild(pill);
     c.health.title = t.healthReason;

@@ -1,0 +1,70 @@
+/**
+ * `npm run bench -- audit`: `sequoia audit` on a file of N shuffled IDs
+ * (BENCH_AUDIT_IDS, default 10,000,000) with one planted duplicate, run as
+ * users run it (the built command, a child process): wall time, IDs/s, and
+ * the child's peak RSS (GNU time's %M).
+ */
+import { spawnSync } from 'node:child_process';
+import { createWriteStream, existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const BIN = fileURLToPath(new URL('../../dist/cli/main.js', import.meta.url));
+
+export interface AuditBenchResult {
+  readonly ids: number;
+  readonly seconds: number;
+  readonly idsPerSecond: number;
+  readonly peakRssMiB: number | undefined;
+  readonly spilledRuns: number;
+  readonly duplicatesFound: number;
+}
+
+async function writeIds(path: string, n: number): Promise<void> {
+  const out = createWriteStream(path);
+  // A fixed permutation of 1..n (multiplicative step coprime with n), plus one duplicate.
+  let step = 7_919;
+  while (gcd(step, n) !== 1) step += 2;
+  let buf = '';
+  for (let i = 0; i < n; i++) {
+    buf += `${1_000_000_000_000 + ((i * step) % n)}\n`;
+    if (buf.length > 1 << 20) {
+      if (!out.write(buf)) await new Promise<void>((r) => out.once('drain', () => r()));
+      buf = '';
+    }
+  }
+  buf += `${1_000_000_000_000 + 42}\n`;
+  out.end(buf);
+  await new Promise<void>((r) => out.once('finish', () => r()));
+}
+
+function gcd(a: number, b: number): number {
+  return b === 0 ? a : gcd(b, a % b);
+}
+
+export async function benchAudit(n = Number(process.env.BENCH_AUDIT_IDS ?? 10_000_000)): Promise<AuditBenchResult> {
+  const dir = mkdtempSync(join(tmpdir(), 'sequoia-bench-audit-'));
+  try {
+    const file = join(dir, 'ids.txt');
+    await writeIds(file, n);
+    const time = existsSync('/usr/bin/time') ? '/usr/bin/time' : undefined;
+    const argv = [BIN, 'audit', file, '--layout', 'twitter', '--json', '--tmp-dir', dir];
+    const started = performance.now();
+    const r = time ? spawnSync(time, ['-f', '%M', process.execPath, ...argv], { encoding: 'utf8', maxBuffer: 1 << 26 }) : spawnSync(process.execPath, argv, { encoding: 'utf8', maxBuffer: 1 << 26 });
+    const seconds = (performance.now() - started) / 1000;
+    if (r.status !== 1) throw new Error(`audit exited ${r.status}: ${r.stderr}`);
+    const report = JSON.parse(r.stdout) as { summary: { count: number; spilledRuns: number }; findings: Array<{ kind: string; count: number }> };
+    const kb = time ? Number(/(\d+)\s*$/.exec(r.stderr)?.[1]) : Number.NaN;
+    return {
+      ids: report.summary.count,
+      seconds,
+      idsPerSecond: report.summary.count / seconds,
+      peakRssMiB: Number.isFinite(kb) ? kb / 1024 : undefined,
+      spilledRuns: report.summary.spilledRuns,
+      duplicatesFound: report.findings.find((f) => f.kind === 'duplicates')?.count ?? 0,
+    };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}

@@ -1,0 +1,303 @@
+/**
+ * `sequoia audit`: checks IDs from the business's own data. Exit 0 clean,
+ * 1 findings, 2 when the audit could not run (bad input, options, a store or
+ * database that cannot be read): 1 always means "look at the findings".
+ */
+import { createReadStream, statSync } from 'node:fs';
+import type { Command } from 'commander';
+import { InvalidArgumentError, SequoiaError } from '../core/errors.js';
+import { assertTag } from '../core/validate.js';
+import { type Layout, defineLayouts, getLayout } from '../core/snowflake/layout.js';
+import { AboveBound, AuditAnalysis, FUTURE_SLACK_MS } from './audit/audit-analysis.js';
+import { IdSorter, LineParser } from './audit/id-sort.js';
+import type { AuditLedger } from '../ports/audit-ledger.js';
+
+interface AuditOpts {
+  csvColumn?: string;
+  db?: string;
+  query?: string;
+  tag?: string;
+  store?: string;
+  stateDir?: string;
+  layout?: string;
+  config?: string;
+  json?: boolean;
+  progress?: boolean;
+  fenceMargin?: string;
+  tmpDir?: string;
+  chunkIds?: string;
+}
+
+/** No range ledger exists yet (issue 21 parts 1–2): this is where it plugs in. */
+const LEDGER: AuditLedger | undefined = undefined;
+const NO_LEDGER =
+  'no ledger yet: duplicates cannot be traced to the ranges that issued them, foreign IDs are not checked, and snowflake worker ids are not checked against lease history';
+
+export function registerAudit(program: Command): void {
+  program
+    .command('audit [file]')
+    .description('check IDs from your own data: duplicates, IDs above the store (a restored store), snowflake IDs outside their layout or from the future')
+    .option('--csv-column <n|name>', 'read this comma-separated column (1-based number, or a header name); default: one ID per line')
+    .option('--db <url>', 'read IDs from a database instead: postgres://…, mysql://…, sqlite:PATH')
+    .option('--query <sql>', 'with --db: a query whose first column is the ID, e.g. "SELECT id FROM orders"')
+    .option('--tag <tag>', 'the IDs are segment IDs of this tag (compared with the store: --store, --state-dir)')
+    .option('--store <url>', 'with --tag: store URL (env SEQUOIA_STORE)')
+    .option('--state-dir <dir>', 'with --tag: state directory (env SEQUOIA_STATE_DIR)')
+    .option('--layout <layout>', 'the IDs are snowflake IDs of this layout (a preset, or a custom one from --config)')
+    .option('--config <file>', 'JSON config file with custom `layouts` (env SEQUOIA_CONFIG)')
+    .option('--fence-margin <n>', 'with --tag: added above the highest ID found when proposing a fence (default 10 × the tag\'s step)')
+    .option('--json', 'print JSON')
+    .option('--no-progress', 'no progress line on stderr (it is drawn only on a terminal anyway)')
+    .option('--tmp-dir <dir>', 'where sorted runs are spilled (default the system temp directory)')
+    .option('--chunk-ids <n>', 'IDs sorted in memory per spilled run (default 4194304: 32 MiB)')
+    .action(async (file: string | undefined, o: AuditOpts) => {
+      try {
+        process.exitCode = await runAudit(file, o);
+      } catch (e) {
+        const msg = e instanceof SequoiaError ? `${e.code}: ${e.message}` : e instanceof Error ? e.message : String(e);
+        console.error(`sequoia audit: ${msg}`);
+        process.exitCode = 2;
+      }
+    });
+}
+
+function positive(name: string, v: string | undefined): number | undefined {
+  if (v === undefined) return undefined;
+  if (!/^[0-9]+$/.test(v) || Number(v) < 1 || !Number.isSafeInteger(Number(v))) throw new InvalidArgumentError(`${name} must be a positive integer, got ${JSON.stringify(v)}`);
+  return Number(v);
+}
+
+async function resolveLayout(name: string, configFile: string | undefined): Promise<Layout> {
+  let custom: ReadonlyMap<string, Layout> | undefined;
+  if (configFile !== undefined || process.env.SEQUOIA_CONFIG !== undefined) {
+    const { configuredLayouts } = await import('../app/audit.js');
+    custom = defineLayouts(configuredLayouts(configFile));
+  }
+  return getLayout(name, custom);
+}
+
+async function runAudit(file: string | undefined, o: AuditOpts): Promise<number> {
+  if ((o.tag === undefined) === (o.layout === undefined)) throw new InvalidArgumentError('give exactly one of --tag T (segment IDs) or --layout L (snowflake IDs)');
+  if ((o.db === undefined) !== (o.query === undefined)) throw new InvalidArgumentError('--db and --query go together');
+  if (o.db !== undefined && (file !== undefined || o.csvColumn !== undefined)) throw new InvalidArgumentError('--db reads from the database: give no file and no --csv-column');
+  const tag = o.tag === undefined ? undefined : assertTag(o.tag);
+  const layout = o.layout === undefined ? undefined : await resolveLayout(o.layout, o.config);
+  const margin = positive('--fence-margin', o.fenceMargin);
+  const sorter = new IdSorter({ chunkIds: positive('--chunk-ids', o.chunkIds), tmpDir: o.tmpDir });
+  const progress = o.progress !== false && process.stderr.isTTY === true ? new Progress() : undefined;
+  const startedAt = Date.now();
+  try {
+    if (o.db !== undefined) await readDb(o.db, o.query as string, sorter, progress);
+    else await readText(file, o.csvColumn, sorter, progress);
+    progress?.done(sorter.total);
+
+    // The store is read after the input: every ID in it was issued from a range the store had already given out.
+    const info = tag === undefined ? undefined : await (await import('../app/audit.js')).storeTag(o, tag);
+    const analysis = new AuditAnalysis(layout === undefined ? { kind: 'segment', tag: tag as string } : { kind: 'snowflake', layout, nowMs: Date.now() });
+    const above = info === undefined ? undefined : new AboveBound(info.maxId);
+    sorter.drain(
+      above === undefined
+        ? analysis.add
+        : (hi, lo, c) => {
+            analysis.add(hi, lo, c);
+            above.add(hi, lo, c);
+          },
+    );
+    analysis.finish();
+    if (LEDGER !== undefined && tag !== undefined) {
+      for (const d of analysis.duplicates) d.ledger = (await LEDGER.rangesContaining(tag, BigInt(d.id))).map((e) => e.description);
+    }
+    const report = buildReport(analysis, { tag, layout, info, above, margin, store: o.store, stateDir: o.stateDir, seconds: (Date.now() - startedAt) / 1000, runs: sorter.runCount });
+    if (o.json) console.log(JSON.stringify(report, null, 2));
+    else printText(report);
+    return report.clean ? 0 : 1;
+  } finally {
+    sorter.cleanup();
+  }
+}
+
+class Progress {
+  private last = 0;
+  tick(n: number, fraction?: number): void {
+    const now = Date.now();
+    if (now - this.last < 200) return;
+    this.last = now;
+    const pct = fraction === undefined ? '' : ` ${(fraction * 100).toFixed(1)}%`;
+    process.stderr.write(`\raudit: ${n.toLocaleString('en-US')} IDs read${pct}   `);
+  }
+  done(n: number): void {
+    process.stderr.write(`\raudit: ${n.toLocaleString('en-US')} IDs read, sorting and checking…\n`);
+  }
+}
+
+async function readText(file: string | undefined, csvColumn: string | undefined, sorter: IdSorter, progress: Progress | undefined): Promise<void> {
+  const fromStdin = file === undefined || file === '-';
+  let size: number | undefined;
+  if (!fromStdin) {
+    try {
+      size = statSync(file).size;
+    } catch {
+      throw new InvalidArgumentError(`cannot read ${JSON.stringify(file)}`);
+    }
+  }
+  const input = fromStdin ? process.stdin : createReadStream(file, { highWaterMark: 1 << 20 });
+  let parser: LineParser | undefined = csvColumn === undefined ? new LineParser(sorter) : undefined;
+  let head = Buffer.alloc(0);
+  let read = 0;
+  for await (const chunk of input as AsyncIterable<Buffer>) {
+    read += chunk.length;
+    if (parser === undefined) {
+      // A CSV column: the first line decides the column (a name) and whether it is a header.
+      head = Buffer.concat([head, chunk]);
+      const nl = head.indexOf(10);
+      if (nl < 0) continue;
+      parser = csvParser(head.subarray(0, nl).toString('utf8'), csvColumn as string, sorter);
+      parser.push(head);
+      head = Buffer.alloc(0);
+    } else parser.push(chunk);
+    progress?.tick(sorter.total, size ? read / size : undefined);
+  }
+  if (parser === undefined) {
+    if (head.length === 0) return;
+    parser = csvParser(head.toString('utf8'), csvColumn as string, sorter);
+    parser.push(head);
+  }
+  parser.end();
+}
+
+function csvParser(firstLine: string, column: string, sorter: IdSorter): LineParser {
+  const fields = firstLine.replace(/\r$/, '').split(',').map((f) => f.trim().replace(/^"(.*)"$/, '$1'));
+  if (/^[0-9]+$/.test(column)) {
+    const n = Number(column);
+    if (n < 1) throw new InvalidArgumentError('--csv-column: columns are numbered from 1');
+    const first = fields[n - 1];
+    return new LineParser(sorter, n - 1, first !== undefined && !/^[0-9]+$/.test(first));
+  }
+  const i = fields.indexOf(column);
+  if (i < 0) throw new InvalidArgumentError(`--csv-column: no column ${JSON.stringify(column)} in the header (${fields.join(', ')})`);
+  return new LineParser(sorter, i, true);
+}
+
+async function readDb(url: string, query: string, sorter: IdSorter, progress: Progress | undefined): Promise<void> {
+  const { openIdSource } = await import('../app/audit.js');
+  const source = await openIdSource(url, query);
+  let row = 0;
+  try {
+    await source.stream((values) => {
+      for (const v of values) {
+        row++;
+        if (v === null || !/^[0-9]{1,19}$/.test(v)) throw new InvalidArgumentError(`row ${row}: not an ID from 0 to 2^63-1: ${v === null ? 'NULL' : JSON.stringify(v.slice(0, 40))}`);
+        const id = BigInt(v);
+        if (id > 0x7fffffffffffffffn) throw new InvalidArgumentError(`row ${row}: ${v} is above 2^63-1`);
+        sorter.add(id);
+      }
+      progress?.tick(sorter.total);
+    });
+  } finally {
+    await source.close();
+  }
+}
+
+interface ReportContext {
+  tag: string | undefined;
+  layout: Layout | undefined;
+  info: { maxId: bigint; step: number; fenceEpoch: number } | undefined;
+  above: AboveBound | undefined;
+  margin: number | undefined;
+  store: string | undefined;
+  stateDir: string | undefined;
+  seconds: number;
+  runs: number;
+}
+
+type Report = ReturnType<typeof buildReport>;
+
+const shellWord = (s: string): string => (/^[A-Za-z0-9_.:/@%+=,-]+$/.test(s) ? s : `'${s.replace(/'/g, `'\\''`)}'`);
+
+function fenceCommand(tag: string, to: bigint, store: string | undefined, stateDir: string | undefined): string {
+  const words = ['sequoia', 'fence', tag, '--to', to.toString()];
+  const s = store ?? process.env.SEQUOIA_STORE;
+  if (s !== undefined) words.push('--store', s);
+  const d = stateDir ?? process.env.SEQUOIA_STATE_DIR;
+  if (d !== undefined) words.push('--state-dir', d);
+  return words.map(shellWord).join(' ');
+}
+
+function buildReport(a: AuditAnalysis, c: ReportContext) {
+  const findings: Array<{ kind: string; count: number; message: string; examples: readonly string[]; fence?: { to: string; command: string } }> = [];
+  if (a.duplicateIds > 0) {
+    findings.push({
+      kind: 'duplicates',
+      count: a.duplicateIds,
+      message: `${a.duplicateIds} IDs occur more than once (${a.duplicateExtra} extra rows)`,
+      examples: a.duplicates.map((d) => `${d.id} ×${d.count}`),
+    });
+  }
+  if (c.above !== undefined && c.above.count > 0 && c.info !== undefined && c.tag !== undefined) {
+    const margin = BigInt(c.margin ?? 10 * c.info.step);
+    const to = (c.above.highest as bigint) + 1n + margin;
+    const command = fenceCommand(c.tag, to, c.store, c.stateDir);
+    findings.push({
+      kind: 'above-store-max',
+      count: c.above.count,
+      message:
+        `${c.above.count} IDs are at or above the store's max_id ${c.info.maxId} (highest ${c.above.highest}): the store went back, ` +
+        `probably restored from an old backup, and would hand these IDs out again. Make it safe: ${command}`,
+      examples: c.above.examples,
+      fence: { to: to.toString(), command },
+    });
+  }
+  if (a.outsideLayout > 0) {
+    findings.push({
+      kind: 'outside-layout',
+      count: a.outsideLayout,
+      message: `${a.outsideLayout} IDs do not fit layout ${c.layout?.name} (their time field is beyond its last tick ${c.layout?.maxTick}): another generator or layout made them`,
+      examples: a.outsideLayoutExamples,
+    });
+  }
+  if (a.future > 0) {
+    findings.push({
+      kind: 'future',
+      count: a.future,
+      message: `${a.future} IDs carry a time more than ${FUTURE_SLACK_MS / 1000} s ahead of this machine's clock: a clock ran ahead when they were made, or another layout made them`,
+      examples: a.futureExamples,
+    });
+  }
+  const notChecked: string[] = [];
+  if (LEDGER === undefined) notChecked.push(NO_LEDGER);
+  return {
+    clean: findings.length === 0,
+    target: c.tag !== undefined ? { tag: c.tag } : { layout: c.layout?.name },
+    summary: {
+      count: a.count,
+      distinct: a.distinct,
+      min: a.min?.toString() ?? null,
+      max: a.max?.toString() ?? null,
+      ...(c.info !== undefined ? { storeMaxId: c.info.maxId.toString(), fenceEpoch: c.info.fenceEpoch } : {}),
+      ...(c.tag !== undefined ? { gapRate: a.gapRate() } : {}),
+      ...(c.layout !== undefined ? { perDay: a.perDayCounts() } : {}),
+      seconds: Math.round(c.seconds * 1000) / 1000,
+      spilledRuns: c.runs,
+    },
+    findings,
+    notChecked,
+  };
+}
+
+function printText(r: Report): void {
+  const s = r.summary;
+  const out: string[] = [];
+  out.push(`audit of ${'tag' in r.target ? `tag ${r.target.tag}` : `layout ${r.target.layout}`}: ${s.count} IDs, ${s.distinct} distinct, min ${s.min ?? '-'}, max ${s.max ?? '-'}`);
+  if ('storeMaxId' in s) out.push(`store: max_id ${s.storeMaxId} (the next range starts there), fence epoch ${s.fenceEpoch}`);
+  if ('gapRate' in s && s.gapRate !== null && s.gapRate !== undefined) out.push(`gap rate: ${(s.gapRate * 100).toFixed(2)}% of [min, max] is not in the input`);
+  if ('perDay' in s && s.perDay !== undefined) for (const d of s.perDay) out.push(`  ${d.day}  ${d.count}`);
+  if (r.findings.length === 0) out.push('clean: no findings');
+  for (const f of r.findings) {
+    out.push(`FINDING ${f.kind}: ${f.message}`);
+    for (const e of f.examples.slice(0, 20)) out.push(`  ${e}`);
+    if (f.examples.length > 20 || f.count > f.examples.length) out.push(`  … (--json lists up to ${f.examples.length})`);
+    if (f.fence) out.push(`  run: ${f.fence.command}`);
+  }
+  for (const n of r.notChecked) out.push(`not checked: ${n}`);
+  console.log(out.join('\n'));
+}

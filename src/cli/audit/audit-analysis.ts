@@ -1,0 +1,128 @@
+/**
+ * What `sequoia audit` finds in a sorted stream of distinct IDs with their
+ * counts (id-sort.ts): duplicates, IDs at or above the store's max_id for a
+ * segment tag (a store restored from an old backup), snowflake IDs outside
+ * their layout or from the future, and the summary. Bounded memory: counts,
+ * per-day buckets and at most `keep` examples per finding.
+ */
+import type { Layout } from '../../core/snowflake/layout.js';
+import { halvesToBigInt } from './id-sort.js';
+
+const TWO32 = 4294967296;
+const DAY_MS = 86_400_000;
+/** A snowflake ID whose time is more than this ahead of the audit's clock is "from the future". */
+export const FUTURE_SLACK_MS = 5_000;
+
+export interface Duplicate {
+  readonly id: string;
+  readonly count: number;
+  /** The ledger entries that issued it; null: no ledger to ask. */
+  ledger?: readonly string[] | null;
+}
+
+export type AuditTarget =
+  | { readonly kind: 'segment'; readonly tag: string }
+  | { readonly kind: 'snowflake'; readonly layout: Layout; readonly nowMs: number };
+
+export class AuditAnalysis {
+  count = 0;
+  distinct = 0;
+  min: bigint | undefined;
+  max: bigint | undefined;
+  private maxHi = 0;
+  private maxLo = 0;
+  duplicateIds = 0;
+  duplicateExtra = 0;
+  readonly duplicates: Duplicate[] = [];
+  outsideLayout = 0;
+  readonly outsideLayoutExamples: string[] = [];
+  future = 0;
+  readonly futureExamples: string[] = [];
+  readonly perDay = new Map<number, number>();
+  private readonly tickDiv: number;
+  private readonly futureTick: number;
+
+  constructor(
+    readonly target: AuditTarget,
+    private readonly keep = 1000,
+  ) {
+    if (target.kind === 'snowflake') {
+      const l = target.layout;
+      this.tickDiv = 2 ** l.lowBits;
+      this.futureTick = Math.floor((target.nowMs + FUTURE_SLACK_MS - l.epochMs) / l.unitMs);
+    } else {
+      this.tickDiv = 1;
+      this.futureTick = 0;
+    }
+  }
+
+  /** One distinct value with its count, in increasing order. */
+  readonly add = (hi: number, lo: number, count: number): void => {
+    if (this.distinct === 0) this.min = halvesToBigInt(hi, lo);
+    this.distinct++;
+    this.count += count;
+    this.maxHi = hi;
+    this.maxLo = lo;
+    if (count > 1) {
+      this.duplicateIds++;
+      this.duplicateExtra += count - 1;
+      if (this.duplicates.length < this.keep) this.duplicates.push({ id: halvesToBigInt(hi, lo).toString(), count });
+    }
+    if (this.target.kind === 'snowflake') this.snowflake(hi, lo, count, this.target.layout);
+  };
+
+  private snowflake(hi: number, lo: number, count: number, l: Layout): void {
+    // The tick from the halves without a BigInt: exact while the tick is below 2^53.
+    const tick = l.lowBits >= 32 ? Math.floor(hi / 2 ** (l.lowBits - 32)) : hi * (TWO32 / this.tickDiv) + Math.floor(lo / this.tickDiv);
+    if (tick > l.maxTick) {
+      this.outsideLayout += count;
+      if (this.outsideLayoutExamples.length < this.keep) this.outsideLayoutExamples.push(halvesToBigInt(hi, lo).toString());
+      return;
+    }
+    if (tick > this.futureTick) {
+      this.future += count;
+      if (this.futureExamples.length < this.keep) this.futureExamples.push(halvesToBigInt(hi, lo).toString());
+    }
+    const day = Math.floor((l.epochMs + tick * l.unitMs) / DAY_MS);
+    this.perDay.set(day, (this.perDay.get(day) ?? 0) + count);
+  }
+
+  /** Call after the last `add`. */
+  finish(): void {
+    if (this.distinct > 0) this.max = halvesToBigInt(this.maxHi, this.maxLo);
+  }
+
+  /** Segment: the share of [min, max] that is not in the input. */
+  gapRate(): number | null {
+    if (this.min === undefined || this.max === undefined) return null;
+    const span = this.max - this.min + 1n;
+    return Number(span - BigInt(this.distinct)) / Number(span);
+  }
+
+  perDayCounts(): Array<{ day: string; count: number }> {
+    return [...this.perDay.entries()].sort((a, b) => a[0] - b[0]).map(([d, c]) => ({ day: new Date(d * DAY_MS).toISOString().slice(0, 10), count: c }));
+  }
+}
+
+/** Counts and examples of the IDs at or above `bound` (the store's max_id): a second, cheap pass is not needed. */
+export class AboveBound {
+  count = 0;
+  highest: bigint | undefined;
+  readonly examples: string[] = [];
+  private readonly bHi: number;
+  private readonly bLo: number;
+  constructor(
+    readonly bound: bigint,
+    private readonly keep = 1000,
+  ) {
+    this.bHi = Number(bound >> 32n);
+    this.bLo = Number(bound & 0xffffffffn);
+  }
+  readonly add = (hi: number, lo: number, count: number): void => {
+    if (hi < this.bHi || (hi === this.bHi && lo < this.bLo)) return;
+    this.count += count;
+    const v = halvesToBigInt(hi, lo);
+    this.highest = v;
+    if (this.examples.length < this.keep) this.examples.push(v.toString());
+  };
+}
