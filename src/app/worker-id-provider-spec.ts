@@ -14,8 +14,9 @@
 import { InvalidArgumentError } from '../core/errors.js';
 import { type ZookeeperSpec, parseZookeeperSpec } from '../adapters/zookeeper/zookeeper-spec.js';
 
-export const WORKER_ID_PROVIDER_SPECS =
-  'lease, static:N, k8s-ordinal[:OFFSET], worker-node or zookeeper:HOST:PORT[,HOST:PORT…][/ROOT][?reclaim-after=SECONDS&node=NAME&report-interval=MS]';
+import { WORKER_ID_PROVIDER_SPECS } from './defaults.js';
+
+export { WORKER_ID_PROVIDER_SPECS };
 
 export type WorkerIdProviderSpec =
   | { readonly kind: 'lease' }

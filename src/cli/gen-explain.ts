@@ -13,7 +13,7 @@ import { systemClock } from '../core/clock.js';
 import { systemRandom } from '../core/random.js';
 import { MAX_COUNT } from '../core/request-rules.js';
 import { SNOWFLAKE_LAYOUTS, explainSnowflake, genSnowflake, isSnowflakeLayout } from './snowflake-commands.js';
-import { WORKER_ID_PROVIDER_SPECS } from '../app/worker-id-provider-spec.js';
+import { WORKER_ID_PROVIDER_SPECS } from '../app/defaults.js';
 
 export const GEN_KINDS = ['uuid', 'uuid4', 'ulid', 'objectid'] as const;
 /** Every kind `sequoia gen` takes: the two with a store, then the coordination-free ones. */

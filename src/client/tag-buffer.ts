@@ -17,7 +17,7 @@
  * the slow path must run (the prefetch point while no next batch is loading,
  * else the end of the batch), so the check for "prefetch now?" costs nothing.
  */
-import { prefetchAfter } from '../core/segment/segment-buffer.js';
+import { prefetchAfter } from '../core/segment/prefetch.js';
 
 export interface BatchPolicy {
   readonly minBatch: number;

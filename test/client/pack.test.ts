@@ -25,7 +25,7 @@ describe('sequoia-id/client from the packed package', () => {
       const src = readFileSync(join(dir, f), 'utf8');
       for (const m of src.matchAll(/^(?:import|export)\b[^;]*?from\s*['"]([^'"]+)['"]|\bimport\(\s*['"]([^'"]+)['"]/gm)) {
         seen++;
-        expect([`${f}: ${m[1] ?? m[2]}`]).toEqual([expect.stringMatching(/: (\.\/[a-z-]+\.js|\.\.\/core\/(errors|id|tag|request-rules)\.js)$/)]);
+        expect([`${f}: ${m[1] ?? m[2]}`]).toEqual([expect.stringMatching(/: (\.\/[a-z-]+\.js|\.\.\/core\/(errors|id|tag|request-rules|segment\/prefetch)\.js)$/)]);
       }
     }
     expect(seen).toBeGreaterThan(3);

@@ -3,7 +3,7 @@
  * starts Debian's on 127.0.0.1:2181), with real `sequoia serve` processes:
  * cold starts together get distinct ids; a restart finds its own node (no
  * cache needed); a restart while ZooKeeper is down works from the cached file;
- * a start is refused while the clock is behind the reported tick, from the node
+ * snowflake is refused (the server serves the rest) while the clock is behind the reported tick, from the node
  * and from the cached file; a silent node's id is reclaimed and its new holder
  * starts after the old tick. Each test runs under its own root.
  */
@@ -75,6 +75,24 @@ async function ids(s: ServerProcess, count = 1000): Promise<string[]> {
   const body = (await r.json()) as { ids?: string[]; error?: { code: string; message: string } };
   if (r.status !== 200) throw new Error(`${r.status} ${JSON.stringify(body)}`);
   return body.ids ?? [];
+}
+
+/**
+ * A worker id that cannot be had stops snowflake only: the server starts and
+ * serves segment IDs, snowflake requests answer `code`, and the log says why.
+ * Stopped at once: it asks the provider again in the background.
+ */
+async function serveWithoutSnowflake(provider: string, stateDir: string, code: string, reason: RegExp): Promise<void> {
+  const s = await serve(provider, stateDir);
+  try {
+    const r = await fetch(`${s.url}/v1/snowflake?count=1`);
+    const body = (await r.json()) as { error?: { code: string } };
+    expect(r.status).toBe(503);
+    expect(body.error?.code).toBe(code);
+    expect(s.output()).toMatch(reason);
+  } finally {
+    await stop(s);
+  }
 }
 
 const worker = (id: string) => joinWorker(twitter, decompose(twitter, BigInt(id)).values);
@@ -167,7 +185,7 @@ describeZk('zookeeper worker-id provider (real ZooKeeper, real processes)', () =
     await stop(b);
   }, 40_000);
 
-  it('a start is refused while the clock is behind the tick reported in the node, and in the cached file', async () => {
+  it('snowflake is refused while the clock is behind the tick reported in the node, and in the cached file (the server serves the rest)', async () => {
     const proxy = await FaultProxy.start('127.0.0.1', Number(ZK.split(':')[1]));
     proxies.push(proxy);
     const r = root();
@@ -179,12 +197,12 @@ describeZk('zookeeper worker-id provider (real ZooKeeper, real processes)', () =
     const cache = readCache(dir);
     // The node says this worker reported a tick an hour ahead of this clock.
     await setData(cache.path, { tick: nowTick() + 3_600_000 });
-    await expect(serve(spec, dir)).rejects.toThrow(/CLOCK_MOVED_BACKWARDS[^\n]*behind the tick reported in ZooKeeper node/);
+    await serveWithoutSnowflake(spec, dir, 'CLOCK_MOVED_BACKWARDS', /snowflake IDs unavailable[^\n]*behind the tick reported in ZooKeeper node/);
     // ZooKeeper down: the cached file's tick is checked the same way (Leaf does not).
     await setData(cache.path, { tick: nowTick() - 1000 });
     proxy.cut();
     writeFileSync(cacheFile(dir), JSON.stringify({ ...cache, tick: nowTick() + 3_600_000 }));
-    await expect(serve(spec, dir)).rejects.toThrow(/CLOCK_MOVED_BACKWARDS[^\n]*behind the tick reported in the cached file/);
+    await serveWithoutSnowflake(spec, dir, 'CLOCK_MOVED_BACKWARDS', /snowflake IDs unavailable[^\n]*behind the tick reported in the cached file/);
     // With a sane cache it starts (still without ZooKeeper).
     writeFileSync(cacheFile(dir), JSON.stringify({ ...cache, tick: nowTick() - 1000 }));
     const c = await serve(spec, dir);
@@ -215,7 +233,7 @@ describeZk('zookeeper worker-id provider (real ZooKeeper, real processes)', () =
     await refresh();
     const silentSince = Date.now();
     // Nothing silent long enough yet: refused, and no id is taken.
-    await expect(serve(spec, tmp())).rejects.toThrow(/ID_SPACE_EXHAUSTED/);
+    await serveWithoutSnowflake(spec, tmp(), 'ID_SPACE_EXHAUSTED', /snowflake IDs unavailable/);
     // Every node but #5 keeps reporting; #5 stays silent past 10 s.
     while (Date.now() - silentSince < 11_000) {
       await refresh(5);
@@ -234,7 +252,7 @@ describeZk('zookeeper worker-id provider (real ZooKeeper, real processes)', () =
     // Reports keep the reclaimed node fresh, so nobody else can take it (the others report again too).
     await Promise.all(Array.from({ length: 1024 }, (_, i) => (i === 5 ? undefined : setData(node(i), { tick: nowTick() }))));
     await new Promise((res) => setTimeout(res, 1500));
-    await expect(serve(spec, tmp())).rejects.toThrow(/ID_SPACE_EXHAUSTED/);
+    await serveWithoutSnowflake(spec, tmp(), 'ID_SPACE_EXHAUSTED', /snowflake IDs unavailable/);
     await stop(a);
   }, 90_000);
 });

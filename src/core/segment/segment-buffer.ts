@@ -13,6 +13,7 @@
  * segment (the buffer does no I/O) and hands it back with `offer()`.
  */
 import { type Id, MAX_SAFE, toId } from '../id.js';
+import { prefetchAfter } from './prefetch.js';
 
 export interface Segment {
   readonly start: bigint;
@@ -25,18 +26,7 @@ export interface Segment {
   readonly loadedAt: number;
 }
 
-/** Fraction of a segment used before the next one is loaded (Leaf: 10%). */
-export const PREFETCH_FRACTION = 0.1;
-
-/**
- * How many IDs of a segment (or a client's batch) of `len` are used when the
- * next one starts loading: "more than 10% used", the first count above
- * len/10. The server's segment buffer and the client SDK's tag buffer both
- * prefetch at this point.
- */
-export function prefetchAfter(len: number): number {
-  return Math.floor(len * PREFETCH_FRACTION) + 1;
-}
+export { PREFETCH_FRACTION, prefetchAfter } from './prefetch.js';
 
 export class SegmentBuffer {
   // Hot fields. Below 2^53 (small mode) `cursor`/`limit` are the ID values
