@@ -69,6 +69,8 @@ export function steps(block: string): Step[] {
 export function normalize(text: string): string {
   return text
     .replace(/\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z/g, '<TIME>')
+    // A tag's generation is random per creation.
+    .replace(/"generation":"\d+"/g, '"generation":"<GENERATION>"')
     .split('\n')
     .map((l) => l.trimEnd())
     .join('\n')
@@ -123,7 +125,8 @@ async function run(list: Step[]): Promise<{ outputs: string[]; statuses: number[
     }
     return { outputs, statuses, status: r.status, stderr: r.stderr };
   } finally {
-    rmSync(dir, { recursive: true, force: true });
+    // The server may still be closing its files as it exits.
+    rmSync(dir, { recursive: true, force: true, maxRetries: 10, retryDelay: 200 });
   }
 }
 

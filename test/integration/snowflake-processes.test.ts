@@ -28,7 +28,9 @@ function tmp(): string {
 }
 
 async function serve(args: string[]): Promise<ServerProcess> {
-  const s = await startServe(['--workers', '1', '--log-level', 'info', ...args]);
+  // One state dir per server: a state dir belongs to one server and one store.
+  const dir = args.includes('--state-dir') ? [] : ['--state-dir', join(tmp(), 'state')];
+  const s = await startServe(['--workers', '1', '--log-level', 'info', ...dir, ...args]);
   servers.push(s);
   return s;
 }

@@ -341,7 +341,8 @@ describePg('the short-link example, on PostgreSQL and a real sequoia serve', () 
     // A one-ID batch, so the client's buffer runs dry within a few requests.
     const app = await startApp({
       sequoiaUrl: `http://127.0.0.1:${sequoiaProxy.port}`,
-      client: { batch: { initial: 1, min: 1, max: 1 }, timeoutMs: 500, retry: { attempts: 2, baseDelayMs: 20, maxDelayMs: 50 } },
+      // No reserve range: this checks the app's answer once the client has no ID left (the reserve is tested in test/client/reserve.test.ts).
+      client: { batch: { initial: 1, min: 1, max: 1 }, reserve: false, timeoutMs: 500, retry: { attempts: 2, baseDelayMs: 20, maxDelayMs: 50 } },
     });
     expect((await post(app.url, 'warm', { url: 'https://example.com/warm' })).status).toBe(201);
     sequoiaProxy.cut();
@@ -381,7 +382,7 @@ describePg('the short-link example, on PostgreSQL and a real sequoia serve', () 
     });
     await ensureTag(own.url, TAG);
     const port = new URL(own.url).port;
-    const app = await startApp({ sequoiaUrl: own.url, client: { batch: { initial: 1, min: 1, max: 1 }, timeoutMs: 500, retry: { attempts: 2, baseDelayMs: 20, maxDelayMs: 50 } } });
+    const app = await startApp({ sequoiaUrl: own.url, client: { batch: { initial: 1, min: 1, max: 1 }, reserve: false, timeoutMs: 500, retry: { attempts: 2, baseDelayMs: 20, maxDelayMs: 50 } } });
     for (let i = 0; i < 3; i++) expect((await post(app.url, `before-${i}`, { url: `https://example.com/before/${i}` })).status).toBe(201);
 
     own.child.kill('SIGKILL');
