@@ -75,7 +75,7 @@ describeClock('a wall clock stepped back (libfaketime)', () => {
     expect((await getJson(`${server.url}/v1/segment/orders`)).body.error?.code).toBe('STORE_ROLLBACK_DETECTED');
 
     await clock.step(0); // NTP steps the clock back a day
-    const fence = sequoia(['fence', 'orders', '--to', '1000', '--store', store]);
+    const fence = sequoia(['fence', 'orders', '--to', '1000', '--store', store, '--state-dir', join(dir, 'state')]);
     expect(fence.stderr).toBe('');
     expect(fence.status).toBe(0);
 
