@@ -125,8 +125,12 @@ async function run(list: Step[]): Promise<{ outputs: string[]; statuses: number[
     }
     return { outputs, statuses, status: r.status, stderr: r.stderr };
   } finally {
-    // The server may still be closing its files as it exits.
-    rmSync(dir, { recursive: true, force: true, maxRetries: 10, retryDelay: 200 });
+    // The page's server may still be writing its files as it exits: a temp dir left behind is harmless.
+    try {
+      rmSync(dir, { recursive: true, force: true, maxRetries: 10, retryDelay: 200 });
+    } catch {
+      // left in the temp dir
+    }
   }
 }
 

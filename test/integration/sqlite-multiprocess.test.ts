@@ -26,8 +26,9 @@ describe('several servers on one SQLite file', () => {
     const db = `sqlite:${join(dir, 'ids.db')}`;
     expect(sequoia(['tag', 'create', 'order', '--step', '8', '--store', db], { SEQUOIA_STATE_DIR: join(dir, 'cli') }).status).toBe(0);
     const states = [0, 1, 2].map((i) => join(dir, `state${i}`));
-    const urls = await Promise.all(states.map((s) => serve(db, s).then((p) => p.url)));
-    const servers = running.slice();
+    // servers[i] runs on states[i]: a restart must reuse its own state dir (a state dir belongs to one server).
+    const servers = await Promise.all(states.map((s) => serve(db, s)));
+    const urls = servers.map((p) => p.url);
 
     const seen: string[] = [];
     let errors = 0;

@@ -22,7 +22,8 @@ export interface ServerLock {
 export function lockServer(stateDir: string, store: string): ServerLock {
   const path = join(stateDir, 'server.lock');
   const ownerPath = join(stateDir, 'owner.json');
-  const db = new Database(path, { timeout: 0 });
+  // A predecessor that was just killed may hold the lock while the kernel tears its process down: wait up to 3 s (start-up only).
+  const db = new Database(path, { timeout: 3000 });
   try {
     db.exec('BEGIN EXCLUSIVE');
   } catch (e) {
