@@ -8,6 +8,7 @@
  *     (a rollback); and 200 again once the space is back, or once a fence is
  *     made elsewhere (the CLI), without a single ID request to the server.
  */
+import { servicesRequired } from '../helpers/services.js';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -48,6 +49,8 @@ async function createTag(url: string, tag: string, step: number): Promise<void> 
   const r = await get(`${url}/v1/tags`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ tag, step }) });
   expect(r.status, r.body).toBe(201);
 }
+
+if (!canMount() && servicesRequired) throw new Error('state-dir fault tests need to mount a small tmpfs (root), and SEQUOIA_REQUIRE_SERVICES=1');
 
 describe.skipIf(!canMount())('a full state directory (a 1 MiB tmpfs): no path in any answer', () => {
   let fs: SmallFs;
