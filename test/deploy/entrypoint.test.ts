@@ -70,6 +70,8 @@ for probe in "/.rw-probe-$$" "$PWD/.rw-probe-$$" "/tmp/.rw-probe-$$" "/var/tmp/.
 done
 setpriv --reuid=${NOBODY} --regid=${NOBODY} --clear-groups sh -c 'touch "$1/.rw-probe" && rm "$1/.rw-probe"' sh "$volume" \
   || { echo "entrypoint-test: the volume is not writable by the image user" >&2; exit 92; }
+setpriv --reuid=${NOBODY} --regid=${NOBODY} --clear-groups test -r "$PWD/package.json" \
+  || { echo "entrypoint-test: the image user cannot read $PWD (a parent directory is private, as mktemp -d makes it)" >&2; exit 93; }
 echo "entrypoint-test: read-only except $volume" >&2
 exec setpriv --reuid=${NOBODY} --regid=${NOBODY} --clear-groups --no-new-privs env -i "$@"
 `;
