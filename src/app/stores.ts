@@ -6,6 +6,9 @@
  *   either SQL URL with ?schema=leaf  Leaf's own table, allocating as Leaf does
  *                                    (options: ?table=NAME default leaf_alloc,
  *                                    ?side=NAME default sequoia_leaf_state: Sequoia's per-tag state)
+ *   either SQL URL with ?schema=tinyid  Tinyid's own table, allocating as Tinyid does
+ *                                    (options: ?table=NAME default tiny_id_info,
+ *                                    ?side=NAME default sequoia_tinyid_state)
  *   redis://… or rediss://…          (options: ?keyPrefix=…&tagsKey=…)
  * and a comma-separated list of those for a multi-store HA set (store i, in
  * list order, hands out IDs ≡ i mod N; see multi-segment-store.ts). A comma
@@ -129,38 +132,52 @@ async function openEntry(u: string, offLoop: boolean): Promise<Entry> {
   const scheme = /^([a-z][a-z0-9+.-]*):\/\//i.exec(u)?.[1]?.toLowerCase();
   if (scheme === 'postgres' || scheme === 'postgresql') {
     const { rest, options } = takeParams(u, ['table', 'schema', 'side']);
-    const leaf = schemaOf(options);
+    const schema = schemaOf(options);
     const [{ PostgresConnection }, { PostgresSegmentStore }, { PostgresWorkerLeaseStore }] = await Promise.all([
       import('../adapters/postgres/postgres-connection.js'),
       import('../adapters/postgres/postgres-segment-store.js'),
       import('../adapters/postgres/postgres-worker-lease-store.js'),
     ]);
     const connection = new PostgresConnection({ connectionString: rest });
-    const segments = leaf
-      ? new (await import('../adapters/postgres/postgres-leaf-segment-store.js')).PostgresLeafSegmentStore({
-          connection,
-          table: options.table,
-          sideTable: options.side,
-        })
-      : new PostgresSegmentStore({ connection, table: options.table });
+    const segments =
+      schema === 'leaf'
+        ? new (await import('../adapters/postgres/postgres-leaf-segment-store.js')).PostgresLeafSegmentStore({
+            connection,
+            table: options.table,
+            sideTable: options.side,
+          })
+        : schema === 'tinyid'
+          ? new (await import('../adapters/postgres/postgres-tinyid-segment-store.js')).PostgresTinyidSegmentStore({
+              connection,
+              table: options.table,
+              sideTable: options.side,
+            })
+          : new PostgresSegmentStore({ connection, table: options.table });
     return { segments, leases: () => new PostgresWorkerLeaseStore(connection) };
   }
   if (scheme === 'mysql') {
     const { rest, options } = takeParams(u, ['table', 'schema', 'side']);
-    const leaf = schemaOf(options);
+    const schema = schemaOf(options);
     const [{ MysqlConnection }, { MysqlSegmentStore }, { MysqlWorkerLeaseStore }] = await Promise.all([
       import('../adapters/mysql/mysql-connection.js'),
       import('../adapters/mysql/mysql-segment-store.js'),
       import('../adapters/mysql/mysql-worker-lease-store.js'),
     ]);
     const connection = new MysqlConnection({ uri: rest });
-    const segments = leaf
-      ? new (await import('../adapters/mysql/mysql-leaf-segment-store.js')).MysqlLeafSegmentStore({
-          connection,
-          table: options.table,
-          sideTable: options.side,
-        })
-      : new MysqlSegmentStore({ connection, table: options.table });
+    const segments =
+      schema === 'leaf'
+        ? new (await import('../adapters/mysql/mysql-leaf-segment-store.js')).MysqlLeafSegmentStore({
+            connection,
+            table: options.table,
+            sideTable: options.side,
+          })
+        : schema === 'tinyid'
+          ? new (await import('../adapters/mysql/mysql-tinyid-segment-store.js')).MysqlTinyidSegmentStore({
+              connection,
+              table: options.table,
+              sideTable: options.side,
+            })
+          : new MysqlSegmentStore({ connection, table: options.table });
     return { segments, leases: () => new MysqlWorkerLeaseStore(connection) };
   }
   if (scheme === 'redis' || scheme === 'rediss') {
@@ -172,16 +189,17 @@ async function openEntry(u: string, offLoop: boolean): Promise<Entry> {
 }
 
 /**
- * `?schema=`: `sequoia` (default, Sequoia's own table) or `leaf` (Leaf's
- * leaf_alloc). `?side=` names the Leaf store's side table and only goes with it.
+ * `?schema=`: `sequoia` (default, Sequoia's own table), `leaf` (Leaf's
+ * leaf_alloc) or `tinyid` (Tinyid's tiny_id_info). `?side=` names the side
+ * table of the last two and only goes with them.
  */
-function schemaOf(options: Record<string, string | undefined>): boolean {
+function schemaOf(options: Record<string, string | undefined>): 'sequoia' | 'leaf' | 'tinyid' {
   const schema = options.schema ?? 'sequoia';
-  if (schema !== 'sequoia' && schema !== 'leaf') {
-    throw new InvalidArgumentError(`store: URL parameter schema must be sequoia or leaf, not ${JSON.stringify(schema)}`);
+  if (schema !== 'sequoia' && schema !== 'leaf' && schema !== 'tinyid') {
+    throw new InvalidArgumentError(`store: URL parameter schema must be sequoia, leaf or tinyid, not ${JSON.stringify(schema)}`);
   }
-  if (schema !== 'leaf' && options.side !== undefined) throw new InvalidArgumentError('store: URL parameter side goes with schema=leaf');
-  return schema === 'leaf';
+  if (schema === 'sequoia' && options.side !== undefined) throw new InvalidArgumentError('store: URL parameter side goes with schema=leaf or schema=tinyid');
+  return schema;
 }
 
 /** Takes Sequoia's own query parameters off a URL, leaving the driver's. */

@@ -218,7 +218,7 @@ for (const b of BACKENDS) {
       }
       const bad = new URL(h.url as string);
       bad.searchParams.set('schema', 'tinyid-ish');
-      await expect(createStore(bad.toString())).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', message: /schema must be sequoia or leaf/ });
+      await expect(createStore(bad.toString())).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', message: /schema must be sequoia, leaf or tinyid/ });
     });
 
     it('refuses to start on a missing Leaf table, naming it, and creates nothing', async () => {
