@@ -14,6 +14,7 @@ import { registerGenAndExplain } from './gen-explain.js';
 import { registerPlan } from './snowflake-commands.js';
 import { registerBenchPk } from './bench-pk-command.js';
 import { registerAudit } from './audit-command.js';
+import { registerMigrate } from './migrate-command.js';
 
 const program = new Command();
 program
@@ -159,6 +160,7 @@ const bench = program
 registerBenchPk(bench);
 registerPlan(program);
 registerAudit(program);
+registerMigrate(program);
 
 try {
   await program.parseAsync(process.argv);

@@ -1,0 +1,161 @@
+/**
+ * `sequoia migrate --from URL --store URL [--margin N] [--tag T] [--dry-run]`:
+ * on real PostgreSQL and MariaDB, the tags of a Leaf and a Tinyid table are
+ * copied into a SQLite store a margin above the old next ID; a dry run
+ * changes nothing; a second run changes nothing; a run after the old table
+ * moved on raises (fences) the copy; bad input is a message and exit 2.
+ */
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import mysql from 'mysql2/promise';
+import pg from 'pg';
+import { expect, it } from 'vitest';
+import { MYSQL_URL, POSTGRES_URL, probeMysql, probePostgres, uniqueName } from '../contract/backends.js';
+import { sequoia } from '../helpers/cli.js';
+import { leafDdlMysql, leafDdlPostgres } from '../helpers/leaf-standin.js';
+import { describeWithService } from '../helpers/services.js';
+import { tinyidDdlMysql, tinyidDdlPostgres, tinyidRowSql } from '../helpers/tinyid-standin.js';
+
+interface Db {
+  readonly name: string;
+  readonly service: string;
+  readonly url: string;
+  readonly probe: () => Promise<void>;
+  readonly exec: (sql: string) => Promise<void>;
+  readonly leafDdl: (table: string) => string;
+  readonly tinyidDdl: (table: string) => string;
+}
+
+async function pgExec(sql: string): Promise<void> {
+  const c = new pg.Client({ connectionString: POSTGRES_URL });
+  await c.connect();
+  try {
+    await c.query(sql);
+  } finally {
+    await c.end();
+  }
+}
+
+async function myExec(sql: string): Promise<void> {
+  const c = await mysql.createConnection({ uri: MYSQL_URL });
+  try {
+    await c.query(sql);
+  } finally {
+    await c.end();
+  }
+}
+
+const DBS: Db[] = [
+  { name: 'postgres', service: 'PostgreSQL', url: POSTGRES_URL, probe: probePostgres, exec: pgExec, leafDdl: leafDdlPostgres, tinyidDdl: tinyidDdlPostgres },
+  {
+    name: 'mariadb',
+    service: 'MySQL/MariaDB',
+    url: MYSQL_URL,
+    probe: probeMysql,
+    exec: myExec,
+    leafDdl: (t) => leafDdlMysql(t, { binary: true }),
+    tinyidDdl: (t) => tinyidDdlMysql(t, { binary: true }),
+  },
+];
+
+function withParams(url: string, params: Record<string, string>): string {
+  const u = new URL(url);
+  for (const [k, v] of Object.entries(params)) u.searchParams.set(k, v);
+  return u.toString();
+}
+
+function tagsOf(store: string): Map<string, { maxId: string; step: number; fenceEpoch: number }> {
+  const r = sequoia(['tag', 'list', '--json', '--store', store]);
+  expect(r.status).toBe(0);
+  return new Map((JSON.parse(r.stdout) as Array<{ tag: string; maxId: string; step: number; fenceEpoch: number }>).map((t) => [t.tag, t]));
+}
+
+for (const db of DBS) {
+  const describeDb = await describeWithService(db.service, db.probe);
+  describeDb(`sequoia migrate: ${db.name}`, () => {
+    it('copies a Leaf table a margin above max_id; dry run and re-run change nothing; a later run raises', async () => {
+      const table = uniqueName('t_leaf_alloc');
+      const side = uniqueName('sq_side');
+      const from = withParams(db.url, { schema: 'leaf', table, side });
+      const store = `sqlite:${join(mkdtempSync(join(tmpdir(), 'sequoia-migrate-')), 'ids.db')}`;
+      await db.exec(db.leafDdl(table));
+      try {
+        await db.exec(`INSERT INTO ${table} (biz_tag, max_id, step, description) VALUES ('order:pay', 9007199254740993, 2000, 'pay'), ('user', 1, 1000, NULL)`);
+        const dry = sequoia(['migrate', '--from', from, '--store', store, '--margin', '500', '--dry-run']);
+        expect(dry.stderr).toBe('');
+        expect(dry.status).toBe(0);
+        expect(dry.stdout).toContain('order:pay: source next ID 9007199254740993, step 2000; would create at 9007199254741493');
+        expect(dry.stdout).toContain('user: source next ID 1, step 1000; would create at 501');
+        expect(dry.stdout).not.toMatch(/root@|postgres@/);
+        expect(tagsOf(store).size).toBe(0);
+
+        const run = sequoia(['migrate', '--from', from, '--store', store, '--margin', '500']);
+        expect(run.status).toBe(0);
+        expect(run.stdout).toContain('created at 9007199254741493');
+        let tags = tagsOf(store);
+        expect(tags.get('order:pay')).toMatchObject({ maxId: '9007199254741493', step: 2000 });
+        expect(tags.get('user')).toMatchObject({ maxId: '501', step: 1000 });
+
+        const again = sequoia(['migrate', '--from', from, '--store', store, '--margin', '500']);
+        expect(again.status).toBe(0);
+        expect(again.stdout).toContain('user: source next ID 1, step 1000; target already at 501 >= 501, unchanged');
+        expect(tagsOf(store).get('user')?.maxId).toBe('501');
+
+        // an old server allocated since: the copy is fenced up (never down), only the tag asked for
+        await db.exec(`UPDATE ${table} SET max_id = max_id + 5000 WHERE biz_tag = 'user'`);
+        const later = sequoia(['migrate', '--from', from, '--store', store, '--margin', '500', '--tag', 'user', '--json']);
+        expect(later.status).toBe(0);
+        expect(JSON.parse(later.stdout)).toEqual([
+          { tag: 'user', sourceNext: '5001', step: 1000, bound: '5501', action: 'raise', targetBefore: '501', targetAfter: '5501' },
+        ]);
+        tags = tagsOf(store);
+        expect(tags.get('user')).toMatchObject({ maxId: '5501', fenceEpoch: 1 });
+      } finally {
+        await db.exec(`DROP TABLE IF EXISTS ${table}`);
+        await db.exec(`DROP TABLE IF EXISTS ${side}`);
+      }
+    });
+
+    it('copies a Tinyid table above its next ID (max_id is the last ID taken), default margin 1,000,000', async () => {
+      const table = uniqueName('t_tiny_id_info');
+      const side = uniqueName('sq_tside');
+      const from = withParams(db.url, { schema: 'tinyid', table, side });
+      const store = `sqlite:${join(mkdtempSync(join(tmpdir(), 'sequoia-migrate-')), 'ids.db')}`;
+      await db.exec(db.tinyidDdl(table));
+      try {
+        await db.exec(tinyidRowSql(table, { bizType: 'test', maxId: 100000n, step: 100000 }));
+        await db.exec(tinyidRowSql(table, { bizType: 'test_odd', maxId: 200001n, step: 100000, delta: 2, remainder: 1 }));
+        const run = sequoia(['migrate', '--from', from, '--store', store]);
+        expect(run.stderr).toBe('');
+        expect(run.status).toBe(0);
+        const tags = tagsOf(store);
+        expect(tags.get('test')).toMatchObject({ maxId: String(100001 + 1_000_000), step: 100000 });
+        // delta 2, remainder 1: the next ID of the class above 200001 is 200003; a step of 100000 numbers is 50000 IDs
+        expect(tags.get('test_odd')).toMatchObject({ maxId: String(200003 + 1_000_000), step: 50000 });
+      } finally {
+        await db.exec(`DROP TABLE IF EXISTS ${table}`);
+        await db.exec(`DROP TABLE IF EXISTS ${side}`);
+      }
+    });
+  });
+}
+
+it('bad input: a message and exit 2, nothing written', () => {
+  const store = `sqlite:${join(mkdtempSync(join(tmpdir(), 'sequoia-migrate-')), 'ids.db')}`;
+  const cases: Array<[string[], RegExp]> = [
+    [['migrate', '--store', store], /required option '--from <url>'/],
+    [['migrate', '--from', 'postgres://postgres@127.0.0.1:5432/test', '--store', store], /--from must name a Leaf or Tinyid table/],
+    [['migrate', '--from', 'not a url', '--store', store], /--from must name a Leaf or Tinyid table/],
+    [['migrate', '--from', 'postgres://u:secret@127.0.0.1:5432/test?schema=leaf', '--store', store, '--margin', '-1'], /--margin must be a whole number/],
+    [['migrate', '--from', 'postgres://u:secret@127.0.0.1:5432/test?schema=leaf', '--store', store, '--tag', 'bad tag'], /--tag/],
+    [['migrate', '--from', 'mysql://u:secret@127.0.0.1:3306/test?schema=tinyid', '--store', 'mysql://u:secret@127.0.0.1:3306/test?schema=tinyid'], /same table/],
+  ];
+  for (const [args, message] of cases) {
+    const r = sequoia(args);
+    expect(r.status, args.join(' ')).toBe(2);
+    expect(r.stderr, args.join(' ')).toMatch(message);
+    expect(r.stderr).not.toContain('secret');
+    expect(r.stderr).not.toMatch(/\n\s+at /);
+  }
+});
