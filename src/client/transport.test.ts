@@ -21,8 +21,8 @@ function fakeFetch(script: Record<string, Array<'ok' | 'draining' | 'shutting-do
   }) as typeof fetch;
 }
 
-function transport(urls: string[], f: typeof fetch, attempts: number): Transport {
-  return new Transport({ urls, timeoutMs: 1000, retry: { attempts, baseDelayMs: 50, maxDelayMs: 2000 }, fetch: f, signal: new AbortController().signal, random: () => 0.5 });
+function transport(urls: string[], f: typeof fetch, attempts: number, maxDelayMs = 2000): Transport {
+  return new Transport({ urls, timeoutMs: 1000, retry: { attempts, baseDelayMs: 50, maxDelayMs }, fetch: f, signal: new AbortController().signal, random: () => 0.5 });
 }
 
 const A = 'http://a.test:1';
@@ -62,7 +62,7 @@ describe('Transport and a draining server (rolling restarts)', () => {
 
   it('every server draining: the attempts still bound the call', async () => {
     const calls: string[] = [];
-    const t = transport([A, B], fakeFetch({ [A]: ['shutting-down'], [B]: ['shutting-down'] }, calls), 2);
+    const t = transport([A, B], fakeFetch({ [A]: ['shutting-down'], [B]: ['shutting-down'] }, calls), 2, 100);
     await expect(t.get('/x')).rejects.toMatchObject({ code: 'SHUTTING_DOWN' });
     // two free retries (one per URL), then the two counted attempts
     expect(calls.length).toBe(4);

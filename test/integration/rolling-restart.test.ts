@@ -8,7 +8,7 @@
  * at a time behind its single URL.
  */
 import { mkdtempSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { connect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -142,6 +142,31 @@ describe('rolling restarts', () => {
     expect(next.ids).toEqual([String(last + 2n)]);
     again.child.kill('SIGTERM');
     expect(await again.exited).toBe(0);
+  }, 60_000);
+
+  it('a request in flight when SIGTERM arrives is answered before the server exits', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'sequoia-inflight-'));
+    const port = await freePort();
+    const s = await serve(port, ['--store', `sqlite:${join(dir, 'ids.db')}`, '--state-dir', join(dir, 'state')]);
+    // A request whose body is still coming: the server has it (headers parsed) and cannot answer it yet.
+    const body = JSON.stringify({ tag: 'inflight', step: 10 });
+    const socket = connect(port, '127.0.0.1');
+    await new Promise<void>((r) => socket.once('connect', r));
+    let answer = '';
+    socket.on('data', (d: Buffer) => (answer += d.toString()));
+    const ended = new Promise<void>((r) => socket.once('close', () => r()));
+    socket.write(`POST /v1/tags HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\n\r\n${body.slice(0, 5)}`);
+    await sleep(1000);
+    s.child.kill('SIGTERM');
+    // Not accepting any more, but still waiting for the rest of that request.
+    await expect.poll(() => s.output().includes('"msg":"draining: /readyz answers 503"'), { timeout: 10_000, interval: 20 }).toBe(true);
+    await sleep(500);
+    expect(s.output()).not.toContain('"msg":"requests finished"');
+    socket.end(body.slice(5));
+    await ended;
+    expect(answer).toMatch(/^HTTP\/1\.1 201 /);
+    expect(answer).toContain('"inflight"');
+    expect(await s.exited).toBe(0);
   }, 60_000);
 
   it('3 servers on one store, 5 SDK clients: two rolling restarts, no failed call, no repeat', async () => {
