@@ -16,6 +16,7 @@
  * only leaves a gap, never a repeat.
  */
 import { InvalidArgumentError, type SequoiaError, UnavailableError, errorFromCode } from '../core/errors.js';
+import { DRAINING_HEADER } from '../core/request-rules.js';
 
 export interface RetryOptions {
   /** Attempts per call, across all URLs (default 6). */
@@ -41,9 +42,6 @@ export interface TransportOptions {
 export function closedError(): SequoiaError {
   return new UnavailableError('STORE_UNAVAILABLE', 'the Sequoia client is closed');
 }
-
-/** The header a draining server puts on every answer (the server's http-front.ts sets it). */
-const DRAINING_HEADER = 'sequoia-draining';
 
 /**
  * How long a draining server is passed over when others are listed: about

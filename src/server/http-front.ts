@@ -10,6 +10,7 @@ import { createServer as createHttpsServer } from 'node:https';
 import type { Server as NetServer, Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { InvalidArgumentError } from '../core/errors.js';
+import { DRAINING_HEADER } from '../core/request-rules.js';
 import { type ErrorRecord, sendError } from './error-reply.js';
 import { ERROR_STATUS } from './error-status.js';
 import type { FastPath } from './fast-path.js';
@@ -25,9 +26,6 @@ import { answerRaw, answerSocket, type RawError } from './raw-answer.js';
 export interface Drain {
   leaving: boolean;
 }
-
-/** The header that tells a client the server answering is about to stop. */
-export const DRAINING_HEADER = 'sequoia-draining';
 
 /** What the front shares with the app; the app's hooks update it. */
 export interface Front {
