@@ -200,7 +200,7 @@ describe('rolling restarts', () => {
     expect(l.failures).toEqual([]);
     expect(repeats(l.ids)).toEqual([]);
     expect(l.ids.length).toBeGreaterThan(1000);
-  }, 180_000);
+  }, 300_000);
 
   it('--workers 2 behind one URL: each worker replaced in turn, twice, under SDK load: no failed call, no repeat', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'sequoia-rolling-workers-'));
@@ -237,5 +237,5 @@ describe('rolling restarts', () => {
     expect(exits.every((e) => e.code === 0)).toBe(true);
     s.child.kill('SIGTERM');
     expect(await s.exited).toBe(0);
-  }, 180_000);
+  }, 300_000);
 });
