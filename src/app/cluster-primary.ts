@@ -172,9 +172,9 @@ function shutdown(p: Primary, signal: string): void {
   let clean = true;
   const killer = setTimeout(() => {
     clean = false;
-    logger.warn({ timeoutMs: config.shutdownTimeoutMs + 5000 }, 'workers did not stop in time; killing them');
+    logger.warn({ timeoutMs: config.drainDelayMs + config.shutdownTimeoutMs + 5000 }, 'workers did not stop in time; killing them');
     stopAll(p.slots, 'SIGKILL');
-  }, config.shutdownTimeoutMs + 5000);
+  }, config.drainDelayMs + config.shutdownTimeoutMs + 5000);
   killer.unref();
   void exitCodesClean(p.slots).then((allClean) => {
     clearTimeout(killer);

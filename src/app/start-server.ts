@@ -7,6 +7,7 @@ import { readFileSync } from 'node:fs';
 import { SequoiaError } from '../core/errors.js';
 import { pino } from 'pino';
 import { buildApp } from '../server/build-app.js';
+import type { Drain } from '../server/http-front.js';
 import { FormatRegistry } from '../server/formats.js';
 import { SequoiaMetrics } from '../server/metrics.js';
 import type { IdService } from '../service/id-service.js';
@@ -91,6 +92,7 @@ async function startReserved(
     recordTick: (space: string, workerId: number, tick: number, exact?: boolean) => state.recordTick(space, workerId, tick, exact),
     close: async () => {},
   };
+  const drain: Drain = { leaving: false };
   let snowflake: ReturnType<typeof createSnowflakeService>;
   let app: Awaited<ReturnType<typeof buildApp>> | undefined;
   try {
@@ -122,6 +124,7 @@ async function startReserved(
       stateDirProbe: () => probeStateDir(config.stateDir),
       maxConnections,
       maxConnectionsPerAddress: config.maxConnectionsPerAddress,
+      drain,
       logger, version: VERSION, metrics });
     await reservation?.release();
     try {
@@ -142,16 +145,24 @@ async function startReserved(
   logger.info({ url, store: redactStoreUrl(config.store), stateDir: config.stateDir, version: VERSION }, options.listeningMessage ?? 'listening');
 
   let closing: Promise<void> | undefined;
+  // The order of a stop (docs/operations.md, "Rolling restarts"): not ready and marked draining first, so
+  // traffic moves away while this server still answers; then no new connection, the requests in flight
+  // finish; then the unused ranges are given back (service.close) and the state dir let go.
   const close = (): Promise<void> => {
     closing ??= (async () => {
+      drain.leaving = true;
+      logger.info({ drainDelayMs: config.drainDelayMs }, 'draining: /readyz answers 503');
+      if (config.drainDelayMs > 0) await new Promise((r) => setTimeout(r, config.drainDelayMs));
       const timer = setTimeout(() => {
         logger.warn({ timeoutMs: config.shutdownTimeoutMs }, 'shutdown timed out; closing connections');
         app.server.closeAllConnections();
       }, config.shutdownTimeoutMs);
       timer.unref();
       await app.close();
+      logger.info({}, 'requests finished');
       await snowflake?.close();
       await service.close();
+      logger.info({}, 'ranges given back');
       await release();
       clearTimeout(timer);
       logger.info({}, 'stopped');

@@ -16,6 +16,7 @@
  * only leaves a gap, never a repeat.
  */
 import { InvalidArgumentError, type SequoiaError, UnavailableError, errorFromCode } from '../core/errors.js';
+import { DRAINING_HEADER } from '../core/request-rules.js';
 
 export interface RetryOptions {
   /** Attempts per call, across all URLs (default 6). */
@@ -41,6 +42,13 @@ export interface TransportOptions {
 export function closedError(): SequoiaError {
   return new UnavailableError('STORE_UNAVAILABLE', 'the Sequoia client is closed');
 }
+
+/**
+ * How long a draining server is passed over when others are listed: about
+ * what a restart takes. Too short costs one more draining answer or refused
+ * connection (each retried elsewhere), never a failure.
+ */
+const DRAINING_COOL_MS = 5000;
 
 export class Transport {
   private readonly urls: string[];
@@ -89,14 +97,19 @@ export class Transport {
   private async send(path: string, body: string | undefined): Promise<string> {
     const { attempts, baseDelayMs, maxDelayMs } = this.opts.retry;
     let last: SequoiaError | undefined;
+    // A draining server's refusal is a planned stop, not a failure: retried at once on another
+    // server without using an attempt, at most once per listed URL per call (all draining: attempts count).
+    let drainingLeft = this.urls.length;
+    let skipBackoff = false;
     for (let attempt = 0; attempt < attempts; attempt++) {
       if (this.opts.signal.aborted) throw closedError();
       const i = this.pick();
       const wait = this.coolUntil[i]! - performance.now();
       // Backoff: full jitter over an exponentially growing window; a server's
       // Retry-After (recorded in coolUntil) is a floor when every URL cools.
-      const backoff = attempt === 0 ? 0 : this.opts.random() * Math.min(maxDelayMs, baseDelayMs * 2 ** (attempt - 1));
+      const backoff = attempt === 0 || skipBackoff ? 0 : this.opts.random() * Math.min(maxDelayMs, baseDelayMs * 2 ** (attempt - 1));
       const delay = Math.min(maxDelayMs, Math.max(wait, backoff));
+      skipBackoff = false;
       if (delay > 0) await sleep(delay, this.opts.signal);
       if (this.opts.signal.aborted) throw closedError();
       const r = await this.once(i, path, body);
@@ -104,12 +117,38 @@ export class Transport {
         this.preferred = i;
         return r;
       }
+      if ('draining' in r) {
+        this.preferred = i;
+        this.leave(i);
+        return r.draining;
+      }
       if (!r.retry) throw r.error;
       last = r.error;
       // Fail over: the next call starts at the next URL.
       this.preferred = (i + 1) % this.urls.length;
+      if (r.error.code === 'SHUTTING_DOWN') {
+        this.leave(i);
+        if (drainingLeft-- > 0) {
+          attempt--;
+          skipBackoff = true;
+        }
+      }
     }
     throw last ?? new UnavailableError('STORE_UNAVAILABLE', 'no Sequoia server answered (the servers, not their stores, cannot be reached)');
+  }
+
+  /**
+   * Server i is stopping: later calls go to another one. With one URL (a load
+   * balancer, or `--workers N` behind one port) it stays: the server closed
+   * the connection, so the next request reaches another process.
+   */
+  private leave(i: number): void {
+    if (this.urls.length === 1) {
+      this.coolUntil[i] = 0;
+      return;
+    }
+    this.coolUntil[i] = Math.max(this.coolUntil[i]!, performance.now() + DRAINING_COOL_MS);
+    if (this.preferred === i) this.preferred = (i + 1) % this.urls.length;
   }
 
   /** The preferred URL unless it is cooling and another one is not. */
@@ -126,7 +165,8 @@ export class Transport {
     return best;
   }
 
-  private async once(i: number, path: string, body?: string): Promise<string | { retry: boolean; error: SequoiaError }> {
+  /** The answer's text; `{ draining }` for a good answer from a server about to stop; or the error and whether to retry. */
+  private async once(i: number, path: string, body?: string): Promise<string | { draining: string } | { retry: boolean; error: SequoiaError }> {
     const url = this.urls[i]! + path;
     const signal = AbortSignal.any([this.opts.signal, AbortSignal.timeout(this.opts.timeoutMs)]);
     let res: Response;
@@ -147,7 +187,9 @@ export class Transport {
       // Sequoia server that cannot be reached, not its store.
       return { retry: true, error: new UnavailableError('STORE_UNAVAILABLE', `the Sequoia server ${this.urls[i]} cannot be reached (${reason}); its store was not asked`, { cause: e }) };
     }
-    if (res.status === 200 || (body !== undefined && res.status >= 200 && res.status < 300)) return text;
+    if (res.status === 200 || (body !== undefined && res.status >= 200 && res.status < 300)) {
+      return res.headers.get(DRAINING_HEADER) === null ? text : { draining: text };
+    }
     const retryAfterMs = parseRetryAfter(res.headers.get('retry-after'));
     const error = parseError(res.status, text, retryAfterMs, this.urls[i]!);
     const retry = res.status === 503 || res.status === 429 || res.status === 502 || res.status === 504;

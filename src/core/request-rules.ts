@@ -101,3 +101,9 @@ export function snowflakeIdsJson(layout: string, ids: readonly string[]): string
 export function idsJson(tag: string, ids: readonly Id[]): string {
   return `{"tag":${JSON.stringify(tag)},"ids":["${ids.join('","')}"]}`;
 }
+
+/**
+ * The header a server puts on every answer once it drains before stopping
+ * (SIGTERM): the client SDK sends its next calls to another server.
+ */
+export const DRAINING_HEADER = 'sequoia-draining';

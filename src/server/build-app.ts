@@ -14,7 +14,7 @@ import { ClientGate } from './client-gate.js';
 import { installErrorReplies } from './error-reply.js';
 import { parseJsonBody } from './json-body.js';
 import { hooksSkippedByFastPath, makeFastPath } from './fast-path.js';
-import { type ConnectionRefusal, type Front, frontOptions } from './http-front.js';
+import { type ConnectionRefusal, type Drain, type Front, frontOptions } from './http-front.js';
 import { BatchLane } from './batch-lane.js';
 import { SequoiaMetrics } from './metrics.js';
 import { healthRoutes } from './routes/health-routes.js';
@@ -69,6 +69,8 @@ export interface AppOptions {
   readonly maxConnectionsPerAddress?: number | undefined;
   /** Resolves when the state directory takes a write: /readyz is 503 while it does not (none: not checked). */
   readonly stateDirProbe?: (() => Promise<void>) | undefined;
+  /** Set by the owner to start draining (http-front.ts, Drain); close() sets it too. */
+  readonly drain?: Drain | undefined;
 }
 
 const ALL_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS'] as const;
@@ -79,6 +81,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   const gate = new ClientGate({ access, rateLimit: opts.rateLimit, trustedProxies: opts.trustedProxies, unknownTagLookups: opts.unknownTagLookups });
   const front: Front = {
     draining: false,
+    drain: opts.drain ?? { leaving: false },
     fast: opts.fastPath !== false && !verbose ? makeFastPath(opts.service, { access, gate }) : undefined,
     onError: () => undefined,
   };
@@ -92,7 +95,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   app.removeContentTypeParser('application/json');
   app.addContentTypeParser('application/json', { parseAs: 'string' }, parseJsonBody);
   addRequestHooks(app, front, gate, verbose);
-  await registerRoutes(app, opts, access, gate, metrics);
+  await registerRoutes(app, opts, access, gate, metrics, front.drain);
   await app.after();
   answerOtherMethods(app, methodsByPath);
   return app;
@@ -193,6 +196,7 @@ function addRequestHooks(app: FastifyInstance, front: Front, gate: ClientGate, v
     });
   }
   app.addHook('preClose', (done) => {
+    front.drain.leaving = true;
     front.draining = true;
     done();
   });
@@ -206,7 +210,7 @@ function addRequestHooks(app: FastifyInstance, front: Front, gate: ClientGate, v
   }
 }
 
-async function registerRoutes(app: FastifyInstance, opts: AppOptions, access: Access, gate: ClientGate, metrics: SequoiaMetrics): Promise<void> {
+async function registerRoutes(app: FastifyInstance, opts: AppOptions, access: Access, gate: ClientGate, metrics: SequoiaMetrics, drain: Drain): Promise<void> {
   const version = opts.version ?? '0.0.0';
   // One lane per server process: batches of every generator take turns in it (batch-lane.ts).
   const lane = new BatchLane();
@@ -215,7 +219,7 @@ async function registerRoutes(app: FastifyInstance, opts: AppOptions, access: Ac
   await app.register(leafDecodeRoute, { access });
   await app.register(tagRoutes, { service: opts.service, checkAdmin: (req) => access.admin(req) });
   await app.register(conflictRoutes, { access, metrics });
-  await app.register(healthRoutes, { service: opts.service, stateDirProbe: opts.stateDirProbe });
+  await app.register(healthRoutes, { service: opts.service, stateDirProbe: opts.stateDirProbe, drain });
   await app.register(statusRoutes, { service: opts.service, version, metrics, exposeMetrics: opts.metrics !== false, adminToken: opts.adminToken, access, snowflake: opts.snowflake });
   if (opts.snowflake) {
     await app.register(snowflakeRoutes, { snowflake: opts.snowflake, access, lane });

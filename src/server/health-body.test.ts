@@ -22,6 +22,13 @@ describe('liveBody and readyBody (/healthz, /readyz)', () => {
     expect(liveBody()).toEqual({ status: 'ok' });
   });
 
+  it('a draining server is not ready whatever else holds: SHUTTING_DOWN', () => {
+    expect(() => readyBody({ storeKind: 'postgres', ping: up, tags: [tag()], draining: true })).toThrow(
+      expect.objectContaining({ code: 'SHUTTING_DOWN' }) as Error,
+    );
+    expect(readyBody({ storeKind: 'postgres', ping: up, tags: [tag()], draining: false }).status).toBe('ready');
+  });
+
   it('/readyz names the store once it answers', () => {
     expect(readyBody({ storeKind: 'postgres', ping: up })).toEqual({ status: 'ready', store: 'postgres', storeState: 'reachable', tags: { served: 0, refused: 0 } });
   });

@@ -37,6 +37,8 @@ export interface ReadinessInput {
   /** The state directory's write probe; undefined when the server has none to check. */
   readonly stateDir?: PingOutcome | undefined;
   readonly tags?: readonly TagReadiness[] | undefined;
+  /** The server is stopping (SIGTERM): not ready, whatever else holds, so traffic leaves before it goes. */
+  readonly draining?: boolean | undefined;
 }
 
 export interface ReadyBody {
@@ -60,10 +62,13 @@ export function tagCanIssue(t: TagReadiness, storeReachable: boolean): boolean {
   return storeReachable && !t.lastLoadFailed;
 }
 
-/** The /readyz body when the server can issue; throws STORE_UNAVAILABLE (503) naming the first rule that fails. */
+/** The /readyz body when the server can issue; throws SHUTTING_DOWN or STORE_UNAVAILABLE (503) naming the first rule that fails. */
 export function readyBody(input: ReadinessInput): ReadyBody {
   const { storeKind, ping, stateDir } = input;
   const tags = input.tags ?? [];
+  if (input.draining === true) {
+    throw new UnavailableError('SHUTTING_DOWN', 'not ready: the server is draining before it stops; use another server');
+  }
   if (stateDir !== undefined && !stateDir.reachable) {
     throw new UnavailableError('STORE_UNAVAILABLE', 'not ready: the state directory cannot be written, so no new range or tick can be recorded', {
       cause: stateDir.cause,

@@ -10,15 +10,29 @@ import { createServer as createHttpsServer } from 'node:https';
 import type { Server as NetServer, Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { InvalidArgumentError } from '../core/errors.js';
+import { DRAINING_HEADER } from '../core/request-rules.js';
 import { type ErrorRecord, sendError } from './error-reply.js';
 import { ERROR_STATUS } from './error-status.js';
 import type { FastPath } from './fast-path.js';
 import { answerRaw, answerSocket, type RawError } from './raw-answer.js';
 
+/**
+ * The first step of a stop (app/start-server.ts): from then on /readyz is 503
+ * and every answer carries `sequoia-draining: 1` and closes its connection, so
+ * load balancers take the server out and the SDK moves to another server (a
+ * client of `--workers N` reconnects, reaching another worker) while this one
+ * still answers; only then does it stop accepting.
+ */
+export interface Drain {
+  leaving: boolean;
+}
+
 /** What the front shares with the app; the app's hooks update it. */
 export interface Front {
   /** Set once close() starts: later requests (on kept-alive connections) answer SHUTTING_DOWN. */
   draining: boolean;
+  /** Set first on SIGTERM (see Drain). */
+  readonly drain: Drain;
   /** The fast path while it is on. */
   fast: FastPath | undefined;
   /** Answers written below fastify count in sequoia_errors_total too (set once metrics exist). */
@@ -153,6 +167,10 @@ function frontHandler(front: Front, handler: (req: IncomingMessage, res: ServerR
   const pid = process.env.SEQUOIA_ANSWER_PID === '1' ? String(process.pid) : undefined;
   return (req: IncomingMessage, res: ServerResponse): void => {
     if (pid !== undefined) res.setHeader('sequoia-pid', pid);
+    if (front.drain.leaving) {
+      res.setHeader(DRAINING_HEADER, '1');
+      res.setHeader('connection', 'close');
+    }
     if (front.draining) return refuse(front, req, res, SHUTTING_DOWN);
     if (req.httpVersionMinor === 1 && req.httpVersionMajor === 1 && !hasHost(req.rawHeaders)) return refuse(front, req, res, NO_HOST);
     if (front.fast === undefined || !front.fast(req, res)) handler(req, res);

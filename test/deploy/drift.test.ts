@@ -254,9 +254,10 @@ describe('ports, paths and probes in deploy/ match the server', () => {
     expect(envFile.active.get('SEQUOIA_STATE_DIR')).toBe('/var/lib/sequoia');
   });
 
-  it('every stop timeout is above the drain time (SEQUOIA_SHUTDOWN_TIMEOUT_MS)', () => {
+  it('every stop timeout is above the drain time (SEQUOIA_DRAIN_DELAY_MS + SEQUOIA_SHUTDOWN_TIMEOUT_MS)', () => {
     expect(defaultOf('shutdownTimeoutMs')).toBe('10000');
-    const drain = (env: Record<string, string>): number => Number(effective(env, 'shutdownTimeoutMs')) / 1000;
+    expect(defaultOf('drainDelayMs')).toBe('0');
+    const drain = (env: Record<string, string>): number => (Number(effective(env, 'drainDelayMs')) + Number(effective(env, 'shutdownTimeoutMs'))) / 1000;
     const margin = 5; // the give-back to the store and closing it, after the drain
     for (const w of workloads) {
       const pod = ((w.spec as Obj).template as { spec: Obj }).spec;

@@ -12,5 +12,6 @@ import { strictCoalescePostgres, strictCoalesceRedis } from './strict-coalesce.j
 import { snowflakeWorkers } from './snowflake-workers.js';
 import { restorePostgresSkewed, restoreSqlite, restoreSqliteSkewed } from './restore.js';
 import { recreatePostgres, recreateSqlite } from './recreate.js';
+import { rollingRestart } from './rolling-restart.js';
 
-export const SCENARIOS: readonly Scenario[] = [segmentKills, snowflakeWorkers, storeFaultsPostgres, storeFaultsMysql, storeFaultsRedis, strictCoalescePostgres, strictCoalesceRedis, ...CLOCK_SCENARIOS, leasePause, leaseSnapshotLease, leaseSnapshotStatic, manyServers, manyServersMixed, multiStoreFrozen, restoreSqlite, restoreSqliteSkewed, restorePostgresSkewed, recreateSqlite, recreatePostgres, stateDirFull, dbLock];
+export const SCENARIOS: readonly Scenario[] = [segmentKills, snowflakeWorkers, storeFaultsPostgres, storeFaultsMysql, storeFaultsRedis, strictCoalescePostgres, strictCoalesceRedis, ...CLOCK_SCENARIOS, leasePause, leaseSnapshotLease, leaseSnapshotStatic, manyServers, manyServersMixed, multiStoreFrozen, restoreSqlite, restoreSqliteSkewed, restorePostgresSkewed, recreateSqlite, recreatePostgres, stateDirFull, dbLock, rollingRestart];

@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { IdService } from '../../service/id-service.js';
 import { type PingOutcome, type TagReadiness, liveBody, readyBody } from '../health-body.js';
+import type { Drain } from '../http-front.js';
 import { pingWithin } from '../store-probe.js';
 
 const READY_TIMEOUT_MS = 1000;
@@ -11,6 +12,8 @@ export interface HealthRouteOptions {
   readonly service: IdService;
   /** Resolves when the state directory takes a write (app/start-server.ts); none: not checked. */
   readonly stateDirProbe?: (() => Promise<void>) | undefined;
+  /** Readiness is refused once the server starts draining. */
+  readonly drain?: Drain | undefined;
 }
 
 export async function healthRoutes(app: FastifyInstance, opts: HealthRouteOptions): Promise<void> {
@@ -20,6 +23,8 @@ export async function healthRoutes(app: FastifyInstance, opts: HealthRouteOption
   app.get('/healthz', async () => liveBody());
 
   app.get('/readyz', async () => {
+    // Draining answers at once: no store ping to wait for on the way out.
+    if (opts.drain?.leaving === true) return readyBody({ storeKind: service.store.kind, ping: { reachable: true }, draining: true });
     const [ping, dir] = await Promise.all([
       outcome(() => pingWithin(service, READY_TIMEOUT_MS)),
       stateDir?.(),
@@ -33,7 +38,7 @@ export async function healthRoutes(app: FastifyInstance, opts: HealthRouteOption
       // A strict tag buffers nothing and keeps its last failure for the status page: it can issue while the store answers.
       lastLoadFailed: s.lastError !== undefined && !service.isStrict(s.tag),
     }));
-    return readyBody({ storeKind: service.store.kind, ping, stateDir: dir, tags });
+    return readyBody({ storeKind: service.store.kind, ping, stateDir: dir, tags, draining: opts.drain?.leaving });
   });
   // GET /v1/status lives in status-routes.ts with /metrics and /ui.
 }
