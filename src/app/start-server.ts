@@ -9,6 +9,7 @@ import { pino } from 'pino';
 import { buildApp } from '../server/build-app.js';
 import { FormatRegistry } from '../server/formats.js';
 import { SequoiaMetrics } from '../server/metrics.js';
+import { FallbackLeases } from '../service/fallback-leases.js';
 import type { IdService } from '../service/id-service.js';
 import { VERSION } from '../version.js';
 import { type PortReservation, listenError, reservePort } from '../server/listen-check.js';
@@ -110,6 +111,7 @@ async function startReserved(
     app = await buildApp({
       service,
       snowflake,
+      fallback: config.fallbackTags?.length ? new FallbackLeases({ tags: config.fallbackTags, ttlMs: config.fallbackLeaseTtlMs, leases: backend.leases }) : undefined,
       adminToken: config.adminToken,
       clientTokens: config.clientTokens,
       metricsToken: config.metricsToken,

@@ -26,9 +26,13 @@ import { uuidRoutes } from './routes/uuid-routes.js';
 import { FormatRegistry } from './formats.js';
 import { tagRoutes } from './routes/tag-routes.js';
 import { conflictRoutes } from './routes/conflict-routes.js';
+import { fallbackRoutes } from './routes/fallback-routes.js';
+import type { FallbackLeases } from '../service/fallback-leases.js';
 
 export interface AppOptions {
   readonly service: IdService;
+  /** Fallback-space leases of the tags that have one; without it the fallback routes answer NOT_FOUND. */
+  readonly fallback?: FallbackLeases | undefined;
   /** Snowflake IDs; without it the snowflake routes answer NOT_FOUND. */
   readonly snowflake?: SnowflakeService | undefined;
   /** Bearer token for the admin routes; none means they are open (bind to localhost). */
@@ -215,6 +219,7 @@ async function registerRoutes(app: FastifyInstance, opts: AppOptions, access: Ac
   await app.register(leafDecodeRoute, { access });
   await app.register(tagRoutes, { service: opts.service, checkAdmin: (req) => access.admin(req) });
   await app.register(conflictRoutes, { access, metrics });
+  if (opts.fallback) await app.register(fallbackRoutes, { fallback: opts.fallback, access, gate });
   await app.register(healthRoutes, { service: opts.service, stateDirProbe: opts.stateDirProbe });
   await app.register(statusRoutes, { service: opts.service, version, metrics, exposeMetrics: opts.metrics !== false, adminToken: opts.adminToken, access, snowflake: opts.snowflake });
   if (opts.snowflake) {
