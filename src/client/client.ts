@@ -10,6 +10,7 @@
  * This module imports nothing from the server side: only the error classes
  * and ID parsing of src/core.
  */
+import { hostname } from 'node:os';
 import { MAX_COUNT } from '../core/request-rules.js';
 import { InvalidArgumentError, SequoiaError } from '../core/errors.js';
 import { parseDecimalId } from '../core/id.js';
@@ -119,6 +120,12 @@ export interface ClientOptions {
    * 2^62 on its own until that lease ends. Needs the reserve. Default false.
    */
   readonly fallback?: boolean;
+  /**
+   * Names this client on the servers' status page, where the reserves it took
+   * are listed (printable ASCII without spaces, 1-100 characters; default
+   * `<hostname>:<pid>`).
+   */
+  readonly name?: string;
   /** Called when a tag starts serving from its reserve, runs it dry, or has it back. Exceptions are ignored. */
   readonly onReserve?: (e: ReserveEvent) => void;
 }
@@ -185,6 +192,8 @@ export class SequoiaClient {
   private servedFromFallback = 0;
   private readonly fallbacks = new Map<string, TagFallback>();
   private readonly useFallback: boolean;
+  /** Marks reserve batches, so the servers' status page shows who holds reserves. */
+  private readonly reserveQuery: string;
   private refusals = 0;
   private msOnReserveDone = 0;
 
@@ -230,6 +239,9 @@ export class SequoiaClient {
     }
     this.onReserve = opts.onReserve;
     this.useFallback = opts.fallback === true && this.reservePolicy !== undefined;
+    const name = opts.name ?? `${hostname()}:${process.pid}`.replace(/[^\x21-\x7e]/g, '_').slice(0, 100);
+    if (!/^[\x21-\x7e]{1,100}$/.test(name)) throw new InvalidArgumentError('name must be 1-100 printable ASCII characters without spaces');
+    this.reserveQuery = `&reserve=1&client=${encodeURIComponent(name)}`;
     this.transport = new Transport({
       urls,
       token: opts.token,
@@ -550,7 +562,7 @@ export class SequoiaClient {
       return;
     }
     // A normal batch request: these IDs are this client's alone, like any batch.
-    r.refilling = this.fetchBatch(tag, want).then(
+    r.refilling = this.fetchBatch(tag, want, this.reserveQuery).then(
       (ids) => {
         r.refilling = undefined;
         if (this.controller.signal.aborted) return;
@@ -632,10 +644,10 @@ export class SequoiaClient {
   }
 
   /** A buffer's batch: above the server's 10,000 per request, parallel requests; partial success keeps what came. */
-  private async fetchBatch(tag: string, count: number): Promise<bigint[]> {
-    if (count <= MAX_COUNT) return this.fetchIds(tag, count);
+  private async fetchBatch(tag: string, count: number, query = ''): Promise<bigint[]> {
+    if (count <= MAX_COUNT) return this.fetchIds(tag, count, query);
     const chunks: Promise<bigint[]>[] = [];
-    for (let left = count; left > 0; left -= MAX_COUNT) chunks.push(this.fetchIds(tag, Math.min(left, MAX_COUNT)));
+    for (let left = count; left > 0; left -= MAX_COUNT) chunks.push(this.fetchIds(tag, Math.min(left, MAX_COUNT), query));
     const settled = await Promise.allSettled(chunks);
     const out: bigint[] = [];
     let firstError: unknown;
@@ -647,8 +659,8 @@ export class SequoiaClient {
     return out;
   }
 
-  private async fetchIds(tag: string, count: number): Promise<bigint[]> {
-    const body = parseJson(await this.transport.get(`/v1/segment/${tag}?count=${count}`)) as { ids?: unknown };
+  private async fetchIds(tag: string, count: number, query = ''): Promise<bigint[]> {
+    const body = parseJson(await this.transport.get(`/v1/segment/${tag}?count=${count}${query}`)) as { ids?: unknown };
     const raw = body.ids;
     if (!Array.isArray(raw) || raw.length !== count) throw new SequoiaError('INTERNAL', `the server answered a malformed batch for ${tag}`);
     const ids = new Array<bigint>(count);

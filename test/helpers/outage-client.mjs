@@ -2,6 +2,7 @@
 // argv[2] is JSON {urls, tags, reserve, fallback}; it draws every tag at a steady
 // pace and prints one JSON line every 100 ms: the IDs it got since the last
 // line, per tag, the error codes, and client.stats(). SIGTERM: a last line, then exit.
+import { clearInterval, setInterval, setTimeout } from 'node:timers';
 import { createClient } from '../../dist/client/index.js';
 
 const o = JSON.parse(process.argv[2]);
