@@ -7,7 +7,8 @@
  *   servers are back;
  * - the fallback tag: clients never refuse: reserve, then IDs from 2^62 under
  *   their leased worker id;
- * - the union of every ID every client and server issued has no repeat.
+ * - the union of every ID every client and server issued has no repeat;
+ * - the servers' status pages name the clients holding reserves.
  * The outage is a few seconds (the issue's 60 s / 5 min scaled down: the
  * reserve covers 2 s of a client's rate, the fallback lease 120 s: a loaded machine may take many seconds to start servers again).
  */
@@ -18,7 +19,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FALLBACK_FLOOR, decodeFallbackId } from '../../src/core/fallback/fallback-space.js';
-import { type ServerProcess, sequoia, startServe } from '../helpers/cli.js';
+import { BIN, type ServerProcess, assertBuilt, launchServe, sequoia } from '../helpers/cli.js';
 
 const CHILD = fileURLToPath(new URL('../helpers/outage-client.mjs', import.meta.url));
 const suffix = Math.random().toString(36).slice(2, 8);
@@ -55,7 +56,13 @@ afterAll(() => {
 });
 
 async function serve(state: string, port = '0'): Promise<ServerProcess> {
-  const s = await startServe(['--store', db, '--state-dir', join(dir, state), '--workers', '1', '--fallback-tags', FB, '--fallback-lease-ttl-ms', '120000', '--port', port]);
+  assertBuilt();
+  // Three servers starting at once beside four busy clients: on a loaded 2-core machine a start can take long.
+  const s = await launchServe(
+    process.execPath,
+    [BIN, 'serve', '--store', db, '--state-dir', join(dir, state), '--workers', '1', '--fallback-tags', FB, '--fallback-lease-ttl-ms', '120000', '--port', port],
+    { startTimeoutMs: 120_000 },
+  );
   running.push(s);
   return s;
 }
@@ -110,6 +117,16 @@ describe('outage of every server: reserve, then pause or the fallback space; no 
     expect(clients.every((c) => c.stats!.tags[PLAIN]!.fallbackWorkerId === undefined)).toBe(true); // no fallback space: no lease
     const workerIds = clients.map((c) => c.stats!.tags[FB]!.fallbackWorkerId);
     expect(new Set(workerIds).size).toBe(4); // one fallback worker id per client
+    // Each server's status page lists the clients that took a reserve from it: together, all four.
+    const holders = new Set<string>();
+    for (const s of servers) {
+      const st = (await (await fetch(`${s.url}/v1/status`)).json()) as { tags: Array<{ tag: string; reserves: Array<{ client: string; ids: number }> }> };
+      for (const r of st.tags.find((t) => t.tag === PLAIN)?.reserves ?? []) {
+        expect(r.ids).toBeGreaterThan(0);
+        holders.add(r.client);
+      }
+    }
+    expect(holders.size).toBe(4);
     // Servers issue too (their IDs go into the union).
     const byServers: bigint[] = [];
     for (const s of servers) for (const t of [PLAIN, FB]) byServers.push(...(await drawFrom(s.url, t, 500)));
