@@ -47,6 +47,8 @@ const MANUAL: Record<FieldName, FieldManual> = {
   snowflakeLayout: { meaning: 'default snowflake layout (of `/api/snowflake/get/{tag}` and requests without `layout`): a preset or one of `layouts`, see [Snowflake IDs](snowflake.md)' },
   layouts: { meaning: 'custom snowflake layouts by name, a JSON object (best in the config file), usable wherever a preset is: see [Custom layouts](snowflake.md#custom-layouts)' },
   workerIdProvider: { meaning: `where snowflake worker ids come from: ${WORKER_ID_PROVIDER_SPECS}` },
+  fallbackTags: { meaning: 'tags with a fallback space: IDs from 2^62 that a client issues under a leased worker id when no server answers and its reserve is spent; the tags\' segment IDs are refused past 2^62 (comma-separated, or a JSON array in the file); see [Fallback space](operations.md#fallback-space)' },
+  fallbackLeaseTtlMs: { meaning: 'fallback worker-id lease length: the longest a client issues fallback IDs without a server (it stops a tenth of it early); clients renew every third of it while servers answer' },
   workerLeaseTtlMs: { meaning: 'worker-id lease length; renewed every third of it; issuing stops before it could have expired' },
   clockPolicy: { meaning: 'when the clock goes back: `reject`, `wait`, `logical`, `backup-worker`' },
   clockMaxWaitMs: { meaning: 'largest step back the `wait` policy waits out' },

@@ -10,6 +10,7 @@ import { buildApp } from '../server/build-app.js';
 import type { Drain } from '../server/http-front.js';
 import { FormatRegistry } from '../server/formats.js';
 import { SequoiaMetrics } from '../server/metrics.js';
+import { FallbackLeases } from '../service/fallback-leases.js';
 import type { IdService } from '../service/id-service.js';
 import { VERSION } from '../version.js';
 import { type PortReservation, listenError, reservePort } from '../server/listen-check.js';
@@ -112,6 +113,7 @@ async function startReserved(
     app = await buildApp({
       service,
       snowflake,
+      fallback: config.fallbackTags?.length ? new FallbackLeases({ tags: config.fallbackTags, ttlMs: config.fallbackLeaseTtlMs, leases: backend.leases }) : undefined,
       adminToken: config.adminToken,
       clientTokens: config.clientTokens,
       metricsToken: config.metricsToken,

@@ -11,6 +11,7 @@ import { defineLayouts } from '../core/snowflake/layout.js';
 import type { TickRecord } from '../adapters/state-dir/tick-reserving-provider.js';
 import type { HighWaterMarkStore } from '../ports/high-water-mark-store.js';
 import type { Logger } from '../ports/logger.js';
+import { withFallbackCeiling } from '../service/fallback-leases.js';
 import { IdService, type IdServiceOptions } from '../service/id-service.js';
 import { SnowflakeService } from '../service/snowflake-service.js';
 import type { ServeConfig } from './config.js';
@@ -27,6 +28,8 @@ export interface SegmentConfig {
   readonly maxStep?: number;
   readonly loadTimeoutMs?: number;
   readonly strictTags?: readonly string[] | undefined;
+  /** Tags with a fallback space: their segment IDs are refused from 2^62 on. */
+  readonly fallbackTags?: readonly string[] | undefined;
 }
 
 export type SnowflakeConfig = Pick<
@@ -41,7 +44,7 @@ export function createIdService(
   o: { readonly logger?: Logger; readonly onLoad?: IdServiceOptions['onLoad']; readonly marks?: HighWaterMarkStore } = {},
 ): IdService {
   return new IdService({
-    store: backend.segments,
+    store: withFallbackCeiling(backend.segments, config.fallbackTags ?? []),
     // One state directory for the whole server: every worker of --workers N shares its marks and ticks.
     marks: o.marks ?? (config.stateDir === null ? new MemoryHighWaterMarkStore() : new StateDir(config.stateDir)),
     logger: o.logger,

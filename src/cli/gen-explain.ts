@@ -12,13 +12,15 @@ import { describeUuid, ulidTimestampMs, ulidToUuid, UuidV4Generator, UuidV7Gener
 import { systemClock } from '../core/clock.js';
 import { systemRandom } from '../core/random.js';
 import { MAX_COUNT } from '../core/request-rules.js';
+import { decodeFallbackId } from '../core/fallback/fallback-space.js';
+import { parseDecimalId } from '../core/id.js';
 import { SNOWFLAKE_LAYOUTS, explainSnowflake, genSnowflake, isSnowflakeLayout } from './snowflake-commands.js';
 import { WORKER_ID_PROVIDER_SPECS } from '../app/defaults.js';
 
 export const GEN_KINDS = ['uuid', 'uuid4', 'ulid', 'objectid'] as const;
 /** Every kind `sequoia gen` takes: the two with a store, then the coordination-free ones. */
 export const ALL_GEN_KINDS = ['snowflake', 'segment', ...GEN_KINDS] as const;
-export const EXPLAIN_LAYOUTS = ['uuid', 'ulid', 'objectid', 'flake128'] as const;
+export const EXPLAIN_LAYOUTS = ['uuid', 'ulid', 'objectid', 'flake128', 'fallback'] as const;
 
 export function parseCountArg(v: string): number {
   if (!/^[1-9][0-9]{0,5}$/.test(v) || Number(v) > 100_000) {
@@ -81,6 +83,14 @@ export function explain(
         processUnique: o.processUnique,
         counter: o.counter,
       };
+    }
+    case 'fallback': {
+      // A segment tag with a fallback space (docs/operations.md#fallback-space): below 2^62 a segment ID, from it a client's fallback ID.
+      const value = parseDecimalId(id);
+      if (value === undefined) throw new InvalidArgumentError(`--layout fallback takes a decimal ID from 0 to 2^63-1, got ${JSON.stringify(id)}`);
+      const f = decodeFallbackId(value);
+      if (f === undefined) return { id, kind: 'segment', space: 'segment', note: 'below 2^62: issued by a server from the tag\'s segments' };
+      return { id, kind: 'fallback', space: 'fallback', time: new Date(f.timestampMs).toISOString(), timestampMs: f.timestampMs, workerId: f.workerId, sequence: f.sequence };
     }
     case 'flake128': {
       const f = decomposeFlake128(parseFlake128(id));

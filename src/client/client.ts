@@ -10,10 +10,12 @@
  * This module imports nothing from the server side: only the error classes
  * and ID parsing of src/core.
  */
+import { hostname } from 'node:os';
 import { MAX_COUNT } from '../core/request-rules.js';
 import { InvalidArgumentError, SequoiaError } from '../core/errors.js';
 import { parseDecimalId } from '../core/id.js';
 import { TAG_RULE, isValidTag } from '../core/tag.js';
+import { FallbackIssuer } from '../core/fallback/fallback-space.js';
 import { RangeSet, type ReservePolicy, isNoServerAnswer, reserveExhausted, reserveTarget } from './reserve.js';
 import { type BatchPolicy, TagBuffer } from './tag-buffer.js';
 import { type RetryOptions, Transport, closedError } from './transport.js';
@@ -47,10 +49,11 @@ export interface ReserveEvent {
   readonly tag: string;
   /**
    * `using`: no server answers, IDs now come from the reserve.
-   * `exhausted`: the reserve is spent too; calls refuse with RESERVE_EXHAUSTED.
+   * `fallback`: the reserve is spent, IDs now come from the tag's fallback space (option `fallback`).
+   * `exhausted`: the reserve is spent too (and the fallback lease, if any, has ended); calls refuse with RESERVE_EXHAUSTED.
    * `replenished`: a server answered again and the reserve is full again.
    */
-  readonly state: 'using' | 'exhausted' | 'replenished';
+  readonly state: 'using' | 'fallback' | 'exhausted' | 'replenished';
   /** IDs left in the tag's reserve. */
   readonly remaining: number;
 }
@@ -63,8 +66,10 @@ export interface TagStats {
   readonly reserve: number;
   /** The size the reserve is kept at (seconds × observed rate, within min..max). */
   readonly reserveTarget: number;
-  /** `serving` (servers answer), `using` (on the reserve), `exhausted` (refusing). */
-  readonly state: 'serving' | 'using' | 'exhausted';
+  /** `serving` (servers answer), `using` (on the reserve), `fallback` (in the fallback space), `exhausted` (refusing). */
+  readonly state: 'serving' | 'using' | 'fallback' | 'exhausted';
+  /** The fallback worker id leased for the tag (option `fallback`), if one is held. */
+  readonly fallbackWorkerId?: number;
 }
 
 /** client.stats(): counters since the client was created, for export as metrics. */
@@ -73,6 +78,8 @@ export interface ClientStats {
   readonly servedFromReserve: number;
   /** Time any tag spent without a server answering after its reserve was needed (on the reserve or refusing), in ms. */
   readonly msOnReserve: number;
+  /** IDs handed out from a fallback space (option `fallback`). */
+  readonly servedFromFallback: number;
   /** Calls refused with RESERVE_EXHAUSTED. */
   readonly refusals: number;
   readonly tags: Readonly<Record<string, TagStats>>;
@@ -106,6 +113,19 @@ export interface ClientOptions {
    * 60 s of the observed rate, 100..100,000 IDs). `false` turns it off.
    */
   readonly reserve?: boolean | ReserveOptions;
+  /**
+   * Use the fallback space of tags whose servers declare one (`fallback-tags`;
+   * docs/operations.md#fallback-space): a worker id is leased per tag while
+   * servers answer, and once the reserve is spent the client issues IDs from
+   * 2^62 on its own until that lease ends. Needs the reserve. Default false.
+   */
+  readonly fallback?: boolean;
+  /**
+   * Names this client on the servers' status page, where the reserves it took
+   * are listed (printable ASCII without spaces, 1-100 characters; default
+   * `<hostname>:<pid>`).
+   */
+  readonly name?: string;
   /** Called when a tag starts serving from its reserve, runs it dry, or has it back. Exceptions are ignored. */
   readonly onReserve?: (e: ReserveEvent) => void;
 }
@@ -128,6 +148,20 @@ class TagReserve {
   owesReplenished = false;
   refilling: Promise<void> | undefined;
   nextProbe = 0;
+  fallbackSent = false;
+}
+
+/** A tag's fallback lease (option `fallback`). */
+class TagFallback {
+  /** The store's clock is Date.now() + offset (measured at the last lease answer). */
+  offset = 0;
+  readonly issuer = new FallbackIssuer(() => Date.now() + this.offset);
+  held: { owner: string; workerId: number; generation: number } | undefined;
+  /** The servers have no fallback space for the tag: never asked again. */
+  disabled = false;
+  leasing: Promise<void> | undefined;
+  /** performance.now() when the lease is asked for (again). */
+  renewAt = 0;
 }
 
 export interface SnowflakeOptions {
@@ -155,6 +189,11 @@ export class SequoiaClient {
   private readonly reserves = new Map<string, TagReserve>();
   private readonly onReserve: ((e: ReserveEvent) => void) | undefined;
   private servedFromReserve = 0;
+  private servedFromFallback = 0;
+  private readonly fallbacks = new Map<string, TagFallback>();
+  private readonly useFallback: boolean;
+  /** Marks reserve batches, so the servers' status page shows who holds reserves. */
+  private readonly reserveQuery: string;
   private refusals = 0;
   private msOnReserveDone = 0;
 
@@ -199,6 +238,10 @@ export class SequoiaClient {
       this.reservePolicy = { seconds, min: rmin, max: rmax, probeMs };
     }
     this.onReserve = opts.onReserve;
+    this.useFallback = opts.fallback === true && this.reservePolicy !== undefined;
+    const name = opts.name ?? `${hostname()}:${process.pid}`.replace(/[^\x21-\x7e]/g, '_').slice(0, 100);
+    if (!/^[\x21-\x7e]{1,100}$/.test(name)) throw new InvalidArgumentError('name must be 1-100 printable ASCII characters without spaces');
+    this.reserveQuery = `&reserve=1&client=${encodeURIComponent(name)}`;
     this.transport = new Transport({
       urls,
       token: opts.token,
@@ -319,10 +362,11 @@ export class SequoiaClient {
     for (const [tag, b] of this.buffers) {
       const r = this.reserves.get(tag);
       if (r?.since !== undefined) ms += now - r.since;
-      const state = r === undefined || r.since === undefined ? 'serving' : r.exhaustedSent ? 'exhausted' : 'using';
-      tags[tag] = { buffered: b.available, reserve: r?.ids.size ?? 0, reserveTarget: r?.target ?? 0, state };
+      const state = r === undefined || r.since === undefined ? 'serving' : r.exhaustedSent ? 'exhausted' : r.fallbackSent ? 'fallback' : 'using';
+      const f = this.fallbacks.get(tag)?.held;
+      tags[tag] = { buffered: b.available, reserve: r?.ids.size ?? 0, reserveTarget: r?.target ?? 0, state, ...(f !== undefined ? { fallbackWorkerId: f.workerId } : {}) };
     }
-    return { servedFromReserve: this.servedFromReserve, msOnReserve: Math.round(ms), refusals: this.refusals, tags };
+    return { servedFromReserve: this.servedFromReserve, servedFromFallback: this.servedFromFallback, msOnReserve: Math.round(ms), refusals: this.refusals, tags };
   }
 
   /** One Snowflake-family ID from `GET /v1/snowflake`. */
@@ -390,6 +434,7 @@ export class SequoiaClient {
     const nb = new TagBuffer(tag, this.policy, (t, n) => this.bufferFetch(t, n), () => performance.now());
     this.buffers.set(tag, nb);
     if (this.reservePolicy !== undefined) this.reserves.set(tag, new TagReserve());
+    if (this.useFallback) this.fallbacks.set(tag, new TagFallback());
     return nb;
   }
 
@@ -441,11 +486,70 @@ export class SequoiaClient {
     if (r.down) {
       r.down = false;
       r.usingSent = false;
+      r.fallbackSent = false;
       r.exhaustedSent = false;
       if (r.since !== undefined) this.msOnReserveDone += performance.now() - r.since;
       r.since = undefined;
     }
     this.refill(tag, r);
+    this.leaseFallback(tag);
+  }
+
+  /**
+   * Takes or renews the tag's fallback lease while servers answer (every
+   * third of the lease). The answer also aligns the client's clock on the
+   * store's: fallback milliseconds are the store's, so the next holder of the
+   * worker id, granted after this lease's end, starts after every one of ours.
+   */
+  private leaseFallback(tag: string): void {
+    const f = this.fallbacks.get(tag);
+    if (f === undefined || f.disabled || f.leasing !== undefined || performance.now() < f.renewAt) return;
+    const body = f.held === undefined ? {} : { ...f.held, lastTick: f.issuer.lastTick };
+    const sent = Date.now();
+    f.leasing = this.transport.post(`/v1/fallback/${encodeURIComponent(tag)}/lease`, body).then(
+      (text) => {
+        const received = Date.now();
+        const l = parseJson(text);
+        const n = (k: string): number => {
+          const v = l[k];
+          if (typeof v !== 'number' || !Number.isSafeInteger(v)) throw new SequoiaError('INTERNAL', `the server answered a malformed fallback lease (${k})`);
+          return v;
+        };
+        const [workerId, generation, grantedAtMs, expiresAtMs, notBeforeMs, notAfterMs] = ['workerId', 'generation', 'grantedAtMs', 'expiresAtMs', 'notBeforeMs', 'notAfterMs'].map(n) as [number, number, number, number, number, number];
+        if (typeof l.owner !== 'string') throw new SequoiaError('INTERNAL', 'the server answered a malformed fallback lease (owner)');
+        const ttl = expiresAtMs - grantedAtMs;
+        // The store's clock is known to within half the round trip; the lease's margin must cover that.
+        if (received - sent > (expiresAtMs - notAfterMs) / 2) {
+          f.renewAt = performance.now() + 1000;
+          return;
+        }
+        f.offset = grantedAtMs - (sent + received) / 2;
+        f.held = { owner: l.owner, workerId, generation };
+        f.issuer.setGrant({ workerId, notBeforeMs, notAfterMs });
+        f.renewAt = performance.now() + ttl / 3;
+      },
+      (e: unknown) => {
+        if (e instanceof SequoiaError && e.code === 'NOT_FOUND') f.disabled = true;
+        else f.renewAt = performance.now() + 1000;
+      },
+    ).catch(() => {
+      f.renewAt = performance.now() + 1000;
+    }).finally(() => {
+      f.leasing = undefined;
+    });
+  }
+
+  /** n IDs from the tag's fallback space, or undefined when it has none or its lease has ended. */
+  private takeFallback(tag: string, n: number): bigint[] | undefined {
+    const f = this.fallbacks.get(tag);
+    if (f?.held === undefined) return undefined;
+    const out: bigint[] = [];
+    for (let i = 0; i < n; i++) {
+      const id = f.issuer.next();
+      if (id === undefined) return undefined; // the lease's end: the ones taken are a gap
+      out.push(id);
+    }
+    return out;
   }
 
   private refill(tag: string, r: TagReserve): void {
@@ -458,7 +562,7 @@ export class SequoiaClient {
       return;
     }
     // A normal batch request: these IDs are this client's alone, like any batch.
-    r.refilling = this.fetchBatch(tag, want).then(
+    r.refilling = this.fetchBatch(tag, want, this.reserveQuery).then(
       (ids) => {
         r.refilling = undefined;
         if (this.controller.signal.aborted) return;
@@ -506,6 +610,16 @@ export class SequoiaClient {
       }
       return ids;
     }
+    const fb = this.takeFallback(b.tag, n);
+    if (fb !== undefined) {
+      this.servedFromFallback += n;
+      r.owesReplenished = true;
+      if (!r.fallbackSent) {
+        r.fallbackSent = true;
+        this.emit({ tag: b.tag, state: 'fallback', remaining: r.ids.size });
+      }
+      return fb;
+    }
     this.refusals++;
     if (r.ids.size === 0 && !r.exhaustedSent) {
       r.exhaustedSent = true;
@@ -530,10 +644,10 @@ export class SequoiaClient {
   }
 
   /** A buffer's batch: above the server's 10,000 per request, parallel requests; partial success keeps what came. */
-  private async fetchBatch(tag: string, count: number): Promise<bigint[]> {
-    if (count <= MAX_COUNT) return this.fetchIds(tag, count);
+  private async fetchBatch(tag: string, count: number, query = ''): Promise<bigint[]> {
+    if (count <= MAX_COUNT) return this.fetchIds(tag, count, query);
     const chunks: Promise<bigint[]>[] = [];
-    for (let left = count; left > 0; left -= MAX_COUNT) chunks.push(this.fetchIds(tag, Math.min(left, MAX_COUNT)));
+    for (let left = count; left > 0; left -= MAX_COUNT) chunks.push(this.fetchIds(tag, Math.min(left, MAX_COUNT), query));
     const settled = await Promise.allSettled(chunks);
     const out: bigint[] = [];
     let firstError: unknown;
@@ -545,8 +659,8 @@ export class SequoiaClient {
     return out;
   }
 
-  private async fetchIds(tag: string, count: number): Promise<bigint[]> {
-    const body = parseJson(await this.transport.get(`/v1/segment/${tag}?count=${count}`)) as { ids?: unknown };
+  private async fetchIds(tag: string, count: number, query = ''): Promise<bigint[]> {
+    const body = parseJson(await this.transport.get(`/v1/segment/${tag}?count=${count}${query}`)) as { ids?: unknown };
     const raw = body.ids;
     if (!Array.isArray(raw) || raw.length !== count) throw new SequoiaError('INTERNAL', `the server answered a malformed batch for ${tag}`);
     const ids = new Array<bigint>(count);

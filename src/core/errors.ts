@@ -120,7 +120,7 @@ export const ERRORS = {
   },
   NOT_FOUND: {
     status: 404, exit: 1, rebuild: plain('NOT_FOUND'),
-    doc: 'No such route.',
+    doc: 'No such route (on the fallback routes: a tag without a fallback space).',
   },
   METHOD_NOT_ALLOWED: {
     status: 405, exit: 1, rebuild: plain('METHOD_NOT_ALLOWED'),
@@ -152,7 +152,7 @@ export const ERRORS = {
   },
   LEASE_LOST: {
     status: 503, exit: 1, rebuild: unavailable('LEASE_LOST'),
-    doc: '(snowflake) The worker-id lease is lost or could have expired, or no worker id can be had; no ID is issued until one is held.',
+    doc: '(snowflake) The worker-id lease is lost or could have expired, or no worker id can be had; no ID is issued until one is held. (fallback routes) Every fallback worker id of the tag is held.',
   },
   ID_SPACE_EXHAUSTED: {
     status: 503, exit: 1, rebuild: unavailable('ID_SPACE_EXHAUSTED'),

@@ -26,9 +26,13 @@ import { uuidRoutes } from './routes/uuid-routes.js';
 import { FormatRegistry } from './formats.js';
 import { tagRoutes } from './routes/tag-routes.js';
 import { conflictRoutes } from './routes/conflict-routes.js';
+import { fallbackRoutes } from './routes/fallback-routes.js';
+import type { FallbackLeases } from '../service/fallback-leases.js';
 
 export interface AppOptions {
   readonly service: IdService;
+  /** Fallback-space leases of the tags that have one; without it the fallback routes answer NOT_FOUND. */
+  readonly fallback?: FallbackLeases | undefined;
   /** Snowflake IDs; without it the snowflake routes answer NOT_FOUND. */
   readonly snowflake?: SnowflakeService | undefined;
   /** Bearer token for the admin routes; none means they are open (bind to localhost). */
@@ -214,11 +218,12 @@ async function registerRoutes(app: FastifyInstance, opts: AppOptions, access: Ac
   const version = opts.version ?? '0.0.0';
   // One lane per server process: batches of every generator take turns in it (batch-lane.ts).
   const lane = new BatchLane();
-  await app.register(segmentRoutes, { service: opts.service, formats: opts.formats ?? new FormatRegistry(), access, gate, lane });
+  await app.register(segmentRoutes, { service: opts.service, formats: opts.formats ?? new FormatRegistry(), access, gate, lane, metrics });
   await app.register(uuidRoutes, { access, lane });
   await app.register(leafDecodeRoute, { access });
   await app.register(tagRoutes, { service: opts.service, checkAdmin: (req) => access.admin(req) });
   await app.register(conflictRoutes, { access, metrics });
+  if (opts.fallback) await app.register(fallbackRoutes, { fallback: opts.fallback, access, gate });
   await app.register(healthRoutes, { service: opts.service, stateDirProbe: opts.stateDirProbe, drain });
   await app.register(statusRoutes, { service: opts.service, version, metrics, exposeMetrics: opts.metrics !== false, adminToken: opts.adminToken, access, snowflake: opts.snowflake });
   if (opts.snowflake) {

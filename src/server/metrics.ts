@@ -45,6 +45,22 @@ export interface TagStatus {
   readonly healthReason: string;
   /** Business unique-key conflicts reported for the tag since start (POST /v1/tags/{tag}/conflicts). */
   readonly businessConflicts: number;
+  /** Clients that took a reserve of the tag from this server (`?reserve=1`), newest first. */
+  readonly reserves: readonly ReserveHolder[];
+}
+
+/** The last reserve batch one client took of a tag from this server. */
+export interface ReserveHolder {
+  /** The client's name (`?client=`), else its token's name, else `-`. */
+  readonly client: string;
+  /** The peer address (or the one trusted proxies forward). */
+  readonly address: string;
+  /** IDs in its last reserve batch, and their lowest and highest. */
+  readonly ids: number;
+  readonly first: string;
+  readonly last: string;
+  /** Wall-clock ms. */
+  readonly at: number;
 }
 
 export interface RecentError {
@@ -71,6 +87,8 @@ export interface SequoiaMetricsOptions {
 }
 
 const RECENT_ERRORS = 50;
+/** Reserve holders remembered per tag (the oldest is forgotten first). */
+const RESERVE_HOLDERS = 50;
 const MAX_TRACKED_TAGS = 10_000;
 const LOAD_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 
@@ -144,6 +162,7 @@ export class SequoiaMetrics {
   private readonly errorsTotal: Counter<'code'>;
   private readonly conflictsTotal: Counter<'tag'>;
   private readonly conflicts = new Map<string, number>();
+  private readonly reserves = new Map<string, Map<string, ReserveHolder>>();
   private readonly loadSeconds: Histogram<'tag'>;
   private snowflakeSources: SnowflakeMetricsSource[] | undefined;
 
@@ -262,6 +281,24 @@ export class SequoiaMetrics {
     this.conflicts.set(tag, (n ?? 0) + 1);
     this.conflictsTotal.inc({ tag });
     return true;
+  }
+
+  /**
+   * Remembers a reserve batch a client took (the SDK marks them `?reserve=1`):
+   * the status page shows who holds reserves of a tag. One entry per client
+   * name and address, the newest batch; bounded per tag and in tags.
+   */
+  recordReserve(tag: string, holder: Omit<ReserveHolder, 'at'>): void {
+    let m = this.reserves.get(tag);
+    if (m === undefined) {
+      if (this.reserves.size >= MAX_TRACKED_TAGS) return;
+      m = new Map();
+      this.reserves.set(tag, m);
+    }
+    const key = `${holder.client}\u0000${holder.address}`;
+    m.delete(key); // re-inserted last: the map's order is oldest first
+    m.set(key, { ...holder, at: this.clock.now() });
+    if (m.size > RESERVE_HOLDERS) m.delete(m.keys().next().value as string);
   }
 
   /** Conflicts reported for `tag` since start. */
@@ -392,6 +429,7 @@ export class SequoiaMetrics {
         health: h.health,
         healthReason: h.reason,
         businessConflicts: conflicts,
+        reserves: [...(this.reserves.get(snap.tag)?.values() ?? [])].reverse(),
       };
     });
   }

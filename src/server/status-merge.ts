@@ -63,6 +63,10 @@ export function mergeStatuses(all: ReadonlyArray<Gathered<StatusBody>>): StatusB
       loads: sum((t) => t.loads),
       loadFailures: sum((t) => t.loadFailures),
       rateHistory,
+      // Every worker's holders, newest first.
+      reserves: list
+        .flatMap((x) => (Array.isArray(x.t.reserves) ? (x.t.reserves as Array<{ at: string }>) : []))
+        .sort((a, b) => (a.at < b.at ? 1 : a.at > b.at ? -1 : 0)),
       perWorker: list.map(({ slot, t }) => ({
         worker: slot,
         health: t.health,

@@ -43,5 +43,14 @@ export function tagStatusJson(t: TagStatus, admin: boolean) {
     coverSeconds: Number.isFinite(t.coverSeconds) ? round1(t.coverSeconds) : null,
     rateHistory: t.rateHistory.map(round3),
     businessConflicts: t.businessConflicts,
+    // Who holds reserves of the tag (the SDK's, for when no server answers); addresses for the admin only.
+    reserves: t.reserves.map((r) => ({
+      client: r.client,
+      ...(admin ? { address: r.address } : {}),
+      ids: r.ids,
+      first: r.first,
+      last: r.last,
+      at: new Date(r.at).toISOString(),
+    })),
   };
 }

@@ -145,6 +145,24 @@ describeChromium('monitoring page in Chromium', () => {
     await expect.poll(() => page.locator('#store-card').getAttribute('data-reachable'), { timeout: 10_000 }).toBe('true');
   });
 
+  it('lists the clients that took a reserve of a tag (the SDK marks those batches), with address and range for the admin', async () => {
+    expect((await call('/v1/segment/orders?count=300&reserve=1&client=billing-7')).status).toBe(200);
+    expect((await call('/v1/segment/orders?count=200&reserve=1')).status).toBe(200); // no name: "-"
+    const cell = row('orders').locator('td.reserves');
+    await expect.poll(() => cell.innerText(), { timeout: 10_000 }).toBe('-, billing-7: 500');
+    const title = (await cell.getAttribute('title')) ?? '';
+    expect(title).toMatch(/^- \(127\.0\.0\.1\): 200 IDs \[\d+\.\.\d+\]/);
+    expect(title).toMatch(/\nbilling-7 \(127\.0\.0\.1\): 300 IDs/);
+    // A bad mark is a 400, never a crash or a silent name.
+    const bad = await call('/v1/segment/orders?count=1&reserve=1&client=a%20b');
+    expect(bad.status).toBe(400);
+    expect(((await bad.json()) as { error: { code: string } }).error.code).toBe('INVALID_ARGUMENT');
+    expect((await call('/v1/segment/orders?count=1&client=x')).status).toBe(400);
+    // /v1/status says the same; the addresses only to the admin.
+    const body = (await (await call('/v1/status', { headers: admin })).json()) as { tags: Array<{ tag: string; reserves: Array<{ client: string; address?: string; ids: number }> }> };
+    expect(body.tags.find((t) => t.tag === 'orders')?.reserves.map((r) => [r.client, r.address, r.ids])).toEqual([['-', '127.0.0.1', 200], ['billing-7', '127.0.0.1', 300]]);
+  });
+
   it('a reported business unique-key conflict turns the tag red with CONFLICT', async () => {
     // The busy tag of the test above is healthy until a client reports a conflict on one of its IDs.
     await expect.poll(() => row('orders').getAttribute('data-health'), { timeout: 10_000 }).not.toBe('critical');

@@ -12,8 +12,21 @@ import type { Access } from '../auth.js';
 import type { ClientGate } from '../client-gate.js';
 import type { FormatRegistry } from '../formats.js';
 import { BatchLane } from '../batch-lane.js';
+import { InvalidArgumentError } from '../../core/errors.js';
+import type { SequoiaMetrics } from '../metrics.js';
 
 const checkTag = (tag: string): string => assertTag(tag);
+
+/** `?reserve=1` marks a client's reserve batch (status page); `client` names it (printable ASCII, 1-100 characters). */
+function reserveMark(reserve: string | undefined, client: string | undefined): { client: string | undefined } | undefined {
+  if (reserve === undefined) {
+    if (client !== undefined) throw new InvalidArgumentError('client is only taken with reserve=1');
+    return undefined;
+  }
+  if (reserve !== '1') throw new InvalidArgumentError(`reserve must be 1, got ${JSON.stringify(reserve.slice(0, 20))}`);
+  if (client !== undefined && !/^[\x21-\x7e]{1,100}$/.test(client)) throw new InvalidArgumentError('client must be 1-100 printable ASCII characters without spaces');
+  return { client };
+}
 
 function sendText(reply: FastifyReply, id: Id): FastifyReply {
   return reply.type('text/plain; charset=utf-8').send(String(id));
@@ -25,9 +38,9 @@ function formattedJson(tag: string, ids: Id[], codec: BusinessNumberCodec): stri
 
 export async function segmentRoutes(
   app: FastifyInstance,
-  opts: { service: IdService; formats: FormatRegistry; access?: Access; gate?: ClientGate; lane?: BatchLane },
+  opts: { service: IdService; formats: FormatRegistry; access?: Access; gate?: ClientGate; lane?: BatchLane; metrics?: SequoiaMetrics },
 ): Promise<void> {
-  const { service, formats, gate, lane } = opts;
+  const { service, formats, gate, lane, metrics } = opts;
   const access = opts.access?.clientTokensEnabled ? opts.access : undefined;
   /** A tag the server does not know costs a store look-up: each client has a share of them. */
   const knownOrShare = (req: FastifyRequest, tag: string): void => {
@@ -52,7 +65,7 @@ export async function segmentRoutes(
     },
   );
 
-  app.get<{ Params: { tag: string }; Querystring: { count?: string; format?: string } }>(
+  app.get<{ Params: { tag: string }; Querystring: { count?: string; format?: string; reserve?: string; client?: string } }>(
     '/v1/segment/:tag',
     { config: { hot: true } },
     (req, reply) => {
@@ -63,11 +76,26 @@ export async function segmentRoutes(
       reply.type('application/json; charset=utf-8');
       // Resolved before any ID is taken: a bad format costs no IDs.
       const codec = req.query.format === undefined ? undefined : formats.codec(req.query.format);
+      const reserve = reserveMark(req.query.reserve, req.query.client);
+      const record = (ids: Id[]): Id[] => {
+        if (reserve !== undefined && metrics !== undefined && ids.length > 0) {
+          const caller = opts.access?.caller(req);
+          const client = reserve.client ?? (caller?.kind === 'client' ? caller.name : '-');
+          let lo = ids[0]!;
+          let hi = lo;
+          for (const id of ids) {
+            if (id < lo) lo = id;
+            if (id > hi) hi = id;
+          }
+          metrics.recordReserve(tag, { client, address: gate?.address(req.raw) ?? req.ip, ids: ids.length, first: String(lo), last: String(hi) });
+        }
+        return ids;
+      };
       const serve = () => {
-        if (codec !== undefined) return Promise.resolve(service.nextMany(tag, count)).then((ids) => reply.send(formattedJson(tag, ids, codec)));
+        if (codec !== undefined) return Promise.resolve(service.nextMany(tag, count)).then((ids) => reply.send(formattedJson(tag, record(ids), codec)));
         const r = service.nextMany(tag, count);
-        if (!(r instanceof Promise)) return reply.send(idsJson(tag, r));
-        return r.then((ids) => reply.send(idsJson(tag, ids)));
+        if (!(r instanceof Promise)) return reply.send(idsJson(tag, record(r)));
+        return r.then((ids) => reply.send(idsJson(tag, record(ids))));
       };
       // A batch waits its turn, so single IDs that arrive meanwhile are answered first (batch-lane.ts).
       return lane && BatchLane.takesTurn(count) ? lane.turn(count).then(serve) : serve();

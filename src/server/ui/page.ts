@@ -57,7 +57,7 @@ export const UI_HTML = `<!doctype html>
     <thead><tr>
       <th>status</th><th>tag</th><th>current [value, max)</th><th>current buffer</th><th>next buffer</th>
       <th class="num">remaining</th><th class="num">step (stored)</th><th class="num">rate /s</th><th>rate, last minute</th>
-      <th class="num">cover</th><th>last load</th><th class="num">load failures</th>
+      <th class="num">cover</th><th>last load</th><th class="num">load failures</th><th>client reserves</th>
     </tr></thead>
     <tbody></tbody>
   </table>
@@ -177,7 +177,7 @@ export const UI_JS = `'use strict';
     cell.appendChild(svg);
   }
 
-  var COLUMNS = ['health', 'tag', 'range', 'bar-current', 'bar-next', 'remaining num', 'step num', 'rate num', 'spark', 'cover num', 'load', 'failures num'];
+  var COLUMNS = ['health', 'tag', 'range', 'bar-current', 'bar-next', 'remaining num', 'step num', 'rate num', 'spark', 'cover num', 'load', 'failures num', 'reserves'];
 
   function rowFor(tag) {
     var r = rows.get(tag);
@@ -225,6 +225,13 @@ export const UI_JS = `'use strict';
     else if (t.lastError) fail += ' last ' + t.lastError.code;
     c.failures.textContent = fail;
     c.failures.title = t.lastError && t.lastError.message ? t.lastError.message : '';
+    // Clients holding a reserve of the tag (taken from this server), for when no server answers.
+    var holders = t.reserves || [];
+    var held = holders.reduce(function (n, h) { return n + h.ids; }, 0);
+    c.reserves.textContent = holders.length ? holders.map(function (h) { return h.client; }).slice(0, 3).join(', ') + (holders.length > 3 ? ' +' + (holders.length - 3) : '') + ': ' + fmtInt(held) : '-';
+    c.reserves.title = holders.map(function (h) {
+      return h.client + (h.address ? ' (' + h.address + ')' : '') + ': ' + fmtInt(h.ids) + ' IDs [' + h.first + '..' + h.last + '] ' + fmtAgo(h.at);
+    }).join('\\n');
   }
 
   function render(s) {
