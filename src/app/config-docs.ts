@@ -47,6 +47,7 @@ const MANUAL: Record<FieldName, FieldManual> = {
   layouts: { meaning: 'custom snowflake layouts by name, a JSON object (best in the config file), usable wherever a preset is: see [Custom layouts](snowflake.md#custom-layouts)' },
   workerIdProvider: { meaning: `where snowflake worker ids come from: ${WORKER_ID_PROVIDER_SPECS}` },
   workerLeaseTtlMs: { meaning: 'worker-id lease length; renewed every third of it; issuing stops before it could have expired' },
+  ledgerRetentionDays: { meaning: 'days the worker-id lease ledger keeps a row (every grant, renewal, takeover and release, for `sequoia explain --store` and `sequoia audit --layout --store`); older rows are pruned in small batches after a renewal, never inside one; `0` keeps them for ever. See [audit](audit.md#snowflake-ids-and-the-lease-ledger)' },
   clockPolicy: { meaning: 'when the clock goes back: `reject`, `wait`, `logical`, `backup-worker`' },
   clockMaxWaitMs: { meaning: 'largest step back the `wait` policy waits out' },
 };

@@ -32,7 +32,7 @@ export interface SegmentConfig {
 export type SnowflakeConfig = Pick<
   ServeConfig,
   'snowflakeLayout' | 'workerIdProvider' | 'workerLeaseTtlMs' | 'clockPolicy' | 'clockMaxWaitMs' | 'layouts'
-> & { readonly stateDir?: string; readonly port?: number; readonly workerSlot?: number | undefined };
+> & { readonly stateDir?: string; readonly port?: number; readonly workerSlot?: number | undefined; readonly ledgerRetentionDays?: number };
 
 export function createIdService(
   config: SegmentConfig,
@@ -73,6 +73,7 @@ export function createSnowflakeService(
   try {
     provider = createWorkerIdProvider(spec, backend.leases, {
       ttlMs: config.workerLeaseTtlMs,
+      ledgerRetentionDays: config.ledgerRetentionDays,
       stateDir: config.stateDir,
       ticks: o.ticks,
       workerSlot: config.workerSlot,
