@@ -137,7 +137,7 @@ describe('lease ledger: sqlite', () => {
         db.close();
       }
     });
-  }, 120_000);
+  }, 300_000);
 });
 
 const describePg = await describeWithService('PostgreSQL', probePostgres);
@@ -157,7 +157,7 @@ describePg('lease ledger: postgres', () => {
       await c.query('DELETE FROM sequoia_worker_lease WHERE space = $1', [space]);
       await c.end();
     }
-  }, 120_000);
+  }, 300_000);
 });
 
 const describeMysql = await describeWithService('MySQL/MariaDB', probeMysql);
@@ -176,5 +176,5 @@ describeMysql('lease ledger: mysql', () => {
       await c.query('DELETE FROM sequoia_worker_lease WHERE space = ?', [space]);
       await c.end();
     }
-  }, 120_000);
+  }, 300_000);
 });
