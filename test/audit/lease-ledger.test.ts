@@ -16,6 +16,8 @@ import mysql from 'mysql2/promise';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { compose, decompose, defineLayouts, joinWorker } from '../../src/core/snowflake/layout.js';
+import { MemoryWorkerLeaseStore } from '../../src/adapters/memory/memory-worker-lease-store.js';
+import { leaseHeldFrom } from '../../src/app/audit.js';
 import { sequoia, startServe } from '../helpers/cli.js';
 import { describeWithService } from '../helpers/services.js';
 import { MYSQL_URL, POSTGRES_URL, probeMysql, probePostgres } from '../contract/backends.js';
@@ -124,6 +126,21 @@ async function scenario(name: string, store: string, spaceRows: (space: string) 
   expect(explain(stranger)).toMatchObject({ workerId: 1000, heldBy: [], message: expect.stringMatching(/^nobody held worker id 1000 at tick/) });
   expect(explain(before).heldBy).toEqual([]);
 }
+
+describe('AuditLedger.leaseHeld from the lease ledger', () => {
+  it('answers from the holdings of the space: held inside a holding, not before, after, or for another id', async () => {
+    const store = new MemoryWorkerLeaseStore();
+    const a = await store.acquire({ space: 's1', owner: 'h/1/i', ttlMs: 10_000, workerCount: 4, nowTick: 100 });
+    if ('refused' in a) throw new Error(a.refused);
+    await store.renew('s1', a.workerId, 'h/1/i', a.generation, 10_000, 200);
+    const held = leaseHeldFrom(store);
+    expect(await held('s1', a.workerId, 150)).toBe(true);
+    expect(await held('s1', a.workerId, 99)).toBe(false);
+    expect(await held('s1', a.workerId, 201)).toBe(false);
+    expect(await held('s1', a.workerId + 1, 150)).toBe(false);
+    expect(await held('s2', a.workerId, 150)).toBe(false);
+  });
+});
 
 describe('lease ledger: sqlite', () => {
   it('records grant, renewals, release and takeover; explain names the holder; audit finds IDs from unheld worker ids', async () => {
