@@ -4,13 +4,17 @@
  * store's view of a tag.
  */
 import { InvalidArgumentError } from '../core/errors.js';
+import { HoldingIndex } from '../core/snowflake/holding-index.js';
+import type { AuditLedger } from '../ports/audit-ledger.js';
 import type { IdSource } from '../ports/id-source.js';
+import type { LeaseLedger } from '../ports/lease-ledger.js';
 import type { TagInfo } from '../ports/segment-store.js';
 import { resolveConfig } from './config.js';
-import { redactStoreUrl } from './stores.js';
+import { openBackend, redactStoreUrl } from './stores.js';
 import { withIdService } from './wiring.js';
 
 export type { AuditLedger, AuditLedgerEntry } from '../ports/audit-ledger.js';
+export type { LeaseHolding, LeaseLedger } from '../ports/lease-ledger.js';
 
 export async function openIdSource(url: string, query: string): Promise<IdSource> {
   if (url.startsWith('sqlite:')) {
@@ -46,4 +50,40 @@ export async function storeTag(opts: { store?: string | undefined; stateDir?: st
 /** The configured custom layouts (`--config` / SEQUOIA_CONFIG), for `--layout NAME`. */
 export function configuredLayouts(file: string | undefined): unknown {
   return resolveConfig({}, process.env, file).layouts;
+}
+
+/**
+ * The worker-id lease ledger of a store (`--store`, else SEQUOIA_STORE, else
+ * the default), for `explain` and `audit`; closed after `fn`.
+ */
+export async function withLeaseLedger<T>(store: string | undefined, fn: (ledger: LeaseLedger) => Promise<T>): Promise<T> {
+  const config = resolveConfig({ store }, process.env, undefined);
+  const backend = await openBackend(config.store);
+  try {
+    const leases = backend.leases();
+    if (!leases) {
+      throw new InvalidArgumentError(`--store: ${JSON.stringify(redactStoreUrl(config.store))} keeps no worker-id leases (the lease ledger is on sqlite, postgres or mysql stores)`);
+    }
+    try {
+      await leases.init();
+      return await fn(leases);
+    } finally {
+      await leases.close();
+    }
+  } finally {
+    await backend.segments.close();
+  }
+}
+
+/**
+ * AuditLedger's `leaseHeld` from a lease ledger: each space's holdings are
+ * read once and answered from memory (an audit asks for every ID).
+ */
+export function leaseHeldFrom(ledger: LeaseLedger): NonNullable<AuditLedger['leaseHeld']> {
+  const indexes = new Map<string, Promise<HoldingIndex>>();
+  return async (spaceKey, workerId, tick) => {
+    let ix = indexes.get(spaceKey);
+    if (!ix) indexes.set(spaceKey, (ix = ledger.holdings(spaceKey).then((h) => new HoldingIndex(h))));
+    return (await ix).held(workerId, tick);
+  };
 }

@@ -168,6 +168,7 @@ export const FIELDS = {
   layouts: { schema: layoutsSchema.optional(), default: undefined, env: 'SEQUOIA_LAYOUTS', flag: '--layouts', doc: 'custom snowflake layouts, JSON {"discord":{"epochMs":1420070400000,"timeBits":42,"fields":[…]}}; best in the config file' },
   workerIdProvider: { schema: workerIdProviderSchema, default: 'lease', env: 'SEQUOIA_WORKER_ID_PROVIDER', flag: '--worker-id-provider', doc: 'where snowflake worker ids come from (lease: leased from the store)' },
   workerLeaseTtlMs: { schema: intFrom(300, 600_000), default: 10_000, env: 'SEQUOIA_WORKER_LEASE_TTL_MS', flag: '--worker-lease-ttl-ms', doc: 'worker-id lease length; renewed every third of it' },
+  ledgerRetentionDays: { schema: intFrom(0, 36_500), default: 90, env: 'SEQUOIA_LEDGER_RETENTION_DAYS', flag: '--ledger-retention-days', doc: 'days the lease ledger keeps its rows (0: forever)' },
   clockPolicy: { schema: z.enum(['reject', 'wait', 'logical', 'backup-worker'], { error: 'must be reject, wait, logical or backup-worker' }), default: 'wait', env: 'SEQUOIA_CLOCK_POLICY', flag: '--clock-policy', doc: 'what snowflake does when the clock goes back' },
   clockMaxWaitMs: { schema: intFrom(0, 60_000), default: 1000, env: 'SEQUOIA_CLOCK_MAX_WAIT_MS', flag: '--clock-max-wait-ms', doc: 'largest clock step back the wait policy waits out' },
 } as const;

@@ -14,7 +14,7 @@ import { StateDir } from '../adapters/state-dir/state-dir.js';
 
 /** What may write to the store file: guarded by its disk reserve. */
 const SEGMENT_WRITES = ['init', 'allocate', 'createTag', 'updateTag', 'deleteTag', 'fence', 'giveBack'];
-const LEASE_WRITES = ['init', 'acquire', 'renew', 'release', 'registerNode'];
+const LEASE_WRITES = ['init', 'acquire', 'renew', 'release', 'registerNode', 'pruneLedger'];
 
 serveOffLoop({
   sqlite: (args) => {

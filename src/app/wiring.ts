@@ -35,7 +35,7 @@ export interface SegmentConfig {
 export type SnowflakeConfig = Pick<
   ServeConfig,
   'snowflakeLayout' | 'workerIdProvider' | 'workerLeaseTtlMs' | 'clockPolicy' | 'clockMaxWaitMs' | 'layouts'
-> & { readonly stateDir?: string; readonly port?: number; readonly workerSlot?: number | undefined };
+> & { readonly stateDir?: string; readonly port?: number; readonly workerSlot?: number | undefined; readonly ledgerRetentionDays?: number };
 
 export function createIdService(
   config: SegmentConfig,
@@ -76,6 +76,7 @@ export function createSnowflakeService(
   try {
     provider = createWorkerIdProvider(spec, backend.leases, {
       ttlMs: config.workerLeaseTtlMs,
+      ledgerRetentionDays: config.ledgerRetentionDays,
       stateDir: config.stateDir,
       ticks: o.ticks,
       workerSlot: config.workerSlot,

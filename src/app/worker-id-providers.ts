@@ -18,9 +18,12 @@ import { type TickRecord, TickReservingProvider } from '../adapters/state-dir/ti
 import { StaticWorkerIdProvider } from '../adapters/static/static-worker-id-provider.js';
 import { ZookeeperWorkerIdProvider } from '../adapters/zookeeper/zookeeper-worker-id-provider.js';
 import { type WorkerIdProviderSpec, parseWorkerIdProvider } from './worker-id-provider-spec.js';
+import { VERSION } from '../version.js';
 
 export interface ProviderOptions {
   readonly ttlMs?: number;
+  /** Days the lease ledger keeps its rows (0: for ever). Default 90. */
+  readonly ledgerRetentionDays?: number | undefined;
   readonly hostname?: string;
   /**
    * The server's state directory: the last snowflake tick of every provider
@@ -69,7 +72,7 @@ function createBareProvider(spec: WorkerIdProviderSpec, leases: () => WorkerLeas
   if (spec.kind === 'static' || spec.kind === 'k8s-ordinal') {
     const id = spec.kind === 'static' ? spec.workerId : k8sOrdinal(o.hostname ?? hostname(), spec.offset);
     if (!store) return new StaticWorkerIdProvider(id, spec.kind);
-    return new LeaseWorkerIdProvider(store, { ttlMs: o.ttlMs, fixedWorkerId: id, kind: `${spec.kind}+lease(${store.kind})` });
+    return new LeaseWorkerIdProvider(store, { ...leaseOptions(o), fixedWorkerId: id, kind: `${spec.kind}+lease(${store.kind})` });
   }
   if (!store) {
     throw new InvalidArgumentError(
@@ -77,5 +80,13 @@ function createBareProvider(spec: WorkerIdProviderSpec, leases: () => WorkerLeas
     );
   }
   if (spec.kind === 'worker-node') return new WorkerNodeWorkerIdProvider(store);
-  return new LeaseWorkerIdProvider(store, { ttlMs: o.ttlMs });
+  return new LeaseWorkerIdProvider(store, leaseOptions(o));
+}
+
+function leaseOptions(o: ProviderOptions): { ttlMs?: number; version: string; ledgerRetentionMs?: number } {
+  return {
+    ...(o.ttlMs !== undefined ? { ttlMs: o.ttlMs } : {}),
+    version: VERSION,
+    ...(o.ledgerRetentionDays !== undefined ? { ledgerRetentionMs: o.ledgerRetentionDays * 86_400_000 } : {}),
+  };
 }

@@ -11,6 +11,7 @@ import { type Layout, defineLayouts, getLayout } from '../core/snowflake/layout.
 import { AboveBound, AuditAnalysis, FUTURE_SLACK_MS } from './audit/audit-analysis.js';
 import { IdSorter, LineParser } from './audit/id-sort.js';
 import type { AuditLedger } from '../ports/audit-ledger.js';
+import { HoldingIndex } from '../core/snowflake/holding-index.js';
 
 interface AuditOpts {
   csvColumn?: string;
@@ -30,18 +31,18 @@ interface AuditOpts {
 
 /** No range ledger exists yet (issue 21 parts 1–2): this is where it plugs in. */
 const LEDGER: AuditLedger | undefined = undefined;
-const NO_LEDGER =
-  'no ledger yet: duplicates cannot be traced to the ranges that issued them, foreign IDs are not checked, and snowflake worker ids are not checked against lease history';
+const NO_LEDGER = 'no ledger yet: duplicates cannot be traced to the ranges that issued them, and foreign IDs are not checked';
+const NO_LEASE_LEDGER = 'no --store: snowflake worker ids are not checked against the lease ledger (who held each worker id at each tick)';
 
 export function registerAudit(program: Command): void {
   program
     .command('audit [file]')
-    .description('check IDs from your own data: duplicates, IDs above the store (a restored store), snowflake IDs outside their layout or from the future')
+    .description('check IDs from your own data: duplicates, IDs above the store (a restored store), snowflake IDs outside their layout, from the future or from a worker id nobody held')
     .option('--csv-column <n|name>', 'read this comma-separated column (1-based number, or a header name); default: one ID per line')
     .option('--db <url>', 'read IDs from a database instead: postgres://…, mysql://…, sqlite:PATH')
     .option('--query <sql>', 'with --db: a query whose first column is the ID, e.g. "SELECT id FROM orders"')
     .option('--tag <tag>', 'the IDs are segment IDs of this tag (compared with the store: --store, --state-dir)')
-    .option('--store <url>', 'with --tag: store URL (env SEQUOIA_STORE)')
+    .option('--store <url>', 'with --tag: store URL (env SEQUOIA_STORE); with --layout: the store the worker ids were leased from, whose lease ledger says who held each')
     .option('--state-dir <dir>', 'with --tag: state directory (env SEQUOIA_STATE_DIR)')
     .option('--layout <layout>', 'the IDs are snowflake IDs of this layout (a preset, or a custom one from --config)')
     .option('--config <file>', 'JSON config file with custom `layouts` (env SEQUOIA_CONFIG)')
@@ -76,6 +77,11 @@ async function resolveLayout(name: string, configFile: string | undefined): Prom
   return getLayout(name, custom);
 }
 
+async function leaseIndex(store: string, layout: Layout): Promise<HoldingIndex> {
+  const { withLeaseLedger } = await import('../app/audit.js');
+  return new HoldingIndex(await withLeaseLedger(store, (ledger) => ledger.holdings(layout.spaceKey)));
+}
+
 async function runAudit(file: string | undefined, o: AuditOpts): Promise<number> {
   if ((o.tag === undefined) === (o.layout === undefined)) throw new InvalidArgumentError('give exactly one of --tag T (segment IDs) or --layout L (snowflake IDs)');
   if ((o.db === undefined) !== (o.query === undefined)) throw new InvalidArgumentError('--db and --query go together');
@@ -93,7 +99,11 @@ async function runAudit(file: string | undefined, o: AuditOpts): Promise<number>
 
     // The store is read after the input: every ID in it was issued from a range the store had already given out.
     const info = tag === undefined ? undefined : await (await import('../app/audit.js')).storeTag(o, tag);
-    const analysis = new AuditAnalysis(layout === undefined ? { kind: 'segment', tag: tag as string } : { kind: 'snowflake', layout, nowMs: Date.now() });
+    // Read after the input too: a holder's horizon is in the ledger before it issues an ID under it.
+    const held = layout !== undefined && o.store !== undefined ? await leaseIndex(o.store, layout) : undefined;
+    const analysis = new AuditAnalysis(
+      layout === undefined ? { kind: 'segment', tag: tag as string } : { kind: 'snowflake', layout, nowMs: Date.now(), held: held && ((w, t) => held.held(w, t)) },
+    );
     const above = info === undefined ? undefined : new AboveBound(info.maxId);
     sorter.drain(
       above === undefined
@@ -107,7 +117,7 @@ async function runAudit(file: string | undefined, o: AuditOpts): Promise<number>
     if (LEDGER !== undefined && tag !== undefined) {
       for (const d of analysis.duplicates) d.ledger = (await LEDGER.rangesContaining(tag, BigInt(d.id))).map((e) => e.description);
     }
-    const report = buildReport(analysis, { tag, layout, info, above, margin, store: o.store, stateDir: o.stateDir, seconds: (Date.now() - startedAt) / 1000, runs: sorter.runCount });
+    const report = buildReport(analysis, { tag, layout, info, above, margin, leasesChecked: held !== undefined, store: o.store, stateDir: o.stateDir, seconds: (Date.now() - startedAt) / 1000, runs: sorter.runCount });
     if (o.json) console.log(JSON.stringify(report, null, 2));
     else printText(report);
     return report.clean ? 0 : 1;
@@ -204,6 +214,7 @@ interface ReportContext {
   info: { maxId: bigint; step: number; fenceEpoch: number } | undefined;
   above: AboveBound | undefined;
   margin: number | undefined;
+  leasesChecked: boolean;
   store: string | undefined;
   stateDir: string | undefined;
   seconds: number;
@@ -263,8 +274,17 @@ function buildReport(a: AuditAnalysis, c: ReportContext) {
       examples: a.futureExamples,
     });
   }
+  if (a.unheld > 0) {
+    findings.push({
+      kind: 'unheld-worker-id',
+      count: a.unheld,
+      message: `${a.unheld} IDs carry a worker id that nobody held at their tick in the lease ledger: another generator, a copy of a server with a fixed worker id, or IDs older than the ledger's retention (ledgerRetentionDays)`,
+      examples: a.unheldExamples,
+    });
+  }
   const notChecked: string[] = [];
-  if (LEDGER === undefined) notChecked.push(NO_LEDGER);
+  if (LEDGER === undefined && c.tag !== undefined) notChecked.push(NO_LEDGER);
+  if (c.layout !== undefined && !c.leasesChecked) notChecked.push(NO_LEASE_LEDGER);
   return {
     clean: findings.length === 0,
     target: c.tag !== undefined ? { tag: c.tag } : { layout: c.layout?.name },

@@ -5,7 +5,8 @@
 import type { Command } from 'commander';
 import { createBusinessNumberCodec, resolveBusinessNumberFormat } from '../core/business-number/index.js';
 import { InvalidArgumentError } from '../core/errors.js';
-import { type Layout, defineLayouts } from '../core/snowflake/layout.js';
+import { type Layout, decompose, defineLayouts, getLayout, joinWorker } from '../core/snowflake/layout.js';
+import { parseDecimalId } from '../core/id.js';
 import { decomposeFlake128, parseFlake128 } from '../core/flake128/index.js';
 import { ObjectIdGenerator, parseObjectId } from '../core/objectid/index.js';
 import { describeUuid, ulidTimestampMs, ulidToUuid, UuidV4Generator, UuidV7Generator } from '../core/uuid/index.js';
@@ -145,12 +146,55 @@ export function registerGenAndExplain(program: Command): void {
     .option('--layout <layout>', `${[...SNOWFLAKE_LAYOUTS, ...EXPLAIN_LAYOUTS].join(' | ')} (guessed from the text when omitted; decimal IDs: twitter)`)
     .option('--format <name>', 'a business-number format: a configured name (formats from --config / SEQUOIA_FORMATS) or e.g. base62, crockford32:13:check')
     .option('--config <file>', 'JSON config file with `formats` and `layouts` (env SEQUOIA_CONFIG)')
-    .action(async (id: string, o: { layout?: string; format?: string; config?: string }) => {
+    .option('--store <url>', 'snowflake: the store its worker ids are leased from; names who held the worker id at the ID\'s tick (the lease ledger)')
+    .action(async (id: string, o: { layout?: string; format?: string; config?: string; store?: string }) => {
       // The config schema loads only when a format or layout must be looked up.
       const config = o.format !== undefined || o.layout !== undefined ? (await import('../app/config.js')).resolveConfig({}, process.env, o.config) : undefined;
       const layouts = defineLayouts(config?.layouts);
-      console.log(JSON.stringify(explain(id, { layout: o.layout, format: o.format, formats: config?.formats, layouts }), null, 2));
+      const out = explain(id, { layout: o.layout, format: o.format, formats: config?.formats, layouts });
+      if (o.store !== undefined) {
+        if (out.kind !== 'snowflake') throw new InvalidArgumentError(`--store: only snowflake IDs are traced to a worker-id lease (this is a ${String(out.kind)})`);
+        out.lease = await leaseAt(id, getLayout(o.layout ?? 'twitter', layouts), o.store);
+      }
+      console.log(JSON.stringify(out, null, 2));
     });
+}
+
+/** Who held the snowflake ID's worker id at its tick, from the store's lease ledger. */
+async function leaseAt(id: string, layout: Layout, store: string): Promise<Record<string, unknown>> {
+  const d = decompose(layout, parseDecimalId(id) as bigint);
+  const workerId = joinWorker(layout, d.values);
+  const { withLeaseLedger } = await import('../app/audit.js');
+  const holders = await withLeaseLedger(store, (ledger) => ledger.holdersAt(layout.spaceKey, workerId, d.tick));
+  const iso = (tick: number): string | null => {
+    const ms = layout.epochMs + tick * layout.unitMs;
+    return Number.isFinite(ms) && ms <= 8.64e15 ? new Date(ms).toISOString() : null;
+  };
+  const heldBy = holders.map((h) => ({
+    host: h.holder.host,
+    pid: h.holder.pid,
+    instance: h.holder.instance,
+    version: h.holder.version,
+    owner: h.owner,
+    generation: h.generation,
+    began: h.began ?? null,
+    released: h.released,
+    fromTick: h.fromTick,
+    untilTick: h.untilTick,
+    from: iso(h.fromTick),
+    until: iso(h.untilTick),
+  }));
+  const who = heldBy.map((h) => `${h.host} pid ${h.pid} (instance ${h.instance || '?'}, version ${h.version || '?'}, generation ${h.generation})`).join('; ');
+  return {
+    space: layout.spaceKey,
+    workerId,
+    tick: d.tick,
+    heldBy,
+    message:
+      heldBy.length === 0
+        ? `nobody held worker id ${workerId} at tick ${d.tick} in the lease ledger: not made by a Sequoia server leasing from this store, or older than the ledger's retention`
+        : `worker id ${workerId} at tick ${d.tick} was held by ${who}`,
+  };
 }
 
 /**

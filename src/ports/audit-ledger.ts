@@ -12,6 +12,6 @@ export interface AuditLedgerEntry {
 export interface AuditLedger {
   /** Entries whose range covers `id` for `tag` (segment IDs); empty: a foreign ID. */
   rangesContaining(tag: string, id: bigint): Promise<readonly AuditLedgerEntry[]>;
-  /** Whether anyone held `workerId` of the layout's space at `tick` (snowflake IDs). */
+  /** Whether anyone held `workerId` of the layout's space at `tick` (snowflake IDs): from the lease ledger (ports/lease-ledger.ts), `leaseHeldFrom` in app/audit.ts. */
   leaseHeld?(spaceKey: string, workerId: number, tick: number): Promise<boolean>;
 }

@@ -6,6 +6,8 @@
  * Each operation is one transaction; `acquire` and `registerNode` are
  * serialised per space, so two processes never take the same id at once.
  */
+import type { LeaseHolder, LeaseLedger } from './lease-ledger.js';
+
 export interface LeaseRecord {
   readonly workerId: number;
   readonly generation: number;
@@ -39,9 +41,14 @@ export interface AcquireRequest {
   /** Exactly this id (static, k8s-ordinal), else any free one. */
   readonly want?: number | undefined;
   readonly exclude?: readonly number[] | undefined;
+  /** The holder's clock as a tick of the space, for the ledger: its first ID is at or after it. */
+  readonly nowTick?: number | undefined;
+  /** For the ledger; default: read from `owner` (host/pid/instance). */
+  readonly holder?: LeaseHolder | undefined;
 }
 
-export interface WorkerLeaseStore {
+/** Every change of a lease is also a ledger row, written in the same transaction (lease-ledger.ts). */
+export interface WorkerLeaseStore extends LeaseLedger {
   readonly kind: string;
   init(): Promise<void>;
   /** Takes a free or expired id; `{refused}` when none is (a live owner holds it). */

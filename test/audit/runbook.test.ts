@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { compose, getLayout } from '../../src/core/snowflake/layout.js';
 import { ROOT, sequoia as run } from '../helpers/cli.js';
 import { describeWithService } from '../helpers/services.js';
 
@@ -82,8 +83,15 @@ describePg('docs/audit.md, every command', () => {
     await admin.query(`CREATE TABLE ${table} (id bigint NOT NULL)`);
     await admin.query(`INSERT INTO ${table} SELECT unnest($1::bigint[])`, [[...pgIds, pgIds[0]]]);
 
+    // Snowflake IDs leased from the same store, and one from a worker id nobody held.
+    const flakes = ok(['gen', 'snowflake', '--layout', 'twitter', '--count', '20', '--store', store]).split('\n');
+    const twitter = getLayout('twitter');
+    const tickNow = Math.floor((Date.now() - twitter.epochMs) / twitter.unitMs);
+    const stranger = compose(twitter, tickNow - 1000, { datacenter: 31, worker: 31, sequence: 0 }).toString();
+    writeFileSync(join(dir, 'flakes.txt'), [...flakes, stranger].join('\n') + '\n');
+
     const commands = commandsOfPage();
-    expect(commands.length).toBe(6);
+    expect(commands.length).toBe(8);
     let printedFence: string | undefined;
     const seen: string[] = [];
     for (const line of commands) {
@@ -98,9 +106,11 @@ describePg('docs/audit.md, every command', () => {
                 ? pgStore
                 : x === 'SELECT id FROM orders'
                   ? `SELECT id FROM ${table}`
-                  : x === 'orders-ids.txt' || x === 'export.csv'
+                  : x === 'orders-ids.txt' || x === 'export.csv' || x === 'flakes.txt'
                     ? join(dir, x)
-                    : x,
+                    : x === '1864212300848955392'
+                      ? (flakes[0] as string)
+                      : x,
         );
       if (w[0] === 'fence') {
         // The page's command is the printed one, with the audit's numbers.
@@ -112,6 +122,21 @@ describePg('docs/audit.md, every command', () => {
         continue;
       }
       const r = sequoia(w);
+      if (w[0] === 'audit' && w.includes('--layout')) {
+        expect(r.status, r.stderr).toBe(1);
+        expect(r.stdout).toMatch(/FINDING unheld-worker-id: 1 IDs/);
+        expect(r.stdout).toContain(stranger);
+        seen.push('audit-layout');
+        continue;
+      }
+      if (w[0] === 'explain') {
+        expect(r.status, r.stderr).toBe(0);
+        const lease = (JSON.parse(r.stdout) as { lease: { heldBy: Array<{ pid: number }>; message: string } }).lease;
+        expect(lease.heldBy).toHaveLength(1);
+        expect(lease.message).toMatch(/was held by/);
+        seen.push('explain');
+        continue;
+      }
       if (w[0] === 'audit') {
         const verify = printedFence !== undefined && seen.includes('fence');
         if (w.includes('--db')) {
@@ -139,6 +164,6 @@ describePg('docs/audit.md, every command', () => {
         seen.push('gen');
       }
     }
-    expect(seen).toEqual(['audit', 'audit', 'audit-db', 'fence', 'verify', 'gen']);
-  });
+    expect(seen).toEqual(['audit', 'audit', 'audit-db', 'audit-layout', 'explain', 'fence', 'verify', 'gen']);
+  }, 240_000);
 });

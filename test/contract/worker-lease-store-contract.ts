@@ -7,6 +7,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { LeaseHolder } from '../../src/ports/lease-ledger.js';
 import type { AcquireRequest, LeaseRecord, WorkerLeaseStore } from '../../src/ports/worker-lease-store.js';
 
 export interface LeaseHarness {
@@ -15,6 +16,8 @@ export interface LeaseHarness {
   reopen?(): Promise<WorkerLeaseStore>;
   /** Removes the rows of the given spaces and closes. */
   cleanup(spaces: readonly string[]): Promise<void>;
+  /** Makes the ledger rows of the given spaces `ms` older (the store's clock moves on, for memory). */
+  backdate(spaces: readonly string[], ms: number): Promise<void>;
 }
 
 export type LeaseFactory = () => Promise<LeaseHarness>;
@@ -242,6 +245,101 @@ export function runWorkerLeaseStoreContract(name: string, factory: LeaseFactory,
           }),
         );
         expect(new Set([n, ...got]).size).toBe(13);
+      });
+    });
+
+    describe('the lease ledger', () => {
+      const holder: LeaseHolder = { host: 'host-a', pid: 4242, instance: 'inst-a', version: '9.9.9' };
+
+      it('a grant, each renewal horizon and the release are rows with the holder; the holding covers [first tick, released tick]', async () => {
+        const s = space();
+        const a = await take(h.store, req(s, 'host-a/4242/inst-a', { nowTick: 1000, holder }));
+        await h.store.renew(s, a.workerId, 'host-a/4242/inst-a', a.generation, 10_000, 1500);
+        await h.store.renew(s, a.workerId, 'host-a/4242/inst-a', a.generation, 10_000, 2000);
+        await h.store.release(s, a.workerId, 'host-a/4242/inst-a', a.generation, 1800);
+        const rows = await h.store.entries(s, a.workerId);
+        expect(rows.map((r) => [r.kind, r.generation, r.fromTick, r.untilTick])).toEqual([
+          ['grant', a.generation, 1000, 999],
+          ['renew', a.generation, 1000, 1500],
+          ['renew', a.generation, 1000, 2000],
+          ['release', a.generation, 1000, 1800],
+        ]);
+        for (const r of rows) {
+          expect(r).toMatchObject({ space: s, workerId: a.workerId, owner: 'host-a/4242/inst-a', holder });
+          expect(Math.abs(r.atMs - Date.now())).toBeLessThan(60_000);
+        }
+        const held = { workerId: a.workerId, generation: a.generation, began: 'grant', holder, fromTick: 1000, untilTick: 1800, released: true };
+        expect(await h.store.holdings(s)).toEqual([expect.objectContaining(held)]);
+        expect(await h.store.holdersAt(s, a.workerId, 1000)).toEqual([expect.objectContaining(held)]);
+        expect(await h.store.holdersAt(s, a.workerId, 1800)).toHaveLength(1);
+        // Before its grant, and after its release (though it had reserved up to 2000), nobody held it.
+        expect(await h.store.holdersAt(s, a.workerId, 999)).toEqual([]);
+        expect(await h.store.holdersAt(s, a.workerId, 1801)).toEqual([]);
+        expect(await h.store.holdersAt(s, a.workerId + 1, 1500)).toEqual([]);
+      });
+
+      it('a lease that ran out is a takeover, starting after the old holder\'s horizon; a stale renewal or release writes nothing', async () => {
+        const s = space();
+        const a = await take(h.store, req(s, 'a', { ttlMs: 300, nowTick: 10 }));
+        await h.store.renew(s, a.workerId, 'a', a.generation, 300, 50);
+        await sleep(450);
+        // The new holder's clock says 20, but the old one may have issued up to 50.
+        const b = await take(h.store, req(s, 'b', { want: a.workerId, nowTick: 20 }));
+        expect(await h.store.renew(s, a.workerId, 'a', a.generation, 300, 80)).toBeUndefined();
+        await h.store.release(s, a.workerId, 'a', a.generation, 80);
+        await h.store.renew(s, b.workerId, 'b', b.generation, 10_000, 100);
+        const rows = await h.store.entries(s, a.workerId);
+        expect(rows.map((r) => [r.kind, r.owner, r.fromTick, r.untilTick])).toEqual([
+          ['grant', 'a', 10, 9],
+          ['renew', 'a', 10, 50],
+          ['takeover', 'b', 51, 50],
+          ['renew', 'b', 51, 100],
+        ]);
+        expect((await h.store.holdersAt(s, a.workerId, 30)).map((x) => x.owner)).toEqual(['a']);
+        expect((await h.store.holdersAt(s, a.workerId, 50)).map((x) => x.owner)).toEqual(['a']);
+        expect((await h.store.holdersAt(s, a.workerId, 60)).map((x) => [x.owner, x.began, x.released])).toEqual([['b', 'takeover', false]]);
+        expect(await h.store.holdersAt(s, a.workerId, 101)).toEqual([]);
+        // The owner text names the holder when the request does not.
+        expect(rows[0]?.holder).toEqual({ host: 'a', pid: 0, instance: '', version: '' });
+      });
+
+      it('a released id taken again is a grant, after the released tick', async () => {
+        const s = space();
+        const a = await take(h.store, req(s, 'x/1/one', { nowTick: 100 }));
+        await h.store.renew(s, a.workerId, 'x/1/one', a.generation, 10_000, 300);
+        await h.store.release(s, a.workerId, 'x/1/one', a.generation, 120);
+        const b = await take(h.store, req(s, 'y/2/two', { nowTick: 90 }));
+        expect(b.workerId).toBe(a.workerId);
+        const rows = await h.store.entries(s, a.workerId);
+        expect(rows.at(-1)).toMatchObject({ kind: 'grant', owner: 'y/2/two', fromTick: 121, holder: { host: 'y', pid: 2, instance: 'two', version: '' } });
+      });
+
+      it('a worker-node claim is a grant held for good', async () => {
+        const s = space();
+        const n = await h.store.registerNode(s, 'node-host', 1_000_000);
+        const rows = await h.store.entries(s, n.workerId);
+        expect(rows).toHaveLength(1);
+        expect(rows[0]).toMatchObject({ kind: 'grant', owner: `worker-node:node-host`, fromTick: 0, untilTick: Number.MAX_SAFE_INTEGER });
+        expect(await h.store.holdersAt(s, n.workerId, 2 ** 41)).toHaveLength(1);
+      });
+
+      it('prune removes rows past retention in batches, keeps newer rows and worker-node claims', async () => {
+        const s = space();
+        const old = space();
+        const a = await take(h.store, req(s, 'p', { nowTick: 5 }));
+        for (let t = 10; t <= 50; t += 10) await h.store.renew(s, a.workerId, 'p', a.generation, 10_000, t);
+        const node = await h.store.registerNode(old, 'node-host', 1_000_000);
+        await h.backdate([s, old], 3 * 86_400_000);
+        await h.store.renew(s, a.workerId, 'p', a.generation, 10_000, 60);
+        // Rows left over in a shared database may be pruned too: count only this space's.
+        expect(await h.store.pruneLedger(86_400_000, 2)).toBeLessThanOrEqual(2);
+        expect((await h.store.entries(s, a.workerId)).length).toBeLessThanOrEqual(6);
+        while ((await h.store.pruneLedger(86_400_000, 2)) === 2);
+        const left = await h.store.entries(s, a.workerId);
+        // The newest row still carries the holding's first tick.
+        expect(left.map((r) => [r.kind, r.fromTick, r.untilTick])).toEqual([['renew', 5, 60]]);
+        expect(await h.store.holdersAt(s, a.workerId, 30)).toEqual([expect.objectContaining({ fromTick: 5, untilTick: 60, began: undefined })]);
+        expect(await h.store.entries(old, node.workerId)).toHaveLength(1);
       });
     });
   });

@@ -5,6 +5,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import SqliteDatabase from 'better-sqlite3';
 import type Database from 'better-sqlite3';
 import mysql from 'mysql2/promise';
 import pg from 'pg';
@@ -19,8 +20,10 @@ import { MYSQL_URL, POSTGRES_URL, probeMysql, probePostgres, uniqueName } from '
 import { runWorkerLeaseStoreContract } from './worker-lease-store-contract.js';
 
 runWorkerLeaseStoreContract('memory', async () => {
-  const store = new MemoryWorkerLeaseStore();
-  return { store, cleanup: () => store.close() };
+  let ahead = 0;
+  const store = new MemoryWorkerLeaseStore(() => Date.now() + ahead);
+  // Memory keeps no other writer's rows: its clock moves on instead.
+  return { store, cleanup: () => store.close(), backdate: async (_spaces, ms) => void (ahead += ms) };
 }, { shared: false });
 
 runWorkerLeaseStoreContract('sqlite (file, WAL)', async () => {
@@ -33,6 +36,15 @@ runWorkerLeaseStoreContract('sqlite (file, WAL)', async () => {
     cleanup: async () => {
       await store.close();
       rmSync(dir, { recursive: true, force: true });
+    },
+    backdate: async (spaces, ms) => {
+      const db = new SqliteDatabase(path);
+      try {
+        const stmt = db.prepare('UPDATE sequoia_lease_ledger SET at_ms = at_ms - ? WHERE space = ?');
+        for (const s of spaces) stmt.run(ms, s);
+      } finally {
+        db.close();
+      }
     },
   };
 }, { shared: true });
@@ -73,6 +85,16 @@ describePg('postgres leases', () => {
         try {
           await c.query('DELETE FROM sequoia_worker_lease WHERE space = ANY($1)', [spaces]);
           await c.query('DELETE FROM sequoia_worker_node WHERE space = ANY($1)', [spaces]);
+          await c.query('DELETE FROM sequoia_lease_ledger WHERE space = ANY($1)', [spaces]);
+        } finally {
+          await c.end();
+        }
+      },
+      backdate: async (spaces, ms) => {
+        const c = new pg.Client({ connectionString: POSTGRES_URL });
+        await c.connect();
+        try {
+          await c.query('UPDATE sequoia_lease_ledger SET at_ms = at_ms - $1::bigint WHERE space = ANY($2)', [String(ms), spaces]);
         } finally {
           await c.end();
         }
@@ -118,6 +140,15 @@ describeMysql('mysql leases', () => {
         try {
           await c.query('DELETE FROM sequoia_worker_lease WHERE space IN (?)', [spaces]);
           await c.query('DELETE FROM sequoia_worker_node WHERE space IN (?)', [spaces]);
+          await c.query('DELETE FROM sequoia_lease_ledger WHERE space IN (?)', [spaces]);
+        } finally {
+          await c.end();
+        }
+      },
+      backdate: async (spaces, ms) => {
+        const c = await mysql.createConnection({ uri: MYSQL_URL });
+        try {
+          await c.query('UPDATE sequoia_lease_ledger SET at_ms = at_ms - ? WHERE space IN (?)', [ms, spaces]);
         } finally {
           await c.end();
         }

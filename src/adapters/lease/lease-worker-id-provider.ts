@@ -11,12 +11,19 @@
  * generation changed hands. The lease row's last_tick is the highest tick the
  * holder may issue until its next renewal (a reservation), so the next holder
  * starts strictly after it.
+ *
+ * The store writes each grant, renewal and release to its lease ledger; this
+ * provider names the holder (host, pid, instance, version) and its clock's
+ * tick at the grant, and prunes the ledger past its retention in small
+ * batches after a renewal has answered, never inside one.
  */
 import { hostname } from 'node:os';
 import { randomUUID } from 'node:crypto';
 import { UnavailableError } from '../../core/errors.js';
 import type { IdSpace, WorkerGrant, WorkerIdProvider } from '../../ports/worker-id-provider.js';
+import type { LeaseHolder } from '../../ports/lease-ledger.js';
 import type { WorkerLeaseStore } from '../../ports/worker-lease-store.js';
+import { PRUNE_BATCH, holderOf } from '../kit/lease-ledger-rules.js';
 
 export interface LeaseWorkerIdProviderOptions {
   /** Lease length, ms. Default 10000. */
@@ -29,6 +36,31 @@ export interface LeaseWorkerIdProviderOptions {
   readonly owner?: string;
   readonly monotonic?: () => number;
   readonly kind?: string;
+  /** Sequoia's version, for the ledger's holder. */
+  readonly version?: string;
+  /** Ledger rows older than this go (store clock). Default 90 days; 0 keeps them. */
+  readonly ledgerRetentionMs?: number;
+  /** Wall clock, ms (the holder's tick at a grant). */
+  readonly now?: () => number;
+}
+
+const DAY_MS = 86_400_000;
+/** Between two prunes: the ledger grows by a few rows a second at most, so hourly batches keep up. */
+const PRUNE_EVERY_MS = 3_600_000;
+
+/** The tick of `space` at wall-clock `ms` (undefined without the space's epoch). */
+function tickAt(space: IdSpace, ms: number): number | undefined {
+  return space.epochMs === undefined ? undefined : Math.floor((ms - space.epochMs) / space.unitMs);
+}
+
+/**
+ * Prunes the ledger in batches until a batch comes back short, one statement
+ * at a time; errors are dropped (the next prune tries again).
+ */
+async function pruneAll(store: WorkerLeaseStore, retentionMs: number): Promise<void> {
+  for (let i = 0; i < 100; i++) {
+    if ((await store.pruneLedger(retentionMs, PRUNE_BATCH)) < PRUNE_BATCH) return;
+  }
 }
 
 export function defaultOwner(): string {
@@ -45,6 +77,11 @@ export class LeaseWorkerIdProvider implements WorkerIdProvider {
   private readonly margin: number;
   private readonly mono: () => number;
   private initialised: Promise<void> | undefined;
+  private readonly holder: LeaseHolder;
+  private readonly retentionMs: number;
+  private readonly wall: () => number;
+  private nextPruneAt: number;
+  private pruning: Promise<void> | undefined;
 
   constructor(
     private readonly store: WorkerLeaseStore,
@@ -59,6 +96,11 @@ export class LeaseWorkerIdProvider implements WorkerIdProvider {
     this.mono = o.monotonic ?? (() => performance.now());
     this.owner = o.owner ?? defaultOwner();
     this.kind = o.kind ?? `sql-lease(${store.kind})`;
+    this.holder = { ...holderOf(this.owner, undefined), version: o.version ?? '' };
+    this.retentionMs = o.ledgerRetentionMs ?? 90 * DAY_MS;
+    this.wall = o.now ?? Date.now;
+    // The first prune comes after the first renewal: a fleet started together spreads over the first minute.
+    this.nextPruneAt = this.mono() + Math.random() * 60_000;
   }
 
   async acquire(space: IdSpace, exclude: readonly number[] = []): Promise<WorkerGrant> {
@@ -70,8 +112,17 @@ export class LeaseWorkerIdProvider implements WorkerIdProvider {
     }
     for (;;) {
       const t0 = this.mono();
-      const wall0 = Date.now();
-      const r = await this.store.acquire({ space: space.key, owner: this.owner, ttlMs: this.ttlMs, workerCount: space.workerCount, want: this.fixed, exclude });
+      const wall0 = this.wall();
+      const r = await this.store.acquire({
+        space: space.key,
+        owner: this.owner,
+        ttlMs: this.ttlMs,
+        workerCount: space.workerCount,
+        want: this.fixed,
+        exclude,
+        nowTick: tickAt(space, wall0),
+        holder: this.holder,
+      });
       if (!('refused' in r)) {
         return { workerId: r.workerId, generation: r.generation, afterTick: r.lastTick, validUntil: t0 + this.ttlMs - this.margin, expiresAtMs: wall0 + this.ttlMs };
       }
@@ -82,11 +133,12 @@ export class LeaseWorkerIdProvider implements WorkerIdProvider {
 
   async renew(space: IdSpace, grant: WorkerGrant, ceilingTick: number): Promise<WorkerGrant> {
     const t0 = this.mono();
-    const wall0 = Date.now();
+    const wall0 = this.wall();
     const r = await this.store.renew(space.key, grant.workerId, this.owner, grant.generation, this.ttlMs, ceilingTick);
     if (!r) {
       throw new UnavailableError('LEASE_LOST', `the lease on worker id ${grant.workerId} (layout ${space.label}) passed to another holder`, { retryAfterMs: 1000 });
     }
+    this.pruneSoon();
     return { ...grant, validUntil: t0 + this.ttlMs - this.margin, expiresAtMs: wall0 + this.ttlMs };
   }
 
@@ -95,7 +147,19 @@ export class LeaseWorkerIdProvider implements WorkerIdProvider {
   }
 
   async close(): Promise<void> {
+    await this.pruning;
     await this.store.close();
+  }
+
+  /** Starts a prune when one is due; the renewal that called it does not wait for it. */
+  private pruneSoon(): void {
+    if (this.retentionMs <= 0 || this.pruning || this.mono() < this.nextPruneAt) return;
+    this.nextPruneAt = this.mono() + PRUNE_EVERY_MS;
+    this.pruning = pruneAll(this.store, this.retentionMs)
+      .catch(() => {})
+      .finally(() => {
+        this.pruning = undefined;
+      });
   }
 }
 

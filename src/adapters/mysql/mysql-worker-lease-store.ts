@@ -3,10 +3,27 @@
  * are each one transaction that first locks a guard row of the space
  * (worker_id -1, `SELECT … FOR UPDATE`), so concurrent starters take ids one
  * at a time; expiry is in the server's clock. Only parameterised SQL; BIGINTs are read as strings.
+ * Every lease change writes its row of the lease ledger (`sequoia_lease_ledger`)
+ * in the same transaction.
  */
 import { type PoolConnection, type ResultSetHeader, type RowDataPacket } from 'mysql2/promise';
+import type { LeaseEventKind, LeaseHolder, LeaseHolding, LeaseLedgerEntry } from '../../ports/lease-ledger.js';
 import type { AcquireRequest, LeaseRecord, LeaseRow, NodeClaim, WorkerLeaseStore } from '../../ports/worker-lease-store.js';
 import { CLAIMED_FOR_GOOD_MS, chooseWorker, nodeOwner } from '../kit/choose-worker.js';
+import {
+  ENTRY_COLUMNS,
+  type EntryRow,
+  HELD_FOR_GOOD_TICK,
+  HOLDING_COLUMNS,
+  HOLDING_GROUP,
+  type HoldingRow,
+  covers,
+  firstTick,
+  holderOf,
+  takeKind,
+  toEntry,
+  toHolding,
+} from '../kit/lease-ledger-rules.js';
 import { MysqlConnection } from './mysql-connection.js';
 
 const NOW_MS = 'CAST(ROUND(UNIX_TIMESTAMP(NOW(3)) * 1000) AS SIGNED)';
@@ -41,6 +58,23 @@ export class MysqlWorkerLeaseStore implements WorkerLeaseStore {
         host VARCHAR(255) NOT NULL,
         started_at DATETIME(3) NOT NULL
       ) ENGINE=InnoDB`);
+      await c.query(`CREATE TABLE IF NOT EXISTS sequoia_lease_ledger (
+        seq BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY,
+        space VARCHAR(190) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
+        worker_id BIGINT NOT NULL,
+        generation BIGINT NOT NULL,
+        kind VARCHAR(16) NOT NULL,
+        owner VARCHAR(255) NOT NULL,
+        host VARCHAR(255) NOT NULL,
+        pid BIGINT NOT NULL,
+        instance VARCHAR(255) NOT NULL,
+        version VARCHAR(64) NOT NULL,
+        from_tick BIGINT NOT NULL,
+        until_tick BIGINT NOT NULL,
+        at_ms BIGINT NOT NULL,
+        KEY sequoia_lease_ledger_holding (space, worker_id, generation),
+        KEY sequoia_lease_ledger_at (at_ms)
+      ) ENGINE=InnoDB`);
     });
     this.initialised = true;
   }
@@ -53,13 +87,16 @@ export class MysqlWorkerLeaseStore implements WorkerLeaseStore {
       const rows = rs.map((r): LeaseRow => ({ workerId: Number(r.worker_id), owner: String(r.owner), expiresAtMs: Number(r.expires_at) }));
       const choice = chooseWorker(rows, now, req);
       if ('refused' in choice) return choice;
+      const kind = takeKind(rows.find((r) => r.workerId === choice.workerId));
       const got = await take(c, req.space, choice.workerId, req.owner, now + req.ttlMs);
+      const from = firstTick(req.nowTick, got.lastTick);
+      await record(c, req.space, choice.workerId, got.generation, kind, req.owner, holderOf(req.owner, req.holder), from, from - 1);
       return { workerId: choice.workerId, generation: got.generation, lastTick: got.lastTick, expiresAtMs: now + req.ttlMs };
     });
   }
 
   async renew(space: string, workerId: number, owner: string, generation: number, ttlMs: number, lastTick: number): Promise<LeaseRecord | undefined> {
-    return this.withConnection(async (c) => {
+    return this.inTransaction(async (c) => {
       const [r] = await c.query<ResultSetHeader>(
         `UPDATE sequoia_worker_lease SET expires_at = ${NOW_MS} + ?, last_tick = GREATEST(last_tick, ?), updated_at = NOW(3)
          WHERE space = ? AND worker_id = ? AND owner = ? AND generation = ?`,
@@ -67,18 +104,21 @@ export class MysqlWorkerLeaseStore implements WorkerLeaseStore {
       );
       if (r.affectedRows !== 1) return undefined;
       const [rows] = await c.query<RowDataPacket[]>('SELECT last_tick, expires_at FROM sequoia_worker_lease WHERE space = ? AND worker_id = ?', [space, workerId]);
-      return { workerId, generation, lastTick: Number(rows[0]?.last_tick), expiresAtMs: Number(rows[0]?.expires_at) };
+      const horizon = Number(rows[0]?.last_tick);
+      await recordAfter(c, space, workerId, generation, 'renew', owner, horizon);
+      return { workerId, generation, lastTick: horizon, expiresAtMs: Number(rows[0]?.expires_at) };
     });
   }
 
   async release(space: string, workerId: number, owner: string, generation: number, lastTick: number): Promise<void> {
-    await this.withConnection((c) =>
-      c.query(
+    await this.inTransaction(async (c) => {
+      const [r] = await c.query<ResultSetHeader>(
         `UPDATE sequoia_worker_lease SET expires_at = 0, last_tick = ?, updated_at = NOW(3)
          WHERE space = ? AND worker_id = ? AND owner = ? AND generation = ?`,
         [String(lastTick), space, workerId, owner, generation],
-      ),
-    );
+      );
+      if (r.affectedRows === 1) await recordAfter(c, space, workerId, generation, 'release', owner, lastTick);
+    });
   }
 
   async registerNode(space: string, host: string, workerCount: number): Promise<NodeClaim> {
@@ -87,9 +127,51 @@ export class MysqlWorkerLeaseStore implements WorkerLeaseStore {
         const [r] = await c.query<ResultSetHeader>('INSERT INTO sequoia_worker_node (space, host, started_at) VALUES (?, ?, NOW(3))', [space, host]);
         const id = Number(r.insertId);
         if (id >= workerCount) return { workerId: id, lastTick: -1 };
-        const [held] = await c.query<RowDataPacket[]>(`SELECT 1 FROM sequoia_worker_lease WHERE space = ? AND worker_id = ? AND expires_at > ${NOW_MS}`, [space, id]);
-        if (held.length === 0) return { workerId: id, lastTick: (await take(c, space, id, nodeOwner(host), CLAIMED_FOR_GOOD_MS)).lastTick };
+        const [prev] = await c.query<RowDataPacket[]>(`SELECT expires_at, expires_at > ${NOW_MS} AS live FROM sequoia_worker_lease WHERE space = ? AND worker_id = ?`, [space, id]);
+        const p = prev[0];
+        if (p && Number(p.live) === 1) continue;
+        const owner = nodeOwner(host);
+        const got = await take(c, space, id, owner, CLAIMED_FOR_GOOD_MS);
+        const kind = takeKind(p && { expiresAtMs: Number(p.expires_at) });
+        await record(c, space, id, got.generation, kind, owner, holderOf(owner, undefined), firstTick(undefined, got.lastTick), HELD_FOR_GOOD_TICK);
+        return { workerId: id, lastTick: got.lastTick };
       }
+    });
+  }
+
+  async holdersAt(space: string, workerId: number, tick: number): Promise<readonly LeaseHolding[]> {
+    return (await this.holdingsOf(space, workerId)).filter((h) => covers(h, tick));
+  }
+
+  async holdings(space: string): Promise<readonly LeaseHolding[]> {
+    return this.holdingsOf(space, undefined);
+  }
+
+  async entries(space: string, workerId: number): Promise<readonly LeaseLedgerEntry[]> {
+    return this.withConnection(async (c) => {
+      const [rows] = await c.query<RowDataPacket[]>(`SELECT ${ENTRY_COLUMNS} FROM sequoia_lease_ledger WHERE space = ? AND worker_id = ? ORDER BY seq`, [space, workerId]);
+      return rows.map((r) => toEntry(space, r as unknown as EntryRow));
+    });
+  }
+
+  async pruneLedger(retentionMs: number, limit: number): Promise<number> {
+    return this.withConnection(async (c) => {
+      const [r] = await c.query<ResultSetHeader>(`DELETE FROM sequoia_lease_ledger WHERE at_ms < ${NOW_MS} - ? AND until_tick < ? ORDER BY seq LIMIT ?`, [
+        String(retentionMs),
+        String(HELD_FOR_GOOD_TICK),
+        limit,
+      ]);
+      return r.affectedRows;
+    });
+  }
+
+  private holdingsOf(space: string, workerId: number | undefined): Promise<LeaseHolding[]> {
+    return this.withConnection(async (c) => {
+      const [rows] = await c.query<RowDataPacket[]>(
+        `SELECT ${HOLDING_COLUMNS} FROM sequoia_lease_ledger WHERE space = ?${workerId === undefined ? '' : ' AND worker_id = ?'} ${HOLDING_GROUP}`,
+        workerId === undefined ? [space] : [space, workerId],
+      );
+      return rows.map((r) => toHolding(r as unknown as HoldingRow));
     });
   }
 
@@ -121,6 +203,20 @@ export class MysqlWorkerLeaseStore implements WorkerLeaseStore {
     });
   }
 
+  private inTransaction<T>(fn: (c: PoolConnection) => Promise<T>): Promise<T> {
+    return this.withConnection(async (c) => {
+      await c.beginTransaction();
+      try {
+        const result = await fn(c);
+        await c.commit();
+        return result;
+      } catch (e) {
+        await c.rollback().catch(() => {});
+        throw e;
+      }
+    });
+  }
+
   private withConnection<T>(fn: (c: PoolConnection) => Promise<T>): Promise<T> {
     return this.connection.withConnection('MySQL lease store', fn);
   }
@@ -136,4 +232,34 @@ async function take(c: PoolConnection, space: string, workerId: number, owner: s
   );
   const [got] = await c.query<RowDataPacket[]>('SELECT generation, last_tick FROM sequoia_worker_lease WHERE space = ? AND worker_id = ?', [space, workerId]);
   return { generation: Number(got[0]?.generation), lastTick: Number(got[0]?.last_tick) };
+}
+
+/** One ledger row; inside the caller's transaction. */
+async function record(
+  c: PoolConnection,
+  space: string,
+  workerId: number,
+  generation: number,
+  kind: LeaseEventKind,
+  owner: string,
+  h: LeaseHolder,
+  fromTick: number,
+  untilTick: number,
+): Promise<void> {
+  await c.query(
+    `INSERT INTO sequoia_lease_ledger (space, worker_id, generation, kind, owner, host, pid, instance, version, from_tick, until_tick, at_ms)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ${NOW_MS})`,
+    [space, workerId, generation, kind, owner, h.host, h.pid, h.instance, h.version, String(fromTick), String(untilTick)],
+  );
+}
+
+/** A renewal or release: the holding's first tick and holder come from its latest row (only the horizon, before the ledger existed). */
+async function recordAfter(c: PoolConnection, space: string, workerId: number, generation: number, kind: LeaseEventKind, owner: string, untilTick: number): Promise<void> {
+  const [rows] = await c.query<RowDataPacket[]>(
+    `SELECT ${ENTRY_COLUMNS} FROM sequoia_lease_ledger WHERE space = ? AND worker_id = ? AND generation = ? ORDER BY seq DESC LIMIT 1`,
+    [space, workerId, generation],
+  );
+  const prev = rows[0] as unknown as EntryRow | undefined;
+  const p = prev && toEntry(space, prev);
+  await record(c, space, workerId, generation, kind, owner, p?.holder ?? holderOf(owner, undefined), p?.fromTick ?? untilTick, untilTick);
 }

@@ -3,12 +3,29 @@
  * when opened from one store URL: sqlite-connection.ts). `acquire` and
  * `registerNode` are `BEGIN IMMEDIATE` transactions, so processes sharing the
  * file take ids one at a time. Expiry uses this machine's clock:
- * every process sharing a SQLite file is on one machine.
+ * every process sharing a SQLite file is on one machine. Every lease change
+ * writes its row of the lease ledger (`sequoia_lease_ledger`) in its own
+ * transaction.
  */
 import type Database from 'better-sqlite3';
 import { UnavailableError } from '../../core/errors.js';
+import type { LeaseEventKind, LeaseHolder, LeaseHolding, LeaseLedgerEntry } from '../../ports/lease-ledger.js';
 import type { AcquireRequest, LeaseRecord, LeaseRow, NodeClaim, WorkerLeaseStore } from '../../ports/worker-lease-store.js';
 import { CLAIMED_FOR_GOOD_MS, chooseWorker, nodeOwner } from '../kit/choose-worker.js';
+import {
+  ENTRY_COLUMNS,
+  type EntryRow,
+  HELD_FOR_GOOD_TICK,
+  HOLDING_COLUMNS,
+  HOLDING_GROUP,
+  type HoldingRow,
+  covers,
+  firstTick,
+  holderOf,
+  takeKind,
+  toEntry,
+  toHolding,
+} from '../kit/lease-ledger-rules.js';
 import { storeError } from '../kit/store-errors.js';
 import { SqliteConnection } from './sqlite-connection.js';
 
@@ -46,6 +63,23 @@ export class SqliteWorkerLeaseStore implements WorkerLeaseStore {
             host TEXT NOT NULL,
             started_at INTEGER NOT NULL
           )`);
+          db.exec(`CREATE TABLE IF NOT EXISTS sequoia_lease_ledger (
+            seq INTEGER PRIMARY KEY AUTOINCREMENT,
+            space TEXT NOT NULL,
+            worker_id INTEGER NOT NULL,
+            generation INTEGER NOT NULL,
+            kind TEXT NOT NULL,
+            owner TEXT NOT NULL,
+            host TEXT NOT NULL,
+            pid INTEGER NOT NULL,
+            instance TEXT NOT NULL,
+            version TEXT NOT NULL,
+            from_tick INTEGER NOT NULL,
+            until_tick INTEGER NOT NULL,
+            at_ms INTEGER NOT NULL
+          )`);
+          db.exec('CREATE INDEX IF NOT EXISTS sequoia_lease_ledger_holding ON sequoia_lease_ledger (space, worker_id, generation)');
+          db.exec('CREATE INDEX IF NOT EXISTS sequoia_lease_ledger_at ON sequoia_lease_ledger (at_ms)');
         }).immediate();
       });
       this.db = db;
@@ -70,7 +104,10 @@ export class SqliteWorkerLeaseStore implements WorkerLeaseStore {
           const c = chooseWorker(rows, now, req);
           if ('refused' in c) return c;
           const expiresAt = now + req.ttlMs;
+          const kind = takeKind(rows.find((r) => r.workerId === c.workerId));
           const row = take(db, req.space, c.workerId, req.owner, expiresAt, now);
+          const from = firstTick(req.nowTick, row.last_tick);
+          record(db, req.space, c.workerId, row.generation, kind, req.owner, holderOf(req.owner, req.holder), from, from - 1, now);
           return { workerId: c.workerId, generation: row.generation, lastTick: row.last_tick, expiresAtMs: expiresAt };
         })
         .immediate();
@@ -82,27 +119,38 @@ export class SqliteWorkerLeaseStore implements WorkerLeaseStore {
   async renew(space: string, workerId: number, owner: string, generation: number, ttlMs: number, lastTick: number): Promise<LeaseRecord | undefined> {
     const db = this.open();
     try {
-      const now = this.now();
-      const r = db
-        .prepare(
-          `UPDATE sequoia_worker_lease SET expires_at = ?, last_tick = MAX(last_tick, ?), updated_at = ?
-           WHERE space = ? AND worker_id = ? AND owner = ? AND generation = ? RETURNING last_tick`,
-        )
-        .get(now + ttlMs, lastTick, now, space, workerId, owner, generation) as { last_tick: number } | undefined;
-      return r ? { workerId, generation, lastTick: r.last_tick, expiresAtMs: now + ttlMs } : undefined;
+      return db
+        .transaction((): LeaseRecord | undefined => {
+          const now = this.now();
+          const r = db
+            .prepare(
+              `UPDATE sequoia_worker_lease SET expires_at = ?, last_tick = MAX(last_tick, ?), updated_at = ?
+               WHERE space = ? AND worker_id = ? AND owner = ? AND generation = ? RETURNING last_tick`,
+            )
+            .get(now + ttlMs, lastTick, now, space, workerId, owner, generation) as { last_tick: number } | undefined;
+          if (!r) return undefined;
+          recordAfter(db, space, workerId, generation, 'renew', owner, r.last_tick, now);
+          return { workerId, generation, lastTick: r.last_tick, expiresAtMs: now + ttlMs };
+        })
+        .immediate();
     } catch (e) {
       throw wrap(e);
     }
   }
 
   async release(space: string, workerId: number, owner: string, generation: number, lastTick: number): Promise<void> {
+    const db = this.open();
     try {
-      this.open()
-        .prepare(
-          `UPDATE sequoia_worker_lease SET expires_at = 0, last_tick = ?, updated_at = ?
-           WHERE space = ? AND worker_id = ? AND owner = ? AND generation = ?`,
-        )
-        .run(lastTick, this.now(), space, workerId, owner, generation);
+      db.transaction(() => {
+        const now = this.now();
+        const r = db
+          .prepare(
+            `UPDATE sequoia_worker_lease SET expires_at = 0, last_tick = ?, updated_at = ?
+             WHERE space = ? AND worker_id = ? AND owner = ? AND generation = ?`,
+          )
+          .run(lastTick, now, space, workerId, owner, generation);
+        if (r.changes === 1) recordAfter(db, space, workerId, generation, 'release', owner, lastTick, now);
+      }).immediate();
     } catch (e) {
       throw wrap(e);
     }
@@ -117,11 +165,59 @@ export class SqliteWorkerLeaseStore implements WorkerLeaseStore {
           for (;;) {
             const id = Number(db.prepare('INSERT INTO sequoia_worker_node (space, host, started_at) VALUES (?, ?, ?)').run(space, host, now).lastInsertRowid);
             if (id >= workerCount) return { workerId: id, lastTick: -1 };
-            const held = db.prepare('SELECT 1 FROM sequoia_worker_lease WHERE space = ? AND worker_id = ? AND expires_at > ?').get(space, id, now);
-            if (!held) return { workerId: id, lastTick: take(db, space, id, nodeOwner(host), CLAIMED_FOR_GOOD_MS, now).last_tick };
+            const prev = db.prepare('SELECT expires_at FROM sequoia_worker_lease WHERE space = ? AND worker_id = ?').get(space, id) as { expires_at: number } | undefined;
+            if (prev && prev.expires_at > now) continue;
+            const owner = nodeOwner(host);
+            const row = take(db, space, id, owner, CLAIMED_FOR_GOOD_MS, now);
+            const kind = takeKind(prev && { expiresAtMs: prev.expires_at });
+            record(db, space, id, row.generation, kind, owner, holderOf(owner, undefined), firstTick(undefined, row.last_tick), HELD_FOR_GOOD_TICK, now);
+            return { workerId: id, lastTick: row.last_tick };
           }
         })
         .immediate();
+    } catch (e) {
+      throw wrap(e);
+    }
+  }
+
+  async holdersAt(space: string, workerId: number, tick: number): Promise<readonly LeaseHolding[]> {
+    return (await this.holdingsOf(space, workerId)).filter((h) => covers(h, tick));
+  }
+
+  async holdings(space: string): Promise<readonly LeaseHolding[]> {
+    return this.holdingsOf(space, undefined);
+  }
+
+  async entries(space: string, workerId: number): Promise<readonly LeaseLedgerEntry[]> {
+    try {
+      const rows = this.open()
+        .prepare(`SELECT ${ENTRY_COLUMNS} FROM sequoia_lease_ledger WHERE space = ? AND worker_id = ? ORDER BY seq`)
+        .all(space, workerId) as EntryRow[];
+      return rows.map((r) => toEntry(space, r));
+    } catch (e) {
+      throw wrap(e);
+    }
+  }
+
+  async pruneLedger(retentionMs: number, limit: number): Promise<number> {
+    try {
+      return this.open()
+        .prepare(
+          `DELETE FROM sequoia_lease_ledger WHERE seq IN (
+             SELECT seq FROM sequoia_lease_ledger WHERE at_ms < ? AND until_tick < ? ORDER BY seq LIMIT ?)`,
+        )
+        .run(this.now() - retentionMs, HELD_FOR_GOOD_TICK, limit).changes;
+    } catch (e) {
+      throw wrap(e);
+    }
+  }
+
+  private async holdingsOf(space: string, workerId: number | undefined): Promise<LeaseHolding[]> {
+    try {
+      const rows = this.open()
+        .prepare(`SELECT ${HOLDING_COLUMNS} FROM sequoia_lease_ledger WHERE space = ?${workerId === undefined ? '' : ' AND worker_id = ?'} ${HOLDING_GROUP}`)
+        .all(...(workerId === undefined ? [space] : [space, workerId])) as HoldingRow[];
+      return rows.map(toHolding);
     } catch (e) {
       throw wrap(e);
     }
@@ -149,6 +245,34 @@ function take(db: Database.Database, space: string, workerId: number, owner: str
        RETURNING generation, last_tick`,
     )
     .get(space, workerId, owner, expiresAt, now) as { generation: number; last_tick: number };
+}
+
+/** One ledger row; inside the caller's transaction. */
+function record(
+  db: Database.Database,
+  space: string,
+  workerId: number,
+  generation: number,
+  kind: LeaseEventKind,
+  owner: string,
+  h: LeaseHolder,
+  fromTick: number,
+  untilTick: number,
+  now: number,
+): void {
+  db.prepare(
+    `INSERT INTO sequoia_lease_ledger (space, worker_id, generation, kind, owner, host, pid, instance, version, from_tick, until_tick, at_ms)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+  ).run(space, workerId, generation, kind, owner, h.host, h.pid, h.instance, h.version, fromTick, untilTick, now);
+}
+
+/** A renewal or release: the holding's first tick and holder come from its latest row (only the horizon, before the ledger existed). */
+function recordAfter(db: Database.Database, space: string, workerId: number, generation: number, kind: LeaseEventKind, owner: string, untilTick: number, now: number): void {
+  const prev = db
+    .prepare(`SELECT ${ENTRY_COLUMNS} FROM sequoia_lease_ledger WHERE space = ? AND worker_id = ? AND generation = ? ORDER BY seq DESC LIMIT 1`)
+    .get(space, workerId, generation) as EntryRow | undefined;
+  const p = prev && toEntry(space, prev);
+  record(db, space, workerId, generation, kind, owner, p?.holder ?? holderOf(owner, undefined), p?.fromTick ?? untilTick, untilTick, now);
 }
 
 const wrap = (e: unknown) => storeError('SQLite lease store', e);

@@ -2,10 +2,11 @@
  * What `sequoia audit` finds in a sorted stream of distinct IDs with their
  * counts (id-sort.ts): duplicates, IDs at or above the store's max_id for a
  * segment tag (a store restored from an old backup), snowflake IDs outside
- * their layout or from the future, and the summary. Bounded memory: counts,
+ * their layout, from the future, or from a worker id nobody held at their
+ * tick (with the lease ledger), and the summary. Bounded memory: counts,
  * per-day buckets and at most `keep` examples per finding.
  */
-import type { Layout } from '../../core/snowflake/layout.js';
+import { type Layout, decompose, joinWorker } from '../../core/snowflake/layout.js';
 import { halvesToBigInt } from './id-sort.js';
 
 const TWO32 = 4294967296;
@@ -22,7 +23,13 @@ export interface Duplicate {
 
 export type AuditTarget =
   | { readonly kind: 'segment'; readonly tag: string }
-  | { readonly kind: 'snowflake'; readonly layout: Layout; readonly nowMs: number };
+  | {
+      readonly kind: 'snowflake';
+      readonly layout: Layout;
+      readonly nowMs: number;
+      /** From the lease ledger: whether anyone held the worker id at the tick; undefined: not checked. */
+      readonly held?: ((workerId: number, tick: number) => boolean) | undefined;
+    };
 
 export class AuditAnalysis {
   count = 0;
@@ -38,6 +45,8 @@ export class AuditAnalysis {
   readonly outsideLayoutExamples: string[] = [];
   future = 0;
   readonly futureExamples: string[] = [];
+  unheld = 0;
+  readonly unheldExamples: string[] = [];
   readonly perDay = new Map<number, number>();
   private readonly tickDiv: number;
   private readonly futureTick: number;
@@ -68,10 +77,10 @@ export class AuditAnalysis {
       this.duplicateExtra += count - 1;
       if (this.duplicates.length < this.keep) this.duplicates.push({ id: halvesToBigInt(hi, lo).toString(), count });
     }
-    if (this.target.kind === 'snowflake') this.snowflake(hi, lo, count, this.target.layout);
+    if (this.target.kind === 'snowflake') this.snowflake(hi, lo, count, this.target.layout, this.target.held);
   };
 
-  private snowflake(hi: number, lo: number, count: number, l: Layout): void {
+  private snowflake(hi: number, lo: number, count: number, l: Layout, held: ((workerId: number, tick: number) => boolean) | undefined): void {
     // The tick from the halves without a BigInt: exact while the tick is below 2^53.
     const tick = l.lowBits >= 32 ? Math.floor(hi / 2 ** (l.lowBits - 32)) : hi * (TWO32 / this.tickDiv) + Math.floor(lo / this.tickDiv);
     if (tick > l.maxTick) {
@@ -82,6 +91,14 @@ export class AuditAnalysis {
     if (tick > this.futureTick) {
       this.future += count;
       if (this.futureExamples.length < this.keep) this.futureExamples.push(halvesToBigInt(hi, lo).toString());
+    }
+    if (held !== undefined) {
+      const id = halvesToBigInt(hi, lo);
+      const workerId = joinWorker(l, decompose(l, id).values);
+      if (!held(workerId, tick)) {
+        this.unheld += count;
+        if (this.unheldExamples.length < this.keep) this.unheldExamples.push(`${id} (worker id ${workerId}, tick ${tick})`);
+      }
     }
     const day = Math.floor((l.epochMs + tick * l.unitMs) / DAY_MS);
     this.perDay.set(day, (this.perDay.get(day) ?? 0) + count);
