@@ -25,7 +25,7 @@ import { MAX_ID } from '../../core/id.js';
 import type { Allocation, NewTag, SegmentStore, TagInfo, TagUpdate } from '../../ports/segment-store.js';
 import { isBigintOverflow, type LeafRow, type LeafTableOptions, leafTableNames, tagInfoFromLeafRow } from '../kit/leaf-table.js';
 import { assertGiveBack, DEFAULT_START, DEFAULT_STEP, exhausted, LEGACY_GENERATION, newGeneration } from '../kit/segment-rules.js';
-import { positiveSetting, storeError } from '../kit/store-errors.js';
+import { positiveSetting, storeError } from '../kit/store-boundary.js';
 import { MysqlConnection, type MysqlConnectionOptions } from './mysql-connection.js';
 
 export interface MysqlLeafSegmentStoreOptions extends Partial<MysqlConnectionOptions>, LeafTableOptions {

@@ -23,7 +23,7 @@ import type { Pool, PoolConnection, ResultSetHeader, RowDataPacket } from 'mysql
 import { InvalidArgumentError, type SequoiaError, TagExistsError, TagNotFoundError, UnavailableError } from '../../core/errors.js';
 import { MAX_ID } from '../../core/id.js';
 import type { Allocation, NewTag, SegmentStore, TagInfo, TagUpdate } from '../../ports/segment-store.js';
-import { positiveSetting, storeError, tagInfoFromTextRow } from '../kit/store-errors.js';
+import { positiveSetting, storeError, tagInfoFromTextRow } from '../kit/store-boundary.js';
 import { MysqlConnection, type MysqlConnectionOptions } from './mysql-connection.js';
 import { assertGiveBack, DEFAULT_START, DEFAULT_STEP, exhausted, newGeneration, tableName } from '../kit/segment-rules.js';
 

@@ -25,7 +25,7 @@ import { MAX_ID } from '../../core/id.js';
 import type { Allocation, NewTag, SegmentStore, TagInfo, TagUpdate } from '../../ports/segment-store.js';
 import { isBigintOverflow, type LeafRow, type LeafTableOptions, leafTableNames, tagInfoFromLeafRow } from '../kit/leaf-table.js';
 import { assertGiveBack, DEFAULT_START, DEFAULT_STEP, exhausted, LEGACY_GENERATION, newGeneration } from '../kit/segment-rules.js';
-import { storeError } from '../kit/store-errors.js';
+import { storeError } from '../kit/store-boundary.js';
 import { type PgClientLike, PostgresConnection, type PostgresConnectionOptions } from './postgres-connection.js';
 
 /** Key of the advisory lock that serialises schema migrations ("SEQU"), as the native store. */

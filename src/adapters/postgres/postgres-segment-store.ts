@@ -22,7 +22,7 @@ import { InvalidArgumentError, type SequoiaError, TagExistsError, TagNotFoundErr
 import { MAX_ID } from '../../core/id.js';
 import type { Allocation, NewTag, SegmentStore, TagInfo, TagUpdate } from '../../ports/segment-store.js';
 import { assertGiveBack, DEFAULT_START, DEFAULT_STEP, exhausted, newGeneration, tableName } from '../kit/segment-rules.js';
-import { storeError, tagInfoFromTextRow } from '../kit/store-errors.js';
+import { storeError, tagInfoFromTextRow } from '../kit/store-boundary.js';
 import { type PgPoolLike, PostgresConnection, type PostgresConnectionOptions } from './postgres-connection.js';
 
 /** 1: the table; 2: its `generation` column (see TagInfo.generation). */

@@ -9,7 +9,7 @@ import type Database from 'better-sqlite3';
 import { UnavailableError } from '../../core/errors.js';
 import type { AcquireRequest, LeaseRecord, LeaseRow, NodeClaim, WorkerLeaseStore } from '../../ports/worker-lease-store.js';
 import { CLAIMED_FOR_GOOD_MS, chooseWorker, nodeOwner } from '../kit/choose-worker.js';
-import { storeError } from '../kit/store-errors.js';
+import { storeError } from '../kit/store-boundary.js';
 import { SqliteConnection } from './sqlite-connection.js';
 
 export class SqliteWorkerLeaseStore implements WorkerLeaseStore {
