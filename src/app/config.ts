@@ -10,7 +10,7 @@ import { z } from 'zod';
 import { DEFAULT_STATE_DIR, DEFAULT_STORE_URL } from './defaults.js';
 import { type BusinessNumberFormat, validateBusinessNumberFormat } from '../core/business-number/index.js';
 import { InvalidArgumentError } from '../core/errors.js';
-import { PRESETS, defineLayouts } from '../core/snowflake/layout.js';
+import { DEFAULT_LAYOUT, PRESETS, defineLayouts } from '../core/snowflake/layout.js';
 import { TAG_PATTERN, TAG_RULE, isValidTag } from '../core/tag.js';
 import { LAYOUT_NAME } from '../core/request-rules.js';
 import { type WorkerIdProviderSpec, parseWorkerIdProvider } from './worker-id-provider-spec.js';
@@ -161,7 +161,7 @@ export const FIELDS = {
   shutdownTimeoutMs: { schema: intFrom(0, 600_000), default: 10_000, env: 'SEQUOIA_SHUTDOWN_TIMEOUT_MS', flag: '--shutdown-timeout-ms', doc: 'how long SIGTERM waits for in-flight requests' },
   workers: { schema: workersSchema, default: 1, env: 'SEQUOIA_WORKERS', flag: '--workers', doc: 'server processes sharing the port (node:cluster): 1 (one process: IDs of a tag increase), N, or auto (one per CPU core); N workers interleave like N servers' },
   strictTags: { schema: tagList.optional(), default: undefined, env: 'SEQUOIA_STRICT_TAGS', flag: '--strict-tags', doc: 'tags served strictly increasing across servers, one store write per batch of concurrent requests (comma-separated)' },
-  snowflakeLayout: { schema: z.string().regex(LAYOUT_NAME, `must be a layout name: ${[...PRESETS.keys()].join(', ')} or one from layouts`), default: 'twitter', env: 'SEQUOIA_SNOWFLAKE_LAYOUT', flag: '--snowflake-layout', doc: 'default snowflake layout (of /api/snowflake/get and requests without layout)' },
+  snowflakeLayout: { schema: z.string().regex(LAYOUT_NAME, `must be a layout name: ${[...PRESETS.keys()].join(', ')} or one from layouts`), default: DEFAULT_LAYOUT, env: 'SEQUOIA_SNOWFLAKE_LAYOUT', flag: '--snowflake-layout', doc: 'default snowflake layout (of /api/snowflake/get and requests without layout)' },
   layouts: { schema: layoutsSchema.optional(), default: undefined, env: 'SEQUOIA_LAYOUTS', flag: '--layouts', doc: 'custom snowflake layouts, JSON {"discord":{"epochMs":1420070400000,"timeBits":42,"fields":[…]}}; best in the config file' },
   workerIdProvider: { schema: workerIdProviderSchema, default: 'lease', env: 'SEQUOIA_WORKER_ID_PROVIDER', flag: '--worker-id-provider', doc: 'where snowflake worker ids come from (lease: leased from the store)' },
   workerLeaseTtlMs: { schema: intFrom(300, 600_000), default: 10_000, env: 'SEQUOIA_WORKER_LEASE_TTL_MS', flag: '--worker-lease-ttl-ms', doc: 'worker-id lease length; renewed every third of it' },
