@@ -5,12 +5,11 @@
  *   mysql://… or mariadb://…          scratch database (default sequoia_bench_pk)
  *   sqlite:PATH                       a new file at PATH
  */
+import { DEFAULT_PK_SCRATCH } from '../adapters/kit/pk-bench-kit.js';
 import type { PkBenchTarget } from '../ports/pk-bench-target.js';
 import { databaseUrl } from './stores.js';
 
 export { runPkBench, type PkBenchOptions, type PkBenchResult, type PkKindResult, type PkProgress } from '../service/pk-bench-runner.js';
-
-export const DEFAULT_PK_SCRATCH_NAME = 'sequoia_bench_pk';
 
 export interface PkTargetOptions {
   readonly scratch?: string;
@@ -18,7 +17,7 @@ export interface PkTargetOptions {
 }
 
 export async function openPkBenchTarget(url: string, options: PkTargetOptions): Promise<PkBenchTarget> {
-  const scratch = options.scratch ?? DEFAULT_PK_SCRATCH_NAME;
+  const scratch = options.scratch ?? DEFAULT_PK_SCRATCH;
   const db = databaseUrl(url);
   switch (db.engine) {
     case 'sqlite': {
