@@ -7,33 +7,15 @@
  * `dist/cli/main.js` (e.g. the commit before the fix), that one too; rounds
  * alternate between them, medians are reported.
  */
-import { execFile, execFileSync } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { WrkResult } from './http.js';
+import { type WrkResult, wrkAsync } from './http.js';
 import { median, startChild, stopChild } from './util.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
-
-function toMs(v: string): number {
-  const m = /^([\d.]+)(us|ms|s)$/.exec(v.trim());
-  if (!m) return Number.NaN;
-  const x = Number(m[1]);
-  return m[2] === 'us' ? x / 1000 : m[2] === 's' ? x * 1000 : x;
-}
-
-function wrk(url: string, connections: number, seconds: number): Promise<WrkResult> {
-  return new Promise((resolve, reject) => {
-    execFile('wrk', ['-t1', `-c${connections}`, `-d${seconds}s`, '--latency', url], { encoding: 'utf8' }, (err, out) => {
-      if (err) return reject(err);
-      const non2xx = /Non-2xx or 3xx responses: (\d+)/.exec(out);
-      if (non2xx) return reject(new Error(`wrk saw ${non2xx[1]} error responses from ${url}`));
-      resolve({ rps: Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1]), p50ms: toMs(/\s50%\s+(\S+)/.exec(out)?.[1] ?? ''), p99ms: toMs(/\s99%\s+(\S+)/.exec(out)?.[1] ?? '') });
-    });
-  });
-}
 
 export type Load = 'alone' | 'count=1' | 'count=10000';
 export interface BatchBenchRow {
@@ -66,10 +48,10 @@ export async function benchBatches(opts: { rounds?: number; seconds?: number } =
           const single = `${s.url}/api/segment/get/bench`;
           let loadRun: Promise<WrkResult> | undefined;
           if (load !== 'alone') {
-            loadRun = wrk(`${s.url}/v1/segment/bench?${load}`, 20, seconds + 2);
+            loadRun = wrkAsync(`${s.url}/v1/segment/bench?${load}`, { threads: 1, connections: 20, seconds: seconds + 2 });
             await new Promise((res) => setTimeout(res, 1000));
           }
-          const measured = await wrk(single, 10, seconds);
+          const measured = await wrkAsync(single, { threads: 1, connections: 10, seconds });
           const loadResult = await loadRun;
           const key = `${s.name}|${load}`;
           const acc = results.get(key) ?? { single: [], load: [] };

@@ -23,11 +23,6 @@ import { UuidV7Generator } from '../src/core/uuid/uuid-v7.js';
 import { systemClock } from '../src/core/clock.js';
 import { systemRandom } from '../src/core/random.js';
 
-export interface GeneratorResult {
-  name: string;
-  idsPerSec: number;
-}
-
 interface Candidate {
   name: string;
   make: () => () => string;

@@ -1,5 +1,5 @@
 /** HTTP throughput and latency with wrk: Sequoia against bare node:http, same machine, same run. */
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFile, execFileSync, spawnSync } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -19,14 +19,60 @@ function toMs(v: string): number {
   return m[2] === 'us' ? x / 1000 : m[2] === 's' ? x * 1000 : x;
 }
 
-export function wrk(url: string, connections: number, seconds: number, headers: string[] = []): WrkResult {
-  const out = execFileSync('wrk', ['-t2', `-c${connections}`, `-d${seconds}s`, '--latency', ...headers.flatMap((h) => ['-H', h]), url], { encoding: 'utf8' });
-  const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1]);
-  const p50 = /\s50%\s+(\S+)/.exec(out)?.[1] ?? '';
-  const p99 = /\s99%\s+(\S+)/.exec(out)?.[1] ?? '';
+export interface WrkOptions {
+  readonly connections: number;
+  readonly seconds: number;
+  /** wrk threads (default 2). */
+  readonly threads?: number;
+  readonly headers?: readonly string[];
+  /** wrk's --timeout, e.g. '20s' (wrk's default otherwise). */
+  readonly timeout?: string;
+}
+
+function wrkArgs(url: string, o: WrkOptions): string[] {
+  return [`-t${o.threads ?? 2}`, `-c${o.connections}`, `-d${o.seconds}s`, ...(o.timeout ? ['--timeout', o.timeout] : []), '--latency', ...(o.headers ?? []).flatMap((h) => ['-H', h]), url];
+}
+
+/** wrk's report, with its worst latency and the errors it counted (non-2xx answers and timeouts). */
+export function parseWrk(out: string): WrkResult & { maxMs: number; errors: number } {
+  return {
+    rps: Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1]),
+    p50ms: toMs(/\s50%\s+(\S+)/.exec(out)?.[1] ?? ''),
+    p99ms: toMs(/\s99%\s+(\S+)/.exec(out)?.[1] ?? ''),
+    maxMs: toMs(/Latency\s+\S+\s+\S+\s+(\S+)/.exec(out)?.[1] ?? ''),
+    errors: Number(/Non-2xx or 3xx responses: (\d+)/.exec(out)?.[1] ?? 0) + Number(/Socket errors:.*timeout (\d+)/.exec(out)?.[1] ?? 0),
+  };
+}
+
+function strict(url: string, out: string): WrkResult {
   const non2xx = /Non-2xx or 3xx responses: (\d+)/.exec(out);
   if (non2xx) throw new Error(`wrk saw ${non2xx[1]} error responses from ${url}`);
-  return { rps, p50ms: toMs(p50), p99ms: toMs(p99) };
+  const { rps, p50ms, p99ms } = parseWrk(out);
+  return { rps, p50ms, p99ms };
+}
+
+/** wrk, failing on any non-2xx answer. */
+export function wrk(url: string, connections: number, seconds: number, headers: string[] = []): WrkResult {
+  return strict(url, execFileSync('wrk', wrkArgs(url, { connections, seconds, headers }), { encoding: 'utf8' }));
+}
+
+/** wrk as a child: the run may measure something this process must keep serving meanwhile (a fault proxy). */
+export function wrkAsync(url: string, o: WrkOptions): Promise<WrkResult> {
+  return new Promise((resolve, reject) => {
+    execFile('wrk', wrkArgs(url, o), { encoding: 'utf8' }, (err, out) => {
+      if (err) return reject(err);
+      try {
+        resolve(strict(url, out));
+      } catch (e) {
+        reject(e instanceof Error ? e : new Error(String(e)));
+      }
+    });
+  });
+}
+
+/** wrk counting errors instead of failing on them. */
+export function wrkCounting(url: string, o: WrkOptions): ReturnType<typeof parseWrk> {
+  return parseWrk(execFileSync('wrk', wrkArgs(url, o), { encoding: 'utf8' }));
 }
 
 export function haveWrk(): boolean {

@@ -15,8 +15,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { FaultProxy } from '../test/helpers/fault-proxy.js';
-import { execFile } from 'node:child_process';
-import { haveWrk, type WrkResult } from './http.js';
+import { haveWrk, type WrkResult, wrkAsync } from './http.js';
 import { STORE_TARGETS, BENCH_MYSQL_URL, BENCH_POSTGRES_URL, BENCH_REDIS_URL } from './stores.js';
 import { median, startChild, stopChild } from './util.js';
 
@@ -46,29 +45,6 @@ export interface LatencyBenchResult {
 }
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
-
-function toMs(v: string): number {
-  const m = /^([\d.]+)(us|ms|s)$/.exec(v.trim());
-  if (!m) return Number.NaN;
-  const x = Number(m[1]);
-  return m[2] === 'us' ? x / 1000 : m[2] === 's' ? x * 1000 : x;
-}
-
-/** wrk, asynchronously: the fault proxy lives in this process and must keep forwarding meanwhile. */
-function wrk(url: string, connections: number, seconds: number): Promise<WrkResult> {
-  return new Promise((resolve, reject) => {
-    execFile('wrk', ['-t2', `-c${connections}`, `-d${seconds}s`, '--latency', url], { encoding: 'utf8' }, (err, out) => {
-      if (err) return reject(err);
-      const non2xx = /Non-2xx or 3xx responses: (\d+)/.exec(out);
-      if (non2xx) return reject(new Error(`wrk saw ${non2xx[1]} error responses from ${url}`));
-      resolve({
-        rps: Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1]),
-        p50ms: toMs(/\s50%\s+(\S+)/.exec(out)?.[1] ?? ''),
-        p99ms: toMs(/\s99%\s+(\S+)/.exec(out)?.[1] ?? ''),
-      });
-    });
-  });
-}
 
 const CANDIDATES = [
   { name: 'postgres', url: BENCH_POSTGRES_URL },
@@ -139,13 +115,13 @@ export async function benchLatency(opts: LatencyBenchOptions = {}): Promise<Late
     });
     if (created.status !== 201) throw new Error(`cannot create the bench tag: ${created.status} ${await created.text()}`);
     const url = `${server.url}/api/segment/get/${tag}`;
-    await wrk(url, connections, 2); // warm-up: JIT, and the step grows to --max-step
+    await wrkAsync(url, { connections, seconds: 2 }); // warm-up: JIT, and the step grows to --max-step
     for (let r = 0; r < rounds; r++) {
       for (const mode of ['base', 'slow'] as const) {
         proxy.slow(mode === 'slow' ? latencyMs : 0);
         const before = await loads(server.url, tag);
         try {
-          results[mode].push(await wrk(url, connections, seconds));
+          results[mode].push(await wrkAsync(url, { connections, seconds }));
         } catch (e) {
           const probe = await fetch(`${server.url}/v1/status`);
           throw new Error(`${mode} round ${r}: ${(e as Error).message}; status: ${probe.status} ${await probe.text()}`, { cause: e });

@@ -6,7 +6,7 @@
  *   node dist-bench/bench/metrics-server.js on|off
  */
 import { MemorySegmentStore } from '../src/adapters/memory/memory-segment-store.js';
-import { MemoryHighWaterMarkStore } from '../src/adapters/state-dir/file-high-water-mark-store.js';
+import { MemoryHighWaterMarkStore } from '../src/adapters/memory/memory-high-water-mark-store.js';
 import { buildApp } from '../src/server/build-app.js';
 import { SequoiaMetrics } from '../src/server/metrics.js';
 import { IdService } from '../src/service/id-service.js';

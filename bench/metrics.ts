@@ -15,7 +15,7 @@
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { MemorySegmentStore } from '../src/adapters/memory/memory-segment-store.js';
-import { MemoryHighWaterMarkStore } from '../src/adapters/state-dir/file-high-water-mark-store.js';
+import { MemoryHighWaterMarkStore } from '../src/adapters/memory/memory-high-water-mark-store.js';
 import { SequoiaMetrics } from '../src/server/metrics.js';
 import { IdService } from '../src/service/id-service.js';
 import { haveWrk, wrk } from './http.js';

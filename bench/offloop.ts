@@ -20,7 +20,7 @@ import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { haveWrk } from './http.js';
+import { haveWrk, wrkCounting } from './http.js';
 import { median, startChild, stopChild } from './util.js';
 
 export interface OffLoopRow {
@@ -36,24 +36,6 @@ export interface OffLoopRow {
 }
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
-
-function toMs(v: string): number {
-  const m = /^([\d.]+)(us|ms|s)$/.exec(v.trim());
-  if (!m) return Number.NaN;
-  const x = Number(m[1]);
-  return m[2] === 'us' ? x / 1000 : m[2] === 's' ? x * 1000 : x;
-}
-
-function runWrk(url: string, seconds: number): { rps: number; p50ms: number; p99ms: number; maxMs: number; errors: number } {
-  const out = execFileSync('wrk', ['-t2', '-c50', `-d${seconds}s`, '--timeout', '20s', '--latency', url], { encoding: 'utf8' });
-  return {
-    rps: Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1]),
-    p50ms: toMs(/\s50%\s+(\S+)/.exec(out)?.[1] ?? ''),
-    p99ms: toMs(/\s99%\s+(\S+)/.exec(out)?.[1] ?? ''),
-    maxMs: toMs(/Latency\s+\S+\s+\S+\s+(\S+)/.exec(out)?.[1] ?? ''),
-    errors: Number(/Non-2xx or 3xx responses: (\d+)/.exec(out)?.[1] ?? 0) + Number(/Socket errors:.*timeout (\d+)/.exec(out)?.[1] ?? 0),
-  };
-}
 
 function holdLock(path: string): ChildProcess {
   const sqlite = createRequire(join(root, 'package.json')).resolve('better-sqlite3');
@@ -78,14 +60,14 @@ async function measure(dist: string, seconds: number): Promise<Omit<OffLoopRow, 
   execFileSync(process.execPath, [cli, 'tag', 'create', 't', '--step', '1000', '--store', store, '--state-dir', stateDir]);
   const { child, url } = await startChild([cli, 'serve', '--port', '0', '--store', store, '--state-dir', stateDir, '--max-step', '1000', '--log-level', 'info']);
   try {
-    runWrk(`${url}/api/segment/get/t`, 1); // warm-up
+    wrkCounting(`${url}/api/segment/get/t`, { connections: 50, seconds: 1, timeout: '20s' }); // warm-up
     const l0 = await loads(url);
-    const plain = runWrk(`${url}/api/segment/get/t`, seconds);
+    const plain = wrkCounting(`${url}/api/segment/get/t`, { connections: 50, seconds, timeout: '20s' });
     const l1 = await loads(url);
     const holder = holdLock(join(stateDir, 'state.db'));
     try {
       await locked(holder);
-      const l = runWrk(`${url}/v1/uuid`, seconds);
+      const l = wrkCounting(`${url}/v1/uuid`, { connections: 50, seconds, timeout: '20s' });
       return { rps: plain.rps, p50ms: plain.p50ms, p99ms: plain.p99ms, loads: l1 - l0, lockedP99ms: l.p99ms, lockedMaxMs: l.maxMs, lockedRps: l.rps, lockedErrors: l.errors };
     } finally {
       holder.kill('SIGKILL');

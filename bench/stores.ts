@@ -16,7 +16,7 @@ import { MysqlSegmentStore } from '../src/adapters/mysql/mysql-segment-store.js'
 import { PostgresSegmentStore } from '../src/adapters/postgres/postgres-segment-store.js';
 import { RedisSegmentStore } from '../src/adapters/redis/redis-segment-store.js';
 import { SqliteSegmentStore } from '../src/adapters/sqlite/sqlite-segment-store.js';
-import { FileHighWaterMarkStore } from '../src/adapters/state-dir/file-high-water-mark-store.js';
+import { StateDir } from '../src/adapters/state-dir/state-dir.js';
 import type { SegmentStore } from '../src/ports/segment-store.js';
 import { IdService } from '../src/service/id-service.js';
 
@@ -144,7 +144,7 @@ export async function benchStores(opts: StoreBenchOptions = {}): Promise<StoreBe
       const allocsPerSec = await rate(() => store.allocate('alloc'), concurrency, seconds);
       const service = new IdService({
         store,
-        marks: new FileHighWaterMarkStore(mkdtempSync(join(tmpdir(), 'sequoia-bench-marks-'))),
+        marks: new StateDir(mkdtempSync(join(tmpdir(), 'sequoia-bench-marks-'))),
         refreshIntervalMs: 0,
         strictTags: ['strict'],
         giveBackOnClose: false,

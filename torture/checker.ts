@@ -14,7 +14,7 @@
  * - Errors by code, availability (answered requests / all), latency p50/p99,
  *   and the gap rate of segment keys (IDs in [min, max] never handed out).
  */
-import type { Generator, RequestRecord } from './record.js';
+import type { RequestRecord } from './record.js';
 
 export interface SnowflakeLayoutSpec {
   readonly epochMs: number;
@@ -265,7 +265,3 @@ function outsideReason(v: bigint, ks: KeySpec, r: RequestRecord, spec: CheckSpec
   return undefined;
 }
 
-/** The generator of a route name (`v1-segment` → segment). */
-export function generatorOf(route: string): Generator {
-  return route.includes('snowflake') ? 'snowflake' : route.includes('uuid') ? 'uuid' : 'segment';
-}

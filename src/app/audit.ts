@@ -10,35 +10,28 @@ import type { IdSource } from '../ports/id-source.js';
 import type { LeaseLedger } from '../ports/lease-ledger.js';
 import type { TagInfo } from '../ports/segment-store.js';
 import { resolveConfig } from './config.js';
-import { openBackend, redactStoreUrl } from './stores.js';
+import { databaseUrl, openBackend, redactStoreUrl } from './stores.js';
 import { withIdService } from './wiring.js';
 
 export type { AuditLedger, AuditLedgerEntry } from '../ports/audit-ledger.js';
 export type { LeaseHolding, LeaseLedger } from '../ports/lease-ledger.js';
 
 export async function openIdSource(url: string, query: string): Promise<IdSource> {
-  if (url.startsWith('sqlite:')) {
-    const path = url.slice('sqlite:'.length).replace(/^\/\/(?=\/)/, '');
-    const { SqliteIdSource } = await import('../adapters/sqlite/sqlite-id-source.js');
-    return new SqliteIdSource(path, query);
+  const db = databaseUrl(url);
+  switch (db.engine) {
+    case 'sqlite': {
+      const { SqliteIdSource } = await import('../adapters/sqlite/sqlite-id-source.js');
+      return new SqliteIdSource(db.path, query);
+    }
+    case 'postgres': {
+      const { PostgresIdSource } = await import('../adapters/postgres/postgres-id-source.js');
+      return new PostgresIdSource(db.url, query);
+    }
+    case 'mysql': {
+      const { MysqlIdSource } = await import('../adapters/mysql/mysql-id-source.js');
+      return new MysqlIdSource(db.url, query);
+    }
   }
-  const scheme = /^([a-z][a-z0-9+.-]*):\/\//i.exec(url)?.[1]?.toLowerCase();
-  let parsed: URL | undefined;
-  try {
-    parsed = new URL(url);
-  } catch {
-    parsed = undefined;
-  }
-  if (parsed !== undefined && (scheme === 'postgres' || scheme === 'postgresql')) {
-    const { PostgresIdSource } = await import('../adapters/postgres/postgres-id-source.js');
-    return new PostgresIdSource(url, query);
-  }
-  if (parsed !== undefined && (scheme === 'mysql' || scheme === 'mariadb')) {
-    parsed.protocol = 'mysql:';
-    const { MysqlIdSource } = await import('../adapters/mysql/mysql-id-source.js');
-    return new MysqlIdSource(parsed.toString(), query);
-  }
-  throw new InvalidArgumentError(`--db: unsupported or malformed URL ${JSON.stringify(redactStoreUrl(url))} (use postgres://…, mysql://… or sqlite:PATH)`);
 }
 
 /** The tag as the store has it now (its max_id is where the next range starts). */

@@ -64,7 +64,6 @@ describe('resolveConfig', () => {
       return '';
     };
     expect(bad({ adminTokenFile: join(dir, 'missing') })).toMatch(/adminTokenFile: cannot read/);
-    expect(bad({ tlsCert: join(dir, 'admin') })).toMatch(/tlsCert\/tlsKey: give both/);
     expect(bad({ clientTokens: '[{"token":"short","tags":["a"]}]' })).toMatch(/clientTokens \(from --client-tokens\): each token must be at least 16/);
     expect(bad({ clientTokens: '[{"token":"short","tags":["a"]}]' })).not.toMatch(/"short"/);
     expect(bad({ rateLimit: '-3' })).toMatch(/rateLimit/);
@@ -89,6 +88,28 @@ describe('resolveConfig', () => {
     expect(bad({ clientTokens: two('orders', 'orders') })).toMatch(/clientTokens .*two tokens share the name orders/);
     expect(bad({ clientTokens: two('bad name', 'x') })).toMatch(/clientTokens .*names are 1-64/);
     expect(resolveConfig({ clientTokens: two('orders', 'billing') }, {}, undefined).clientTokens?.map((t) => t.name)).toEqual(['orders', 'billing']);
+  });
+
+  it('checks the rules across fields before any file is read, each problem naming the field to change', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'sequoia-cfg-'));
+    const missing = join(dir, 'missing');
+    const problems = (flags: Record<string, string>): string[] => {
+      try {
+        resolveConfig(flags, {}, undefined);
+      } catch (e) {
+        return (e as ConfigError).problems;
+      }
+      return [];
+    };
+    // A missing file is not read while a rule across fields fails: the rule is the one problem.
+    expect(problems({ adminToken: 'admin-token-1', adminTokenFile: missing })).toEqual(['adminTokenFile: give either adminToken or adminTokenFile, not both']);
+    expect(problems({ clientTokens: '[{"token":"client-token-0123456789","tags":["a"]}]', clientTokensFile: missing })).toEqual(['clientTokensFile: give either clientTokens or clientTokensFile, not both']);
+    expect(problems({ tlsCert: missing })).toEqual(['tlsKey: tlsCert is set: give the key too (both or neither)']);
+    expect(problems({ tlsKey: missing })).toEqual(['tlsCert: tlsKey is set: give the certificate too (both or neither)']);
+    // Several at once, each named.
+    expect(problems({ tlsCert: missing, adminToken: 'admin-token-1', adminTokenFile: missing, snowflakeLayout: 'nope' }).map((p) => p.split(':')[0])).toEqual(['adminTokenFile', 'snowflakeLayout', 'tlsKey']);
+    // With the rules met, the files are read.
+    expect(problems({ tlsCert: missing, tlsKey: missing })).toEqual([`tlsCert: cannot read ${missing} (ENOENT)`, `tlsKey: cannot read ${missing} (ENOENT)`]);
   });
 
   it('refuses a static snowflake worker id shared by several worker processes', () => {

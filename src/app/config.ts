@@ -10,7 +10,7 @@ import { z } from 'zod';
 import { DEFAULT_STATE_DIR, DEFAULT_STORE_URL } from './defaults.js';
 import { type BusinessNumberFormat, validateBusinessNumberFormat } from '../core/business-number/index.js';
 import { InvalidArgumentError } from '../core/errors.js';
-import { PRESETS, defineLayouts } from '../core/snowflake/layout.js';
+import { DEFAULT_LAYOUT, PRESETS, defineLayouts } from '../core/snowflake/layout.js';
 import { TAG_PATTERN, TAG_RULE, isValidTag } from '../core/tag.js';
 import { LAYOUT_NAME } from '../core/request-rules.js';
 import { type WorkerIdProviderSpec, parseWorkerIdProvider } from './worker-id-provider-spec.js';
@@ -164,7 +164,7 @@ export const FIELDS = {
   strictTags: { schema: tagList.optional(), default: undefined, env: 'SEQUOIA_STRICT_TAGS', flag: '--strict-tags', doc: 'tags served strictly increasing across servers, one store write per batch of concurrent requests (comma-separated)' },
   fallbackTags: { schema: tagList.optional(), default: undefined, env: 'SEQUOIA_FALLBACK_TAGS', flag: '--fallback-tags', doc: 'tags with a fallback space (IDs from 2^62) that clients fill when no server answers; their segment IDs stay below 2^62 (comma-separated)' },
   fallbackLeaseTtlMs: { schema: intFrom(10_000, 86_400_000), default: 900_000, env: 'SEQUOIA_FALLBACK_LEASE_TTL_MS', flag: '--fallback-lease-ttl-ms', doc: 'fallback worker-id lease length: how long a client may fill the fallback space without a server' },
-  snowflakeLayout: { schema: z.string().regex(LAYOUT_NAME, `must be a layout name: ${[...PRESETS.keys()].join(', ')} or one from layouts`), default: 'twitter', env: 'SEQUOIA_SNOWFLAKE_LAYOUT', flag: '--snowflake-layout', doc: 'default snowflake layout (of /api/snowflake/get and requests without layout)' },
+  snowflakeLayout: { schema: z.string().regex(LAYOUT_NAME, `must be a layout name: ${[...PRESETS.keys()].join(', ')} or one from layouts`), default: DEFAULT_LAYOUT, env: 'SEQUOIA_SNOWFLAKE_LAYOUT', flag: '--snowflake-layout', doc: 'default snowflake layout (of /api/snowflake/get and requests without layout)' },
   layouts: { schema: layoutsSchema.optional(), default: undefined, env: 'SEQUOIA_LAYOUTS', flag: '--layouts', doc: 'custom snowflake layouts, JSON {"discord":{"epochMs":1420070400000,"timeBits":42,"fields":[…]}}; best in the config file' },
   workerIdProvider: { schema: workerIdProviderSchema, default: 'lease', env: 'SEQUOIA_WORKER_ID_PROVIDER', flag: '--worker-id-provider', doc: 'where snowflake worker ids come from (lease: leased from the store)' },
   workerLeaseTtlMs: { schema: intFrom(300, 600_000), default: 10_000, env: 'SEQUOIA_WORKER_LEASE_TTL_MS', flag: '--worker-lease-ttl-ms', doc: 'worker-id lease length; renewed every third of it' },
@@ -237,12 +237,48 @@ export function resolveConfig(
       problems.push(`${name} (from ${source}): ${r.error.issues[0]?.message ?? 'invalid'}${shown}`);
     }
   }
+  if (problems.length === 0) problems.push(...crossFieldProblems(out));
   if (problems.length === 0) readSecretFiles(out, problems);
   if (problems.length) throw new ConfigError(problems);
   return out as ServeConfig;
 }
 
-/** Secrets may come from files; cross-field rules are checked here. */
+/**
+ * The rules that span fields, checked once every field is valid on its own:
+ * each issue's path is the field to change (the message names it).
+ */
+const crossFieldRules = z.record(z.string(), z.unknown()).superRefine((c, ctx) => {
+  const problem = (field: FieldName, message: string): void => void ctx.addIssue({ code: 'custom', path: [field], message });
+  if (c.adminTokenFile !== undefined && c.adminToken !== undefined) problem('adminTokenFile', 'give either adminToken or adminTokenFile, not both');
+  if (c.clientTokensFile !== undefined && c.clientTokens !== undefined) problem('clientTokensFile', 'give either clientTokens or clientTokensFile, not both');
+  const provider = typeof c.workerIdProvider === 'string' ? parsedOrUndefined(c.workerIdProvider) : undefined;
+  if (provider && c.workers !== 1) {
+    // One id per server, but N processes would each issue on it: the same (tick, id, sequence) N times.
+    if (provider.kind === 'static') {
+      problem('workerIdProvider', 'static:N would give every worker process the same snowflake worker id; use --workers 1, or the lease or zookeeper provider (one id per worker)');
+    } else if (provider.kind === 'k8s-ordinal') {
+      problem(
+        'workerIdProvider',
+        'k8s-ordinal would give every worker process of the pod the same snowflake worker id; use --workers 1 (scale with StatefulSet replicas), or the lease or zookeeper provider (one id per worker)',
+      );
+    }
+  }
+  if (typeof c.snowflakeLayout === 'string' && !PRESETS.has(c.snowflakeLayout)) {
+    const custom = c.layouts as Record<string, unknown> | undefined;
+    if (!custom || !Object.hasOwn(custom, c.snowflakeLayout)) {
+      problem('snowflakeLayout', `no layout ${JSON.stringify(c.snowflakeLayout)}; known: ${[...PRESETS.keys(), ...Object.keys(custom ?? {})].join(', ')}`);
+    }
+  }
+  if (c.tlsCert !== undefined && c.tlsKey === undefined) problem('tlsKey', 'tlsCert is set: give the key too (both or neither)');
+  if (c.tlsKey !== undefined && c.tlsCert === undefined) problem('tlsCert', 'tlsKey is set: give the certificate too (both or neither)');
+});
+
+function crossFieldProblems(out: Record<string, unknown>): string[] {
+  const r = crossFieldRules.safeParse(out);
+  return r.success ? [] : r.error.issues.map((i) => `${String(i.path[0])}: ${i.message}`);
+}
+
+/** Secrets and certificates that come from files: read once the fields and their rules hold. */
 function readSecretFiles(out: Record<string, unknown>, problems: string[]): void {
   const read = (field: string, path: string): string | undefined => {
     try {
@@ -253,7 +289,6 @@ function readSecretFiles(out: Record<string, unknown>, problems: string[]): void
     }
   };
   if (typeof out.adminTokenFile === 'string') {
-    if (out.adminToken !== undefined) problems.push('adminTokenFile: give either adminToken or adminTokenFile, not both');
     const text = read('adminTokenFile', out.adminTokenFile)?.trim();
     if (text !== undefined) {
       if (text.length < 8) problems.push('adminTokenFile: the token must be at least 8 characters');
@@ -261,7 +296,6 @@ function readSecretFiles(out: Record<string, unknown>, problems: string[]): void
     }
   }
   if (typeof out.clientTokensFile === 'string') {
-    if (out.clientTokens !== undefined) problems.push('clientTokensFile: give either clientTokens or clientTokensFile, not both');
     const text = read('clientTokensFile', out.clientTokensFile);
     if (text !== undefined) {
       const r = clientTokensSchema.safeParse(text);
@@ -269,33 +303,8 @@ function readSecretFiles(out: Record<string, unknown>, problems: string[]): void
       else problems.push(`clientTokensFile: ${r.error.issues[0]?.message ?? 'invalid'}`);
     }
   }
-  const provider = typeof out.workerIdProvider === 'string' ? parsedOrUndefined(out.workerIdProvider) : undefined;
-  if (provider && out.workers !== 1) {
-    // One id per server, but N processes would each issue on it: the same (tick, id, sequence) N times.
-    if (provider.kind === 'static') {
-      problems.push(
-        'workerIdProvider: static:N would give every worker process the same snowflake worker id; use --workers 1, or the lease or zookeeper provider (one id per worker)',
-      );
-    } else if (provider.kind === 'k8s-ordinal') {
-      problems.push(
-        'workerIdProvider: k8s-ordinal would give every worker process of the pod the same snowflake worker id; use --workers 1 (scale with StatefulSet replicas), or the lease or zookeeper provider (one id per worker)',
-      );
-    }
-  }
-  if (typeof out.snowflakeLayout === 'string' && !PRESETS.has(out.snowflakeLayout)) {
-    const custom = out.layouts as Record<string, unknown> | undefined;
-    if (!custom || !Object.hasOwn(custom, out.snowflakeLayout)) {
-      problems.push(
-        `snowflakeLayout: no layout ${JSON.stringify(out.snowflakeLayout)}; known: ${[...PRESETS.keys(), ...Object.keys(custom ?? {})].join(', ')}`,
-      );
-    }
-  }
-  if ((out.tlsCert === undefined) !== (out.tlsKey === undefined)) {
-    problems.push('tlsCert/tlsKey: give both the certificate and the key, or neither');
-  } else if (typeof out.tlsCert === 'string' && typeof out.tlsKey === 'string') {
-    read('tlsCert', out.tlsCert);
-    read('tlsKey', out.tlsKey);
-  }
+  if (typeof out.tlsCert === 'string') read('tlsCert', out.tlsCert);
+  if (typeof out.tlsKey === 'string') read('tlsKey', out.tlsKey);
 }
 
 /** The parsed spec, or undefined when it is malformed (the schema has already said why). */

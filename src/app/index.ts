@@ -16,8 +16,9 @@ export type { WorkerIdProvider } from '../ports/worker-id-provider.js';
 export type { WorkerLeaseStore } from '../ports/worker-lease-store.js';
 export { MemorySegmentStore } from '../adapters/memory/memory-segment-store.js';
 export { SqliteSegmentStore } from '../adapters/sqlite/sqlite-segment-store.js';
-export { FileHighWaterMarkStore, MemoryHighWaterMarkStore } from '../adapters/state-dir/file-high-water-mark-store.js';
-export { StateDir } from '../adapters/state-dir/state-dir.js';
+export { MemoryHighWaterMarkStore } from '../adapters/memory/memory-high-water-mark-store.js';
+// The state dir as library users meet it: the durable store of their marks.
+export { StateDir as FileHighWaterMarkStore } from '../adapters/state-dir/state-dir.js';
 export { createStore } from './stores.js';
 export { createWorkerIdProvider } from './worker-id-providers.js';
 export { IdService, type IdServiceOptions } from '../service/id-service.js';

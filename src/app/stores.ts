@@ -106,6 +106,26 @@ function sqlitePath(u: string): string {
   return u.slice('sqlite:'.length).replace(/^\/\/(?=\/)/, '');
 }
 
+/** A business database's URL (`--db` of audit and bench pk) by engine, MySQL's under the driver's scheme. */
+export type DatabaseUrl = { readonly engine: 'sqlite'; readonly path: string } | { readonly engine: 'postgres' | 'mysql'; readonly url: string };
+
+export function databaseUrl(url: string): DatabaseUrl {
+  if (url.startsWith('sqlite:')) return { engine: 'sqlite', path: sqlitePath(url) };
+  const scheme = /^([a-z][a-z0-9+.-]*):\/\//i.exec(url)?.[1]?.toLowerCase();
+  let parsed: URL | undefined;
+  try {
+    parsed = new URL(url);
+  } catch {
+    parsed = undefined;
+  }
+  if (parsed !== undefined && (scheme === 'postgres' || scheme === 'postgresql')) return { engine: 'postgres', url };
+  if (parsed !== undefined && (scheme === 'mysql' || scheme === 'mariadb')) {
+    parsed.protocol = 'mysql:';
+    return { engine: 'mysql', url: parsed.toString() };
+  }
+  throw new InvalidArgumentError(`--db: unsupported or malformed URL ${JSON.stringify(redactStoreUrl(url))} (use postgres://…, mysql://… or sqlite:PATH)`);
+}
+
 async function openEntry(u: string, offLoop: boolean): Promise<Entry> {
   if (u === 'memory:') {
     const [{ MemorySegmentStore }, { MemoryWorkerLeaseStore }] = await Promise.all([

@@ -4,7 +4,7 @@
  * (`openBackend`) and its backend shared by the segment service and the
  * worker-id provider.
  */
-import { MemoryHighWaterMarkStore } from '../adapters/state-dir/file-high-water-mark-store.js';
+import { MemoryHighWaterMarkStore } from '../adapters/memory/memory-high-water-mark-store.js';
 import { StateDir } from '../adapters/state-dir/state-dir.js';
 import { InvalidArgumentError } from '../core/errors.js';
 import { defineLayouts } from '../core/snowflake/layout.js';

@@ -25,8 +25,6 @@ export type WorkerIdProviderSpec =
   | { readonly kind: 'worker-node' }
   | { readonly kind: 'zookeeper'; readonly zookeeper: ZookeeperSpec };
 
-export type WorkerIdProviderKind = WorkerIdProviderSpec['kind'];
-
 /** Parses a spec; a spec outside the grammar is INVALID_ARGUMENT naming it and the grammar. */
 export function parseWorkerIdProvider(spec: string): WorkerIdProviderSpec {
   const s = spec.trim();

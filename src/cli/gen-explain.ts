@@ -5,8 +5,7 @@
 import type { Command } from 'commander';
 import { createBusinessNumberCodec, resolveBusinessNumberFormat } from '../core/business-number/index.js';
 import { InvalidArgumentError } from '../core/errors.js';
-import { type Layout, decompose, defineLayouts, getLayout, joinWorker } from '../core/snowflake/layout.js';
-import { parseDecimalId } from '../core/id.js';
+import { DEFAULT_LAYOUT, type Layout, decompose, defineLayouts, getLayout, joinWorker } from '../core/snowflake/layout.js';
 import { decomposeFlake128, parseFlake128 } from '../core/flake128/index.js';
 import { ObjectIdGenerator, parseObjectId } from '../core/objectid/index.js';
 import { describeUuid, ulidTimestampMs, ulidToUuid, UuidV4Generator, UuidV7Generator } from '../core/uuid/index.js';
@@ -16,7 +15,7 @@ import { MAX_COUNT } from '../core/request-rules.js';
 import { decodeFallbackId } from '../core/fallback/fallback-space.js';
 import { parseDecimalId } from '../core/id.js';
 import { SNOWFLAKE_LAYOUTS, explainSnowflake, genSnowflake, isSnowflakeLayout } from './snowflake-commands.js';
-import { WORKER_ID_PROVIDER_SPECS } from '../app/defaults.js';
+import { DEFAULT_STATE_DIR, DEFAULT_STORE_URL, WORKER_ID_PROVIDER_SPECS } from '../app/defaults.js';
 
 export const GEN_KINDS = ['uuid', 'uuid4', 'ulid', 'objectid'] as const;
 /** Every kind `sequoia gen` takes: the two with a store, then the coordination-free ones. */
@@ -62,7 +61,7 @@ export function explain(
     return { id, kind: 'business-number', format: opts.format, value: codec.decode(id).toString() };
   }
   if (isSnowflakeLayout(opts.layout, opts.layouts) || (opts.layout === undefined && /^[0-9]{1,19}$/.test(id))) {
-    return explainSnowflake(id, opts.layout ?? 'twitter', opts.layouts);
+    return explainSnowflake(id, opts.layout ?? DEFAULT_LAYOUT, opts.layouts);
   }
   const layout = opts.layout ?? (UUID_LIKE.test(id) ? 'uuid' : ULID_LIKE.test(id) ? 'ulid' : OBJECTID_LIKE.test(id) ? 'objectid' : undefined);
   switch (layout) {
@@ -115,13 +114,13 @@ export function registerGenAndExplain(program: Command): void {
     .command('gen <kind>')
     .description(`print new IDs: ${ALL_GEN_KINDS.join(' | ')}`)
     .option('--count <n>', 'how many (default 1)', parseCountArg)
-    .option('--layout <layout>', `snowflake layout: ${SNOWFLAKE_LAYOUTS.join(' | ')} (default twitter)`)
+    .option('--layout <layout>', `snowflake layout: ${SNOWFLAKE_LAYOUTS.join(' | ')} (env SEQUOIA_SNOWFLAKE_LAYOUT; default ${DEFAULT_LAYOUT})`)
     .option('--shard <n>', 'snowflake instagram layout: the logical shard')
-    .option('--store <url>', 'snowflake: the store the worker id is leased from; segment: the store the IDs come from (env SEQUOIA_STORE; default sqlite:./data/sequoia.db)')
+    .option('--store <url>', `snowflake: the store the worker id is leased from; segment: the store the IDs come from (env SEQUOIA_STORE; default ${DEFAULT_STORE_URL})`)
     .option('--worker-id-provider <spec>', `snowflake: ${WORKER_ID_PROVIDER_SPECS} (not worker-node: it would take an id for good per call)`)
     .option('--config <file>', 'snowflake: JSON config file with custom `layouts` (env SEQUOIA_CONFIG)')
     .option('--tag <tag>', 'segment: the tag to draw from')
-    .option('--state-dir <dir>', 'segment: local state directory (env SEQUOIA_STATE_DIR; default ./data)')
+    .option('--state-dir <dir>', `segment: local state directory (env SEQUOIA_STATE_DIR; default ${DEFAULT_STATE_DIR})`)
     .action(
       async (
         kind: string,
@@ -143,7 +142,7 @@ export function registerGenAndExplain(program: Command): void {
   program
     .command('explain <id>')
     .description('decode an ID: its time, node and sequence fields, or a business number back to its ID')
-    .option('--layout <layout>', `${[...SNOWFLAKE_LAYOUTS, ...EXPLAIN_LAYOUTS].join(' | ')} (guessed from the text when omitted; decimal IDs: twitter)`)
+    .option('--layout <layout>', `${[...SNOWFLAKE_LAYOUTS, ...EXPLAIN_LAYOUTS].join(' | ')} (guessed from the text when omitted; decimal IDs: ${DEFAULT_LAYOUT})`)
     .option('--format <name>', 'a business-number format: a configured name (formats from --config / SEQUOIA_FORMATS) or e.g. base62, crockford32:13:check')
     .option('--config <file>', 'JSON config file with `formats` and `layouts` (env SEQUOIA_CONFIG)')
     .option('--store <url>', 'snowflake: the store its worker ids are leased from; names who held the worker id at the ID\'s tick (the lease ledger)')

@@ -3,7 +3,7 @@ import { InvalidArgumentError } from './errors.js';
 import { MAX_ID, parseDecimalId } from './id.js';
 import { TAG_RULE, isValidTag } from './tag.js';
 
-export { TAG_PATTERN, TAG_RULE } from './tag.js';
+export { TAG_PATTERN } from './tag.js';
 /** Steps are stored as 32-bit integers in every backend. */
 export const MAX_STORED_STEP = 2_000_000_000;
 

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { afterEach, describe, expect, it } from 'vitest';
-import { MemoryHighWaterMarkStore } from '../adapters/state-dir/file-high-water-mark-store.js';
+import { MemoryHighWaterMarkStore } from '../adapters/memory/memory-high-water-mark-store.js';
 import { IdService } from '../service/id-service.js';
 import { ControlledStore } from '../../test/helpers/fakes.js';
 import { type AppOptions, buildApp } from './build-app.js';

@@ -8,7 +8,7 @@ import type { FastifyInstance } from 'fastify';
 import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
 import { MemorySegmentStore } from '../adapters/memory/memory-segment-store.js';
-import { MemoryHighWaterMarkStore } from '../adapters/state-dir/file-high-water-mark-store.js';
+import { MemoryHighWaterMarkStore } from '../adapters/memory/memory-high-water-mark-store.js';
 import { ERROR_CODES } from '../core/errors.js';
 import { IdService } from '../service/id-service.js';
 import { type AppOptions, buildApp } from './build-app.js';

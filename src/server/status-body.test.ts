@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { PRESETS, defineLayout } from '../core/snowflake/layout.js';
 import { MemorySegmentStore } from '../adapters/memory/memory-segment-store.js';
-import { MemoryHighWaterMarkStore } from '../adapters/state-dir/file-high-water-mark-store.js';
+import { MemoryHighWaterMarkStore } from '../adapters/memory/memory-high-water-mark-store.js';
 import { IdService } from '../service/id-service.js';
 import { type RecentError, SequoiaMetrics } from './metrics.js';
 import { type StatusInputs, statusBody } from './status-body.js';

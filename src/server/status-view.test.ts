@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { MemorySegmentStore } from '../adapters/memory/memory-segment-store.js';
-import { MemoryHighWaterMarkStore } from '../adapters/state-dir/file-high-water-mark-store.js';
+import { MemoryHighWaterMarkStore } from '../adapters/memory/memory-high-water-mark-store.js';
 import { IdService } from '../service/id-service.js';
 import { SequoiaMetrics } from './metrics.js';
 import { tagStatusJson } from './status-view.js';

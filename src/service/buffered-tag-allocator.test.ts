@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { MemoryHighWaterMarkStore } from '../adapters/state-dir/file-high-water-mark-store.js';
+import { MemoryHighWaterMarkStore } from '../adapters/memory/memory-high-water-mark-store.js';
 import type { SequoiaError } from '../core/errors.js';
 import { type Id, MAX_ID } from '../core/id.js';
 import { silentLogger } from '../core/silent-logger.js';

@@ -5,7 +5,8 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { MemorySegmentStore } from '../adapters/memory/memory-segment-store.js';
 import { SqliteSegmentStore } from '../adapters/sqlite/sqlite-segment-store.js';
-import { FileHighWaterMarkStore, MemoryHighWaterMarkStore } from '../adapters/state-dir/file-high-water-mark-store.js';
+import { MemoryHighWaterMarkStore } from '../adapters/memory/memory-high-water-mark-store.js';
+import { StateDir } from '../adapters/state-dir/state-dir.js';
 import type { HighWaterMarkStore } from '../ports/high-water-mark-store.js';
 import type { SegmentStore } from '../ports/segment-store.js';
 import { ControlledStore, tick } from '../../test/helpers/fakes.js';
@@ -150,7 +151,7 @@ describe('give-back on a clean shutdown', () => {
   it('SQLite file and file marks: restart after a clean close continues at the next ID, twice', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'sequoia-giveback-'));
     const path = join(dir, 'ids.db');
-    const marks = new FileHighWaterMarkStore(join(dir, 'state'));
+    const marks = new StateDir(join(dir, 'state'));
     const seen: bigint[] = [];
     for (let round = 0; round < 3; round++) {
       const s = service(new SqliteSegmentStore({ path }), marks);
@@ -185,7 +186,7 @@ describe('give-back on a clean shutdown', () => {
     const dir = mkdtempSync(join(tmpdir(), 'sequoia-giveback-'));
     const store = new LastingStore();
     await store.createTag({ tag: 't', step: 10 });
-    const marks = () => new FileHighWaterMarkStore(join(dir, 'state'));
+    const marks = () => new StateDir(join(dir, 'state'));
     const early = service(store, marks());
     const late = service(store, marks());
     await early.start();

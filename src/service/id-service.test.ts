@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { MemoryHighWaterMarkStore } from '../adapters/state-dir/file-high-water-mark-store.js';
+import { MemoryHighWaterMarkStore } from '../adapters/memory/memory-high-water-mark-store.js';
 import type { SequoiaError } from '../core/errors.js';
 import type { Id } from '../core/id.js';
 import { ControlledStore, ManualClock } from '../../test/helpers/fakes.js';

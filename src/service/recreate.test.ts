@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { MemorySegmentStore } from '../adapters/memory/memory-segment-store.js';
-import { MemoryHighWaterMarkStore } from '../adapters/state-dir/file-high-water-mark-store.js';
+import { MemoryHighWaterMarkStore } from '../adapters/memory/memory-high-water-mark-store.js';
 import type { HighWaterMarkStore } from '../ports/high-water-mark-store.js';
 import type { Logger } from '../ports/logger.js';
 import type { SegmentStore } from '../ports/segment-store.js';

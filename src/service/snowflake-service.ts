@@ -166,6 +166,8 @@ export class SnowflakeService {
     if (layout.shardBits > 0) assertShard(layout, shard);
     let w = await this.worker(name);
     let clockWaited = 0;
+    /** ms waited for a next tick that did not come (reset by every ID issued). */
+    let stalled = 0;
     let waitLogged = 0;
     let renewals = 0;
     while (out.length < count) {
@@ -192,6 +194,7 @@ export class SnowflakeService {
         throw e;
       }
       if (typeof id === 'string') {
+        stalled = 0;
         if (clockWaited > waitLogged) {
           this.logger.warn({ layout: name, waitedMs: clockWaited - waitLogged, policy: this.clockPolicy }, 'snowflake clock behind the last tick: waited it out');
           waitLogged = clockWaited;
@@ -201,8 +204,16 @@ export class SnowflakeService {
       }
       switch (id.reason) {
         case 'sequence':
-          if (id.waitMs <= 2) spinUntilTickAfter(w.generator);
-          else await sleep(id.waitMs);
+          // The next tick is a few ms away: spin for it, once. A clock that did not get there
+          // (stopped: frozen by libfaketime, a stalled VM) is waited for with timers, so the
+          // event loop turns, and counts as a clock behind: the request is refused after the
+          // policy's wait instead of spinning for ever.
+          if (id.waitMs <= 2 && stalled === 0 && spinUntilTickAfter(w.generator)) break;
+          stalled += Math.max(1, id.waitMs);
+          if (stalled > this.maxWaitMs + 50 + w.generator.layout.unitMs) {
+            throw new ClockError(`the clock has not moved to the next tick for ${stalled} ms`, { retryAfterMs: Math.max(1, id.waitMs) });
+          }
+          await sleep(Math.max(1, id.waitMs));
           break;
         case 'clock':
           clockWaited += id.waitMs;
@@ -374,11 +385,12 @@ function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
 }
 
-/** Busy-waits (≤ 3 ms) until the clock reads a tick after the generator's last. */
-function spinUntilTickAfter(g: SnowflakeGenerator): void {
+/** Busy-waits (≤ 3 ms) until the clock reads a tick after the generator's last; false when it did not. */
+function spinUntilTickAfter(g: SnowflakeGenerator): boolean {
   const until = performance.now() + 3;
   const last = g.lastIssuedTick;
-  while (g.currentTick() <= last && performance.now() < until) {
-    /* spin: the next tick is at most a few ms away */
+  while (g.currentTick() <= last) {
+    if (performance.now() >= until) return false;
   }
+  return true;
 }

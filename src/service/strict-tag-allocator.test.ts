@@ -8,7 +8,7 @@ import { MemorySegmentStore } from '../adapters/memory/memory-segment-store.js';
 import { MultiSegmentStore } from '../adapters/multi/multi-segment-store.js';
 import { PostgresSegmentStore } from '../adapters/postgres/postgres-segment-store.js';
 import { SqliteSegmentStore } from '../adapters/sqlite/sqlite-segment-store.js';
-import { MemoryHighWaterMarkStore } from '../adapters/state-dir/file-high-water-mark-store.js';
+import { MemoryHighWaterMarkStore } from '../adapters/memory/memory-high-water-mark-store.js';
 import { StateDir } from '../adapters/state-dir/state-dir.js';
 import { resolveConfig } from '../app/config.js';
 import { UnavailableError } from '../core/errors.js';

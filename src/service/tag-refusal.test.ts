@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { MemorySegmentStore } from '../adapters/memory/memory-segment-store.js';
-import { MemoryHighWaterMarkStore } from '../adapters/state-dir/file-high-water-mark-store.js';
+import { MemoryHighWaterMarkStore } from '../adapters/memory/memory-high-water-mark-store.js';
 import { silentLogger } from '../core/silent-logger.js';
 import { ManualClock } from '../../test/helpers/fakes.js';
 import { TagRefusal } from './tag-refusal.js';

@@ -9,7 +9,7 @@
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { MemoryHighWaterMarkStore } from '../../src/adapters/state-dir/file-high-water-mark-store.js';
+import { MemoryHighWaterMarkStore } from '../../src/adapters/memory/memory-high-water-mark-store.js';
 import { k8sOrdinal } from '../../src/adapters/k8s/k8s-ordinal.js';
 import { FIELDS, type FieldName, resolveConfig } from '../../src/app/config.js';
 import { PRESETS } from '../../src/core/snowflake/layout.js';

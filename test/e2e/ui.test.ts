@@ -16,7 +16,7 @@ import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { type BrowserContext, type Page, chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MemoryHighWaterMarkStore } from '../../src/adapters/state-dir/file-high-water-mark-store.js';
+import { MemoryHighWaterMarkStore } from '../../src/adapters/memory/memory-high-water-mark-store.js';
 import { buildApp } from '../../src/server/build-app.js';
 import { SequoiaMetrics } from '../../src/server/metrics.js';
 import { IdService } from '../../src/service/id-service.js';

@@ -3,7 +3,7 @@ import { connect } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, describe, expect, it } from 'vitest';
 import { MemorySegmentStore } from '../../src/adapters/memory/memory-segment-store.js';
-import { MemoryHighWaterMarkStore } from '../../src/adapters/state-dir/file-high-water-mark-store.js';
+import { MemoryHighWaterMarkStore } from '../../src/adapters/memory/memory-high-water-mark-store.js';
 import { buildApp } from '../../src/server/build-app.js';
 import { IdService } from '../../src/service/id-service.js';
 

@@ -15,7 +15,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { MysqlSegmentStore } from '../../src/adapters/mysql/mysql-segment-store.js';
 import { PostgresSegmentStore } from '../../src/adapters/postgres/postgres-segment-store.js';
 import { RedisSegmentStore } from '../../src/adapters/redis/redis-segment-store.js';
-import { MemoryHighWaterMarkStore } from '../../src/adapters/state-dir/file-high-water-mark-store.js';
+import { MemoryHighWaterMarkStore } from '../../src/adapters/memory/memory-high-water-mark-store.js';
 import type { SegmentStore } from '../../src/ports/segment-store.js';
 import { buildApp } from '../../src/server/build-app.js';
 import { IdService } from '../../src/service/id-service.js';

@@ -5,6 +5,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { InvalidArgumentError, UnavailableError } from '../../core/errors.js';
+import { MAX_ID } from '../../core/id.js';
 
 export const DEFAULT_STEP = 1000;
 export const DEFAULT_START = 1n;
@@ -22,6 +23,11 @@ export function tableName(table: string | undefined): string {
 
 export function exhausted(tag: string): UnavailableError {
   return new UnavailableError('ID_SPACE_EXHAUSTED', `tag ${JSON.stringify(tag)} would pass 2^63-1; it never wraps`);
+}
+
+/** Throws unless `value` (a new tag's `start`, a fence's `to`) is an ID a store can hold. */
+export function assertStoredId(field: 'start' | 'to', value: bigint): void {
+  if (value < 0n || value > MAX_ID) throw new InvalidArgumentError(`${field} must be from 0 to 2^63-1`);
 }
 
 /** Throws unless `newMaxId` is a legal give-back target for `expectedMaxId` (0 <= new <= expected). */

@@ -60,7 +60,7 @@ import { InvalidArgumentError, SequoiaError, TagExistsError, TagNotFoundError, U
 import { MAX_ID } from '../../core/id.js';
 import { MULTI_META_TAG } from '../../core/segment/multi-meta-tag.js';
 import type { Allocation, NewTag, SegmentStore, TagInfo, TagUpdate } from '../../ports/segment-store.js';
-import { assertGiveBack, DEFAULT_START, exhausted } from '../kit/segment-rules.js';
+import { assertGiveBack, assertStoredId, DEFAULT_START, exhausted } from '../kit/segment-rules.js';
 
 export interface MultiSegmentStoreOptions {
   /** A store that failed is tried last for this long, ms. Default 5000. */
@@ -181,7 +181,7 @@ export class MultiSegmentStore implements SegmentStore {
   async createTag(t: NewTag): Promise<TagInfo> {
     if (t.tag === MULTI_META_TAG) throw new InvalidArgumentError(`tag ${JSON.stringify(MULTI_META_TAG)} is reserved`);
     const start = t.start ?? DEFAULT_START;
-    if (start < 0n || start > MAX_ID) throw new InvalidArgumentError('start must be from 0 to 2^63-1');
+    assertStoredId('start', start);
     const results = await this.onAll(async (m) => {
       await this.ready(m);
       return m.store.createTag({ ...t, start: this.unitsAtOrAbove(start, m.index) });
@@ -224,7 +224,7 @@ export class MultiSegmentStore implements SegmentStore {
 
   async fence(tag: string, to: bigint): Promise<TagInfo> {
     if (tag === MULTI_META_TAG) throw new TagNotFoundError(tag);
-    if (to < 0n || to > MAX_ID) throw new InvalidArgumentError('to must be from 0 to 2^63-1');
+    assertStoredId('to', to);
     const results = await this.onAll(async (m) => {
       await this.ready(m);
       const units = this.unitsAtOrAbove(to, m.index);

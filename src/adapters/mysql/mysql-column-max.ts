@@ -2,7 +2,7 @@
 import mysql from 'mysql2/promise';
 import type { ColumnMaxReader } from '../../ports/column-max.js';
 import { sqlIdentifier } from '../kit/sql-identifier.js';
-import { storeError, storeTarget } from '../kit/store-errors.js';
+import { storeError, storeTarget } from '../kit/store-boundary.js';
 
 export class MysqlColumnMax implements ColumnMaxReader {
   private connection: Promise<mysql.Connection> | undefined;

@@ -6,7 +6,7 @@
 import mysql, { type Pool, type PoolConnection } from 'mysql2/promise';
 import { SequoiaError } from '../../core/errors.js';
 import { PoolUsers } from '../kit/pool-users.js';
-import { positiveSetting, storeError, storeTarget } from '../kit/store-errors.js';
+import { positiveSetting, storeError, storeTarget } from '../kit/store-boundary.js';
 
 export interface MysqlConnectionOptions {
   /** `mysql://user:pass@host:port/db`. */

@@ -21,11 +21,10 @@
  */
 import type { PoolConnection, ResultSetHeader, RowDataPacket } from 'mysql2/promise';
 import { InvalidArgumentError, type SequoiaError, TagExistsError, TagNotFoundError, UnavailableError } from '../../core/errors.js';
-import { MAX_ID } from '../../core/id.js';
 import type { Allocation, NewTag, SegmentStore, TagInfo, TagUpdate } from '../../ports/segment-store.js';
 import { isBigintOverflow, type LeafRow, type LeafTableOptions, leafTableNames, tagInfoFromLeafRow } from '../kit/leaf-table.js';
-import { assertGiveBack, DEFAULT_START, DEFAULT_STEP, exhausted, LEGACY_GENERATION, newGeneration } from '../kit/segment-rules.js';
-import { positiveSetting, storeError } from '../kit/store-errors.js';
+import { assertGiveBack, assertStoredId, DEFAULT_START, DEFAULT_STEP, exhausted, LEGACY_GENERATION, newGeneration } from '../kit/segment-rules.js';
+import { positiveSetting, storeError } from '../kit/store-boundary.js';
 import { MysqlConnection, type MysqlConnectionOptions } from './mysql-connection.js';
 
 export interface MysqlLeafSegmentStoreOptions extends Partial<MysqlConnectionOptions>, LeafTableOptions {
@@ -118,7 +117,7 @@ export class MysqlLeafSegmentStore implements SegmentStore {
   /** As Leaf's admins do: `INSERT INTO leaf_alloc (biz_tag, max_id, step, description) VALUES (…)`; the side row gets a new generation. */
   async createTag(t: NewTag): Promise<TagInfo> {
     const start = t.start ?? DEFAULT_START;
-    if (start < 0n || start > MAX_ID) throw new InvalidArgumentError('start must be from 0 to 2^63-1');
+    assertStoredId('start', start);
     await this.tx(async (c) => {
       try {
         await this.run(c, `INSERT INTO ${this.table} (biz_tag, max_id, step, description) VALUES (?, CAST(? AS SIGNED), ?, ?)`, [
@@ -158,7 +157,7 @@ export class MysqlLeafSegmentStore implements SegmentStore {
   }
 
   async fence(tag: string, to: bigint): Promise<TagInfo> {
-    if (to < 0n || to > MAX_ID) throw new InvalidArgumentError('to must be from 0 to 2^63-1');
+    assertStoredId('to', to);
     await this.tx(async (c) => {
       const r = (await this.run(c, `UPDATE ${this.table} SET max_id = GREATEST(max_id, CAST(? AS SIGNED)) WHERE biz_tag = ?`, [
         to.toString(),

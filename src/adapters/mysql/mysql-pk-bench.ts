@@ -12,7 +12,7 @@ import mysql, { type Pool, type RowDataPacket } from 'mysql2/promise';
 import { InvalidArgumentError, SequoiaError } from '../../core/errors.js';
 import type { PkBenchTarget, PkCounters, PkKindSpec, PkRow, PkTableShape, PkTableSize, PkTargetInfo } from '../../ports/pk-bench-target.js';
 import { checkScratchName, intColumns, newRunId, PK_KIND_TABLES, PK_MARKER_TABLE, PK_MARKER_TOOL, pkTableName, refuseExisting } from '../kit/pk-bench-kit.js';
-import { storeError, storeTarget } from '../kit/store-errors.js';
+import { storeError, storeTarget } from '../kit/store-boundary.js';
 
 const BACKEND = 'bench pk (MySQL)';
 const LSN_STATUS = ['Innodb_lsn_current', 'Innodb_redo_log_current_lsn', 'Innodb_os_log_written'];

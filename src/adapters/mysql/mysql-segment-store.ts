@@ -21,11 +21,10 @@
  */
 import type { Pool, PoolConnection, ResultSetHeader, RowDataPacket } from 'mysql2/promise';
 import { InvalidArgumentError, type SequoiaError, TagExistsError, TagNotFoundError, UnavailableError } from '../../core/errors.js';
-import { MAX_ID } from '../../core/id.js';
 import type { Allocation, NewTag, SegmentStore, TagInfo, TagUpdate } from '../../ports/segment-store.js';
-import { positiveSetting, storeError, tagInfoFromTextRow } from '../kit/store-errors.js';
+import { positiveSetting, storeError, tagInfoFromTextRow } from '../kit/store-boundary.js';
 import { MysqlConnection, type MysqlConnectionOptions } from './mysql-connection.js';
-import { assertGiveBack, DEFAULT_START, DEFAULT_STEP, exhausted, newGeneration, tableName } from '../kit/segment-rules.js';
+import { assertGiveBack, assertStoredId, DEFAULT_START, DEFAULT_STEP, exhausted, newGeneration, tableName } from '../kit/segment-rules.js';
 
 export interface MysqlSegmentStoreOptions extends Partial<MysqlConnectionOptions> {
   /** A connection shared with the lease store; `uri` and the pool options are then ignored. */
@@ -178,7 +177,7 @@ export class MysqlSegmentStore implements SegmentStore {
 
   async createTag(t: NewTag): Promise<TagInfo> {
     const start = t.start ?? DEFAULT_START;
-    if (start < 0n || start > MAX_ID) throw new InvalidArgumentError('start must be from 0 to 2^63-1');
+    assertStoredId('start', start);
     try {
       await this.pool.query({
         sql: `INSERT INTO ${this.table} (tag, max_id, step, description, updated_at, fence_epoch, generation)
@@ -210,7 +209,7 @@ export class MysqlSegmentStore implements SegmentStore {
   }
 
   async fence(tag: string, to: bigint): Promise<TagInfo> {
-    if (to < 0n || to > MAX_ID) throw new InvalidArgumentError('to must be from 0 to 2^63-1');
+    assertStoredId('to', to);
     const r = await this.exec(
       `UPDATE ${this.table}
          SET max_id = GREATEST(max_id, CAST(? AS SIGNED)), fence_epoch = fence_epoch + 1, updated_at = UTC_TIMESTAMP(3)

@@ -2,7 +2,7 @@
 import pg from 'pg';
 import type { ColumnMaxReader } from '../../ports/column-max.js';
 import { sqlIdentifier } from '../kit/sql-identifier.js';
-import { storeError, storeTarget } from '../kit/store-errors.js';
+import { storeError, storeTarget } from '../kit/store-boundary.js';
 
 export class PostgresColumnMax implements ColumnMaxReader {
   private readonly client: pg.Client;

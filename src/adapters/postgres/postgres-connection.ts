@@ -6,7 +6,7 @@
 import pg from 'pg';
 import { InvalidArgumentError, SequoiaError } from '../../core/errors.js';
 import { PoolUsers } from '../kit/pool-users.js';
-import { positiveSetting, storeError, storeTarget } from '../kit/store-errors.js';
+import { positiveSetting, storeError, storeTarget } from '../kit/store-boundary.js';
 
 /** The part of a `pg.Pool` the stores call. */
 export interface PgPoolLike {

@@ -20,12 +20,11 @@
  * table only; the Leaf table must exist (a mistyped name must not silently
  * become an empty table where `tag create` would start again at 1).
  */
-import { InvalidArgumentError, type SequoiaError, TagExistsError, TagNotFoundError, UnavailableError } from '../../core/errors.js';
-import { MAX_ID } from '../../core/id.js';
+import { type SequoiaError, TagExistsError, TagNotFoundError, UnavailableError } from '../../core/errors.js';
 import type { Allocation, NewTag, SegmentStore, TagInfo, TagUpdate } from '../../ports/segment-store.js';
 import { isBigintOverflow, type LeafRow, type LeafTableOptions, leafTableNames, tagInfoFromLeafRow } from '../kit/leaf-table.js';
-import { assertGiveBack, DEFAULT_START, DEFAULT_STEP, exhausted, LEGACY_GENERATION, newGeneration } from '../kit/segment-rules.js';
-import { storeError } from '../kit/store-errors.js';
+import { assertGiveBack, assertStoredId, DEFAULT_START, DEFAULT_STEP, exhausted, LEGACY_GENERATION, newGeneration } from '../kit/segment-rules.js';
+import { storeError } from '../kit/store-boundary.js';
 import { type PgClientLike, PostgresConnection, type PostgresConnectionOptions } from './postgres-connection.js';
 
 /** Key of the advisory lock that serialises schema migrations ("SEQU"), as the native store. */
@@ -108,7 +107,7 @@ export class PostgresLeafSegmentStore implements SegmentStore {
   /** As Leaf's admins do: `INSERT INTO leaf_alloc (biz_tag, max_id, step, description) VALUES (…)`; the side row gets a new generation. */
   async createTag(t: NewTag): Promise<TagInfo> {
     const start = t.start ?? DEFAULT_START;
-    if (start < 0n || start > MAX_ID) throw new InvalidArgumentError('start must be from 0 to 2^63-1');
+    assertStoredId('start', start);
     await this.tx(async (c) => {
       try {
         await c.query(`INSERT INTO ${this.table} (biz_tag, max_id, step, description) VALUES ($1, $2::bigint, $3, $4)`, [
@@ -151,7 +150,7 @@ export class PostgresLeafSegmentStore implements SegmentStore {
   }
 
   async fence(tag: string, to: bigint): Promise<TagInfo> {
-    if (to < 0n || to > MAX_ID) throw new InvalidArgumentError('to must be from 0 to 2^63-1');
+    assertStoredId('to', to);
     await this.tx(async (c) => {
       const r = await c.query(`UPDATE ${this.table} SET max_id = GREATEST(max_id, $2::bigint) WHERE biz_tag = $1`, [tag, to.toString()]);
       if (!r.rowCount) throw new TagNotFoundError(tag);

@@ -10,7 +10,7 @@ import { InvalidArgumentError, SequoiaError } from '../../core/errors.js';
 import { formatUuid } from '../../core/uuid/uuid-text.js';
 import type { PkBenchTarget, PkCounters, PkKindSpec, PkRow, PkTableShape, PkTableSize, PkTargetInfo } from '../../ports/pk-bench-target.js';
 import { checkScratchName, intColumns, newRunId, PK_MARKER_TABLE, PK_KIND_TABLES, PK_MARKER_TOOL, pkTableName, refuseExisting } from '../kit/pk-bench-kit.js';
-import { storeError, storeTarget } from '../kit/store-errors.js';
+import { storeError, storeTarget } from '../kit/store-boundary.js';
 
 const BACKEND = 'bench pk (PostgreSQL)';
 

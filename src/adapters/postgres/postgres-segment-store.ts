@@ -18,11 +18,10 @@
  * errors are caught by the pool's 'error' listener and never crash the process.
  * Driver errors become STORE_UNAVAILABLE with the original as `cause`.
  */
-import { InvalidArgumentError, type SequoiaError, TagExistsError, TagNotFoundError } from '../../core/errors.js';
-import { MAX_ID } from '../../core/id.js';
+import { type SequoiaError, TagExistsError, TagNotFoundError } from '../../core/errors.js';
 import type { Allocation, NewTag, SegmentStore, TagInfo, TagUpdate } from '../../ports/segment-store.js';
-import { assertGiveBack, DEFAULT_START, DEFAULT_STEP, exhausted, newGeneration, tableName } from '../kit/segment-rules.js';
-import { storeError, tagInfoFromTextRow } from '../kit/store-errors.js';
+import { assertGiveBack, assertStoredId, DEFAULT_START, DEFAULT_STEP, exhausted, newGeneration, tableName } from '../kit/segment-rules.js';
+import { storeError, tagInfoFromTextRow } from '../kit/store-boundary.js';
 import { type PgPoolLike, PostgresConnection, type PostgresConnectionOptions } from './postgres-connection.js';
 
 /** 1: the table; 2: its `generation` column (see TagInfo.generation). */
@@ -128,7 +127,7 @@ export class PostgresSegmentStore implements SegmentStore {
 
   async createTag(t: NewTag): Promise<TagInfo> {
     const start = t.start ?? DEFAULT_START;
-    if (start < 0n || start > MAX_ID) throw new InvalidArgumentError('start must be from 0 to 2^63-1');
+    assertStoredId('start', start);
     try {
       const r = await this.pool.query(
         `INSERT INTO ${this.table} (tag, max_id, step, description, updated_at, fence_epoch, generation)
@@ -160,7 +159,7 @@ export class PostgresSegmentStore implements SegmentStore {
   }
 
   async fence(tag: string, to: bigint): Promise<TagInfo> {
-    if (to < 0n || to > MAX_ID) throw new InvalidArgumentError('to must be from 0 to 2^63-1');
+    assertStoredId('to', to);
     const r = await this.q(
       `UPDATE ${this.table}
          SET max_id = GREATEST(max_id, $2::bigint), fence_epoch = fence_epoch + 1, updated_at = now()

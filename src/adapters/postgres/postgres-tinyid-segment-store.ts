@@ -23,7 +23,7 @@ import { InvalidArgumentError, type SequoiaError, TagExistsError, TagNotFoundErr
 import { MAX_ID } from '../../core/id.js';
 import type { Allocation, NewTag, SegmentStore, TagInfo, TagUpdate } from '../../ports/segment-store.js';
 import { assertGiveBack, DEFAULT_START, DEFAULT_STEP, exhausted, LEGACY_GENERATION, newGeneration } from '../kit/segment-rules.js';
-import { storeError } from '../kit/store-errors.js';
+import { storeError } from '../kit/store-boundary.js';
 import {
   allocationOf,
   endAfter,

@@ -40,9 +40,8 @@
 import { createHash } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { InvalidArgumentError, SequoiaError, TagExistsError, TagNotFoundError, UnavailableError } from '../../core/errors.js';
-import { MAX_ID } from '../../core/id.js';
 import type { Allocation, NewTag, SegmentStore, TagInfo, TagUpdate } from '../../ports/segment-store.js';
-import { assertGiveBack, DEFAULT_START, DEFAULT_STEP, exhausted, LEGACY_GENERATION, newGeneration } from '../kit/segment-rules.js';
+import { assertGiveBack, assertStoredId, DEFAULT_START, DEFAULT_STEP, exhausted, LEGACY_GENERATION, newGeneration } from '../kit/segment-rules.js';
 
 export interface RedisSegmentStoreOptions {
   /** `redis://[:password@]host:port[/db]`. */
@@ -211,7 +210,7 @@ export class RedisSegmentStore implements SegmentStore {
 
   async createTag(t: NewTag): Promise<TagInfo> {
     const start = t.start ?? DEFAULT_START;
-    if (start < 0n || start > MAX_ID) throw new InvalidArgumentError('start must be from 0 to 2^63-1');
+    assertStoredId('start', start);
     const created = await this.script(
       CREATE,
       [this.key(t.tag), this.tagsKey],
@@ -242,7 +241,7 @@ export class RedisSegmentStore implements SegmentStore {
   }
 
   async fence(tag: string, to: bigint): Promise<TagInfo> {
-    if (to < 0n || to > MAX_ID) throw new InvalidArgumentError('to must be from 0 to 2^63-1');
+    assertStoredId('to', to);
     const ok = await this.script(FENCE, [this.key(tag)], [to.toString(), String(Date.now())]);
     if (Number(ok) !== 1) throw new TagNotFoundError(tag);
     return this.mustGet(tag);

@@ -12,7 +12,7 @@ import Database from 'better-sqlite3';
 import { InvalidArgumentError, SequoiaError } from '../../core/errors.js';
 import type { PkBenchTarget, PkCounters, PkKindSpec, PkRow, PkTableShape, PkTableSize, PkTargetInfo } from '../../ports/pk-bench-target.js';
 import { intColumns, newRunId, PK_MARKER_TABLE, PK_MARKER_TOOL, pkTableName, refuseExisting } from '../kit/pk-bench-kit.js';
-import { storeError } from '../kit/store-errors.js';
+import { storeError } from '../kit/store-boundary.js';
 
 const BACKEND = 'bench pk (SQLite)';
 /** The -wal file is checkpointed (and its bytes counted) when it grows past this. */

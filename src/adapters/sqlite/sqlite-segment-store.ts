@@ -12,7 +12,7 @@ import type Database from 'better-sqlite3';
 import { SequoiaError, TagExistsError, TagNotFoundError, UnavailableError } from '../../core/errors.js';
 import { MAX_ID } from '../../core/id.js';
 import type { Allocation, NewTag, SegmentStore, TagInfo, TagUpdate } from '../../ports/segment-store.js';
-import { storeError } from '../kit/store-errors.js';
+import { storeError } from '../kit/store-boundary.js';
 import { assertGiveBack, DEFAULT_START, DEFAULT_STEP, exhausted, newGeneration } from '../kit/segment-rules.js';
 import { SqliteConnection } from './sqlite-connection.js';
 

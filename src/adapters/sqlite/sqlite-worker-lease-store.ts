@@ -26,7 +26,7 @@ import {
   toEntry,
   toHolding,
 } from '../kit/lease-ledger-rules.js';
-import { storeError } from '../kit/store-errors.js';
+import { storeError } from '../kit/store-boundary.js';
 import { SqliteConnection } from './sqlite-connection.js';
 
 export class SqliteWorkerLeaseStore implements WorkerLeaseStore {

@@ -44,9 +44,9 @@ import type { IdSpace, WorkerGrant, WorkerIdProvider } from '../../ports/worker-
 import { type CacheFile, readCache, writeCache } from './zookeeper-cache.js';
 import { type NodeData, type StartClock, ZookeeperClaimer, checkStartClock, safe } from './zookeeper-claim.js';
 import { ZookeeperSession, isZookeeperError } from './zookeeper-session.js';
-import { type ZookeeperSpec, DEFAULT_ZOOKEEPER_ROOT, IDENTITY, defaultIdentity, parseZookeeperSpec } from './zookeeper-spec.js';
+import { DEFAULT_ZOOKEEPER_ROOT, IDENTITY, defaultIdentity, parseZookeeperSpec } from './zookeeper-spec.js';
 
-export { type ZookeeperSpec, DEFAULT_ZOOKEEPER_ROOT, defaultIdentity, parseZookeeperSpec };
+export { DEFAULT_ZOOKEEPER_ROOT, defaultIdentity, parseZookeeperSpec };
 
 export interface ZookeeperWorkerIdProviderOptions {
   /** Connection string, `host:port[,host:port…]`. */

@@ -225,7 +225,6 @@ function emitSorted(runs: Run[], sink: DistinctSink): void {
 }
 
 export const halvesToBigInt = (hi: number, lo: number): bigint => (BigInt(hi) << 32n) | BigInt(lo);
-export const halvesToNumber = (hi: number, lo: number): number => hi * TWO32 + lo;
 
 /**
  * Parses decimal lines from byte chunks into the sorter. A line is trimmed

@@ -26,8 +26,6 @@ export interface Segment {
   readonly loadedAt: number;
 }
 
-export { PREFETCH_FRACTION, prefetchAfter } from './prefetch.js';
-
 export class SegmentBuffer {
   // Hot fields. Below 2^53 (small mode) `cursor`/`limit` are the ID values
   // themselves. `fastLimit` is the lower of `limit` and the prefetch point, or

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LeaseWorkerIdProvider } from '../../adapters/lease/lease-worker-id-provider.js';
 import { MemorySegmentStore } from '../../adapters/memory/memory-segment-store.js';
 import { MemoryWorkerLeaseStore } from '../../adapters/memory/memory-worker-lease-store.js';
-import { MemoryHighWaterMarkStore } from '../../adapters/state-dir/file-high-water-mark-store.js';
+import { MemoryHighWaterMarkStore } from '../../adapters/memory/memory-high-water-mark-store.js';
 import { decompose, getLayout } from '../../core/snowflake/layout.js';
 import { IdService } from '../../service/id-service.js';
 import { SnowflakeService } from '../../service/snowflake-service.js';

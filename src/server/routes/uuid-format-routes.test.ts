@@ -3,7 +3,7 @@ import { validate as uuidValidate, version as uuidVersion } from 'uuid';
 import { decodeTime } from 'ulid';
 import { afterEach, describe, expect, it } from 'vitest';
 import { MemorySegmentStore } from '../../adapters/memory/memory-segment-store.js';
-import { MemoryHighWaterMarkStore } from '../../adapters/state-dir/file-high-water-mark-store.js';
+import { MemoryHighWaterMarkStore } from '../../adapters/memory/memory-high-water-mark-store.js';
 import { createBusinessNumberCodec } from '../../core/business-number/index.js';
 import { IdService } from '../../service/id-service.js';
 import { buildApp } from '../build-app.js';

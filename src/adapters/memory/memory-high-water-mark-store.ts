@@ -1,11 +1,9 @@
 /**
- * High-water mark stores by name: the state directory (a durable file shared
- * by every process of a server, see state-dir.ts) and an in-memory one.
+ * A high-water mark store with no disk: marks last as long as the process. The
+ * durable one is the state directory (adapters/state-dir/state-dir.ts).
  */
 import type { HighWaterMark } from '../../core/segment/rollback-guard.js';
 import type { HighWaterMarkStore } from '../../ports/high-water-mark-store.js';
-
-export { StateDir as FileHighWaterMarkStore } from './state-dir.js';
 
 /** Keeps marks in memory only: for tests and for embedding without a state directory. */
 export class MemoryHighWaterMarkStore implements HighWaterMarkStore {
