@@ -82,7 +82,7 @@ export class TagGuard {
     if (this.markError) await this.proveMarksWritable();
     const plain = floor.get(this.tag);
     if (plain?.trippedAtEpoch !== undefined) {
-      if (await this.tripStands(plain.trippedAtEpoch)) throw this.refuseEarlierTrip(plain.mark, plain.trippedAtEpoch);
+      if (await this.tripStands(plain.trippedAtEpoch)) throw this.refuse(earlierTrip(plain.mark, this.deps.marks.where), plain.trippedAtEpoch);
       floor = await this.readFloor(); // fenced since: the marks as they are now
     }
     return floor;
@@ -117,12 +117,8 @@ export class TagGuard {
       if (range.stride === 1) this.markedEnd = range.end;
       return ADMITTED;
     }
-    // Another answer of this tag refused it first (or it closed meanwhile): one refusal, one log line.
-    if (this.refusal) return { ok: false, refusal: this.refusal };
-    const reason = v.reason + note;
-    const refusal = this.refuse(reason, v.record.trippedAtEpoch ?? range.fenceEpoch);
-    this.deps.logger.error({ tag: this.tag, start: String(range.start), end: String(range.end), code: refusal.code }, reason);
-    return { ok: false, refusal };
+    const at = { start: String(range.start), end: String(range.end) };
+    return { ok: false, refusal: this.refuse(v.reason + note, v.record.trippedAtEpoch ?? range.fenceEpoch, at) };
   }
 
   /**
@@ -219,18 +215,18 @@ export class TagGuard {
     return info ? info.fenceEpoch <= trippedAtEpoch : false;
   }
 
-  private refuseEarlierTrip(mark: bigint, trippedAtEpoch: number): SequoiaError {
-    const reason = earlierTrip(mark, this.deps.marks.where);
-    const refusal = this.refuse(reason, trippedAtEpoch);
-    this.deps.logger.error({ tag: this.tag, code: refusal.code }, reason);
-    return refusal;
-  }
-
-  /** Refuses the tag after a rollback, until a fence newer than `epoch`. */
-  private refuse(reason: string, epoch: number): SequoiaError {
+  /**
+   * Refuses the tag after a rollback, until a fence newer than `epoch`, with
+   * one log line (`at`: the answer's range, when one was seen). A refusal
+   * already in force stays (another answer of the tag refused it first, or
+   * it closed meanwhile): one refusal, one line.
+   */
+  private refuse(reason: string, epoch: number, at: { start: string; end: string } | undefined = undefined): SequoiaError {
+    if (this.refusal) return this.refusal;
     const e = new UnavailableError('STORE_ROLLBACK_DETECTED', `tag ${JSON.stringify(this.tag)}: ${reason}`);
     this.refusal = e;
     this.refusedAtEpoch = epoch;
+    this.deps.logger.error({ tag: this.tag, ...at, code: e.code }, reason);
     return e;
   }
 }
