@@ -11,19 +11,18 @@
 import { monotonicMs } from '../core/clock.js';
 import { SequoiaError, UnavailableError } from '../core/errors.js';
 import type { Id } from '../core/id.js';
-import { checkShared, earlierTrip, type GuardVerdict, type HighWaterMark } from '../core/segment/rollback-guard.js';
 import { type Segment, SegmentBuffer, segmentSize } from '../core/segment/segment-buffer.js';
 import { nextStep } from '../core/segment/step-policy.js';
 import type { Allocation } from '../ports/segment-store.js';
-import { newInstance, type TagAllocator, type TagAllocatorDeps, type TagAllocatorSnapshot } from './tag-allocator.js';
-import { classKey, TagRefusal } from './tag-refusal.js';
+import { newInstance, snapshotOf, type TagAllocator, type TagAllocatorDeps, type TagAllocatorSnapshot } from './tag-allocator.js';
+import { TagGuard } from './tag-guard.js';
 
 export class BufferedTagAllocator implements TagAllocator {
   readonly tag: string;
   private readonly instance = newInstance();
   private readonly buffer = new SegmentBuffer();
   private readonly deps: TagAllocatorDeps;
-  private readonly refusal: TagRefusal;
+  private readonly guard: TagGuard;
   private inflight: Promise<void> | undefined;
   private lastError: SequoiaError | undefined;
   private consecutiveFailures = 0;
@@ -50,15 +49,11 @@ export class BufferedTagAllocator implements TagAllocator {
   /** The tag generation of the ranges this allocator accepted, per store of a set (offset; 0 for one store). */
   private readonly generations = new Map<number, string>();
   private mayGiveBack = false;
-  /** The end of the last range whose mark this allocator recorded (a range arriving after close is not recorded). */
-  private markedEnd: bigint | undefined;
-  /** The last mark could not be recorded: the next load proves the state directory writable before it allocates. */
-  private markFailure: SequoiaError | undefined;
 
   constructor(tag: string, deps: TagAllocatorDeps) {
     this.tag = tag;
     this.deps = deps;
-    this.refusal = new TagRefusal(tag, deps, () => {
+    this.guard = new TagGuard(tag, deps, () => {
       this.lastError = undefined;
       this.nextLoadAllowedAt = Number.NEGATIVE_INFINITY;
     });
@@ -96,7 +91,7 @@ export class BufferedTagAllocator implements TagAllocator {
   /** Starts a load unless one is in flight; resolves when it ends (it never rejects). */
   load(): Promise<void> {
     if (this.inflight) return this.inflight;
-    if (this.refusal.current) return Promise.resolve(); // refused, or closed (a closed tag is always refused)
+    if (this.guard.current) return Promise.resolve(); // refused, or closed (a closed tag is always refused)
     const p = this.doLoad().finally(() => {
       this.inflight = undefined;
     });
@@ -106,21 +101,21 @@ export class BufferedTagAllocator implements TagAllocator {
 
   /** After an operator's fence: forget the refusal so the next load is tried. */
   resetRefusal(): void {
-    this.refusal.lift();
+    this.guard.lift();
   }
 
   /** While refused after a rollback: re-reads the fence epoch (at most once a second); resolves true when lifted. */
   recheckRefusal(): Promise<boolean> {
-    return this.refusal.recheckFence();
+    return this.guard.recheckFence();
   }
 
   /** Stops background work and drops the buffer (the unused IDs become a gap). */
-  close(): void {
-    if (!this.refusal.closed) {
-      this.mayGiveBack = this.refusal.current === undefined;
+  close(reason?: SequoiaError): void {
+    if (!this.guard.closed) {
+      this.mayGiveBack = this.guard.current === undefined;
       this.tail = unusedTail(this.buffer);
     }
-    this.refusal.close();
+    this.guard.close(reason);
     this.dropBuffer();
     if (this.retryTimer) clearTimeout(this.retryTimer);
   }
@@ -137,9 +132,9 @@ export class BufferedTagAllocator implements TagAllocator {
    * per residue class) and for tags that were refusing. Never throws.
    */
   async giveBackTail(): Promise<boolean> {
-    if (!this.refusal.closed || !this.mayGiveBack) return false;
+    if (!this.guard.closed || !this.mayGiveBack) return false;
     this.mayGiveBack = false;
-    const { store, marks, logger } = this.deps;
+    const { store, logger } = this.deps;
     // A load in flight at close() is dropped on arrival (see doLoad) but its range is ours to give back too.
     if (this.inflight) await settlesWithin(this.inflight, 1000);
     let tail = this.tail;
@@ -148,20 +143,9 @@ export class BufferedTagAllocator implements TagAllocator {
     const joins = tail !== undefined && late !== undefined && late.start === tail.end && late.generation === this.generations.get(0);
     if (late) tail = tail && joins ? { from: tail.from, end: late.end } : { from: late.start, end: late.end };
     if (!tail || tail.from >= tail.end) return false;
-    const range = tail;
     try {
-      // Atomic against the server's other processes. Only while the server's
-      // mark is exactly our tail's end is our range the last one recorded: a
-      // higher mark means another worker allocated after us, a lower one that
-      // another worker already gave back a later range (lowering it further
-      // would uncover IDs that worker handed out).
-      let ours = true;
-      await marks.update(this.tag, (mark) => {
-        if (mark && (mark.trippedAtEpoch !== undefined || mark.mark !== (this.markedEnd ?? range.end))) ours = false;
-        else if (mark && mark.mark > range.from) return { mark: range.from };
-        return mark;
-      });
-      if (!ours) return false;
+      // Atomic against the server's other processes.
+      if (!(await this.guard.lowerMarkFor(tail.from, tail.end))) return false;
       const ok = await store.giveBack(this.tag, tail.end, tail.from, this.lastFenceEpoch, this.lastGeneration);
       logger.info(
         { tag: this.tag, from: String(tail.from), to: String(tail.end), givenBack: ok },
@@ -178,27 +162,28 @@ export class BufferedTagAllocator implements TagAllocator {
   snapshot(): TagAllocatorSnapshot {
     const cur = this.buffer.current;
     const nxt = this.buffer.next;
-    const remainingCurrent = this.buffer.remainingCurrent();
     return {
-      tag: this.tag,
+      ...snapshotOf({
+        tag: this.tag,
+        instance: this.instance,
+        loading: this.inflight !== undefined,
+        lastLoadAt: this.lastLoadAt,
+        lastLoadMs: this.lastLoadMs,
+        loads: this.loads,
+        loadFailures: this.loadFailures,
+        lastError: this.lastError,
+        refusing: this.guard.current,
+        issued: this.loadedIds - this.droppedIds - this.buffer.remaining(),
+      }),
       current: cur && { start: cur.start, end: cur.end, next: this.buffer.peekCurrent() },
       next: nxt && { start: nxt.start, end: nxt.end },
       remaining: this.buffer.remaining(),
-      remainingCurrent,
+      remainingCurrent: this.buffer.remainingCurrent(),
       nextReady: this.buffer.hasNext(),
-      loading: this.inflight !== undefined,
       step: this.lastStep,
       storedStep: this.storedStep,
-      lastLoadAt: this.lastLoadAt,
-      lastLoadMs: this.lastLoadMs,
-      loads: this.loads,
-      loadFailures: this.loadFailures,
-      lastError: this.lastError && { code: this.lastError.code, message: this.lastError.message },
-      refusing: this.refusal.current?.code,
       currentSize: cur ? segmentSize(cur) : 0,
       nextSize: nxt ? segmentSize(nxt) : 0,
-      issued: this.loadedIds - this.droppedIds - this.buffer.remaining(),
-      instance: this.instance,
     };
   }
 
@@ -212,9 +197,9 @@ export class BufferedTagAllocator implements TagAllocator {
     const { clock, options } = this.deps;
     const deadline = monotonicMs(clock) + options.loadTimeoutMs;
     for (;;) {
-      if (this.refusal.current) {
+      if (this.guard.current) {
         // A fence made anywhere (CLI, another worker, another server) reopens the tag without a restart.
-        if (!(await this.refusal.recheckFence())) throw this.refusal.current;
+        if (!(await this.guard.recheckFence())) throw this.guard.current;
         continue;
       }
       if (out.length < n) this.buffer.takeInto(n - out.length, out);
@@ -237,7 +222,7 @@ export class BufferedTagAllocator implements TagAllocator {
 
   private failure(retryAfterMs: number): SequoiaError {
     const e = this.lastError;
-    if (e && (e.code === 'TAG_NOT_FOUND' || e.code === 'ID_SPACE_EXHAUSTED' || e === this.markFailure)) return e;
+    if (e && (e.code === 'TAG_NOT_FOUND' || e.code === 'ID_SPACE_EXHAUSTED' || e === this.guard.markFailure)) return e;
     return new UnavailableError(
       'SEGMENTS_EXHAUSTED',
       `tag ${JSON.stringify(this.tag)}: both segments are used up and the last load failed${e ? ` (${e.code})` : ''}`,
@@ -252,27 +237,29 @@ export class BufferedTagAllocator implements TagAllocator {
     const startedMono = monotonicMs(this.deps.clock);
     const step = this.stepAt(startedMono);
     try {
-      const floor = await this.readFloor();
-      if (this.markFailure) await this.proveMarksWritable();
+      const floor = await this.guard.floor();
       // Closed while the marks were read (off the event loop): no range is taken for nobody.
-      if (this.refusal.closed) return;
-      const plain = floor.get(this.tag);
-      if (plain?.trippedAtEpoch !== undefined && (await this.refuseEarlierTrip(plain.mark, plain.trippedAtEpoch, t0))) return;
+      if (this.guard.closed) return;
       const alloc = await this.allocate(step);
       const ms = performance.now() - t0;
       // The newest answer's fence epoch and generation: a give-back must not cross a fence or a re-creation made after it.
       this.lastFenceEpoch = alloc.fenceEpoch;
       this.lastGeneration = alloc.generation;
-      if (this.refusal.closed) return this.keepLate(alloc);
+      if (this.guard.closed) return this.keepLate(alloc);
       const previousGeneration = this.noteGeneration(alloc);
-      const start = alloc.maxId - BigInt(alloc.step) * BigInt(alloc.stride ?? 1);
-      const verdict = await this.recordMark(floor, alloc, start);
-      if (!verdict?.ok) return this.refuseRollback(verdict, alloc, start, ms, previousGeneration);
+      const stride = alloc.stride ?? 1;
+      const start = alloc.maxId - BigInt(alloc.step) * BigInt(stride);
+      const range = { start, end: alloc.maxId, fenceEpoch: alloc.fenceEpoch, stride, offset: alloc.offset ?? 0 };
+      const admission = await this.guard.admit(range, floor, generationNote(previousGeneration, alloc.generation));
+      if (!admission.ok) return this.refused(admission.refusal, ms);
       // Closed while the mark was written (off the event loop): kept for the give-back, never served.
-      if (this.refusal.closed) return this.keepLate(alloc);
+      if (this.guard.closed) return this.keepLate(alloc);
       this.accept(alloc, start, startedAt, startedMono, ms);
     } catch (e) {
-      this.recordFailure(e, t0);
+      // A rollback recorded earlier (by another process or run) and not fenced since: refused without allocating.
+      const refusal = this.guard.current;
+      if (refusal !== undefined && e === refusal) this.refused(refusal, performance.now() - t0);
+      else this.recordFailure(e, t0);
     }
   }
 
@@ -285,39 +272,6 @@ export class BufferedTagAllocator implements TagAllocator {
       storedStep: this.storedStep ?? 1,
       maxStep: this.deps.options.maxStep,
     });
-  }
-
-  /**
-   * Read before sending: every answer to this request starts at or above
-   * these marks in a monotonic store, whichever process of the server set them.
-   */
-  private async readFloor(): Promise<ReadonlyMap<string, HighWaterMark | undefined>> {
-    try {
-      return await this.refusal.floor();
-    } catch (e) {
-      throw (this.markFailure = markError(e));
-    }
-  }
-
-  /** The last mark could not be written: prove the state directory takes a write before burning a range. */
-  private async proveMarksWritable(): Promise<void> {
-    try {
-      await this.deps.marks.update(this.tag, (cur) => (cur ? { ...cur } : { mark: 0n }));
-    } catch (e) {
-      throw (this.markFailure = markError(e));
-    }
-    this.markFailure = undefined;
-  }
-
-  /** Another process (or an earlier run) detected a rollback: refuse without allocating, unless fenced since. */
-  private async refuseEarlierTrip(mark: bigint, trippedAtEpoch: number, t0: number): Promise<boolean> {
-    if (!(await this.refusal.tripStands(trippedAtEpoch))) return false;
-    const reason = earlierTrip(mark, this.deps.marks.where);
-    this.refuse(reason, trippedAtEpoch);
-    this.deps.logger.error({ tag: this.tag, code: 'STORE_ROLLBACK_DETECTED' }, reason);
-    this.loadFailures++;
-    this.deps.onLoad?.(this.tag, false, (performance.now() - t0) / 1000);
-    return true;
   }
 
   private allocate(step: number): Promise<Allocation> {
@@ -364,51 +318,12 @@ export class BufferedTagAllocator implements TagAllocator {
     if ((alloc.stride ?? 1) === 1) this.late = { start: alloc.maxId - BigInt(alloc.step), end: alloc.maxId, generation: alloc.generation };
   }
 
-  /**
-   * Checks the range against the floor and records its mark, durable before
-   * any of these IDs can be handed out. Each store of a multi-store set rises
-   * only within its own residue class, so each class keeps its own mark; the
-   * plain mark then only summarises, for fence.
-   */
-  private async recordMark(floor: ReadonlyMap<string, HighWaterMark | undefined>, alloc: Allocation, start: bigint): Promise<GuardVerdict | undefined> {
-    const { marks } = this.deps;
-    const stride = alloc.stride ?? 1;
-    const markKey = stride === 1 ? this.tag : classKey(this.tag, stride, alloc.offset ?? 0);
-    let verdict: GuardVerdict | undefined;
-    try {
-      await marks.update(markKey, (current) => {
-        verdict = checkShared(floor.has(markKey) ? floor.get(markKey) : current, current, start, alloc.maxId, alloc.fenceEpoch, marks.where);
-        return verdict.record;
-      });
-      if (stride !== 1 && verdict?.ok) {
-        await marks.update(this.tag, (cur) => (!cur || cur.mark < alloc.maxId ? { mark: alloc.maxId, trippedAtEpoch: cur?.trippedAtEpoch } : cur));
-      }
-    } catch (e) {
-      // Nothing of this range is handed out (a gap); the next load first proves the state directory writable.
-      throw (this.markFailure = markError(e));
-    }
-    if (verdict?.ok && stride === 1) this.markedEnd = alloc.maxId;
-    return verdict;
-  }
-
-  private refuseRollback(
-    verdict: GuardVerdict | undefined,
-    alloc: Allocation,
-    start: bigint,
-    ms: number,
-    previousGeneration: string | undefined,
-  ): void {
-    let reason = verdict && !verdict.ok ? verdict.reason : 'rollback';
-    // The guard names both causes; when this process saw both generations it knows which.
-    if (previousGeneration !== undefined) {
-      reason +=
-        ` (here: the tag was deleted and created again, generation ${previousGeneration} -> ${alloc.generation};` +
-        ' refused like a restored store until `sequoia fence`)';
-    }
-    this.refuse(reason, verdict?.record.trippedAtEpoch ?? alloc.fenceEpoch);
+  /** Refused by the guard (a rollback, or closed meanwhile); the buffered IDs become a gap. */
+  private refused(refusal: SequoiaError, ms: number): void {
+    this.lastError = refusal;
+    this.dropBuffer();
     this.loadFailures++;
     this.deps.onLoad?.(this.tag, false, ms / 1000);
-    this.deps.logger.error({ tag: this.tag, start: String(start), end: String(alloc.maxId), code: 'STORE_ROLLBACK_DETECTED' }, reason);
   }
 
   private accept(alloc: Allocation, start: bigint, startedAt: number, startedMono: number, ms: number): void {
@@ -450,12 +365,6 @@ export class BufferedTagAllocator implements TagAllocator {
     this.retryTimer.unref();
   }
 
-  /** Refuses the tag after a rollback; the buffered IDs become a gap. */
-  private refuse(reason: string, epoch: number): void {
-    this.lastError = this.refusal.refuse(reason, epoch);
-    this.dropBuffer();
-  }
-
   private dropBuffer(): void {
     this.droppedIds += this.buffer.remaining();
     this.buffer.clear();
@@ -481,8 +390,10 @@ function unusedTail(buffer: SegmentBuffer): { from: bigint; end: bigint } | unde
   return undefined;
 }
 
-function markError(e: unknown): SequoiaError {
-  return e instanceof SequoiaError ? e : new UnavailableError('STORE_UNAVAILABLE', 'cannot record the high-water mark', { cause: e, retryAfterMs: 1000 });
+/** The guard names both causes of a rollback; when this process saw both generations it knows which. */
+function generationNote(previous: string | undefined, now: string): string {
+  if (previous === undefined) return '';
+  return ` (here: the tag was deleted and created again, generation ${previous} -> ${now}; refused like a restored store until \`sequoia fence\`)`;
 }
 
 /** Resolves true when `p` settles within `ms`, false on timeout. */

@@ -10,7 +10,7 @@
  * (client-gate.ts). A periodic refresh drops tags deleted elsewhere, and
  * tags deleted and created again (their generation changed).
  */
-import { InvalidArgumentError, SequoiaError, TagNotFoundError } from '../core/errors.js';
+import { InvalidArgumentError, SequoiaError, TagNotFoundError, UnavailableError } from '../core/errors.js';
 import type { Id } from '../core/id.js';
 import { assertIdValue, assertStep, assertTag, TAG_PATTERN } from '../core/validate.js';
 import { MULTI_META_TAG } from '../core/segment/multi-meta-tag.js';
@@ -308,7 +308,9 @@ export class IdService {
   async close(): Promise<void> {
     if (this.refreshTimer) clearInterval(this.refreshTimer);
     const closed = [...this.allocators.values()];
-    for (const [tag, a] of this.allocators) this.drop(tag, a);
+    // Requests still waiting on a tag are told to retry elsewhere, not that the tag is gone.
+    const shuttingDown = new UnavailableError('SHUTTING_DOWN', 'the server is shutting down; retry', { retryAfterMs: 1000 });
+    for (const [tag, a] of this.allocators) this.drop(tag, a, shuttingDown);
     if (this.giveBackOnClose) await Promise.all(closed.map((a) => a.giveBackTail()));
     await this.store.close();
   }
@@ -318,8 +320,8 @@ export class IdService {
     return this.strictTags.has(tag);
   }
 
-  private drop(tag: string, a: TagAllocator): void {
-    a.close();
+  private drop(tag: string, a: TagAllocator, reason?: SequoiaError): void {
+    a.close(reason);
     this.allocators.delete(tag);
   }
 

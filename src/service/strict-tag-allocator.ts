@@ -34,13 +34,11 @@
  * mark then rises to the batch's end, durably, before any of its IDs is
  * returned.
  */
-import { SequoiaError, TagNotFoundError, UnavailableError } from '../core/errors.js';
+import { SequoiaError, UnavailableError } from '../core/errors.js';
 import { type Id, toId } from '../core/id.js';
-import { checkShared, type GuardVerdict } from '../core/segment/rollback-guard.js';
 import type { Allocation } from '../ports/segment-store.js';
-import type { HighWaterMark } from '../core/segment/rollback-guard.js';
-import { newInstance, type TagAllocator, type TagAllocatorDeps, type TagAllocatorSnapshot } from './tag-allocator.js';
-import { TagRefusal } from './tag-refusal.js';
+import { newInstance, snapshotOf, type TagAllocator, type TagAllocatorDeps, type TagAllocatorSnapshot } from './tag-allocator.js';
+import { type Floor, TagGuard } from './tag-guard.js';
 
 /** One caller's request: `n` consecutive IDs, all or nothing. */
 interface Request {
@@ -53,7 +51,7 @@ export class StrictTagAllocator implements TagAllocator {
   readonly tag: string;
   private readonly instance = newInstance();
   private readonly deps: TagAllocatorDeps;
-  private readonly refusal: TagRefusal;
+  private readonly guard: TagGuard;
   private ops = 0;
   private failures = 0;
   private issuedIds = 0;
@@ -70,7 +68,7 @@ export class StrictTagAllocator implements TagAllocator {
   constructor(tag: string, deps: TagAllocatorDeps) {
     this.tag = tag;
     this.deps = deps;
-    this.refusal = new TagRefusal(tag, deps);
+    this.guard = new TagGuard(tag, deps);
   }
 
   /** Never from a buffer: every strict ID comes from a store operation made after the request. */
@@ -98,16 +96,16 @@ export class StrictTagAllocator implements TagAllocator {
   }
 
   resetRefusal(): void {
-    this.refusal.lift();
+    this.guard.lift();
   }
 
   /** While refused after a rollback: re-reads the fence epoch (at most once a second); resolves true when lifted. */
   recheckRefusal(): Promise<boolean> {
-    return this.refusal.recheckFence();
+    return this.guard.recheckFence();
   }
 
-  close(): void {
-    this.refusal.close();
+  close(reason?: SequoiaError): void {
+    this.guard.close(reason);
   }
 
   /** Nothing is buffered, so nothing to give back. */
@@ -116,33 +114,25 @@ export class StrictTagAllocator implements TagAllocator {
   }
 
   snapshot(): TagAllocatorSnapshot {
-    return {
+    const counts = snapshotOf({
       tag: this.tag,
-      current: undefined,
-      next: undefined,
-      remaining: 0,
-      remainingCurrent: 0,
-      nextReady: false,
+      instance: this.instance,
       loading: this.writing,
-      step: 1,
-      storedStep: undefined,
       lastLoadAt: this.lastOpAt,
       lastLoadMs: this.lastOpMs,
       loads: this.ops,
       loadFailures: this.failures,
-      lastError: this.lastFailure && { code: this.lastFailure.code, message: this.lastFailure.message },
-      refusing: this.refusal.current?.code,
-      currentSize: 0,
-      nextSize: 0,
+      lastError: this.lastFailure,
+      refusing: this.guard.current,
       issued: this.issuedIds,
-      instance: this.instance,
-    };
+    });
+    return { ...counts, step: 1 };
   }
 
   private async take(n: number): Promise<Id[]> {
-    for (let r = this.refusal.current; r; r = this.refusal.current) {
+    for (let r = this.guard.current; r; r = this.guard.current) {
       // A fence made anywhere reopens the tag (the store's epoch is read at most once a second).
-      if (!(await this.refusal.recheckFence())) throw r;
+      if (!(await this.guard.recheckFence())) throw r;
     }
     return new Promise<Id[]>((resolve, reject) => {
       this.queue.push({ n, resolve, reject });
@@ -181,24 +171,16 @@ export class StrictTagAllocator implements TagAllocator {
     };
     let total = 0;
     for (const r of batch) total += r.n;
-    const { store, clock, logger, marks } = this.deps;
+    const { store, clock } = this.deps;
     const t0 = performance.now();
     let start: bigint;
     let end: bigint;
     let fenceEpoch: number;
-    let floor: HighWaterMark | undefined;
+    let floor: Floor;
     try {
-      // A refusal that arose while these requests waited (a rollback seen by the previous batch, a close).
-      if (this.refusal.current) throw this.refusal.current;
-      // Server-wide, read before sending (see the class comment); off the event loop.
-      floor = await this.refusal.mark();
-      // A rollback recorded by another process or an earlier run: refuse without allocating, unless fenced since.
-      if (floor?.trippedAtEpoch !== undefined) {
-        if (await this.refusal.tripStands(floor.trippedAtEpoch)) {
-          throw this.refusal.refuse(`a rollback was detected earlier (high-water mark ${floor.mark}); run \`sequoia fence\``, floor.trippedAtEpoch);
-        }
-        floor = await this.refusal.mark(); // fenced since: the floor as it is now
-      }
+      // Server-wide, read before sending (see the class comment); off the event loop. Throws a refusal
+      // that arose while these requests waited (a rollback seen by the previous batch, a close), or one recorded earlier.
+      floor = await this.guard.floor();
       let a: Allocation;
       try {
         a = await store.allocate(this.tag, total);
@@ -226,29 +208,15 @@ export class StrictTagAllocator implements TagAllocator {
       return;
     }
     // The mark for the whole batch, durable before any of its IDs is returned.
-    let verdict: GuardVerdict | undefined;
     try {
-      await marks.update(this.tag, (current) => {
-        verdict = checkShared(floor, current, start, end, fenceEpoch, marks.where);
-        return verdict.record;
-      });
+      const admission = await this.guard.admit({ start, end, fenceEpoch, stride: 1, offset: 0 }, floor);
+      if (!admission.ok) throw admission.refusal;
     } catch (e) {
-      this.fail(batch, e instanceof SequoiaError ? e : new UnavailableError('STORE_UNAVAILABLE', 'cannot record the high-water mark', { cause: e }));
+      this.fail(batch, e);
       return;
     }
-    const v = verdict as GuardVerdict | undefined;
-    if (v && !v.ok) {
-      if (!this.refusal.current) {
-        logger.error({ tag: this.tag, start: String(start), end: String(end) }, v.reason);
-        this.refusal.refuse(v.reason, v.record.trippedAtEpoch ?? fenceEpoch);
-      }
-      this.failures++;
-      this.lastFailure = this.refusal.current;
-      for (const r of batch) r.reject(this.refusal.current);
-      return;
-    }
-    if (this.refusal.closed) {
-      for (const r of batch) r.reject(new TagNotFoundError(this.tag)); // a gap, never handed out after close
+    if (this.guard.closed) {
+      this.fail(batch, this.guard.current); // closed meanwhile: a gap, never handed out after close
       return;
     }
     let v0 = start;
@@ -260,11 +228,15 @@ export class StrictTagAllocator implements TagAllocator {
     this.issuedIds += total;
   }
 
+  /** Fails the batch; once closed, with the close's answer (a store closed under a write in flight is no store failure). */
   private fail(batch: Request[], e: unknown): void {
     this.failures++;
-    const err = e instanceof SequoiaError ? e : new UnavailableError('STORE_UNAVAILABLE', 'strict allocation failed', { cause: e, retryAfterMs: 1000 });
+    const refused = this.guard.closed ? this.guard.current : undefined;
+    const err =
+      refused ?? (e instanceof SequoiaError ? e : new UnavailableError('STORE_UNAVAILABLE', 'strict allocation failed', { cause: e, retryAfterMs: 1000 }));
     this.lastFailure = err;
-    if (err.code !== 'STORE_ROLLBACK_DETECTED' && err.code !== 'TAG_NOT_FOUND') {
+    // The guard logged its refusals itself.
+    if (err !== this.guard.current && err.code !== 'TAG_NOT_FOUND') {
       this.deps.logger.warn({ tag: this.tag, code: err.code, err: err.message, requests: batch.length }, 'strict allocation failed');
     }
     for (const r of batch) r.reject(err);

@@ -5,6 +5,7 @@
  */
 import type { Id } from '../core/id.js';
 import type { Clock } from '../core/clock.js';
+import type { SequoiaError } from '../core/errors.js';
 import type { HighWaterMarkStore } from '../ports/high-water-mark-store.js';
 import type { Logger } from '../ports/logger.js';
 import type { SegmentStore } from '../ports/segment-store.js';
@@ -29,8 +30,13 @@ export interface TagAllocator {
    * fenced it. Resolves true when it was lifted; never rejects.
    */
   recheckRefusal(): Promise<boolean>;
-  /** Stops serving the tag; IDs held and not handed out become a gap. */
-  close(): void;
+  /**
+   * Stops serving the tag; IDs held and not handed out become a gap. Every
+   * request after it, and every one still waiting, is answered `reason`
+   * (TAG_NOT_FOUND by default, SHUTTING_DOWN when the server closes), or
+   * the rollback refusal already in force.
+   */
+  close(reason?: SequoiaError): void;
   /** After close(), on a clean shutdown: gives the unused IDs back to the store when it safely can. Never throws. */
   giveBackTail(): Promise<boolean>;
   /**
@@ -100,6 +106,45 @@ export interface TagAllocatorSnapshot {
   readonly issued: number;
   /** Distinguishes allocators of the same tag (a tag deleted and created again), so totals can carry over. */
   readonly instance: number;
+}
+
+/** What every mode counts the same way; a mode with buffers adds theirs over it. */
+export interface SnapshotCounts {
+  readonly tag: string;
+  readonly instance: number;
+  readonly loading: boolean;
+  readonly lastLoadAt: number | undefined;
+  readonly lastLoadMs: number | undefined;
+  readonly loads: number;
+  readonly loadFailures: number;
+  readonly lastError: SequoiaError | undefined;
+  readonly refusing: SequoiaError | undefined;
+  readonly issued: number;
+}
+
+/** The snapshot of an allocator holding nothing between requests; a buffered one overrides the buffer's fields. */
+export function snapshotOf(c: SnapshotCounts): TagAllocatorSnapshot {
+  return {
+    tag: c.tag,
+    current: undefined,
+    next: undefined,
+    remaining: 0,
+    remainingCurrent: 0,
+    nextReady: false,
+    loading: c.loading,
+    step: undefined,
+    storedStep: undefined,
+    lastLoadAt: c.lastLoadAt,
+    lastLoadMs: c.lastLoadMs,
+    loads: c.loads,
+    loadFailures: c.loadFailures,
+    lastError: c.lastError && { code: c.lastError.code, message: c.lastError.message },
+    refusing: c.refusing?.code,
+    currentSize: 0,
+    nextSize: 0,
+    issued: c.issued,
+    instance: c.instance,
+  };
 }
 
 let instances = 0;

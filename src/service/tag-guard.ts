@@ -1,0 +1,241 @@
+/**
+ * The rollback guard of one tag's allocator, the same for every mode: the
+ * marks a request's answer will be judged by (read before it is sent), the
+ * admission of the answer with its mark recorded durably before any of its
+ * IDs is handed out, the refusal in force (a rollback until an operator
+ * fences the store from anywhere, or the tag closed), and the lowering of
+ * the mark for a give-back. The rule itself is `core/segment/rollback-guard.ts`;
+ * the allocators only ask this class and hand out what it admits.
+ */
+import { monotonicMs } from '../core/clock.js';
+import { SequoiaError, TagNotFoundError, UnavailableError } from '../core/errors.js';
+import { checkShared, earlierTrip, type GuardVerdict, type HighWaterMark } from '../core/segment/rollback-guard.js';
+import type { TagAllocatorDeps } from './tag-allocator.js';
+
+const FENCE_RECHECK_MS = 1000;
+
+type GuardDeps = Pick<TagAllocatorDeps, 'store' | 'marks' | 'clock' | 'logger'>;
+
+/** The server-wide marks (all processes) as read before a request was sent: the tag's, or one per residue class of a multi-store set. */
+export type Floor = ReadonlyMap<string, HighWaterMark | undefined>;
+
+/** A store's answer: [start, end), with the fence epoch it carried; `stride` and `offset` for a member of a multi-store set. */
+export interface AnsweredRange {
+  readonly start: bigint;
+  readonly end: bigint;
+  readonly fenceEpoch: number;
+  readonly stride: number;
+  readonly offset: number;
+}
+
+export type Admission = { readonly ok: true } | { readonly ok: false; readonly refusal: SequoiaError };
+
+const ADMITTED: Admission = { ok: true };
+
+export class TagGuard {
+  private readonly tag: string;
+  private readonly deps: GuardDeps;
+  private readonly onLift: () => void;
+  /** A failure that no retry can fix without an operator (rollback) or a new tag (deleted), or the server shutting down. */
+  private refusal: SequoiaError | undefined;
+  /** While refused after a rollback: the trip's fence epoch. */
+  private refusedAtEpoch: number | undefined;
+  /** Monotonic ms of the last read of the store's fence epoch while refused. */
+  private fenceCheckedAt = Number.NEGATIVE_INFINITY;
+  private fenceCheck: Promise<void> | undefined;
+  private isClosed = false;
+  /** The last mark could not be written: the next request first proves the marks writable, so no range is taken for nothing. */
+  private markError: SequoiaError | undefined;
+  /** The end of the last range of one store whose mark was recorded here (a give-back lowers the mark only from there). */
+  private markedEnd: bigint | undefined;
+
+  /** `onLift` runs whenever the refusal is lifted (an operator's fence), for the holder's own retry state. */
+  constructor(tag: string, deps: GuardDeps, onLift: () => void = () => {}) {
+    this.tag = tag;
+    this.deps = deps;
+    this.onLift = onLift;
+  }
+
+  /** The refusal in force (rollback, or the tag closed), if any. */
+  get current(): SequoiaError | undefined {
+    return this.refusal;
+  }
+
+  get closed(): boolean {
+    return this.isClosed;
+  }
+
+  /** The failure to write a mark, while it stands: callers get it as is (an operator must free the disk), not as a store failure. */
+  get markFailure(): SequoiaError | undefined {
+    return this.markError;
+  }
+
+  /**
+   * Read before a request is sent: a monotonic store answers it at or above
+   * these marks, whichever process of the server set them. Throws the
+   * refusal in force, a rollback recorded earlier (by another process or
+   * run) that no fence lifted since, or marks that still cannot be written.
+   */
+  async floor(): Promise<Floor> {
+    if (this.refusal) throw this.refusal;
+    let floor = await this.readFloor();
+    if (this.markError) await this.proveMarksWritable();
+    const plain = floor.get(this.tag);
+    if (plain?.trippedAtEpoch !== undefined) {
+      if (await this.tripStands(plain.trippedAtEpoch)) throw this.refuse(earlierTrip(plain.mark, this.deps.marks.where), plain.trippedAtEpoch);
+      floor = await this.readFloor(); // fenced since: the marks as they are now
+    }
+    return floor;
+  }
+
+  /**
+   * Checks a store's answer against the floor read before the request was
+   * sent, and records the mark, durable before any of these IDs can be
+   * handed out. A rollback refuses the tag until a fence (`note` adds what
+   * the caller knows of the cause). Throws when the mark cannot be written
+   * (nothing of the range may be handed out: a gap).
+   */
+  async admit(range: AnsweredRange, floor: Floor, note = ''): Promise<Admission> {
+    const { marks } = this.deps;
+    const key = range.stride === 1 ? this.tag : classKey(this.tag, range.stride, range.offset);
+    let verdict: GuardVerdict | undefined;
+    try {
+      await marks.update(key, (current) => {
+        verdict = checkShared(floor.has(key) ? floor.get(key) : current, current, range.start, range.end, range.fenceEpoch, marks.where);
+        return verdict.record;
+      });
+      // Each store of a set rises only within its residue class, so each class has its own mark; the plain one only summarises, for fence.
+      if (range.stride !== 1 && verdict?.ok) {
+        await marks.update(this.tag, (cur) => (!cur || cur.mark < range.end ? { mark: range.end, trippedAtEpoch: cur?.trippedAtEpoch } : cur));
+      }
+    } catch (e) {
+      throw (this.markError = markError(e));
+    }
+    const v = verdict as GuardVerdict | undefined;
+    if (v === undefined) throw (this.markError = markError(new Error('the marks store did not read the mark')));
+    if (v.ok) {
+      if (range.stride === 1) this.markedEnd = range.end;
+      return ADMITTED;
+    }
+    const at = { start: String(range.start), end: String(range.end) };
+    return { ok: false, refusal: this.refuse(v.reason + note, v.record.trippedAtEpoch ?? range.fenceEpoch, at) };
+  }
+
+  /**
+   * For a give-back of [from, end): lowers the server's mark to `from`, only
+   * while it is exactly the end of the last range recorded here (a higher
+   * mark means another worker allocated after us, a lower one that another
+   * worker already gave back a later range: lowering it further would
+   * uncover IDs that worker handed out), and never while a trip stands.
+   * Resolves false when the range is not ours to give back.
+   */
+  async lowerMarkFor(from: bigint, end: bigint): Promise<boolean> {
+    const expected = this.markedEnd ?? end;
+    let ours = true;
+    await this.deps.marks.update(this.tag, (mark) => {
+      if (mark && (mark.trippedAtEpoch !== undefined || mark.mark !== expected)) ours = false;
+      else if (mark && mark.mark > from) return { mark: from };
+      return mark;
+    });
+    return ours;
+  }
+
+  /** After an operator's fence: forget the refusal (a closed tag stays refused). */
+  lift(): void {
+    if (this.isClosed) return;
+    this.refusal = undefined;
+    this.refusedAtEpoch = undefined;
+    this.onLift();
+  }
+
+  /**
+   * The tag stops being served: refused for good with `reason` (the tag gone
+   * by default; the server shutting down on close), keeping a rollback
+   * refusal already in force.
+   */
+  close(reason: SequoiaError = new TagNotFoundError(this.tag)): void {
+    this.isClosed = true;
+    this.refusal ??= reason;
+  }
+
+  /**
+   * While refused after a rollback, reads the tag's fence epoch from the store
+   * (at most once a second, timed on the monotonic clock: a wall clock stepped
+   * back must not hold the refusal until it catches up): a newer epoch than the trip's means an operator
+   * fenced the store, so the refusal is lifted. Resolves true when it was.
+   */
+  recheckFence(): Promise<boolean> {
+    const at = this.refusedAtEpoch;
+    if (at === undefined || this.isClosed) return Promise.resolve(false);
+    const now = monotonicMs(this.deps.clock);
+    if (!this.fenceCheck && now - this.fenceCheckedAt >= FENCE_RECHECK_MS) {
+      this.fenceCheckedAt = now;
+      this.fenceCheck = this.deps.store
+        .getTag(this.tag)
+        .then((info) => {
+          if (info && info.fenceEpoch > at && this.refusedAtEpoch === at) {
+            this.deps.logger.warn({ tag: this.tag, fenceEpoch: info.fenceEpoch }, 'the store was fenced: serving the tag again');
+            this.lift();
+          }
+        })
+        .catch(() => {})
+        .finally(() => {
+          this.fenceCheck = undefined;
+        });
+    }
+    const pending = this.fenceCheck;
+    return pending ? pending.then(() => this.refusedAtEpoch === undefined) : Promise.resolve(false);
+  }
+
+  private async readFloor(): Promise<Floor> {
+    const { marks, store } = this.deps;
+    const n = store.stride ?? 1;
+    const keys = n === 1 ? [this.tag] : Array.from({ length: n }, (_, i) => classKey(this.tag, n, i));
+    try {
+      const values = await Promise.all(keys.map((k) => marks.get(k)));
+      return new Map(keys.map((k, i) => [k, values[i]]));
+    } catch (e) {
+      throw (this.markError = markError(e));
+    }
+  }
+
+  /** The last mark could not be written: prove the marks take a write before a range is burnt. */
+  private async proveMarksWritable(): Promise<void> {
+    try {
+      await this.deps.marks.update(this.tag, (cur) => (cur ? { ...cur } : { mark: 0n }));
+    } catch (e) {
+      throw (this.markError = markError(e));
+    }
+    this.markError = undefined;
+  }
+
+  /** Whether a rollback recorded in a mark at fence epoch `trippedAtEpoch` still stands: the store was not fenced since. */
+  private async tripStands(trippedAtEpoch: number): Promise<boolean> {
+    const info = await this.deps.store.getTag(this.tag);
+    return info ? info.fenceEpoch <= trippedAtEpoch : false;
+  }
+
+  /**
+   * Refuses the tag after a rollback, until a fence newer than `epoch`, with
+   * one log line (`at`: the answer's range, when one was seen). A refusal
+   * already in force stays (another answer of the tag refused it first, or
+   * it closed meanwhile): one refusal, one line.
+   */
+  private refuse(reason: string, epoch: number, at: { start: string; end: string } | undefined = undefined): SequoiaError {
+    if (this.refusal) return this.refusal;
+    const e = new UnavailableError('STORE_ROLLBACK_DETECTED', `tag ${JSON.stringify(this.tag)}: ${reason}`);
+    this.refusal = e;
+    this.refusedAtEpoch = epoch;
+    this.deps.logger.error({ tag: this.tag, ...at, code: e.code }, reason);
+    return e;
+  }
+}
+
+/** The mark key of one residue class of a multi-store set ('#' is not legal in tags, so no tag has this key). */
+export function classKey(tag: string, stride: number, offset: number): string {
+  return `${tag}#${stride}:${offset}`;
+}
+
+function markError(e: unknown): SequoiaError {
+  return e instanceof SequoiaError ? e : new UnavailableError('STORE_UNAVAILABLE', 'cannot record the high-water mark', { cause: e, retryAfterMs: 1000 });
+}
