@@ -12,6 +12,7 @@ import type { Access } from '../auth.js';
 import type { ClientGate } from '../client-gate.js';
 import type { FormatRegistry } from '../formats.js';
 import { BatchLane } from '../batch-lane.js';
+import { leafIdRoute } from './leaf-id-route.js';
 
 const checkTag = (tag: string): string => assertTag(tag);
 
@@ -34,23 +35,19 @@ export async function segmentRoutes(
     if (gate !== undefined && !service.isKnown(tag)) gate.lookUp(req.raw);
   };
 
-  app.get<{ Params: { tag: string }; Querystring: { format?: string } }>(
-    '/api/segment/get/:tag',
-    { config: { leaf: true, hot: true } },
-    (req, reply) => {
-      const tag = checkTag(req.params.tag);
-      access?.tag(req, tag);
-      knownOrShare(req, tag);
-      const f = req.query.format;
-      if (f !== undefined) {
-        const codec = formats.codec(f);
-        return Promise.resolve(service.next(tag)).then((id) => reply.type('text/plain; charset=utf-8').send(codec.encode(id)));
-      }
-      const v = service.next(tag);
-      if (typeof v !== 'object') return sendText(reply, v);
-      return v.then((id) => sendText(reply, id));
-    },
-  );
+  await leafIdRoute<{ tag: string }>(app, '/api/segment/get/:tag', { leaf: true, hot: true }, (req, reply) => {
+    const tag = checkTag(req.params.tag);
+    access?.tag(req, tag);
+    knownOrShare(req, tag);
+    const f = (req.query as { format?: string }).format;
+    if (f !== undefined) {
+      const codec = formats.codec(f);
+      return Promise.resolve(service.next(tag)).then((id) => reply.type('text/plain; charset=utf-8').send(codec.encode(id)));
+    }
+    const v = service.next(tag);
+    if (typeof v !== 'object') return sendText(reply, v);
+    return v.then((id) => sendText(reply, id));
+  });
 
   app.get<{ Params: { tag: string }; Querystring: { count?: string; format?: string } }>(
     '/v1/segment/:tag',
