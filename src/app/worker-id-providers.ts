@@ -17,7 +17,9 @@ import { StateDir } from '../adapters/state-dir/state-dir.js';
 import { type TickRecord, TickReservingProvider } from '../adapters/state-dir/tick-reserving-provider.js';
 import { StaticWorkerIdProvider } from '../adapters/static/static-worker-id-provider.js';
 import { ZookeeperWorkerIdProvider } from '../adapters/zookeeper/zookeeper-worker-id-provider.js';
-import { type WorkerIdProviderSpec, parseWorkerIdProvider } from './worker-id-provider-spec.js';
+import { type WorkerIdProviderSpec, type WorkerNodeTableSpec, parseWorkerIdProvider } from './worker-id-provider-spec.js';
+import type { WorkerNodeTable } from '../ports/worker-node-table.js';
+import { UidWorkerNodeProvider } from '../adapters/lease/uid-worker-node-provider.js';
 
 export interface ProviderOptions {
   readonly ttlMs?: number;
@@ -65,6 +67,9 @@ function createBareProvider(spec: WorkerIdProviderSpec, leases: () => WorkerLeas
     const stateDir = o.workerSlot === undefined ? dir : workerStateDir(dir, o.workerSlot);
     return new ZookeeperWorkerIdProvider({ ...spec.zookeeper, stateDir, port: o.port, hostname: o.hostname, logger: o.logger });
   }
+  if (spec.kind === 'worker-node' && spec.table !== undefined) {
+    return new UidWorkerNodeProvider(lazyWorkerNodeTable(spec.table), { hostName: o.hostname, port: o.port });
+  }
   const store = leases();
   if (spec.kind === 'static' || spec.kind === 'k8s-ordinal') {
     const id = spec.kind === 'static' ? spec.workerId : k8sOrdinal(o.hostname ?? hostname(), spec.offset);
@@ -78,4 +83,21 @@ function createBareProvider(spec: WorkerIdProviderSpec, leases: () => WorkerLeas
   }
   if (spec.kind === 'worker-node') return new WorkerNodeWorkerIdProvider(store);
   return new LeaseWorkerIdProvider(store, { ttlMs: o.ttlMs });
+}
+
+/** The table's adapter, and its driver, loaded at the first insert: a server that never asks for a snowflake ID loads neither. */
+function lazyWorkerNodeTable(t: WorkerNodeTableSpec): WorkerNodeTable {
+  let opened: Promise<WorkerNodeTable> | undefined;
+  const open = (): Promise<WorkerNodeTable> =>
+    (opened ??=
+      t.engine === 'mysql'
+        ? import('../adapters/mysql/mysql-worker-node-table.js').then((m) => new m.MysqlWorkerNodeTable(t.url, t.table))
+        : import('../adapters/postgres/postgres-worker-node-table.js').then((m) => new m.PostgresWorkerNodeTable(t.url, t.table)));
+  return {
+    kind: `${t.engine} ${t.table}`,
+    addWorkerNode: async (row) => (await open()).addWorkerNode(row),
+    close: async () => {
+      if (opened) await (await opened).close();
+    },
+  };
 }
