@@ -27,6 +27,7 @@ export class UidWorkerNodeProvider implements WorkerIdProvider {
   readonly kind: string;
   readonly leased = false;
   readonly ttlMs = undefined;
+  private lastTooLarge: bigint | undefined;
 
   constructor(
     private readonly table: WorkerNodeTable,
@@ -48,8 +49,10 @@ export class UidWorkerNodeProvider implements WorkerIdProvider {
   }
 
   async acquire(space: IdSpace): Promise<WorkerGrant> {
-    const id = BigInt(await this.table.addWorkerNode(this.row()));
+    // The table's ids only grow: once one was past the layout, every later one is; retries insert no more rows.
+    const id = this.lastTooLarge !== undefined && this.lastTooLarge >= BigInt(space.workerCount) ? this.lastTooLarge : BigInt(await this.table.addWorkerNode(this.row()));
     if (id >= BigInt(space.workerCount)) {
+      this.lastTooLarge = id;
       throw new UnavailableError(
         'ID_SPACE_EXHAUSTED',
         `worker-node: ${this.table.kind} gave worker id ${id}, beyond layout ${space.label}'s worker ids 0..${space.workerCount - 1}; ids of WORKER_NODE only grow and are never reused: use a layout with more worker bits (uid-generator's own has 22), or another worker id provider`,
