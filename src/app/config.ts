@@ -272,6 +272,10 @@ function readSecretFiles(out: Record<string, unknown>, problems: string[]): void
       problems.push(
         'workerIdProvider: static:N would give every worker process the same snowflake worker id; use --workers 1, or the lease or zookeeper provider (one id per worker)',
       );
+    } else if (provider.kind === 'zookeeper' && provider.zookeeper.leafName !== undefined) {
+      problems.push(
+        'workerIdProvider: zookeeper leaf=NAME names one Leaf node per {ip}:{port}, so every worker process of the port would share its worker id; use --workers 1',
+      );
     } else if (provider.kind === 'k8s-ordinal') {
       problems.push(
         'workerIdProvider: k8s-ordinal would give every worker process of the pod the same snowflake worker id; use --workers 1 (scale with StatefulSet replicas), or the lease or zookeeper provider (one id per worker)',

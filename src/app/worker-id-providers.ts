@@ -17,6 +17,7 @@ import { StateDir } from '../adapters/state-dir/state-dir.js';
 import { type TickRecord, TickReservingProvider } from '../adapters/state-dir/tick-reserving-provider.js';
 import { StaticWorkerIdProvider } from '../adapters/static/static-worker-id-provider.js';
 import { ZookeeperWorkerIdProvider } from '../adapters/zookeeper/zookeeper-worker-id-provider.js';
+import { LeafZookeeperWorkerIdProvider } from '../adapters/zookeeper/zookeeper-leaf-provider.js';
 import { type WorkerIdProviderSpec, type WorkerNodeTableSpec, parseWorkerIdProvider } from './worker-id-provider-spec.js';
 import type { WorkerNodeTable } from '../ports/worker-node-table.js';
 import { UidWorkerNodeProvider } from '../adapters/lease/uid-worker-node-provider.js';
@@ -61,6 +62,10 @@ export function createWorkerIdProvider(
 }
 
 function createBareProvider(spec: WorkerIdProviderSpec, leases: () => WorkerLeaseStore | undefined, o: ProviderOptions): WorkerIdProvider {
+  if (spec.kind === 'zookeeper' && spec.zookeeper.leafName !== undefined) {
+    const z = spec.zookeeper;
+    return new LeafZookeeperWorkerIdProvider({ connect: z.connect, leafName: z.leafName as string, identity: z.identity, port: o.port, reportIntervalMs: z.reportIntervalMs, logger: o.logger });
+  }
   if (spec.kind === 'zookeeper') {
     // ZooKeeper names its node after host:port and this directory: each worker of one port needs its own.
     const dir = o.stateDir ?? DEFAULT_STATE_DIR;
