@@ -50,6 +50,17 @@ describe('the worker-id-provider grammar', () => {
     });
   });
 
+  it("parses Leaf's tree: leaf=NAME, its fixed root, a node named IP:PORT", () => {
+    expect(parseWorkerIdProvider('zookeeper:zk1:2181?leaf=order&node=10.0.0.5:8080')).toEqual({
+      kind: 'zookeeper',
+      zookeeper: { connect: 'zk1:2181', root: '/snowflake/order', reclaimAfterMs: undefined, identity: '10.0.0.5:8080', reportIntervalMs: undefined, leafName: 'order' },
+    });
+    for (const bad of ['zookeeper:zk1:2181/ids?leaf=order', 'zookeeper:zk1:2181?leaf=order&reclaim-after=60', 'zookeeper:zk1:2181?leaf=order&node=web-1:8080', 'zookeeper:zk1:2181?leaf=a/b']) {
+      expect(() => parseWorkerIdProvider(bad)).toThrow(/leaf/);
+    }
+    expect(() => resolveConfig({ workerIdProvider: 'zookeeper:zk1:2181?leaf=order', workers: 2 }, {}, undefined)).toThrow(/--workers 1/);
+  });
+
   it.each(BAD.map((b) => [b]))('refuses %j, in the parser and in the config alike', (spec) => {
     expect(() => parseWorkerIdProvider(spec)).toThrow(/INVALID_ARGUMENT|worker id provider/);
     expect(() => resolveConfig({ workerIdProvider: spec }, {}, undefined)).toThrow(/workerIdProvider/);
