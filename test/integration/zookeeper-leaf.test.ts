@@ -61,10 +61,14 @@ async function serve(leafName: string, node: string, stateDir: string): Promise<
 }
 
 async function workerIdOf(s: ServerProcess): Promise<number> {
-  const r = await fetch(`${s.url}/api/snowflake/get/x`);
-  const id = await r.text();
-  if (r.status !== 200) throw new Error(`${r.status} ${id}`);
-  return Number((BigInt(id) >> 12n) & 1023n);
+  // a loaded machine may still be taking the id when the server listens: ask again for a while
+  for (let i = 0; ; i++) {
+    const r = await fetch(`${s.url}/api/snowflake/get/x`);
+    const id = await r.text();
+    if (r.status === 200) return Number((BigInt(id) >> 12n) & 1023n);
+    if (i >= 20 || r.status !== 503 || id.startsWith('CLOCK_MOVED_BACKWARDS')) throw new Error(`${r.status} ${id}\n${s.output()}`);
+    await new Promise((res) => setTimeout(res, 500));
+  }
 }
 
 async function holder(leafName: string, ip: string): Promise<LeafHolder> {
@@ -103,8 +107,12 @@ describeZk("ZooKeeper leaf mode beside Leaf-snowflake", () => {
     const before = await getData(`/snowflake/${leafName}/forever/${mine}`);
     expect(Object.keys(before.data)).toEqual(['ip', 'port', 'timestamp']);
     expect(before.data).toMatchObject({ ip: '127.0.0.1', port: '9001', timestamp: expect.any(Number) });
-    await new Promise((r) => setTimeout(r, 4000));
-    const after = await getData(`/snowflake/${leafName}/forever/${mine}`);
+    // reports every 3 s: wait for one (a loaded machine may be late)
+    let after = before;
+    for (let i = 0; i < 40 && after.stat.version === before.stat.version; i++) {
+      await new Promise((r) => setTimeout(r, 500));
+      after = await getData(`/snowflake/${leafName}/forever/${mine}`);
+    }
     expect(after.stat.version).toBeGreaterThan(before.stat.version);
     expect(after.data.timestamp as number).toBeGreaterThan(before.data.timestamp as number);
 

@@ -11,7 +11,8 @@
  *   starting together never share an id, and Leaf never reuses one.
  * - A restart of the same {ip}:{port} finds its node (Leaf splits each child
  *   name at `-`) and keeps its id; it is refused while the node's timestamp is
- *   ahead of the local clock (Leaf's checkInitTimeStamp).
+ *   ahead of the local clock (Leaf's checkInitTimeStamp); a gap of up to two
+ *   reports and 2 s (what a crash leaves reserved) is waited out first.
  * - Every 3 s the node's data is written again (Leaf's ScheduledUploadData).
  *   Sequoia writes the end of the ticks it has reserved rather than "now":
  *   the same JSON, never below Leaf's value, so a restart is refused while
@@ -71,11 +72,13 @@ export class LeafZookeeperWorkerIdProvider implements WorkerIdProvider {
   private readonly log: Logger;
   private readonly session: ZookeeperSession;
   private readonly connectTimeoutMs: number;
+  private readonly maxStartWaitMs: number;
   private readonly held = new Map<string, Held>();
 
   constructor(o: LeafZookeeperOptions) {
     const interval = o.reportIntervalMs ?? 3000;
     this.ttlMs = 3 * interval;
+    this.maxStartWaitMs = 2 * interval + 2000;
     if (o.identity === undefined && !o.port) {
       throw new InvalidArgumentError('zookeeper leaf=NAME names its node {ip}:{port} as Leaf does: the server needs a fixed --port, or give ?node=IP:PORT');
     }
@@ -111,7 +114,13 @@ export class LeafZookeeperWorkerIdProvider implements WorkerIdProvider {
         path = `${this.forever}/${mine.name}`;
         const data = await s.call2<Buffer, zookeeper.Stat>((cb) => client.getData(path, cb));
         const ts = parseEndpoint(data[0])?.timestamp ?? 0;
-        const now = this.clock.now();
+        let now = this.clock.now();
+        // A crash leaves a reservation up to two reports ahead: waited out; more is the clock (Leaf's refusal).
+        if (ts > now && ts - now <= this.maxStartWaitMs) {
+          this.log.warn({ layout: space.label, node: path, gapMs: ts - now }, 'clock behind the Leaf node timestamp at start: waiting');
+          await new Promise((r) => setTimeout(r, ts - now + 1));
+          now = this.clock.now();
+        }
         if (ts > now) {
           this.log.error({ layout: space.label, node: path, timestamp: ts, now }, 'snowflake start refused: the clock is behind the Leaf node timestamp');
           throw new ClockError(`the clock is ${ts - now} ms behind the timestamp of Leaf node ${path}; start refused until the clock passes it (Leaf's check)`, { retryAfterMs: ts - now });
