@@ -256,6 +256,8 @@ const crossFieldRules = z.record(z.string(), z.unknown()).superRefine((c, ctx) =
     // One id per server, but N processes would each issue on it: the same (tick, id, sequence) N times.
     if (provider.kind === 'static') {
       problem('workerIdProvider', 'static:N would give every worker process the same snowflake worker id; use --workers 1, or the lease or zookeeper provider (one id per worker)');
+    } else if (provider.kind === 'zookeeper' && provider.zookeeper.leafName !== undefined) {
+      problem('workerIdProvider', 'zookeeper leaf=NAME names one Leaf node per {ip}:{port}, so every worker process of the port would share its worker id; use --workers 1');
     } else if (provider.kind === 'k8s-ordinal') {
       problem(
         'workerIdProvider',

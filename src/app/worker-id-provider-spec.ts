@@ -8,12 +8,17 @@
  *   static:N                 worker id N, registered like a lease when the store can hold leases
  *   k8s-ordinal[:OFFSET]     the StatefulSet ordinal of the hostname (+ OFFSET), registered likewise
  *   worker-node              a new row (hence a new id) per start, uid-generator style; never reused
+ *   worker-node:mysql://…|postgres://…[?table=NAME]
+ *                            the same, in uid-generator's own WORKER_NODE table (default WORKER_NODE,
+ *                            worker_node on PostgreSQL), inserted as uid-generator does: beside its generators
  *   zookeeper:HOST:PORT[,HOST:PORT…][/ROOT][?reclaim-after=SECONDS&node=NAME&report-interval=MS]
  *                            a sequential node per host:port, as Leaf
  */
 import { InvalidArgumentError } from '../core/errors.js';
 import { type ZookeeperSpec, parseZookeeperSpec } from '../adapters/zookeeper/zookeeper-spec.js';
 
+import { sqlIdentifier } from '../adapters/kit/sql-identifier.js';
+import { MYSQL_WORKER_NODE_TABLE, POSTGRES_WORKER_NODE_TABLE } from '../adapters/kit/worker-node-table.js';
 import { WORKER_ID_PROVIDER_SPECS } from './defaults.js';
 
 export { WORKER_ID_PROVIDER_SPECS };
@@ -22,13 +27,23 @@ export type WorkerIdProviderSpec =
   | { readonly kind: 'lease' }
   | { readonly kind: 'static'; readonly workerId: number }
   | { readonly kind: 'k8s-ordinal'; readonly offset: number }
-  | { readonly kind: 'worker-node' }
+  | { readonly kind: 'worker-node'; readonly table?: WorkerNodeTableSpec }
   | { readonly kind: 'zookeeper'; readonly zookeeper: ZookeeperSpec };
+
+/** uid-generator's WORKER_NODE table: the database (its URL without `table`) and the table's name. */
+export interface WorkerNodeTableSpec {
+  readonly engine: 'mysql' | 'postgres';
+  readonly url: string;
+  readonly table: string;
+}
+
+export type WorkerIdProviderKind = WorkerIdProviderSpec['kind'];
 
 /** Parses a spec; a spec outside the grammar is INVALID_ARGUMENT naming it and the grammar. */
 export function parseWorkerIdProvider(spec: string): WorkerIdProviderSpec {
   const s = spec.trim();
   if (s.startsWith('zookeeper:')) return { kind: 'zookeeper', zookeeper: parseZookeeperSpec(s) };
+  if (s.startsWith('worker-node:') && s.includes('://')) return { kind: 'worker-node', table: parseWorkerNodeTable(s.slice('worker-node:'.length)) };
   const m = /^(lease|sql-lease|static|k8s-ordinal|worker-node)(?::([0-9]{1,9}))?$/.exec(s);
   if (!m) throw new InvalidArgumentError(`worker id provider must be ${WORKER_ID_PROVIDER_SPECS} (got ${JSON.stringify(spec)})`);
   const kind = m[1] as string;
@@ -45,3 +60,24 @@ export function parseWorkerIdProvider(spec: string): WorkerIdProviderSpec {
   }
 }
 
+
+const WORKER_NODE_URL = 'worker-node:mysql://…/DB or worker-node:postgres://…/DB, optionally ?table=NAME';
+
+function parseWorkerNodeTable(raw: string): WorkerNodeTableSpec {
+  let u: URL;
+  try {
+    u = new URL(raw);
+  } catch {
+    throw new InvalidArgumentError(`worker id provider worker-node: the database must be a URL, ${WORKER_NODE_URL}`);
+  }
+  const scheme = u.protocol.replace(/:$/, '');
+  const engine = scheme === 'mysql' ? 'mysql' : scheme === 'postgres' || scheme === 'postgresql' ? 'postgres' : undefined;
+  if (engine === undefined) throw new InvalidArgumentError(`worker id provider worker-node: unsupported database ${scheme}: (${WORKER_NODE_URL})`);
+  if (u.hostname === '') throw new InvalidArgumentError(`worker id provider worker-node: the database URL names no host (${WORKER_NODE_URL})`);
+  const others = [...u.searchParams.keys()].filter((k) => k !== 'table');
+  if (others.length > 0) throw new InvalidArgumentError(`worker id provider worker-node: unknown parameter ${others.join(', ')} (it takes only table=NAME)`);
+  const table = u.searchParams.get('table') ?? (engine === 'mysql' ? MYSQL_WORKER_NODE_TABLE : POSTGRES_WORKER_NODE_TABLE);
+  sqlIdentifier(table, 'worker id provider worker-node: table', engine === 'mysql' ? '`' : '"', true);
+  u.search = '';
+  return { engine, url: u.toString(), table };
+}

@@ -17,7 +17,10 @@ import { StateDir } from '../adapters/state-dir/state-dir.js';
 import { type TickRecord, TickReservingProvider } from '../adapters/state-dir/tick-reserving-provider.js';
 import { StaticWorkerIdProvider } from '../adapters/static/static-worker-id-provider.js';
 import { ZookeeperWorkerIdProvider } from '../adapters/zookeeper/zookeeper-worker-id-provider.js';
-import { type WorkerIdProviderSpec, parseWorkerIdProvider } from './worker-id-provider-spec.js';
+import { LeafZookeeperWorkerIdProvider } from '../adapters/zookeeper/zookeeper-leaf-provider.js';
+import { type WorkerIdProviderSpec, type WorkerNodeTableSpec, parseWorkerIdProvider } from './worker-id-provider-spec.js';
+import type { WorkerNodeTable } from '../ports/worker-node-table.js';
+import { UidWorkerNodeProvider } from '../adapters/lease/uid-worker-node-provider.js';
 import { VERSION } from '../version.js';
 
 export interface ProviderOptions {
@@ -62,11 +65,18 @@ export function createWorkerIdProvider(
 }
 
 function createBareProvider(spec: WorkerIdProviderSpec, leases: () => WorkerLeaseStore | undefined, o: ProviderOptions): WorkerIdProvider {
+  if (spec.kind === 'zookeeper' && spec.zookeeper.leafName !== undefined) {
+    const z = spec.zookeeper;
+    return new LeafZookeeperWorkerIdProvider({ connect: z.connect, leafName: z.leafName as string, identity: z.identity, port: o.port, reportIntervalMs: z.reportIntervalMs, logger: o.logger });
+  }
   if (spec.kind === 'zookeeper') {
     // ZooKeeper names its node after host:port and this directory: each worker of one port needs its own.
     const dir = o.stateDir ?? DEFAULT_STATE_DIR;
     const stateDir = o.workerSlot === undefined ? dir : workerStateDir(dir, o.workerSlot);
     return new ZookeeperWorkerIdProvider({ ...spec.zookeeper, stateDir, port: o.port, hostname: o.hostname, logger: o.logger });
+  }
+  if (spec.kind === 'worker-node' && spec.table !== undefined) {
+    return new UidWorkerNodeProvider(lazyWorkerNodeTable(spec.table), { hostName: o.hostname, port: o.port });
   }
   const store = leases();
   if (spec.kind === 'static' || spec.kind === 'k8s-ordinal') {
@@ -88,5 +98,22 @@ function leaseOptions(o: ProviderOptions): { ttlMs?: number; version: string; le
     ...(o.ttlMs !== undefined ? { ttlMs: o.ttlMs } : {}),
     version: VERSION,
     ...(o.ledgerRetentionDays !== undefined ? { ledgerRetentionMs: o.ledgerRetentionDays * 86_400_000 } : {}),
+  };
+}
+
+/** The table's adapter, and its driver, loaded at the first insert: a server that never asks for a snowflake ID loads neither. */
+function lazyWorkerNodeTable(t: WorkerNodeTableSpec): WorkerNodeTable {
+  let opened: Promise<WorkerNodeTable> | undefined;
+  const open = (): Promise<WorkerNodeTable> =>
+    (opened ??=
+      t.engine === 'mysql'
+        ? import('../adapters/mysql/mysql-worker-node-table.js').then((m) => new m.MysqlWorkerNodeTable(t.url, t.table))
+        : import('../adapters/postgres/postgres-worker-node-table.js').then((m) => new m.PostgresWorkerNodeTable(t.url, t.table)));
+  return {
+    kind: `${t.engine} ${t.table}`,
+    addWorkerNode: async (row) => (await open()).addWorkerNode(row),
+    close: async () => {
+      if (opened) await (await opened).close();
+    },
   };
 }

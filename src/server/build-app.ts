@@ -20,7 +20,7 @@ import { SequoiaMetrics } from './metrics.js';
 import { healthRoutes } from './routes/health-routes.js';
 import { statusRoutes } from './routes/status-routes.js';
 import { segmentRoutes } from './routes/segment-routes.js';
-import { leafDecodeRoute, snowflakeRoutes } from './routes/snowflake-routes.js';
+import { leafDecodeRoute, snowflakeDisabledRoute, snowflakeRoutes } from './routes/snowflake-routes.js';
 import type { SnowflakeService } from '../service/snowflake-service.js';
 import { uuidRoutes } from './routes/uuid-routes.js';
 import { FormatRegistry } from './formats.js';
@@ -230,10 +230,7 @@ async function registerRoutes(app: FastifyInstance, opts: AppOptions, access: Ac
     await app.register(snowflakeRoutes, { snowflake: opts.snowflake, access, lane });
     metrics.registerSnowflakeSource(opts.snowflake);
   } else {
-    // Generators that are not enabled answer an error, never a placeholder ID.
-    app.get('/api/snowflake/get/:tag', { config: { leaf: true } }, async () => {
-      throw new SequoiaError('NOT_FOUND', 'the snowflake generator is not enabled on this server');
-    });
+    await app.register(snowflakeDisabledRoute);
   }
 }
 

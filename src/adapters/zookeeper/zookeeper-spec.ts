@@ -9,7 +9,12 @@ export interface ZookeeperSpec {
   readonly reclaimAfterMs: number | undefined;
   readonly identity: string | undefined;
   readonly reportIntervalMs: number | undefined;
+  /** `?leaf=NAME`: Leaf-snowflake's own tree `/snowflake/NAME/forever/{ip}:{port}-{seq}` (zookeeper-leaf-provider.ts). */
+  readonly leafName?: string | undefined;
 }
+
+/** A Leaf node name is `{ip}:{port}`: Leaf splits child names at `-`, so none may hold one. */
+export const LEAF_IDENTITY = /^[A-Za-z0-9._]{1,100}:[0-9]{1,5}$/;
 
 export const DEFAULT_ZOOKEEPER_ROOT = '/sequoia/snowflake';
 const HOST_PORT = /^[A-Za-z0-9._-]+:[0-9]{1,5}$/;
@@ -17,12 +22,12 @@ const HOST_PORT = /^[A-Za-z0-9._-]+:[0-9]{1,5}$/;
 export const IDENTITY = /^[A-Za-z0-9._:@~-]{1,200}$/;
 
 /**
- * Parses `zookeeper:HOST:PORT[,HOST:PORT…][/ROOT][?reclaim-after=SECONDS&node=NAME&report-interval=MS]`.
+ * Parses `zookeeper:HOST:PORT[,HOST:PORT…][/ROOT][?reclaim-after=SECONDS&node=NAME&report-interval=MS&leaf=NAME]`.
  * @example parseZookeeperSpec('zookeeper:zk1:2181,zk2:2181/ids?reclaim-after=86400')
  */
 export function parseZookeeperSpec(spec: string): ZookeeperSpec {
   const m = /^zookeeper:([^/?]+)(\/[^?]*)?(?:\?(.*))?$/.exec(spec.trim());
-  const bad = (why: string) => new InvalidArgumentError(`worker id provider ${JSON.stringify(spec)}: ${why}; expected zookeeper:HOST:PORT[,HOST:PORT…][/ROOT][?reclaim-after=SECONDS&node=NAME]`);
+  const bad = (why: string) => new InvalidArgumentError(`worker id provider ${JSON.stringify(spec)}: ${why}; expected zookeeper:HOST:PORT[,HOST:PORT…][/ROOT][?reclaim-after=SECONDS&node=NAME&leaf=NAME]`);
   if (!m) throw bad('malformed');
   const hosts = (m[1] as string).split(',');
   if (!hosts.every((h) => HOST_PORT.test(h))) throw bad('each server must be HOST:PORT');
@@ -32,6 +37,7 @@ export function parseZookeeperSpec(spec: string): ZookeeperSpec {
   let reclaimAfterMs: number | undefined;
   let identity: string | undefined;
   let reportIntervalMs: number | undefined;
+  let leafName: string | undefined;
   for (const [k, v] of new URLSearchParams(m[3] ?? '')) {
     if (k === 'reclaim-after') {
       if (!/^[0-9]{1,9}$/.test(v) || Number(v) < 2) throw bad('reclaim-after must be whole seconds, at least 2');
@@ -42,7 +48,17 @@ export function parseZookeeperSpec(spec: string): ZookeeperSpec {
     } else if (k === 'node') {
       if (!IDENTITY.test(v)) throw bad('node must be 1–200 of A-Z a-z 0-9 . _ : @ ~ -');
       identity = v;
+    } else if (k === 'leaf') {
+      if (!/^[A-Za-z0-9._]{1,100}$/.test(v)) throw bad("leaf must be Leaf's leaf.name: 1–100 of A-Z a-z 0-9 . _");
+      leafName = v;
     } else throw bad(`unknown option ${k}`);
+  }
+  if (leafName !== undefined) {
+    // Leaf's tree is fixed, and Leaf never gives an id up: taking a silent node's id would hand a Leaf server's id to Sequoia.
+    if (m[2] !== undefined) throw bad("with leaf=NAME the tree is Leaf's /snowflake/NAME: give no /ROOT");
+    if (reclaimAfterMs !== undefined) throw bad('leaf=NAME never reclaims ids (a Leaf server keeps its node for good): drop reclaim-after');
+    if (identity !== undefined && !LEAF_IDENTITY.test(identity)) throw bad('with leaf=NAME, node must be IP:PORT as Leaf names its nodes (no -)');
+    return { connect: hosts.join(','), root: `/snowflake/${leafName}`, reclaimAfterMs, identity, reportIntervalMs, leafName };
   }
   return { connect: hosts.join(','), root, reclaimAfterMs, identity, reportIntervalMs };
 }

@@ -14,6 +14,7 @@ import type { FormatRegistry } from '../formats.js';
 import { BatchLane } from '../batch-lane.js';
 import { InvalidArgumentError } from '../../core/errors.js';
 import type { SequoiaMetrics } from '../metrics.js';
+import { leafIdRoute } from './leaf-id-route.js';
 
 const checkTag = (tag: string): string => assertTag(tag);
 
@@ -47,23 +48,19 @@ export async function segmentRoutes(
     if (gate !== undefined && !service.isKnown(tag)) gate.lookUp(req.raw);
   };
 
-  app.get<{ Params: { tag: string }; Querystring: { format?: string } }>(
-    '/api/segment/get/:tag',
-    { config: { leaf: true, hot: true } },
-    (req, reply) => {
-      const tag = checkTag(req.params.tag);
-      access?.tag(req, tag);
-      knownOrShare(req, tag);
-      const f = req.query.format;
-      if (f !== undefined) {
-        const codec = formats.codec(f);
-        return Promise.resolve(service.next(tag)).then((id) => reply.type('text/plain; charset=utf-8').send(codec.encode(id)));
-      }
-      const v = service.next(tag);
-      if (typeof v !== 'object') return sendText(reply, v);
-      return v.then((id) => sendText(reply, id));
-    },
-  );
+  await leafIdRoute<{ tag: string }>(app, '/api/segment/get/:tag', { leaf: true, hot: true }, (req, reply) => {
+    const tag = checkTag(req.params.tag);
+    access?.tag(req, tag);
+    knownOrShare(req, tag);
+    const f = (req.query as { format?: string }).format;
+    if (f !== undefined) {
+      const codec = formats.codec(f);
+      return Promise.resolve(service.next(tag)).then((id) => reply.type('text/plain; charset=utf-8').send(codec.encode(id)));
+    }
+    const v = service.next(tag);
+    if (typeof v !== 'object') return sendText(reply, v);
+    return v.then((id) => sendText(reply, id));
+  });
 
   app.get<{ Params: { tag: string }; Querystring: { count?: string; format?: string; reserve?: string; client?: string } }>(
     '/v1/segment/:tag',

@@ -1,13 +1,13 @@
 /**
  * Snowflake IDs over HTTP:
- *   GET /api/snowflake/get/{tag}          Leaf-compatible text/plain ID (default layout; the tag is checked, not used:
+ *   GET|POST|… /api/snowflake/get/{tag}   Leaf-compatible text/plain ID (default layout; the tag is checked, not used:
  *                                         snowflake IDs are unique per layout, not per tag)
  *   GET /v1/snowflake?count=N&layout=L&shard=S|shardKey=K   {"layout","ids":[…]}
  *   GET /v1/explain/{id}?layout=L         {"id","layout","time","timestampMs",<fields>,"sequence"}
  * IDs are decimal strings. `shardKey` (instagram) hashes to a shard (core/request-rules.ts).
  */
 import type { FastifyInstance, FastifyReply } from 'fastify';
-import { InvalidArgumentError } from '../../core/errors.js';
+import { InvalidArgumentError, SequoiaError } from '../../core/errors.js';
 import { explainId } from '../../core/snowflake/explain.js';
 import { getLayout } from '../../core/snowflake/layout.js';
 import type { SnowflakeService } from '../../service/snowflake-service.js';
@@ -15,6 +15,7 @@ import type { Access } from '../auth.js';
 import { parseCount, parseLayoutName, parseShard, snowflakeIdsJson } from '../../core/request-rules.js';
 import { assertTag } from '../../core/validate.js';
 import { BatchLane } from '../batch-lane.js';
+import { leafIdRoute } from './leaf-id-route.js';
 
 const checkTag = (tag: string): string => assertTag(tag);
 
@@ -28,7 +29,7 @@ export async function snowflakeRoutes(app: FastifyInstance, opts: { snowflake: S
   const access = opts.access;
   const lane = opts.lane;
 
-  app.get<{ Params: { tag: string } }>('/api/snowflake/get/:tag', { config: { leaf: true, hot: true } }, (req, reply) => {
+  await leafIdRoute<{ tag: string }>(app, '/api/snowflake/get/:tag', { leaf: true, hot: true }, (req, reply) => {
     access?.tag(req, checkTag(req.params.tag));
     const v = sf.next();
     if (typeof v === 'string') return sendText(reply, v);
@@ -80,5 +81,12 @@ export async function leafDecodeRoute(app: FastifyInstance, opts: { access?: Acc
     return reply
       .type('application/json; charset=utf-8')
       .send(JSON.stringify({ timestamp: `${e.timestampMs}(${time})`, sequenceId: String(e.sequence), workerId: String(e.worker) }));
+  });
+}
+
+/** Without the snowflake generator Leaf's snowflake route answers an error, never a placeholder ID. */
+export async function snowflakeDisabledRoute(app: FastifyInstance): Promise<void> {
+  await leafIdRoute(app, '/api/snowflake/get/:tag', { leaf: true }, async () => {
+    throw new SequoiaError('NOT_FOUND', 'the snowflake generator is not enabled on this server');
   });
 }
