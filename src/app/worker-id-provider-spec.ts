@@ -37,8 +37,6 @@ export interface WorkerNodeTableSpec {
   readonly table: string;
 }
 
-export type WorkerIdProviderKind = WorkerIdProviderSpec['kind'];
-
 /** Parses a spec; a spec outside the grammar is INVALID_ARGUMENT naming it and the grammar. */
 export function parseWorkerIdProvider(spec: string): WorkerIdProviderSpec {
   const s = spec.trim();
