@@ -18,9 +18,12 @@ export interface ServerIdentity {
  * `allocate`: a range handed out (a segment load or a strict-tag flush: both
  * are `SegmentStore.allocate`). `give-back`: the unused tail returned at a
  * clean shutdown; its IDs were never issued by the server that gave them back
- * and may be issued again by a later `allocate`.
+ * and may be issued again by a later `allocate`. `fence`: the IDs a fence
+ * jumped over (from the old max_id to the bound): the operator declared them
+ * possibly issued (a store restored from a backup loses its ledger rows with
+ * its ranges), so they count as covered, never as foreign.
  */
-export type LedgerKind = 'allocate' | 'give-back';
+export type LedgerKind = 'allocate' | 'give-back' | 'fence';
 
 export interface LedgerEntry {
   readonly tag: string;

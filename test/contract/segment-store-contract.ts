@@ -544,6 +544,17 @@ export function runSegmentStoreContract(name: string, factory: ContractFactory, 
         // a refused give-back records nothing
         expect(await store.giveBack(t, last.maxId, last.maxId - 2n * s)).toBe(false);
         expect((await store.ledgerEntries(t)).filter((e) => e.kind === 'give-back')).toHaveLength(1);
+        // a fence records the IDs it jumps over (declared possibly issued); a fence that raises nothing records nothing
+        const bound = (await store.getTag(t))?.maxId as bigint;
+        await store.fence(t, bound + 50n * s);
+        await store.fence(t, 1n);
+        const fenced = (await store.ledgerEntries(t)).filter((e) => e.kind === 'fence');
+        expect(fenced.length).toBeGreaterThanOrEqual(1);
+        expect(fenced.length).toBeLessThanOrEqual(stride);
+        const inside = bound + 10n * s;
+        const hit = await store.rangesContaining(t, inside);
+        expect(hit.map((e) => e.kind)).toEqual(['fence']);
+        expect(hit[0]?.fenceEpoch).toBeGreaterThanOrEqual(1);
       });
 
       it('prunes old entries in small batches', async () => {

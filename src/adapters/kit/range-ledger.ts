@@ -25,6 +25,17 @@ export function givenBackRange(expectedMaxId: bigint, newMaxId: bigint): { first
   return newMaxId < expectedMaxId ? { first: newMaxId, last: expectedMaxId - 1n } : undefined;
 }
 
+/** The inclusive range a fence from `oldMaxId` up to `to` jumps over; undefined when it raises nothing. */
+export function fencedRange(oldMaxId: bigint, to: bigint): { first: bigint; last: bigint } | undefined {
+  return to > oldMaxId ? { first: oldMaxId, last: to - 1n } : undefined;
+}
+
+/** A range's length as a ledger row's step (a fence can jump further than an INTEGER holds). */
+export function rangeLength(r: { first: bigint; last: bigint }): number {
+  const n = r.last - r.first + 1n;
+  return n > 2147483647n ? 2147483647 : Number(n);
+}
+
 export function covers(e: Pick<LedgerEntry, 'first' | 'last' | 'stride'>, id: bigint): boolean {
   return id >= e.first && id <= e.last && (e.stride <= 1 || (id - e.first) % BigInt(e.stride) === 0n);
 }
@@ -49,7 +60,7 @@ export interface LedgerRowText {
 export function entryFromRow(r: LedgerRowText): LedgerEntry {
   return {
     tag: r.tag,
-    kind: r.kind === 'give-back' ? 'give-back' : 'allocate',
+    kind: r.kind === 'give-back' || r.kind === 'fence' ? r.kind : 'allocate',
     first: BigInt(r.first_id),
     last: BigInt(r.last_id),
     stride: Number(r.stride),

@@ -4,7 +4,7 @@ import { MAX_ID } from '../../core/id.js';
 import type { Allocation, NewTag, SegmentStore, TagInfo, TagUpdate } from '../../ports/segment-store.js';
 import { assertGiveBack, DEFAULT_START, DEFAULT_STEP, exhausted, newGeneration } from '../kit/segment-rules.js';
 import type { LedgerEntry, LedgerKind, ServerIdentity } from '../../ports/range-ledger.js';
-import { allocatedRange, covers, givenBackRange, processIdentity } from '../kit/range-ledger.js';
+import { allocatedRange, covers, fencedRange, givenBackRange, processIdentity, rangeLength } from '../kit/range-ledger.js';
 
 interface Row {
   maxId: bigint;
@@ -78,9 +78,11 @@ export class MemorySegmentStore implements SegmentStore {
   async fence(tag: string, to: bigint): Promise<TagInfo> {
     const row = this.rows.get(tag);
     if (!row) throw new TagNotFoundError(tag);
+    const jumped = fencedRange(row.maxId, to);
     if (to > row.maxId) row.maxId = to;
     row.fenceEpoch += 1;
     row.updatedAt = new Date();
+    if (jumped) this.record(tag, 'fence', jumped, rangeLength(jumped), row);
     return info(tag, row);
   }
 

@@ -30,7 +30,9 @@ import type { LedgerEntry, ServerIdentity } from '../../ports/range-ledger.js';
 import {
   allocatedRange,
   entryFromRow,
+  fencedRange,
   givenBackRange,
+  rangeLength,
   LEDGER_COLUMNS,
   ledgerTable,
   type LedgerRowText,
@@ -251,13 +253,36 @@ export class MysqlSegmentStore implements SegmentStore {
 
   async fence(tag: string, to: bigint): Promise<TagInfo> {
     if (to < 0n || to > MAX_ID) throw new InvalidArgumentError('to must be from 0 to 2^63-1');
-    const r = await this.exec(
-      `UPDATE ${this.table}
-         SET max_id = GREATEST(max_id, CAST(? AS SIGNED)), fence_epoch = fence_epoch + 1, updated_at = UTC_TIMESTAMP(3)
-       WHERE tag = ?`,
-      [to.toString(), tag],
-    );
-    if (r.affectedRows === 0) throw new TagNotFoundError(tag);
+    const found = await this.withConnection(async (c) => {
+      await this.run(c, 'START TRANSACTION');
+      try {
+        const [old] = await c.query<Row[]>({ sql: `SELECT max_id FROM ${this.table} WHERE tag = ? FOR UPDATE`, timeout: this.timeout }, [tag]);
+        const before = old[0];
+        if (!before) {
+          await this.run(c, 'COMMIT');
+          return false;
+        }
+        await this.run(
+          c,
+          `UPDATE ${this.table}
+             SET max_id = GREATEST(max_id, CAST(? AS SIGNED)), fence_epoch = fence_epoch + 1, updated_at = UTC_TIMESTAMP(3)
+           WHERE tag = ?`,
+          [to.toString(), tag],
+        );
+        const jumped = fencedRange(BigInt(before.max_id), to);
+        if (jumped) {
+          const [rows] = await c.query<Row[]>({ sql: `SELECT ${COLUMNS} FROM ${this.table} WHERE tag = ?`, timeout: this.timeout }, [tag]);
+          const row = rows[0] as Row;
+          await this.recordOn(c, ledgerValues(tag, 'fence', jumped, rangeLength(jumped), this.who, 0, Number(row.fence_epoch), String(row.generation)));
+        }
+        await this.run(c, 'COMMIT');
+        return true;
+      } catch (e) {
+        await c.query('ROLLBACK').catch(() => {});
+        throw e;
+      }
+    });
+    if (!found) throw new TagNotFoundError(tag);
     return this.mustGet(tag);
   }
 
@@ -292,8 +317,7 @@ export class MysqlSegmentStore implements SegmentStore {
         if (r.affectedRows === 1 && range) {
           const [rows] = await c.query<Row[]>({ sql: `SELECT ${COLUMNS} FROM ${this.table} WHERE tag = ?`, timeout: this.timeout }, [tag]);
           const row = rows[0] as Row;
-          const n = Number(range.last - range.first + 1n);
-          await this.recordOn(c, ledgerValues(tag, 'give-back', range, n, this.who, 0, Number(row.fence_epoch), String(row.generation)));
+          await this.recordOn(c, ledgerValues(tag, 'give-back', range, rangeLength(range), this.who, 0, Number(row.fence_epoch), String(row.generation)));
         }
         await this.run(c, 'COMMIT');
         return r.affectedRows === 1;

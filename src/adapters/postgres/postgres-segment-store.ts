@@ -25,7 +25,7 @@ import { assertGiveBack, DEFAULT_START, DEFAULT_STEP, exhausted, newGeneration, 
 import { storeError, tagInfoFromTextRow } from '../kit/store-errors.js';
 import { type PgPoolLike, PostgresConnection, type PostgresConnectionOptions } from './postgres-connection.js';
 import type { LedgerEntry, ServerIdentity } from '../../ports/range-ledger.js';
-import { entryFromRow, LEDGER_COLUMNS, ledgerTable, type LedgerRowText, processIdentity } from '../kit/range-ledger.js';
+import { entryFromRow, fencedRange, LEDGER_COLUMNS, ledgerTable, type LedgerRowText, processIdentity, rangeLength } from '../kit/range-ledger.js';
 
 /** 1: the table; 2: its `generation` column (see TagInfo.generation); 3: the range ledger beside it. */
 const SCHEMA_VERSION = 3;
@@ -194,12 +194,29 @@ export class PostgresSegmentStore implements SegmentStore {
 
   async fence(tag: string, to: bigint): Promise<TagInfo> {
     if (to < 0n || to > MAX_ID) throw new InvalidArgumentError('to must be from 0 to 2^63-1');
-    const r = await this.q(
-      `UPDATE ${this.table}
-         SET max_id = GREATEST(max_id, $2::bigint), fence_epoch = fence_epoch + 1, updated_at = now()
-       WHERE tag = $1 RETURNING ${COLUMNS}`,
-      [tag, to.toString()],
-    );
+    // One transaction: the row lock taken by the first read holds allocators off until the ledger row is written.
+    const r = await this.connection.transaction(BACKEND, async (c) => {
+      const old = (await c.query(`SELECT max_id::text AS max_id FROM ${this.table} WHERE tag = $1 FOR UPDATE`, [tag])).rows[0] as
+        | { max_id: string }
+        | undefined;
+      if (!old) return { rows: [] };
+      const u = await c.query(
+        `UPDATE ${this.table}
+           SET max_id = GREATEST(max_id, $2::bigint), fence_epoch = fence_epoch + 1, updated_at = now()
+         WHERE tag = $1 RETURNING ${COLUMNS}`,
+        [tag, to.toString()],
+      );
+      const row = u.rows[0] as RowText;
+      const jumped = fencedRange(BigInt(old.max_id), to);
+      if (jumped) {
+        await c.query(
+          `INSERT INTO ${this.ledger} (${LEDGER_COLUMNS})
+           VALUES ($1, 'fence', $2::bigint, $3::bigint, 1, $4, $5, $6, $7, $8, (extract(epoch FROM now()) * 1000)::bigint, $9, $10::bigint)`,
+          [tag, jumped.first.toString(), jumped.last.toString(), rangeLength(jumped), ...this.identityValues(), row.fence_epoch, row.generation],
+        );
+      }
+      return u;
+    });
     const row = r.rows[0] as RowText | undefined;
     if (!row) throw new TagNotFoundError(tag);
     return tagInfoFromTextRow(row);

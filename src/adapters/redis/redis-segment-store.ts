@@ -44,7 +44,7 @@ import { MAX_ID } from '../../core/id.js';
 import type { Allocation, NewTag, SegmentStore, TagInfo, TagUpdate } from '../../ports/segment-store.js';
 import { assertGiveBack, DEFAULT_START, DEFAULT_STEP, exhausted, LEGACY_GENERATION, newGeneration } from '../kit/segment-rules.js';
 import type { LedgerEntry, ServerIdentity } from '../../ports/range-ledger.js';
-import { covers, processIdentity } from '../kit/range-ledger.js';
+import { covers, processIdentity, rangeLength } from '../kit/range-ledger.js';
 
 export interface RedisSegmentStoreOptions {
   /** `redis://[:password@]host:port[/db]`. */
@@ -115,11 +115,17 @@ const FENCE = `
 local m = redis.call('HGET', KEYS[1], 'max_id')
 if not m then return 0 end
 local to = ARGV[1]
-if string.len(to) > string.len(m) or (string.len(to) == string.len(m) and to > m) then
+if redis.replicate_commands then redis.replicate_commands() end
+local raised = string.len(to) > string.len(m) or (string.len(to) == string.len(m) and to > m)
+if raised then
   redis.call('HSET', KEYS[1], 'max_id', to)
 end
-redis.call('HINCRBY', KEYS[1], 'fence_epoch', 1)
+local epoch = redis.call('HINCRBY', KEYS[1], 'fence_epoch', 1)
 redis.call('HSET', KEYS[1], 'updated_at', ARGV[2])
+if raised then
+  redis.call('XADD', KEYS[2], '*', 'k', 'fence', 's', m, 'e', to, 'n', '0', 'f', tostring(epoch), 'g', redis.call('HGET', KEYS[1], 'generation') or '0',
+    'h', ARGV[3], 'p', ARGV[4], 'i', ARGV[5], 'v', ARGV[6])
+end
 return 1
 `;
 
@@ -265,7 +271,7 @@ export class RedisSegmentStore implements SegmentStore {
 
   async fence(tag: string, to: bigint): Promise<TagInfo> {
     if (to < 0n || to > MAX_ID) throw new InvalidArgumentError('to must be from 0 to 2^63-1');
-    const ok = await this.script(FENCE, [this.key(tag)], [to.toString(), String(Date.now())]);
+    const ok = await this.script(FENCE, [this.key(tag), this.ledgerKey(tag)], [to.toString(), String(Date.now()), ...this.identityArgs()]);
     if (Number(ok) !== 1) throw new TagNotFoundError(tag);
     return this.mustGet(tag);
   }
@@ -332,15 +338,15 @@ export class RedisSegmentStore implements SegmentStore {
     return items.map(([id, fields]) => {
       const f: Record<string, string> = {};
       for (let i = 0; i + 1 < fields.length; i += 2) f[fields[i] as string] = fields[i + 1] as string;
+      // A range is written as its end (exclusive) and length, or (a fence, whose length Lua cannot subtract exactly) its start.
       const end = BigInt(f.e ?? '0');
-      const n = Number(f.n ?? '0');
+      const range = f.s !== undefined ? { first: BigInt(f.s), last: end - 1n } : { first: end - BigInt(f.n ?? '0'), last: end - 1n };
       return {
         tag,
-        kind: f.k === 'give-back' ? 'give-back' : 'allocate',
-        first: end - BigInt(n),
-        last: end - 1n,
+        kind: f.k === 'give-back' || f.k === 'fence' ? f.k : 'allocate',
+        ...range,
         stride: 1,
-        step: n,
+        step: rangeLength(range),
         host: f.h ?? '',
         pid: Number(f.p ?? 0),
         instance: f.i ?? '',

@@ -16,7 +16,7 @@ import { storeError } from '../kit/store-errors.js';
 import { assertGiveBack, DEFAULT_START, DEFAULT_STEP, exhausted, newGeneration } from '../kit/segment-rules.js';
 import { SqliteConnection } from './sqlite-connection.js';
 import type { LedgerEntry, ServerIdentity } from '../../ports/range-ledger.js';
-import { allocatedRange, entryFromRow, givenBackRange, LEDGER_COLUMNS, type LedgerRowText, ledgerValues, processIdentity } from '../kit/range-ledger.js';
+import { allocatedRange, entryFromRow, fencedRange, givenBackRange, rangeLength, LEDGER_COLUMNS, type LedgerRowText, ledgerValues, processIdentity } from '../kit/range-ledger.js';
 
 export type SqliteSegmentStoreOptions = (
   | {
@@ -182,15 +182,23 @@ export class SqliteSegmentStore implements SegmentStore {
   }
 
   async fence(tag: string, to: bigint): Promise<TagInfo> {
-    const changes = this.run(
-      () =>
-        this
-          .prepare(
-            'UPDATE sequoia_alloc SET max_id = MAX(max_id, ?), fence_epoch = fence_epoch + 1, updated_at = ? WHERE tag = ?',
-          )
-          .run(to, BigInt(Date.now()), tag).changes,
+    const found = this.run(() =>
+      this.open()
+        .transaction((): boolean => {
+          const now = Date.now();
+          const old = this.prepare('SELECT max_id FROM sequoia_alloc WHERE tag = ?').get(tag) as Pick<Row, 'max_id'> | undefined;
+          if (!old) return false;
+          const row = this.prepare(
+            `UPDATE sequoia_alloc SET max_id = MAX(max_id, ?), fence_epoch = fence_epoch + 1, updated_at = ? WHERE tag = ?
+             RETURNING fence_epoch, generation`,
+          ).get(to, BigInt(now), tag) as Pick<Row, 'fence_epoch' | 'generation'>;
+          const jumped = fencedRange(old.max_id, to);
+          if (jumped) this.record(ledgerValues(tag, 'fence', jumped, rangeLength(jumped), this.who, now, Number(row.fence_epoch), String(row.generation)));
+          return true;
+        })
+        .immediate(),
     );
-    if (changes === 0) throw new TagNotFoundError(tag);
+    if (!found) throw new TagNotFoundError(tag);
     return this.mustGet(tag);
   }
 
@@ -218,7 +226,7 @@ export class SqliteSegmentStore implements SegmentStore {
           if (!row) return 0;
           const range = givenBackRange(expectedMaxId, newMaxId);
           if (range) {
-            this.record(ledgerValues(tag, 'give-back', range, Number(range.last - range.first + 1n), this.who, now, Number(row.fence_epoch), String(row.generation)));
+            this.record(ledgerValues(tag, 'give-back', range, rangeLength(range), this.who, now, Number(row.fence_epoch), String(row.generation)));
           }
           return 1;
         })
