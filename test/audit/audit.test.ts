@@ -65,7 +65,7 @@ async function storeScenario(store: string, stateDir: string, snapshot: () => vo
   const c = JSON.parse(clean.stdout) as Json;
   expect(c.clean).toBe(true);
   expect(c.summary.count).toBe(150);
-  expect(c.notChecked.join(' ')).toMatch(/no ledger yet/);
+  expect(c.notChecked).toEqual([]);
 
   // A planted duplicate: found, with its count; exit 1.
   writeFileSync(file, [...first, first[17], first[17], first[3]].join('\n') + '\n');
@@ -74,6 +74,19 @@ async function storeScenario(store: string, stateDir: string, snapshot: () => vo
   expect(dup.stdout).toMatch(/FINDING duplicates: 2 IDs occur more than once \(3 extra rows\)/);
   expect(dup.stdout).toContain(`${first[17]} ×3`);
   expect(dup.stdout).toContain(`${first[3]} ×2`);
+  // each with the ledger entry that issued it: range, server, time, fence epoch
+  const traced = dup.stdout.split('\n');
+  const at = traced.indexOf(`  ${first[17]} ×3`);
+  expect(at, dup.stdout).toBeGreaterThan(0);
+  expect(traced[at + 1]).toMatch(new RegExp(`^ {4}issued \\[\\d+, \\d+\\] \\(\\d+ IDs\\) by \\S+ pid \\d+ instance [0-9a-f]+ v\\S+ at \\d{4}-\\d\\d-\\d\\dT[^,]+, fence epoch 0, generation \\d+$`));
+
+  // A planted foreign ID (no range covers it): found, with no ledger entry.
+  const foreignId = (BigInt(first[149] as string) + 5_000_000n).toString();
+  writeFileSync(file, [...first, foreignId].join('\n') + '\n');
+  const fr = sequoia(['audit', file, '--tag', tag, '--store', store, '--json']);
+  expect(fr.status, fr.stderr).toBe(1);
+  const fj = JSON.parse(fr.stdout) as Json;
+  expect(fj.findings.find((f) => f.kind === 'foreign')?.examples).toEqual([foreignId]);
 
   // The store is snapshotted, more IDs are issued and written, then the snapshot is restored.
   snapshot();
