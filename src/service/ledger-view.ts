@@ -25,3 +25,17 @@ export function ledgerEntryJson(e: LedgerEntry) {
     generation: e.generation,
   };
 }
+
+/** What `sequoia explain ID --tag T` and `GET /v1/tags/{tag}/ranges?containing=ID` answer. */
+export function rangesAnswer(tag: string, id: bigint, entries: readonly LedgerEntry[] | undefined) {
+  const issued = entries?.filter((e) => e.kind !== 'give-back') ?? [];
+  const message =
+    entries === undefined
+      ? 'this store keeps no range ledger (a Leaf table): the ID cannot be traced'
+      : issued.length === 0
+        ? `no range in the ledger covers ${id} of tag ${tag}: Sequoia did not issue it (or its ledger row was pruned)`
+        : issued.length > 1
+          ? `${issued.length} ranges cover ${id}: ${issued.map(describeLedgerEntry).join('; ')}`
+          : describeLedgerEntry(issued[0] as LedgerEntry);
+  return { tag, id: id.toString(), ledger: entries !== undefined, covered: issued.length > 0, message, ranges: (entries ?? []).map(ledgerEntryJson) };
+}
