@@ -25,6 +25,7 @@ const MANUAL: Record<FieldName, FieldManual> = {
   logLevel: { meaning: 'pino level: fatal, error, warn, info, debug, trace, silent' },
   maxStep: { meaning: 'cap of the dynamic step' },
   refreshIntervalMs: { meaning: 'how often the tag list is re-read; 0 never' },
+  ledgerRetentionDays: { meaning: 'how long the range ledger keeps a row (every range a server took, given back or fenced: see [audit.md](audit.md)); older rows are deleted in batches of 500, about once an hour, off the allocation path' },
   loadTimeoutMs: { meaning: 'how long a request waits for the store when both ranges are empty' },
   formats: { meaning: 'named business-number formats, a JSON object (see [Business numbers](ids.md#business-numbers)); they hold keys, so prefer the config file or the environment to a flag' },
   adminTokenFile: { meaning: 'read the admin token from a file (keeps it out of `ps` and the environment)' },
