@@ -83,7 +83,7 @@ describePg('docs/audit.md, every command', () => {
     await admin.query(`INSERT INTO ${table} SELECT unnest($1::bigint[])`, [[...pgIds, pgIds[0]]]);
 
     const commands = commandsOfPage();
-    expect(commands.length).toBe(6);
+    expect(commands.length).toBe(7);
     let printedFence: string | undefined;
     const seen: string[] = [];
     for (const line of commands) {
@@ -109,6 +109,15 @@ describePg('docs/audit.md, every command', () => {
         w[3] = (/--to (\d+)/.exec(printedFence as string) as RegExpExecArray)[1] as string;
         expect(ok(w)).toMatch(/^fenced orders/);
         seen.push('fence');
+        continue;
+      }
+      if (w[0] === 'explain') {
+        // The page's ID is an example: trace the duplicate the audit found.
+        w[1] = first[9] as string;
+        const traced = JSON.parse(ok(w)) as { covered: boolean; message: string; ranges: Array<{ kind: string }> };
+        expect(traced.covered).toBe(true);
+        expect(traced.message).toMatch(/^issued \[\d+, \d+\] \(\d+ IDs\) by \S+ pid \d+ .* fence epoch 0/);
+        seen.push('explain');
         continue;
       }
       const r = sequoia(w);
@@ -139,6 +148,6 @@ describePg('docs/audit.md, every command', () => {
         seen.push('gen');
       }
     }
-    expect(seen).toEqual(['audit', 'audit', 'audit-db', 'fence', 'verify', 'gen']);
+    expect(seen).toEqual(['audit', 'audit', 'audit-db', 'fence', 'explain', 'verify', 'gen']);
   });
 });
