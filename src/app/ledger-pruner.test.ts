@@ -1,8 +1,9 @@
 import { describe, expect, it } from 'vitest';
+import type { Logger } from '../ports/logger.js';
 import type { SegmentStore } from '../ports/segment-store.js';
 import { startLedgerPruner } from './ledger-pruner.js';
 
-const quiet = { info: () => {}, warn: () => {}, error: () => {}, debug: () => {} } as never;
+const quiet = { info: () => {}, warn: () => {}, error: () => {}, debug: () => {} } as unknown as Logger;
 
 describe('ledger pruner', () => {
   it('deletes in batches of 500 until a short batch, with the retention cutoff, off a timer', async () => {
@@ -22,7 +23,7 @@ describe('ledger pruner', () => {
     let n = 0;
     const warned: unknown[] = [];
     const store = { pruneLedger: async () => { n++; throw new Error('down'); } } as unknown as SegmentStore;
-    const p = startLedgerPruner(store, 1, { ...quiet, warn: (o: unknown) => warned.push(o) } as never, { firstDelayMs: 0, roundMs: 50 });
+    const p = startLedgerPruner(store, 1, { ...quiet, warn: (o: unknown) => warned.push(o) } as unknown as Logger, { firstDelayMs: 0, roundMs: 50 });
     await new Promise((r) => setTimeout(r, 400));
     p.stop();
     expect(n).toBeGreaterThanOrEqual(2);
