@@ -39,6 +39,8 @@ export interface PostgresSegmentStoreOptions extends PostgresConnectionOptions {
   readonly table?: string;
   /** Who takes ranges, for the ledger. Default: this process. */
   readonly identity?: ServerIdentity;
+  /** False only in the benchmark that measures the ledger's cost (`npm run bench -- ledger`); never from a URL. */
+  readonly recordLedger?: boolean;
 }
 
 interface RowText {
@@ -56,6 +58,7 @@ export class PostgresSegmentStore implements SegmentStore {
   readonly table: string;
   private readonly ledger: string;
   private readonly who: ServerIdentity;
+  private readonly recording: boolean;
   private readonly connection: PostgresConnection;
   private readonly pool: PgPoolLike;
   private initialised = false;
@@ -65,6 +68,7 @@ export class PostgresSegmentStore implements SegmentStore {
     this.table = tableName(options.table);
     this.ledger = ledgerTable(this.table);
     this.who = options.identity ?? processIdentity();
+    this.recording = options.recordLedger ?? true;
     this.connection = (options.connection ?? new PostgresConnection(options)).retain();
     this.pool = this.connection.pool;
   }
@@ -133,10 +137,10 @@ export class PostgresSegmentStore implements SegmentStore {
        ), l AS (
          INSERT INTO ${this.ledger} (${LEDGER_COLUMNS})
          SELECT $1, 'allocate', a.max_id - a.applied, a.max_id - 1, 1, a.applied, $3, $4, $5, $6,
-                (extract(epoch FROM now()) * 1000)::bigint, a.fence_epoch, a.generation FROM a
+                (extract(epoch FROM now()) * 1000)::bigint, a.fence_epoch, a.generation FROM a WHERE $7::boolean
        )
        SELECT max_id::text AS max_id, step, fence_epoch, generation::text AS generation, applied FROM a`,
-      [tag, step ?? null, ...this.identityValues()],
+      [tag, step ?? null, ...this.identityValues(), this.recording],
     );
     const row = r.rows[0] as { max_id: string; step: number; fence_epoch: number; generation: string; applied: number } | undefined;
     if (row) {

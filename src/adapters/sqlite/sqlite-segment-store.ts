@@ -30,6 +30,8 @@ export type SqliteSegmentStoreOptions = (
 ) & {
   /** Who takes ranges, for the ledger. Default: this process. */
   readonly identity?: ServerIdentity;
+  /** False only in the benchmark that measures the ledger's cost (`npm run bench -- ledger`); never from a URL. */
+  readonly recordLedger?: boolean;
 };
 
 interface Row {
@@ -50,10 +52,12 @@ export class SqliteSegmentStore implements SegmentStore {
   private db: Database.Database | undefined;
   private readonly connection: SqliteConnection;
   private readonly who: ServerIdentity;
+  private readonly recording: boolean;
 
   constructor(options: SqliteSegmentStoreOptions) {
     this.connection = 'connection' in options ? options.connection : new SqliteConnection(options);
     this.who = options.identity ?? processIdentity();
+    this.recording = options.recordLedger ?? true;
   }
 
   private get path(): string {
@@ -268,6 +272,7 @@ export class SqliteSegmentStore implements SegmentStore {
 
   /** Inside the caller's transaction: the ledger row commits with the range or not at all. */
   private record(values: unknown[]): void {
+    if (!this.recording) return;
     this.prepare(`INSERT INTO sequoia_ledger (${LEDGER_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`).run(...values);
   }
 
