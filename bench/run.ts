@@ -1,10 +1,11 @@
 /**
- * `npm run bench [-- section…]`: sections startup, core, generators, snowflake, stores, strict, latency, http, batches, client, cluster, metrics, offloop, audit (default: all).
+ * `npm run bench [-- section…]`: sections startup, core, generators, snowflake, stores, strict, latency, http, batches, client, cluster, metrics, offloop, audit, ledger (default: all).
  * Prints Markdown for BENCHMARKS.md. Every ratio compares numbers measured in
  * this same run; each figure is the median of several rounds.
  */
 import { cpus, loadavg } from 'node:os';
 import { benchAudit } from './audit.js';
+import { benchLedger } from './ledger.js';
 import { benchBatches } from './batches.js';
 import { benchCore } from './core.js';
 import { benchClient } from './client.js';
@@ -81,6 +82,15 @@ if (want('stores')) {
   for (const r of rows) {
     console.log(`| ${r.store} | ${r.allocsPerSec === undefined ? '–' : fmt(r.allocsPerSec)} | ${r.strictIdsPerSec === undefined ? '–' : fmt(r.strictIdsPerSec)} | ${r.note ?? ''} |`);
   }
+  console.log('');
+}
+
+if (want('ledger')) {
+  const rows = await benchLedger({ rounds: 5, sliceMs: 1000 });
+  console.log('## Range ledger: segment loads (allocate) with and without the ledger row, one allocator, 5 interleaved rounds\n');
+  console.log('| store | ledger | allocate calls/s | p99 ms |');
+  console.log('| --- | --- | ---: | ---: |');
+  for (const r of rows) console.log(`| ${r.store} | ${r.ledger ? 'on' : 'off'} | ${fmt(r.callsPerSec)} | ${r.p99Ms.toFixed(2)} |`);
   console.log('');
 }
 

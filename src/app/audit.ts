@@ -10,7 +10,9 @@ import type { IdSource } from '../ports/id-source.js';
 import type { LeaseLedger } from '../ports/lease-ledger.js';
 import type { TagInfo } from '../ports/segment-store.js';
 import { resolveConfig } from './config.js';
-import { databaseUrl, openBackend, redactStoreUrl } from './stores.js';
+import { createStore, databaseUrl, openBackend, redactStoreUrl } from './stores.js';
+import type { LedgerEntry } from '../ports/range-ledger.js';
+import { describeLedgerEntry } from '../service/ledger-view.js';
 import { withIdService } from './wiring.js';
 
 export type { AuditLedger, AuditLedgerEntry } from '../ports/audit-ledger.js';
@@ -79,4 +81,53 @@ export function leaseHeldFrom(ledger: LeaseLedger): NonNullable<AuditLedger['lea
     if (!ix) indexes.set(spaceKey, (ix = ledger.holdings(spaceKey).then((h) => new HoldingIndex(h))));
     return (await ix).held(workerId, tick);
   };
+}
+
+/**
+ * The range ledger of the configured store (`--store`, SEQUOIA_STORE, the
+ * config file's store), or undefined when that store keeps none (a Leaf
+ * table). The caller closes it.
+ */
+export async function openAuditLedger(opts: {
+  store?: string | undefined;
+  stateDir?: string | undefined;
+}): Promise<(AuditLedger & { segmentRanges(tag: string): Promise<readonly LedgerEntry[]>; close(): Promise<void> }) | undefined> {
+  const config = resolveConfig({ store: opts.store, stateDir: opts.stateDir }, process.env, undefined);
+  const store = await createStore(config.store);
+  try {
+    await store.init();
+  } catch (e) {
+    await store.close();
+    throw e;
+  }
+  const { rangesContaining, ledgerEntries } = store;
+  if (!rangesContaining || !ledgerEntries) {
+    await store.close();
+    return undefined;
+  }
+  return {
+    rangesContaining: async (tag, id) =>
+      (await rangesContaining.call(store, tag, id)).map((entry) => ({ description: describeLedgerEntry(entry), entry })),
+    // A fence's jump counts as covered: the operator declared those IDs possibly issued.
+    segmentRanges: async (tag) => (await ledgerEntries.call(store, tag)).filter((e) => e.kind !== 'give-back'),
+    close: () => store.close(),
+  };
+}
+
+/** Every ledger entry of `tag` holding `id`, with the store's view of the tag: what `sequoia explain --tag` prints. */
+export async function traceSegmentId(
+  opts: { store?: string | undefined; stateDir?: string | undefined },
+  tag: string,
+  id: bigint,
+): Promise<{ entries: readonly LedgerEntry[] | undefined; info: TagInfo | undefined }> {
+  const config = resolveConfig({ store: opts.store, stateDir: opts.stateDir }, process.env, undefined);
+  const store = await createStore(config.store);
+  try {
+    await store.init();
+    const info = await store.getTag(tag);
+    const entries = store.rangesContaining ? await store.rangesContaining(tag, id) : undefined;
+    return { entries, info };
+  } finally {
+    await store.close();
+  }
 }

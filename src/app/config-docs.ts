@@ -25,6 +25,7 @@ const MANUAL: Record<FieldName, FieldManual> = {
   logLevel: { meaning: 'pino level: fatal, error, warn, info, debug, trace, silent' },
   maxStep: { meaning: 'cap of the dynamic step' },
   refreshIntervalMs: { meaning: 'how often the tag list is re-read; 0 never' },
+  ledgerRetentionDays: { meaning: 'how long the range ledger keeps a row (every range a server took, given back or fenced: see [audit.md](audit.md)), deleted in batches of 500 about once an hour off the allocation path; and the worker-id lease ledger (every grant, renewal, takeover and release, for `sequoia explain --store` and `sequoia audit --layout --store`), pruned in small batches after a renewal, never inside one. See [audit](audit.md#snowflake-ids-and-the-lease-ledger)' },
   loadTimeoutMs: { meaning: 'how long a request waits for the store when both ranges are empty' },
   formats: { meaning: 'named business-number formats, a JSON object (see [Business numbers](ids.md#business-numbers)); they hold keys, so prefer the config file or the environment to a flag' },
   adminTokenFile: { meaning: 'read the admin token from a file (keeps it out of `ps` and the environment)' },
@@ -50,7 +51,6 @@ const MANUAL: Record<FieldName, FieldManual> = {
   fallbackTags: { meaning: 'tags with a fallback space: IDs from 2^62 that a client issues under a leased worker id when no server answers and its reserve is spent; the tags\' segment IDs are refused past 2^62 (comma-separated, or a JSON array in the file); see [Fallback space](operations.md#fallback-space)' },
   fallbackLeaseTtlMs: { meaning: 'fallback worker-id lease length: the longest a client issues fallback IDs without a server (it stops a tenth of it early); clients renew every third of it while servers answer' },
   workerLeaseTtlMs: { meaning: 'worker-id lease length; renewed every third of it; issuing stops before it could have expired' },
-  ledgerRetentionDays: { meaning: 'days the worker-id lease ledger keeps a row (every grant, renewal, takeover and release, for `sequoia explain --store` and `sequoia audit --layout --store`); older rows are pruned in small batches after a renewal, never inside one; `0` keeps them for ever. See [audit](audit.md#snowflake-ids-and-the-lease-ledger)' },
   clockPolicy: { meaning: 'when the clock goes back: `reject`, `wait`, `logical`, `backup-worker`' },
   clockMaxWaitMs: { meaning: 'largest step back the `wait` policy waits out' },
 };

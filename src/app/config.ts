@@ -143,6 +143,7 @@ export const FIELDS = {
   logLevel: { schema: z.enum(LOG_LEVELS, { error: `must be one of ${LOG_LEVELS.join(', ')}` }), default: 'info', env: 'SEQUOIA_LOG_LEVEL', flag: '--log-level', doc: 'pino log level' },
   maxStep: { schema: intFrom(1, 2_000_000_000), default: 1_000_000, env: 'SEQUOIA_MAX_STEP', flag: '--max-step', doc: 'cap of the dynamic step' },
   refreshIntervalMs: { schema: intFrom(0, 86_400_000), default: 60_000, env: 'SEQUOIA_REFRESH_INTERVAL_MS', flag: '--refresh-interval-ms', doc: 'how often the tag list is re-read (0: never)' },
+  ledgerRetentionDays: { schema: intFrom(1, 36_500), default: 90, env: 'SEQUOIA_LEDGER_RETENTION_DAYS', flag: '--ledger-retention-days', doc: 'days the range ledger and the worker-id lease ledger keep a row; older rows are pruned in small batches' },
   loadTimeoutMs: { schema: intFrom(1, 600_000), default: 3000, env: 'SEQUOIA_LOAD_TIMEOUT_MS', flag: '--load-timeout-ms', doc: 'how long a request waits for the store when both segments are empty' },
   formats: { schema: formatsSchema.optional(), default: undefined, env: 'SEQUOIA_FORMATS', flag: '--formats', doc: 'named business-number formats, JSON {"order":{"kind":"permuted-base32",…}}; holds keys: prefer the config file or env' },
   adminTokenFile: { schema: filePath.optional(), default: undefined, env: 'SEQUOIA_ADMIN_TOKEN_FILE', flag: '--admin-token-file', doc: 'read the admin token from this file instead' },
@@ -168,7 +169,6 @@ export const FIELDS = {
   layouts: { schema: layoutsSchema.optional(), default: undefined, env: 'SEQUOIA_LAYOUTS', flag: '--layouts', doc: 'custom snowflake layouts, JSON {"discord":{"epochMs":1420070400000,"timeBits":42,"fields":[…]}}; best in the config file' },
   workerIdProvider: { schema: workerIdProviderSchema, default: 'lease', env: 'SEQUOIA_WORKER_ID_PROVIDER', flag: '--worker-id-provider', doc: 'where snowflake worker ids come from (lease: leased from the store)' },
   workerLeaseTtlMs: { schema: intFrom(300, 600_000), default: 10_000, env: 'SEQUOIA_WORKER_LEASE_TTL_MS', flag: '--worker-lease-ttl-ms', doc: 'worker-id lease length; renewed every third of it' },
-  ledgerRetentionDays: { schema: intFrom(0, 36_500), default: 90, env: 'SEQUOIA_LEDGER_RETENTION_DAYS', flag: '--ledger-retention-days', doc: 'days the lease ledger keeps its rows (0: forever)' },
   clockPolicy: { schema: z.enum(['reject', 'wait', 'logical', 'backup-worker'], { error: 'must be reject, wait, logical or backup-worker' }), default: 'wait', env: 'SEQUOIA_CLOCK_POLICY', flag: '--clock-policy', doc: 'what snowflake does when the clock goes back' },
   clockMaxWaitMs: { schema: intFrom(0, 60_000), default: 1000, env: 'SEQUOIA_CLOCK_MAX_WAIT_MS', flag: '--clock-max-wait-ms', doc: 'largest clock step back the wait policy waits out' },
 } as const;

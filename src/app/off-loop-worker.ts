@@ -11,14 +11,16 @@ import { SqliteConnection } from '../adapters/sqlite/sqlite-connection.js';
 import { SqliteSegmentStore } from '../adapters/sqlite/sqlite-segment-store.js';
 import { SqliteWorkerLeaseStore } from '../adapters/sqlite/sqlite-worker-lease-store.js';
 import { StateDir } from '../adapters/state-dir/state-dir.js';
+import type { ServerIdentity } from '../ports/range-ledger.js';
 
 /** What may write to the store file: guarded by its disk reserve. */
-const SEGMENT_WRITES = ['init', 'allocate', 'createTag', 'updateTag', 'deleteTag', 'fence', 'giveBack'];
+const SEGMENT_WRITES = ['init', 'allocate', 'createTag', 'updateTag', 'deleteTag', 'fence', 'giveBack', 'pruneLedger'];
 const LEASE_WRITES = ['init', 'acquire', 'renew', 'release', 'registerNode', 'pruneLedger'];
 
 serveOffLoop({
   sqlite: (args) => {
-    const { path } = args as { path: string };
+    // The identity of the process that started the thread: the ledger names the server, not its thread.
+    const { path, identity } = args as { path: string; identity: ServerIdentity };
     const connection = new SqliteConnection({ path });
     // A small or full disk (issue 28): a reserve beside the file, given up to checkpoint and to let a restart work.
     const reserve = new DiskReserve(`${path}-reserve`, 'SQLite store');
@@ -36,7 +38,7 @@ serveOffLoop({
       }
     };
     return {
-      segments: guardWrites(new SqliteSegmentStore({ connection }), SEGMENT_WRITES, reserve, checkpoint),
+      segments: guardWrites(new SqliteSegmentStore({ connection, identity }), SEGMENT_WRITES, reserve, checkpoint),
       leases: guardWrites(new SqliteWorkerLeaseStore(connection), LEASE_WRITES, reserve, checkpoint),
     };
   },

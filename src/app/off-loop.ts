@@ -7,6 +7,7 @@
  */
 import type { HighWaterMarkStore } from '../ports/high-water-mark-store.js';
 import type { SegmentStore } from '../ports/segment-store.js';
+import type { ServerIdentity } from '../ports/range-ledger.js';
 import type { WorkerLeaseStore } from '../ports/worker-lease-store.js';
 import { OffLoopHost } from '../adapters/kit/off-loop.js';
 import { StateDir } from '../adapters/state-dir/state-dir.js';
@@ -35,9 +36,9 @@ export async function openStateDirOffLoop(dir: string): Promise<StateDirPort> {
 }
 
 /** The segment and lease stores of one SQLite file, sharing one handle in one worker thread. */
-export async function openSqliteOffLoop(path: string): Promise<{ segments: SegmentStore; leases: () => WorkerLeaseStore } | undefined> {
+export async function openSqliteOffLoop(path: string, identity: ServerIdentity): Promise<{ segments: SegmentStore; leases: () => WorkerLeaseStore } | undefined> {
   const entry = offLoopEntry();
   if (!entry) return undefined;
-  const host = await OffLoopHost.start(entry, 'sqlite', { path }, 'SQLite store');
+  const host = await OffLoopHost.start(entry, 'sqlite', { path, identity }, 'SQLite store');
   return { segments: host.proxy<SegmentStore>('segments'), leases: () => host.proxy<WorkerLeaseStore>('leases') };
 }

@@ -22,6 +22,7 @@ import type { ServerLock } from '../adapters/state-dir/server-lock.js';
 import { claimStateDir } from './state-dir-claim.js';
 import { type Backend, openBackend, redactStoreUrl, storeIdentity } from './stores.js';
 import { createIdService, createSnowflakeService } from './wiring.js';
+import { startLedgerPruner } from './ledger-pruner.js';
 
 export interface RunningServer {
   readonly url: string;
@@ -145,6 +146,7 @@ async function startReserved(
   const host = config.host.includes(':') ? `[${config.host}]` : config.host;
   const url = `${config.tlsCert ? 'https' : 'http'}://${host}:${port}`;
   logger.info({ url, store: redactStoreUrl(config.store), stateDir: config.stateDir, version: VERSION }, options.listeningMessage ?? 'listening');
+  const pruner = startLedgerPruner(backend.segments, config.ledgerRetentionDays, logger);
 
   let closing: Promise<void> | undefined;
   // The order of a stop (docs/operations.md, "Rolling restarts"): not ready and marked draining first, so
@@ -160,6 +162,7 @@ async function startReserved(
         app.server.closeAllConnections();
       }, config.shutdownTimeoutMs);
       timer.unref();
+      pruner.stop();
       await app.close();
       logger.info({}, 'requests finished');
       await snowflake?.close();

@@ -9,7 +9,7 @@
  *   either SQL URL with ?schema=tinyid  Tinyid's own table, allocating as Tinyid does
  *                                    (options: ?table=NAME default tiny_id_info,
  *                                    ?side=NAME default sequoia_tinyid_state)
- *   redis://… or rediss://…          (options: ?keyPrefix=…&tagsKey=…)
+ *   redis://… or rediss://…          (options: ?keyPrefix=…&tagsKey=…&ledgerPrefix=…)
  * and a comma-separated list of those for a multi-store HA set (store i, in
  * list order, hands out IDs ≡ i mod N; see multi-segment-store.ts). A comma
  * inside a password must be percent-encoded (%2C).
@@ -23,6 +23,12 @@ import { resolve } from 'node:path';
 import { InvalidArgumentError } from '../core/errors.js';
 import type { SegmentStore } from '../ports/segment-store.js';
 import type { WorkerLeaseStore } from '../ports/worker-lease-store.js';
+import type { ServerIdentity } from '../ports/range-ledger.js';
+import { processIdentity } from '../adapters/kit/range-ledger.js';
+import { VERSION } from '../version.js';
+
+/** Who this process is in the range ledger: host, pid, an instance id fixed at start, the version. */
+export const PROCESS_IDENTITY: ServerIdentity = processIdentity(VERSION);
 
 const SUPPORTED = 'use sqlite:PATH, postgres://…, mysql://…, redis://…, memory:, or several of them separated by commas';
 
@@ -51,12 +57,13 @@ interface Entry {
  * `offLoop` (a server): SQLite files run in a worker thread (off-loop.ts), so
  * the event loop never waits on their locks or fsyncs.
  */
-export async function openBackend(url: string, options: { readonly offLoop?: boolean } = {}): Promise<Backend> {
+export async function openBackend(url: string, options: { readonly offLoop?: boolean; readonly identity?: ServerIdentity } = {}): Promise<Backend> {
   const parts = url.split(',').map((p) => p.trim());
   if (parts.length > 1 && parts.some((p) => p === '')) {
     throw new InvalidArgumentError(`store: empty entry in the store list ${JSON.stringify(redactStoreUrl(url))}`);
   }
-  const entries = await Promise.all(parts.map((p) => openEntry(p, options.offLoop ?? false)));
+  const identity = options.identity ?? PROCESS_IDENTITY;
+  const entries = await Promise.all(parts.map((p) => openEntry(p, options.offLoop ?? false, identity)));
   const segments =
     entries.length > 1
       ? new (await import('../adapters/multi/multi-segment-store.js')).MultiSegmentStore(entries.map((e) => e.segments))
@@ -88,7 +95,7 @@ export function storeIdentity(url: string): string {
         const parsed = new URL(u);
         if (!parsed.host) return u;
         const keep = new URLSearchParams();
-        for (const n of ['table', 'keyPrefix', 'tagsKey']) {
+        for (const n of ['table', 'keyPrefix', 'tagsKey', 'ledgerPrefix']) {
           const v = parsed.searchParams.get(n);
           if (v !== null) keep.set(n, v);
         }
@@ -126,19 +133,19 @@ export function databaseUrl(url: string): DatabaseUrl {
   throw new InvalidArgumentError(`--db: unsupported or malformed URL ${JSON.stringify(redactStoreUrl(url))} (use postgres://…, mysql://… or sqlite:PATH)`);
 }
 
-async function openEntry(u: string, offLoop: boolean): Promise<Entry> {
+async function openEntry(u: string, offLoop: boolean, identity: ServerIdentity): Promise<Entry> {
   if (u === 'memory:') {
     const [{ MemorySegmentStore }, { MemoryWorkerLeaseStore }] = await Promise.all([
       import('../adapters/memory/memory-segment-store.js'),
       import('../adapters/memory/memory-worker-lease-store.js'),
     ]);
-    return { segments: new MemorySegmentStore(), leases: () => new MemoryWorkerLeaseStore() };
+    return { segments: new MemorySegmentStore({ identity }), leases: () => new MemoryWorkerLeaseStore() };
   }
   if (u.startsWith('sqlite:')) {
     const path = sqlitePath(u);
     if (path === '') throw new InvalidArgumentError('store: sqlite URL needs a path, e.g. sqlite:./data/sequoia.db');
     if (offLoop && path !== ':memory:') {
-      const remote = await (await import('./off-loop.js')).openSqliteOffLoop(path);
+      const remote = await (await import('./off-loop.js')).openSqliteOffLoop(path, identity);
       if (remote) return remote;
     }
     const [{ SqliteConnection }, { SqliteSegmentStore }, { SqliteWorkerLeaseStore }] = await Promise.all([
@@ -147,7 +154,7 @@ async function openEntry(u: string, offLoop: boolean): Promise<Entry> {
       import('../adapters/sqlite/sqlite-worker-lease-store.js'),
     ]);
     const connection = new SqliteConnection({ path });
-    return { segments: new SqliteSegmentStore({ connection }), leases: () => new SqliteWorkerLeaseStore(connection) };
+    return { segments: new SqliteSegmentStore({ connection, identity }), leases: () => new SqliteWorkerLeaseStore(connection) };
   }
   const scheme = /^([a-z][a-z0-9+.-]*):\/\//i.exec(u)?.[1]?.toLowerCase();
   if (scheme === 'postgres' || scheme === 'postgresql') {
@@ -172,7 +179,7 @@ async function openEntry(u: string, offLoop: boolean): Promise<Entry> {
               table: options.table,
               sideTable: options.side,
             })
-          : new PostgresSegmentStore({ connection, table: options.table });
+          : new PostgresSegmentStore({ connection, table: options.table, identity });
     return { segments, leases: () => new PostgresWorkerLeaseStore(connection) };
   }
   if (scheme === 'mysql') {
@@ -197,13 +204,14 @@ async function openEntry(u: string, offLoop: boolean): Promise<Entry> {
               table: options.table,
               sideTable: options.side,
             })
-          : new MysqlSegmentStore({ connection, table: options.table });
+          : new MysqlSegmentStore({ connection, table: options.table, identity });
     return { segments, leases: () => new MysqlWorkerLeaseStore(connection) };
   }
   if (scheme === 'redis' || scheme === 'rediss') {
-    const { rest, options } = takeParams(u, ['keyPrefix', 'tagsKey']);
+    const { rest, options } = takeParams(u, ['keyPrefix', 'tagsKey', 'ledgerPrefix']);
     const { RedisSegmentStore } = await import('../adapters/redis/redis-segment-store.js');
-    return { segments: new RedisSegmentStore({ url: rest, keyPrefix: options.keyPrefix, tagsKey: options.tagsKey }), leases: undefined };
+    const segments = new RedisSegmentStore({ url: rest, keyPrefix: options.keyPrefix, tagsKey: options.tagsKey, ledgerPrefix: options.ledgerPrefix, identity });
+    return { segments, leases: undefined };
   }
   throw new InvalidArgumentError(`store: unsupported URL ${JSON.stringify(redactStoreUrl(u))} (${SUPPORTED})`);
 }

@@ -8,9 +8,8 @@ import type { Command } from 'commander';
 import { InvalidArgumentError, SequoiaError } from '../core/errors.js';
 import { assertTag } from '../core/validate.js';
 import { type Layout, defineLayouts, getLayout } from '../core/snowflake/layout.js';
-import { AboveBound, AuditAnalysis, FUTURE_SLACK_MS } from './audit/audit-analysis.js';
+import { AboveBound, AuditAnalysis, ForeignIds, FUTURE_SLACK_MS } from './audit/audit-analysis.js';
 import { IdSorter, LineParser } from './audit/id-sort.js';
-import type { AuditLedger } from '../ports/audit-ledger.js';
 import { HoldingIndex } from '../core/snowflake/holding-index.js';
 
 interface AuditOpts {
@@ -29,9 +28,8 @@ interface AuditOpts {
   chunkIds?: string;
 }
 
-/** No range ledger exists yet (issue 21 parts 1–2): this is where it plugs in. */
-const LEDGER: AuditLedger | undefined = undefined;
-const NO_LEDGER = 'no ledger yet: duplicates cannot be traced to the ranges that issued them, and foreign IDs are not checked';
+const NO_SEGMENT_LEDGER =
+  'the store keeps no range ledger (a Leaf table): duplicates cannot be traced to the ranges that issued them and foreign IDs are not checked';
 const NO_LEASE_LEDGER = 'no --store: snowflake worker ids are not checked against the lease ledger (who held each worker id at each tick)';
 
 export function registerAudit(program: Command): void {
@@ -101,26 +99,26 @@ async function runAudit(file: string | undefined, o: AuditOpts): Promise<number>
     const info = tag === undefined ? undefined : await (await import('../app/audit.js')).storeTag(o, tag);
     // Read after the input too: a holder's horizon is in the ledger before it issues an ID under it.
     const held = layout !== undefined && o.store !== undefined ? await leaseIndex(o.store, layout) : undefined;
-    const analysis = new AuditAnalysis(
-      layout === undefined ? { kind: 'segment', tag: tag as string } : { kind: 'snowflake', layout, nowMs: Date.now(), held: held && ((w, t) => held.held(w, t)) },
-    );
-    const above = info === undefined ? undefined : new AboveBound(info.maxId);
-    sorter.drain(
-      above === undefined
-        ? analysis.add
-        : (hi, lo, c) => {
-            analysis.add(hi, lo, c);
-            above.add(hi, lo, c);
-          },
-    );
-    analysis.finish();
-    if (LEDGER !== undefined && tag !== undefined) {
-      for (const d of analysis.duplicates) d.ledger = (await LEDGER.rangesContaining(tag, BigInt(d.id))).map((e) => e.description);
+    const ledger = tag === undefined ? undefined : await (await import('../app/audit.js')).openAuditLedger(o);
+    try {
+      const analysis = new AuditAnalysis(
+        layout === undefined ? { kind: 'segment', tag: tag as string } : { kind: 'snowflake', layout, nowMs: Date.now(), held: held && ((w, t) => held.held(w, t)) },
+      );
+      const above = info === undefined ? undefined : new AboveBound(info.maxId);
+      const foreign = ledger === undefined || tag === undefined ? undefined : new ForeignIds(await ledger.segmentRanges(tag));
+      const checks = [analysis.add, ...(above ? [above.add] : []), ...(foreign ? [foreign.add] : [])];
+      sorter.drain(checks.length === 1 ? analysis.add : (hi, lo, c) => { for (const add of checks) add(hi, lo, c); });
+      analysis.finish();
+      if (ledger !== undefined && tag !== undefined) {
+        for (const d of analysis.duplicates) d.ledger = (await ledger.rangesContaining(tag, BigInt(d.id))).map((e) => e.description);
+      }
+      const report = buildReport(analysis, { tag, layout, info, above, foreign, hasLedger: ledger !== undefined, leasesChecked: held !== undefined, margin, store: o.store, stateDir: o.stateDir, seconds: (Date.now() - startedAt) / 1000, runs: sorter.runCount });
+      if (o.json) console.log(JSON.stringify(report, null, 2));
+      else printText(report);
+      return report.clean ? 0 : 1;
+    } finally {
+      await ledger?.close();
     }
-    const report = buildReport(analysis, { tag, layout, info, above, margin, leasesChecked: held !== undefined, store: o.store, stateDir: o.stateDir, seconds: (Date.now() - startedAt) / 1000, runs: sorter.runCount });
-    if (o.json) console.log(JSON.stringify(report, null, 2));
-    else printText(report);
-    return report.clean ? 0 : 1;
   } finally {
     sorter.cleanup();
   }
@@ -213,6 +211,8 @@ interface ReportContext {
   layout: Layout | undefined;
   info: { maxId: bigint; step: number; fenceEpoch: number } | undefined;
   above: AboveBound | undefined;
+  foreign: ForeignIds | undefined;
+  hasLedger: boolean;
   margin: number | undefined;
   leasesChecked: boolean;
   store: string | undefined;
@@ -235,13 +235,29 @@ function fenceCommand(tag: string, to: bigint, store: string | undefined, stateD
 }
 
 function buildReport(a: AuditAnalysis, c: ReportContext) {
-  const findings: Array<{ kind: string; count: number; message: string; examples: readonly string[]; fence?: { to: string; command: string } }> = [];
+  const findings: Array<{
+    kind: string;
+    count: number;
+    message: string;
+    examples: readonly string[];
+    fence?: { to: string; command: string };
+    ledger?: Array<{ id: string; count: number; entries: readonly string[] }>;
+  }> = [];
   if (a.duplicateIds > 0) {
     findings.push({
       kind: 'duplicates',
       count: a.duplicateIds,
       message: `${a.duplicateIds} IDs occur more than once (${a.duplicateExtra} extra rows)`,
       examples: a.duplicates.map((d) => `${d.id} ×${d.count}`),
+      ...(c.hasLedger ? { ledger: a.duplicates.map((d) => ({ id: d.id, count: d.count, entries: d.ledger ?? [] })) } : {}),
+    });
+  }
+  if (c.foreign !== undefined && c.foreign.count > 0) {
+    findings.push({
+      kind: 'foreign',
+      count: c.foreign.count,
+      message: `${c.foreign.count} IDs are covered by no range in the ledger: Sequoia did not issue them (a manual insert, another generator, an old fallback)`,
+      examples: c.foreign.examples,
     });
   }
   if (c.above !== undefined && c.above.count > 0 && c.info !== undefined && c.tag !== undefined) {
@@ -283,8 +299,11 @@ function buildReport(a: AuditAnalysis, c: ReportContext) {
     });
   }
   const notChecked: string[] = [];
-  if (LEDGER === undefined && c.tag !== undefined) notChecked.push(NO_LEDGER);
+  if (c.tag !== undefined && !c.hasLedger) notChecked.push(NO_SEGMENT_LEDGER);
   if (c.layout !== undefined && !c.leasesChecked) notChecked.push(NO_LEASE_LEDGER);
+  if (c.foreign !== undefined && c.foreign.beforeLedger > 0) {
+    notChecked.push(`${c.foreign.beforeLedger} IDs lie below the ledger's first range (issued before the ledger began, or their rows were pruned): not checked for foreign IDs`);
+  }
   return {
     clean: findings.length === 0,
     target: c.tag !== undefined ? { tag: c.tag } : { layout: c.layout?.name },
@@ -314,7 +333,12 @@ function printText(r: Report): void {
   if (r.findings.length === 0) out.push('clean: no findings');
   for (const f of r.findings) {
     out.push(`FINDING ${f.kind}: ${f.message}`);
-    for (const e of f.examples.slice(0, 20)) out.push(`  ${e}`);
+    if (f.ledger !== undefined) {
+      for (const d of f.ledger.slice(0, 20)) {
+        out.push(`  ${d.id} ×${d.count}${d.entries.length === 0 ? ': covered by no range in the ledger' : ''}`);
+        for (const e of d.entries) out.push(`    ${e}`);
+      }
+    } else for (const e of f.examples.slice(0, 20)) out.push(`  ${e}`);
     if (f.examples.length > 20 || f.count > f.examples.length) out.push(`  … (--json lists up to ${f.examples.length})`);
     if (f.fence) out.push(`  run: ${f.fence.command}`);
   }

@@ -6,6 +6,7 @@ import type { Command } from 'commander';
 import { createBusinessNumberCodec, resolveBusinessNumberFormat } from '../core/business-number/index.js';
 import { InvalidArgumentError } from '../core/errors.js';
 import { DEFAULT_LAYOUT, type Layout, decompose, defineLayouts, getLayout, joinWorker } from '../core/snowflake/layout.js';
+import { assertTag } from '../core/validate.js';
 import { decomposeFlake128, parseFlake128 } from '../core/flake128/index.js';
 import { ObjectIdGenerator, parseObjectId } from '../core/objectid/index.js';
 import { describeUuid, ulidTimestampMs, ulidToUuid, UuidV4Generator, UuidV7Generator } from '../core/uuid/index.js';
@@ -145,8 +146,14 @@ export function registerGenAndExplain(program: Command): void {
     .option('--layout <layout>', `${[...SNOWFLAKE_LAYOUTS, ...EXPLAIN_LAYOUTS].join(' | ')} (guessed from the text when omitted; decimal IDs: ${DEFAULT_LAYOUT})`)
     .option('--format <name>', 'a business-number format: a configured name (formats from --config / SEQUOIA_FORMATS) or e.g. base62, crockford32:13:check')
     .option('--config <file>', 'JSON config file with `formats` and `layouts` (env SEQUOIA_CONFIG)')
-    .option('--store <url>', 'snowflake: the store its worker ids are leased from; names who held the worker id at the ID\'s tick (the lease ledger)')
-    .action(async (id: string, o: { layout?: string; format?: string; config?: string; store?: string }) => {
+    .option('--tag <tag>', 'a segment ID of this tag: trace it in the range ledger (the range, server, time and fence epoch that issued it)')
+    .option('--store <url>', 'with --tag: the store whose range ledger traces the ID (env SEQUOIA_STORE); for a snowflake ID: the store its worker ids are leased from, to name who held the worker id at the ID\'s tick (the lease ledger)')
+    .option('--state-dir <dir>', 'with --tag: state directory (env SEQUOIA_STATE_DIR)')
+    .action(async (id: string, o: { layout?: string; format?: string; config?: string; tag?: string; store?: string; stateDir?: string }) => {
+      if (o.tag !== undefined) {
+        console.log(JSON.stringify(await traceSegment(id, o.tag, o), null, 2));
+        return;
+      }
       // The config schema loads only when a format or layout must be looked up.
       const config = o.format !== undefined || o.layout !== undefined ? (await import('../app/config.js')).resolveConfig({}, process.env, o.config) : undefined;
       const layouts = defineLayouts(config?.layouts);
@@ -194,6 +201,17 @@ async function leaseAt(id: string, layout: Layout, store: string): Promise<Recor
         ? `nobody held worker id ${workerId} at tick ${d.tick} in the lease ledger: not made by a Sequoia server leasing from this store, or older than the ledger's retention`
         : `worker id ${workerId} at tick ${d.tick} was held by ${who}`,
   };
+}
+
+/** `explain ID --tag T`: the ledger entries that hold ID, read from the store. */
+async function traceSegment(id: string, tagText: string, o: { layout?: string; format?: string; store?: string; stateDir?: string }) {
+  if (o.layout !== undefined || o.format !== undefined) throw new InvalidArgumentError('--tag traces a segment ID: give no --layout or --format');
+  const tag = assertTag(tagText);
+  const value = parseDecimalId(id);
+  if (value === undefined) throw new InvalidArgumentError(`a segment ID is a decimal from 0 to 2^63-1, got ${JSON.stringify(id)}`);
+  const [{ traceSegmentId }, { rangesAnswer }] = await Promise.all([import('../app/audit.js'), import('../service/ledger-view.js')]);
+  const { entries, info } = await traceSegmentId(o, tag, value);
+  return { kind: 'segment', ...rangesAnswer(tag, value, entries), ...(info === undefined ? { tagExists: false } : { storeMaxId: info.maxId.toString(), fenceEpoch: info.fenceEpoch }) };
 }
 
 /**

@@ -3,6 +3,8 @@
  * the last handed-out range) and `step` (the minimum step). Every adapter must
  * make `allocate` one atomic operation: `max_id = max_id + step`, then read back.
  */
+import type { RangeLedger } from './range-ledger.js';
+
 export interface TagInfo {
   readonly tag: string;
   /** End (exclusive) of the last range handed out; the next range starts here. */
@@ -64,7 +66,11 @@ export interface TagUpdate {
   readonly description?: string | undefined;
 }
 
-export interface SegmentStore {
+/**
+ * A store that keeps the range ledger (every built-in store but the Leaf-table
+ * ones) has the three RangeLedger methods; one without them records nothing.
+ */
+export interface SegmentStore extends Partial<RangeLedger> {
   /** A short name for logs and status, without credentials. */
   readonly kind: string;
   /**

@@ -222,7 +222,7 @@ async function registerRoutes(app: FastifyInstance, opts: AppOptions, access: Ac
   await app.register(uuidRoutes, { access, lane });
   await app.register(leafDecodeRoute, { access });
   await app.register(tagRoutes, { service: opts.service, checkAdmin: (req) => access.admin(req) });
-  await app.register(conflictRoutes, { access, metrics });
+  await app.register(conflictRoutes, { access, metrics, store: opts.service.store });
   if (opts.fallback) await app.register(fallbackRoutes, { fallback: opts.fallback, access, gate });
   await app.register(healthRoutes, { service: opts.service, stateDirProbe: opts.stateDirProbe, drain });
   await app.register(statusRoutes, { service: opts.service, version, metrics, exposeMetrics: opts.metrics !== false, adminToken: opts.adminToken, access, snowflake: opts.snowflake });

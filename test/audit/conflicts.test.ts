@@ -48,7 +48,7 @@ describe('POST /v1/tags/{tag}/conflicts on a real server', () => {
     expect(await client.reportConflict('orders', id, 'orders_pkey: duplicate key')).toEqual({ tag: 'orders', id: String(id), conflicts: 1 });
     const metrics = await (await fetch(`${server.url}/metrics`, { headers: admin })).text();
     expect(metrics).toMatch(/^sequoia_business_conflicts_total\{tag="orders"\} 1$/m);
-    await expect.poll(() => server.output(), { timeout: 5000 }).toMatch(/"level":50[^\n]*"tag":"orders"[^\n]*"id":"\d+"[^\n]*"detail":"orders_pkey: duplicate key"[^\n]*business unique-key conflict/);
+    await expect.poll(() => server.output(), { timeout: 5000 }).toMatch(/"level":50[^\n]*"tag":"orders"[^\n]*"id":"\d+"[^\n]*"detail":"orders_pkey: duplicate key"[^\n]*"ledger":\["issued \[\d+, \d+\] \(100 IDs\) by [^"]* pid \d+ [^"]*fence epoch 0[^"]*"\][^\n]*business unique-key conflict/);
     const status = (await (await fetch(`${server.url}/v1/status`, { headers: admin })).json()) as { tags: Array<{ tag: string; health: string; healthReason: string; businessConflicts: number }> };
     expect(status.tags.find((t) => t.tag === 'orders')).toMatchObject({ health: 'critical', businessConflicts: 1 });
 

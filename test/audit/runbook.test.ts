@@ -91,7 +91,7 @@ describePg('docs/audit.md, every command', () => {
     writeFileSync(join(dir, 'flakes.txt'), [...flakes, stranger].join('\n') + '\n');
 
     const commands = commandsOfPage();
-    expect(commands.length).toBe(8);
+    expect(commands.length).toBe(9);
     let printedFence: string | undefined;
     const seen: string[] = [];
     for (const line of commands) {
@@ -119,6 +119,15 @@ describePg('docs/audit.md, every command', () => {
         w[3] = (/--to (\d+)/.exec(printedFence as string) as RegExpExecArray)[1] as string;
         expect(ok(w)).toMatch(/^fenced orders/);
         seen.push('fence');
+        continue;
+      }
+      if (w[0] === 'explain' && w.includes('--tag')) {
+        // The page's ID is an example: trace the duplicate the audit found.
+        w[1] = first[9] as string;
+        const traced = JSON.parse(ok(w)) as { covered: boolean; message: string; ranges: Array<{ kind: string }> };
+        expect(traced.covered).toBe(true);
+        expect(traced.message).toMatch(/^issued \[\d+, \d+\] \(\d+ IDs\) by \S+ pid \d+ .* fence epoch 0/);
+        seen.push('explain-tag');
         continue;
       }
       const r = sequoia(w);
@@ -164,6 +173,6 @@ describePg('docs/audit.md, every command', () => {
         seen.push('gen');
       }
     }
-    expect(seen).toEqual(['audit', 'audit', 'audit-db', 'audit-layout', 'explain', 'fence', 'verify', 'gen']);
+    expect(seen).toEqual(['audit', 'audit', 'audit-db', 'audit-layout', 'explain', 'fence', 'explain-tag', 'verify', 'gen']);
   }, 240_000);
 });

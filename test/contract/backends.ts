@@ -118,6 +118,7 @@ export async function postgresHarness(): Promise<ContractHarness> {
     cleanup: async () => {
       await store.close();
       await admin.query(`DROP TABLE IF EXISTS ${table}`);
+      await admin.query(`DROP TABLE IF EXISTS ${table}_ledger`);
       await admin.query('DELETE FROM sequoia_schema WHERE component = $1', [table]).catch(() => {});
       await admin.end();
     },
@@ -163,7 +164,8 @@ export async function redisHarness(): Promise<ContractHarness> {
   const ns = uniqueName('sequoia-test');
   const keyPrefix = `${ns}:tag:`;
   const tagsKey = `${ns}:tags`;
-  const store = new RedisSegmentStore({ url: REDIS_URL, keyPrefix, tagsKey, clientName: ns });
+  const ledgerPrefix = `${ns}:ledger:`;
+  const store = new RedisSegmentStore({ url: REDIS_URL, keyPrefix, tagsKey, ledgerPrefix, clientName: ns });
   const admin = new Redis(REDIS_URL);
   admin.on('error', () => {});
   return {
@@ -175,12 +177,12 @@ export async function redisHarness(): Promise<ContractHarness> {
       return ids.length;
     },
     unreachable: () => new RedisSegmentStore({ url: 'redis://127.0.0.1:1', connectTimeoutMs: 500 }),
-    url: withParams(REDIS_URL, { keyPrefix, tagsKey }),
+    url: withParams(REDIS_URL, { keyPrefix, tagsKey, ledgerPrefix }),
     snapshot: async (tag) => admin.hget(keyPrefix + tag, 'max_id'),
     restore: async (tag, snap) => {
       await admin.hset(keyPrefix + tag, 'max_id', snap as string);
     },
-    reopen: async () => new RedisSegmentStore({ url: REDIS_URL, keyPrefix, tagsKey }),
+    reopen: async () => new RedisSegmentStore({ url: REDIS_URL, keyPrefix, tagsKey, ledgerPrefix }),
     cleanup: async () => {
       await store.close();
       let cursor = '0';

@@ -118,7 +118,7 @@ describePg('generation migration: PostgreSQL', () => {
       await admin.query(`INSERT INTO ${table} (tag, max_id, step) VALUES ('old', 51, 10)`);
       await expectMigrated(stores);
       const v = await admin.query('SELECT version FROM sequoia_schema WHERE component = $1', [table]);
-      expect(v.rows[0]).toEqual({ version: 2 });
+      expect(v.rows[0]).toEqual({ version: 3 });
     } finally {
       await Promise.all(stores.map((s) => s.close()));
       await admin.query(`DROP TABLE IF EXISTS ${table}`);
@@ -144,7 +144,7 @@ describeMysql('generation migration: MySQL/MariaDB', () => {
       await admin.query(`INSERT INTO ${table} (tag, max_id, step, description, updated_at) VALUES ('old', 51, 10, '', UTC_TIMESTAMP(3))`);
       await expectMigrated(stores);
       const [rows] = await admin.query<mysql.RowDataPacket[]>('SELECT version FROM sequoia_schema WHERE component = ?', [table]);
-      expect(Number(rows[0]?.version)).toBe(2);
+      expect(Number(rows[0]?.version)).toBe(3);
     } finally {
       await Promise.all(stores.map((s) => s.close()));
       await admin.query(`DROP TABLE IF EXISTS ${table}`);

@@ -505,6 +505,78 @@ export function runSegmentStoreContract(name: string, factory: ContractFactory, 
       });
     });
 
+    describe('range ledger (no range issued without its ledger row)', () => {
+      it('records each allocation and give-back in the same write, and traces an ID to it', async () => {
+        if (!store.ledgerEntries || !store.rangesContaining || !store.pruneLedger) {
+          expect.fail(`${name} keeps no range ledger`);
+          return;
+        }
+        const t = tag('ledger');
+        await store.createTag({ tag: t, step: 10, start: 1n });
+        const allocs: Allocation[] = [];
+        for (let i = 0; i < 3 * stride; i++) allocs.push(await store.allocate(t, i === 0 ? 7 : undefined));
+        const entries = (await store.ledgerEntries(t)).filter((e) => e.kind === 'allocate');
+        expect(entries).toHaveLength(allocs.length);
+        for (const a of allocs) {
+          const ids = idsOf(a);
+          const e = entries.find((x) => x.first === ids[0]);
+          expect(e, `a ledger row for the range starting at ${ids[0]}`).toBeDefined();
+          expect(e).toMatchObject({ tag: t, last: ids[ids.length - 1], stride, step: a.step, fenceEpoch: a.fenceEpoch, generation: a.generation });
+          expect(e?.host).not.toBe('');
+          expect(e?.pid).toBeGreaterThan(0);
+          expect(e?.instance).not.toBe('');
+          expect(Math.abs((e?.atMs ?? 0) - Date.now())).toBeLessThan(120_000);
+          const mid = ids[Math.floor(ids.length / 2)] as bigint;
+          const found = await store.rangesContaining(t, mid);
+          expect(found.map((x) => x.first)).toEqual([ids[0]]);
+        }
+        // an ID no range covers: nothing
+        const top = allocs.reduce((m, a) => (a.maxId > m ? a.maxId : m), 0n);
+        expect(await store.rangesContaining(t, top + 1000n * BigInt(stride))).toEqual([]);
+        expect(await store.rangesContaining(`${t}-other`, idsOf(allocs[0] as Allocation)[0] as bigint)).toEqual([]);
+        // a give-back is recorded as such, with its range
+        const last = allocs[allocs.length - 1] as Allocation;
+        const s = BigInt(stride);
+        expect(await store.giveBack(t, last.maxId, last.maxId - 4n * s, last.fenceEpoch, last.generation)).toBe(true);
+        const back = (await store.ledgerEntries(t)).filter((e) => e.kind === 'give-back');
+        expect(back).toHaveLength(1);
+        expect(back[0]).toMatchObject({ first: last.maxId - 4n * s, step: 4 });
+        // a refused give-back records nothing
+        expect(await store.giveBack(t, last.maxId, last.maxId - 2n * s)).toBe(false);
+        expect((await store.ledgerEntries(t)).filter((e) => e.kind === 'give-back')).toHaveLength(1);
+        // a fence records the IDs it jumps over (declared possibly issued); a fence that raises nothing records nothing
+        const bound = (await store.getTag(t))?.maxId as bigint;
+        await store.fence(t, bound + 50n * s);
+        await store.fence(t, 1n);
+        const fenced = (await store.ledgerEntries(t)).filter((e) => e.kind === 'fence');
+        expect(fenced.length).toBeGreaterThanOrEqual(1);
+        expect(fenced.length).toBeLessThanOrEqual(stride);
+        const inside = bound + 10n * s;
+        const hit = await store.rangesContaining(t, inside);
+        expect(hit.map((e) => e.kind)).toEqual(['fence']);
+        expect(hit[0]?.fenceEpoch).toBeGreaterThanOrEqual(1);
+      });
+
+      it('prunes old entries in small batches', async () => {
+        if (!store.ledgerEntries || !store.pruneLedger) return;
+        const t = tag('prune');
+        await store.createTag({ tag: t, step: 5, start: 1n });
+        for (let i = 0; i < 3; i++) await store.allocate(t);
+        expect(await store.pruneLedger(Date.now() - 3_600_000, 10)).toBe(0);
+        expect((await store.ledgerEntries(t)).length).toBe(3);
+        // this store's ledger is its own (unique table, file or key prefix): pruning everything up to now is safe here
+        await new Promise((r) => setTimeout(r, 5));
+        const before = Date.now() + 1;
+        const first = await store.pruneLedger(before, 1);
+        expect(first).toBeGreaterThanOrEqual(1);
+        expect(first).toBeLessThanOrEqual(stride);
+        let n = first;
+        for (let k = 0; k < 1000 && (await store.ledgerEntries(t)).length > 0; k++) n += await store.pruneLedger(before, 2);
+        expect(await store.ledgerEntries(t)).toEqual([]);
+        expect(n).toBeGreaterThanOrEqual(3);
+      });
+    });
+
     describe('reachability', () => {
       it('ping resolves', async () => {
         await expect(store.ping()).resolves.toBeUndefined();
@@ -526,6 +598,14 @@ export function runSegmentStoreContract(name: string, factory: ContractFactory, 
           const allocs: Allocation[] = runs.flat();
           expect(allocs).toHaveLength(600);
           expectDisjoint(allocs);
+          // every range any process was answered has its ledger row
+          if (store.ledgerEntries) {
+            const rows = (await store.ledgerEntries(t)).filter((e) => e.kind === 'allocate');
+            const starts = new Set(rows.map((e) => e.first.toString()));
+            expect(rows).toHaveLength(600);
+            for (const a of allocs) expect(starts.has(String(idsOf(a)[0]))).toBe(true);
+            expect(new Set(rows.map((e) => e.pid)).size).toBe(4);
+          }
           if (stride === 1) expect((await store.getTag(t))?.maxId).toBe(1n + 600n * 3n);
         }, 120_000);
       });

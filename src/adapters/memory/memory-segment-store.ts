@@ -3,6 +3,8 @@ import { TagExistsError, TagNotFoundError } from '../../core/errors.js';
 import { MAX_ID } from '../../core/id.js';
 import type { Allocation, NewTag, SegmentStore, TagInfo, TagUpdate } from '../../ports/segment-store.js';
 import { assertGiveBack, DEFAULT_START, DEFAULT_STEP, exhausted, newGeneration } from '../kit/segment-rules.js';
+import type { LedgerEntry, LedgerKind, ServerIdentity } from '../../ports/range-ledger.js';
+import { allocatedRange, covers, fencedRange, givenBackRange, processIdentity, rangeLength } from '../kit/range-ledger.js';
 
 interface Row {
   maxId: bigint;
@@ -16,6 +18,12 @@ interface Row {
 export class MemorySegmentStore implements SegmentStore {
   readonly kind = 'memory';
   private readonly rows = new Map<string, Row>();
+  private ledger: LedgerEntry[] = [];
+  private readonly who: ServerIdentity;
+
+  constructor(options: { readonly identity?: ServerIdentity } = {}) {
+    this.who = options.identity ?? processIdentity();
+  }
 
   async init(): Promise<void> {}
 
@@ -27,6 +35,7 @@ export class MemorySegmentStore implements SegmentStore {
     if (next > MAX_ID) throw exhausted(tag);
     row.maxId = next;
     row.updatedAt = new Date();
+    this.record(tag, 'allocate', allocatedRange(next, s), s, row);
     return { maxId: next, step: s, storedStep: row.step, fenceEpoch: row.fenceEpoch, generation: row.generation };
   }
 
@@ -69,9 +78,11 @@ export class MemorySegmentStore implements SegmentStore {
   async fence(tag: string, to: bigint): Promise<TagInfo> {
     const row = this.rows.get(tag);
     if (!row) throw new TagNotFoundError(tag);
+    const jumped = fencedRange(row.maxId, to);
     if (to > row.maxId) row.maxId = to;
     row.fenceEpoch += 1;
     row.updatedAt = new Date();
+    if (jumped) this.record(tag, 'fence', jumped, rangeLength(jumped), row);
     return info(tag, row);
   }
 
@@ -89,6 +100,8 @@ export class MemorySegmentStore implements SegmentStore {
     if (expectedGeneration !== undefined && row.generation !== expectedGeneration) return false;
     row.maxId = newMaxId;
     row.updatedAt = new Date();
+    const range = givenBackRange(expectedMaxId, newMaxId);
+    if (range) this.record(tag, 'give-back', range, Number(range.last - range.first + 1n), row);
     return true;
   }
 
@@ -97,6 +110,28 @@ export class MemorySegmentStore implements SegmentStore {
     const row = this.rows.get(tag);
     if (!row) throw new TagNotFoundError(tag);
     row.maxId = maxId;
+  }
+
+  async rangesContaining(tag: string, id: bigint): Promise<LedgerEntry[]> {
+    return this.ledger.filter((e) => e.tag === tag && covers(e, id));
+  }
+
+  async ledgerEntries(tag: string): Promise<LedgerEntry[]> {
+    return this.ledger.filter((e) => e.tag === tag).sort((a, b) => (a.first < b.first ? -1 : a.first > b.first ? 1 : 0));
+  }
+
+  async pruneLedger(beforeMs: number, limit: number): Promise<number> {
+    let n = 0;
+    this.ledger = this.ledger.filter((e) => {
+      if (e.atMs >= beforeMs || n >= limit) return true;
+      n++;
+      return false;
+    });
+    return n;
+  }
+
+  private record(tag: string, kind: LedgerKind, range: { first: bigint; last: bigint }, step: number, row: Row): void {
+    this.ledger.push({ tag, kind, ...range, stride: 1, step, ...this.who, atMs: Date.now(), fenceEpoch: row.fenceEpoch, generation: row.generation });
   }
 
   async ping(): Promise<void> {}

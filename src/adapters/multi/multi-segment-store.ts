@@ -61,6 +61,7 @@ import { MAX_ID } from '../../core/id.js';
 import { MULTI_META_TAG } from '../../core/segment/multi-meta-tag.js';
 import type { Allocation, NewTag, SegmentStore, TagInfo, TagUpdate } from '../../ports/segment-store.js';
 import { assertGiveBack, assertStoredId, DEFAULT_START, exhausted } from '../kit/segment-rules.js';
+import type { LedgerEntry } from '../../ports/range-ledger.js';
 
 export interface MultiSegmentStoreOptions {
   /** A store that failed is tried last for this long, ms. Default 5000. */
@@ -269,6 +270,49 @@ export class MultiSegmentStore implements SegmentStore {
     const prefix = `${i}:`;
     const generation = expectedGeneration?.startsWith(prefix) ? expectedGeneration.slice(prefix.length) : expectedGeneration;
     return m.store.giveBack(tag, (expectedMaxId - i) / this.bigN, (newMaxId - i) / this.bigN, expectedFenceEpoch, generation);
+  }
+
+  /**
+   * Each member records its own ranges in its own units; the entries are
+   * turned back into IDs here (unit u of store i is the ID u*N + i). Only the
+   * member of the ID's residue class can have issued it.
+   */
+  async rangesContaining(tag: string, id: bigint): Promise<LedgerEntry[]> {
+    if (id < 0n) return [];
+    const i = id % this.bigN;
+    const m = this.members[Number(i)] as Member;
+    if (!m.store.rangesContaining) return [];
+    await this.ready(m);
+    return (await m.store.rangesContaining(tag, (id - i) / this.bigN)).map((e) => this.toIds(e, m.index));
+  }
+
+  /** Every member's entries, in IDs; a member that cannot be read fails the whole answer (an audit must not call its IDs foreign). */
+  async ledgerEntries(tag: string): Promise<LedgerEntry[]> {
+    const results = await this.onAll(async (m) => {
+      if (!m.store.ledgerEntries) return [];
+      await this.ready(m);
+      return (await m.store.ledgerEntries(tag)).map((e) => this.toIds(e, m.index));
+    });
+    const failed = results.find((r) => !r.ok);
+    if (failed && !failed.ok) throw failed.error;
+    return results
+      .flatMap((r) => (r.ok ? r.value : []))
+      .sort((a, b) => (a.first < b.first ? -1 : a.first > b.first ? 1 : 0));
+  }
+
+  /** On every reachable member, up to `limit` each (pruning is best effort: the next round takes the rest). */
+  async pruneLedger(beforeMs: number, limit: number): Promise<number> {
+    const results = await this.onAll(async (m) => {
+      if (!m.store.pruneLedger) return 0;
+      await this.ready(m);
+      return m.store.pruneLedger(beforeMs, limit);
+    });
+    return results.reduce((n, r) => n + (r.ok ? r.value : 0), 0);
+  }
+
+  private toIds(e: LedgerEntry, index: number): LedgerEntry {
+    const i = BigInt(index);
+    return { ...e, first: e.first * this.bigN + i, last: e.last * this.bigN + i, stride: this.n, generation: `${index}:${e.generation}` };
   }
 
   /** Resolves when at least one store answers (the set can serve). */

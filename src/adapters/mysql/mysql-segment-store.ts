@@ -25,6 +25,19 @@ import type { Allocation, NewTag, SegmentStore, TagInfo, TagUpdate } from '../..
 import { positiveSetting, storeError, tagInfoFromTextRow } from '../kit/store-boundary.js';
 import { MysqlConnection, type MysqlConnectionOptions } from './mysql-connection.js';
 import { assertGiveBack, assertStoredId, DEFAULT_START, DEFAULT_STEP, exhausted, newGeneration, tableName } from '../kit/segment-rules.js';
+import type { LedgerEntry, ServerIdentity } from '../../ports/range-ledger.js';
+import {
+  allocatedRange,
+  entryFromRow,
+  fencedRange,
+  givenBackRange,
+  rangeLength,
+  LEDGER_COLUMNS,
+  ledgerTable,
+  type LedgerRowText,
+  ledgerValues,
+  processIdentity,
+} from '../kit/range-ledger.js';
 
 export interface MysqlSegmentStoreOptions extends Partial<MysqlConnectionOptions> {
   /** A connection shared with the lease store; `uri` and the pool options are then ignored. */
@@ -33,6 +46,8 @@ export interface MysqlSegmentStoreOptions extends Partial<MysqlConnectionOptions
   readonly table?: string;
   /** Per-query timeout, ms. Default 5000. */
   readonly queryTimeoutMs?: number;
+  /** Who takes ranges, for the ledger. Default: this process. */
+  readonly identity?: ServerIdentity;
 }
 
 interface Row extends RowDataPacket {
@@ -45,13 +60,15 @@ interface Row extends RowDataPacket {
   generation: string;
 }
 
-/** 1: the table; 2: its `generation` column (see TagInfo.generation). */
-const SCHEMA_VERSION = 2;
+/** 1: the table; 2: its `generation` column (see TagInfo.generation); 3: the range ledger beside it. */
+const SCHEMA_VERSION = 3;
 const COLUMNS = 'tag, max_id, step, description, updated_at, fence_epoch, generation';
 
 export class MysqlSegmentStore implements SegmentStore {
   readonly kind = 'mysql';
   readonly table: string;
+  private readonly ledger: string;
+  private readonly who: ServerIdentity;
   private readonly connection: MysqlConnection;
   private readonly pool: Pool;
   private closed = false;
@@ -60,6 +77,8 @@ export class MysqlSegmentStore implements SegmentStore {
 
   constructor(options: MysqlSegmentStoreOptions) {
     this.table = tableName(options.table);
+    this.ledger = ledgerTable(this.table);
+    this.who = options.identity ?? processIdentity();
     this.timeout = positiveSetting(options.queryTimeoutMs ?? 5000, 'queryTimeoutMs');
     if (options.connection) this.connection = options.connection.retain();
     else if (options.uri) this.connection = new MysqlConnection({ ...options, uri: options.uri }).retain();
@@ -119,6 +138,26 @@ export class MysqlSegmentStore implements SegmentStore {
         }
         await this.run(
           c,
+          `CREATE TABLE IF NOT EXISTS ${this.ledger} (
+            tag VARCHAR(128) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL,
+            kind VARCHAR(16) NOT NULL,
+            first_id BIGINT NOT NULL,
+            last_id BIGINT NOT NULL,
+            stride INT NOT NULL,
+            step INT NOT NULL,
+            host VARCHAR(255) NOT NULL,
+            pid INT NOT NULL,
+            instance VARCHAR(64) NOT NULL,
+            version VARCHAR(64) NOT NULL,
+            at_ms BIGINT NOT NULL,
+            fence_epoch INT NOT NULL,
+            generation BIGINT NOT NULL,
+            KEY tag_first (tag, first_id),
+            KEY at_ms (at_ms)
+          ) ENGINE=InnoDB`,
+        );
+        await this.run(
+          c,
           `INSERT INTO sequoia_schema (component, version) VALUES (?, ?)
            ON DUPLICATE KEY UPDATE version = GREATEST(version, VALUES(version))`,
           [t, SCHEMA_VERSION],
@@ -146,11 +185,14 @@ export class MysqlSegmentStore implements SegmentStore {
           { sql: `SELECT ${COLUMNS} FROM ${this.table} WHERE tag = ?`, timeout: this.timeout },
           [tag],
         );
-        await this.run(c, 'COMMIT');
         const row = rows[0];
         if (!row) throw new TagNotFoundError(tag);
         if (upd.affectedRows !== 1) throw exhausted(tag);
         const storedStep = Number(row.step);
+        const applied = step ?? storedStep;
+        // In the transaction: the ledger row commits with the range or not at all.
+        await this.recordOn(c, ledgerValues(tag, 'allocate', allocatedRange(BigInt(row.max_id), applied), applied, this.who, 0, Number(row.fence_epoch), String(row.generation)));
+        await this.run(c, 'COMMIT');
         return {
           maxId: BigInt(row.max_id),
           step: step ?? storedStep,
@@ -210,13 +252,36 @@ export class MysqlSegmentStore implements SegmentStore {
 
   async fence(tag: string, to: bigint): Promise<TagInfo> {
     assertStoredId('to', to);
-    const r = await this.exec(
-      `UPDATE ${this.table}
-         SET max_id = GREATEST(max_id, CAST(? AS SIGNED)), fence_epoch = fence_epoch + 1, updated_at = UTC_TIMESTAMP(3)
-       WHERE tag = ?`,
-      [to.toString(), tag],
-    );
-    if (r.affectedRows === 0) throw new TagNotFoundError(tag);
+    const found = await this.withConnection(async (c) => {
+      await this.run(c, 'START TRANSACTION');
+      try {
+        const [old] = await c.query<Row[]>({ sql: `SELECT max_id FROM ${this.table} WHERE tag = ? FOR UPDATE`, timeout: this.timeout }, [tag]);
+        const before = old[0];
+        if (!before) {
+          await this.run(c, 'COMMIT');
+          return false;
+        }
+        await this.run(
+          c,
+          `UPDATE ${this.table}
+             SET max_id = GREATEST(max_id, CAST(? AS SIGNED)), fence_epoch = fence_epoch + 1, updated_at = UTC_TIMESTAMP(3)
+           WHERE tag = ?`,
+          [to.toString(), tag],
+        );
+        const jumped = fencedRange(BigInt(before.max_id), to);
+        if (jumped) {
+          const [rows] = await c.query<Row[]>({ sql: `SELECT ${COLUMNS} FROM ${this.table} WHERE tag = ?`, timeout: this.timeout }, [tag]);
+          const row = rows[0] as Row;
+          await this.recordOn(c, ledgerValues(tag, 'fence', jumped, rangeLength(jumped), this.who, 0, Number(row.fence_epoch), String(row.generation)));
+        }
+        await this.run(c, 'COMMIT');
+        return true;
+      } catch (e) {
+        await c.query('ROLLBACK').catch(() => {});
+        throw e;
+      }
+    });
+    if (!found) throw new TagNotFoundError(tag);
     return this.mustGet(tag);
   }
 
@@ -228,23 +293,68 @@ export class MysqlSegmentStore implements SegmentStore {
     expectedGeneration?: string,
   ): Promise<boolean> {
     assertGiveBack(expectedMaxId, newMaxId);
-    // One statement (InnoDB row lock): compare and set at once. FOUND_ROWS
-    // counts a matched row even when the value is unchanged (new == expected).
-    const r = await this.exec(
-      `UPDATE ${this.table} SET max_id = CAST(? AS SIGNED), updated_at = UTC_TIMESTAMP(3)
-       WHERE tag = ? AND max_id = CAST(? AS SIGNED) AND (? IS NULL OR fence_epoch = ?)
-         AND (? IS NULL OR generation = CAST(? AS SIGNED))`,
-      [
-        newMaxId.toString(),
-        tag,
-        expectedMaxId.toString(),
-        expectedFenceEpoch ?? null,
-        expectedFenceEpoch ?? null,
-        expectedGeneration ?? null,
-        expectedGeneration ?? null,
-      ],
+    // One transaction (InnoDB row lock): compare and set at once, with the ledger row.
+    return this.withConnection(async (c) => {
+      await this.run(c, 'START TRANSACTION');
+      try {
+        const r = (await this.run(
+          c,
+          `UPDATE ${this.table} SET max_id = CAST(? AS SIGNED), updated_at = UTC_TIMESTAMP(3)
+           WHERE tag = ? AND max_id = CAST(? AS SIGNED) AND (? IS NULL OR fence_epoch = ?)
+             AND (? IS NULL OR generation = CAST(? AS SIGNED))`,
+          [
+            newMaxId.toString(),
+            tag,
+            expectedMaxId.toString(),
+            expectedFenceEpoch ?? null,
+            expectedFenceEpoch ?? null,
+            expectedGeneration ?? null,
+            expectedGeneration ?? null,
+          ],
+        )) as ResultSetHeader;
+        const range = givenBackRange(expectedMaxId, newMaxId);
+        if (r.affectedRows === 1 && range) {
+          const [rows] = await c.query<Row[]>({ sql: `SELECT ${COLUMNS} FROM ${this.table} WHERE tag = ?`, timeout: this.timeout }, [tag]);
+          const row = rows[0] as Row;
+          await this.recordOn(c, ledgerValues(tag, 'give-back', range, rangeLength(range), this.who, 0, Number(row.fence_epoch), String(row.generation)));
+        }
+        await this.run(c, 'COMMIT');
+        return r.affectedRows === 1;
+      } catch (e) {
+        await c.query('ROLLBACK').catch(() => {});
+        throw e;
+      }
+    });
+  }
+
+  async rangesContaining(tag: string, id: bigint): Promise<LedgerEntry[]> {
+    const rows = await this.select(
+      `SELECT ${LEDGER_COLUMNS} FROM ${this.ledger} WHERE tag = ? AND first_id <= CAST(? AS SIGNED) AND last_id >= CAST(? AS SIGNED) ORDER BY at_ms, first_id`,
+      [tag, id.toString(), id.toString()],
     );
-    return r.affectedRows === 1;
+    return (rows as unknown as LedgerRowText[]).map(entryFromRow);
+  }
+
+  async ledgerEntries(tag: string): Promise<LedgerEntry[]> {
+    const rows = await this.select(`SELECT ${LEDGER_COLUMNS} FROM ${this.ledger} WHERE tag = ? ORDER BY first_id, at_ms`, [tag]);
+    return (rows as unknown as LedgerRowText[]).map(entryFromRow);
+  }
+
+  async pruneLedger(beforeMs: number, limit: number): Promise<number> {
+    const r = await this.exec(`DELETE FROM ${this.ledger} WHERE at_ms < ? ORDER BY at_ms LIMIT ?`, [beforeMs, limit]);
+    return r.affectedRows;
+  }
+
+  /** The row's time is the database's clock (the `0` placeholder of ledgerValues is replaced). */
+  private async recordOn(c: PoolConnection, values: unknown[]): Promise<void> {
+    const v = [...values];
+    v.splice(10, 1);
+    await this.run(
+      c,
+      `INSERT INTO ${this.ledger} (${LEDGER_COLUMNS})
+       VALUES (?, ?, CAST(? AS SIGNED), CAST(? AS SIGNED), ?, ?, ?, ?, ?, ?, ROUND(UNIX_TIMESTAMP(NOW(3)) * 1000), ?, CAST(? AS SIGNED))`,
+      v,
+    );
   }
 
   async ping(): Promise<void> {

@@ -23,9 +23,11 @@ import type { Allocation, NewTag, SegmentStore, TagInfo, TagUpdate } from '../..
 import { assertGiveBack, assertStoredId, DEFAULT_START, DEFAULT_STEP, exhausted, newGeneration, tableName } from '../kit/segment-rules.js';
 import { storeError, tagInfoFromTextRow } from '../kit/store-boundary.js';
 import { type PgPoolLike, PostgresConnection, type PostgresConnectionOptions } from './postgres-connection.js';
+import type { LedgerEntry, ServerIdentity } from '../../ports/range-ledger.js';
+import { entryFromRow, fencedRange, LEDGER_COLUMNS, ledgerTable, type LedgerRowText, processIdentity, rangeLength } from '../kit/range-ledger.js';
 
-/** 1: the table; 2: its `generation` column (see TagInfo.generation). */
-const SCHEMA_VERSION = 2;
+/** 1: the table; 2: its `generation` column (see TagInfo.generation); 3: the range ledger beside it. */
+const SCHEMA_VERSION = 3;
 /** Key of the advisory lock that serialises schema migrations ("SEQU"). */
 const MIGRATION_LOCK_KEY = 0x53455155;
 
@@ -34,6 +36,10 @@ export interface PostgresSegmentStoreOptions extends PostgresConnectionOptions {
   readonly connection?: PostgresConnection;
   /** Table name; default `sequoia_alloc`. Must match /^[a-z_][a-z0-9_]{0,62}$/. */
   readonly table?: string;
+  /** Who takes ranges, for the ledger. Default: this process. */
+  readonly identity?: ServerIdentity;
+  /** False only in the benchmark that measures the ledger's cost (`npm run bench -- ledger`); never from a URL. */
+  readonly recordLedger?: boolean;
 }
 
 interface RowText {
@@ -49,6 +55,9 @@ interface RowText {
 export class PostgresSegmentStore implements SegmentStore {
   readonly kind = 'postgres';
   readonly table: string;
+  private readonly ledger: string;
+  private readonly who: ServerIdentity;
+  private readonly recording: boolean;
   private readonly connection: PostgresConnection;
   private readonly pool: PgPoolLike;
   private initialised = false;
@@ -56,6 +65,9 @@ export class PostgresSegmentStore implements SegmentStore {
 
   constructor(options: PostgresSegmentStoreOptions) {
     this.table = tableName(options.table);
+    this.ledger = ledgerTable(this.table);
+    this.who = options.identity ?? processIdentity();
+    this.recording = options.recordLedger ?? true;
     this.connection = (options.connection ?? new PostgresConnection(options)).retain();
     this.pool = this.connection.pool;
   }
@@ -87,6 +99,23 @@ export class PostgresSegmentStore implements SegmentStore {
         // Under the same advisory lock; IF NOT EXISTS keeps it idempotent.
         await c.query(`ALTER TABLE ${t} ADD COLUMN IF NOT EXISTS generation BIGINT NOT NULL DEFAULT 0`);
       }
+      await c.query(`CREATE TABLE IF NOT EXISTS ${this.ledger} (
+        tag TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        first_id BIGINT NOT NULL,
+        last_id BIGINT NOT NULL,
+        stride INTEGER NOT NULL,
+        step INTEGER NOT NULL,
+        host TEXT NOT NULL,
+        pid INTEGER NOT NULL,
+        instance TEXT NOT NULL,
+        version TEXT NOT NULL,
+        at_ms BIGINT NOT NULL,
+        fence_epoch INTEGER NOT NULL,
+        generation BIGINT NOT NULL
+      )`);
+      await c.query(`CREATE INDEX IF NOT EXISTS ${this.ledger}_tag_first ON ${this.ledger} (tag, first_id)`);
+      await c.query(`CREATE INDEX IF NOT EXISTS ${this.ledger}_at ON ${this.ledger} (at_ms)`);
       await c.query(
         `INSERT INTO sequoia_schema (component, version) VALUES ($1, $2)
          ON CONFLICT (component) DO UPDATE SET version = GREATEST(sequoia_schema.version, EXCLUDED.version)`,
@@ -97,12 +126,20 @@ export class PostgresSegmentStore implements SegmentStore {
   }
 
   async allocate(tag: string, step?: number): Promise<Allocation> {
+    // One statement: the ledger row commits with the range or not at all.
     const r = await this.q(
-      `UPDATE ${this.table}
-         SET max_id = max_id + COALESCE($2::integer, step), updated_at = now()
-       WHERE tag = $1 AND max_id <= 9223372036854775807 - COALESCE($2::integer, step)
-       RETURNING max_id::text AS max_id, step, fence_epoch, generation::text AS generation, COALESCE($2::integer, step) AS applied`,
-      [tag, step ?? null],
+      `WITH a AS (
+         UPDATE ${this.table}
+           SET max_id = max_id + COALESCE($2::integer, step), updated_at = now()
+         WHERE tag = $1 AND max_id <= 9223372036854775807 - COALESCE($2::integer, step)
+         RETURNING max_id, step, fence_epoch, generation, COALESCE($2::integer, step) AS applied
+       ), l AS (
+         INSERT INTO ${this.ledger} (${LEDGER_COLUMNS})
+         SELECT $1, 'allocate', a.max_id - a.applied, a.max_id - 1, 1, a.applied, $3, $4, $5, $6,
+                (extract(epoch FROM now()) * 1000)::bigint, a.fence_epoch, a.generation FROM a WHERE $7::boolean
+       )
+       SELECT max_id::text AS max_id, step, fence_epoch, generation::text AS generation, applied FROM a`,
+      [tag, step ?? null, ...this.identityValues(), this.recording],
     );
     const row = r.rows[0] as { max_id: string; step: number; fence_epoch: number; generation: string; applied: number } | undefined;
     if (row) {
@@ -160,12 +197,29 @@ export class PostgresSegmentStore implements SegmentStore {
 
   async fence(tag: string, to: bigint): Promise<TagInfo> {
     assertStoredId('to', to);
-    const r = await this.q(
-      `UPDATE ${this.table}
-         SET max_id = GREATEST(max_id, $2::bigint), fence_epoch = fence_epoch + 1, updated_at = now()
-       WHERE tag = $1 RETURNING ${COLUMNS}`,
-      [tag, to.toString()],
-    );
+    // One transaction: the row lock taken by the first read holds allocators off until the ledger row is written.
+    const r = await this.connection.transaction(BACKEND, async (c) => {
+      const old = (await c.query(`SELECT max_id::text AS max_id FROM ${this.table} WHERE tag = $1 FOR UPDATE`, [tag])).rows[0] as
+        | { max_id: string }
+        | undefined;
+      if (!old) return { rows: [] };
+      const u = await c.query(
+        `UPDATE ${this.table}
+           SET max_id = GREATEST(max_id, $2::bigint), fence_epoch = fence_epoch + 1, updated_at = now()
+         WHERE tag = $1 RETURNING ${COLUMNS}`,
+        [tag, to.toString()],
+      );
+      const row = u.rows[0] as RowText;
+      const jumped = fencedRange(BigInt(old.max_id), to);
+      if (jumped) {
+        await c.query(
+          `INSERT INTO ${this.ledger} (${LEDGER_COLUMNS})
+           VALUES ($1, 'fence', $2::bigint, $3::bigint, 1, $4, $5, $6, $7, $8, (extract(epoch FROM now()) * 1000)::bigint, $9, $10::bigint)`,
+          [tag, jumped.first.toString(), jumped.last.toString(), rangeLength(jumped), ...this.identityValues(), row.fence_epoch, row.generation],
+        );
+      }
+      return u;
+    });
     const row = r.rows[0] as RowText | undefined;
     if (!row) throw new TagNotFoundError(tag);
     return tagInfoFromTextRow(row);
@@ -179,24 +233,58 @@ export class PostgresSegmentStore implements SegmentStore {
     expectedGeneration?: string,
   ): Promise<boolean> {
     assertGiveBack(expectedMaxId, newMaxId);
-    // One statement: the row lock makes the compare and the set atomic.
+    // One statement: the row lock makes the compare and the set atomic, and the ledger row goes with it.
     const r = await this.q(
-      `UPDATE ${this.table} SET max_id = $3::bigint, updated_at = now()
-       WHERE tag = $1 AND max_id = $2::bigint AND ($4::bigint IS NULL OR fence_epoch = $4::bigint)
-         AND ($5::bigint IS NULL OR generation = $5::bigint)`,
+      `WITH g AS (
+         UPDATE ${this.table} SET max_id = $3::bigint, updated_at = now()
+         WHERE tag = $1 AND max_id = $2::bigint AND ($4::bigint IS NULL OR fence_epoch = $4::bigint)
+           AND ($5::bigint IS NULL OR generation = $5::bigint)
+         RETURNING fence_epoch, generation
+       ), l AS (
+         INSERT INTO ${this.ledger} (${LEDGER_COLUMNS})
+         SELECT $1, 'give-back', $3::bigint, $2::bigint - 1, 1, ($2::bigint - $3::bigint)::integer, $6, $7, $8, $9,
+                (extract(epoch FROM now()) * 1000)::bigint, g.fence_epoch, g.generation FROM g WHERE $3::bigint < $2::bigint
+       )
+       SELECT 1 FROM g`,
       [
         tag,
         expectedMaxId.toString(),
         newMaxId.toString(),
         expectedFenceEpoch === undefined ? null : String(expectedFenceEpoch),
         expectedGeneration ?? null,
+        ...this.identityValues(),
       ],
     );
     return r.rowCount === 1;
   }
 
+  async rangesContaining(tag: string, id: bigint): Promise<LedgerEntry[]> {
+    const r = await this.q(
+      `SELECT ${LEDGER_TEXT} FROM ${this.ledger} WHERE tag = $1 AND first_id <= $2::bigint AND last_id >= $2::bigint ORDER BY at_ms, first_id`,
+      [tag, id.toString()],
+    );
+    return (r.rows as LedgerRowText[]).map(entryFromRow);
+  }
+
+  async ledgerEntries(tag: string): Promise<LedgerEntry[]> {
+    const r = await this.q(`SELECT ${LEDGER_TEXT} FROM ${this.ledger} WHERE tag = $1 ORDER BY first_id, at_ms`, [tag]);
+    return (r.rows as LedgerRowText[]).map(entryFromRow);
+  }
+
+  async pruneLedger(beforeMs: number, limit: number): Promise<number> {
+    const r = await this.q(
+      `DELETE FROM ${this.ledger} WHERE ctid IN (SELECT ctid FROM ${this.ledger} WHERE at_ms < $1::bigint ORDER BY at_ms LIMIT $2)`,
+      [String(beforeMs), limit],
+    );
+    return r.rowCount ?? 0;
+  }
+
   async ping(): Promise<void> {
     await this.q('SELECT 1');
+  }
+
+  private identityValues(): unknown[] {
+    return [this.who.host, this.who.pid, this.who.instance, this.who.version];
   }
 
   async close(): Promise<void> {
@@ -218,3 +306,6 @@ export class PostgresSegmentStore implements SegmentStore {
 const COLUMNS = 'tag, max_id::text AS max_id, step, description, updated_at, fence_epoch, generation::text AS generation';
 
 const BACKEND = 'PostgreSQL store';
+
+const LEDGER_TEXT =
+  'tag, kind, first_id::text AS first_id, last_id::text AS last_id, stride, step, host, pid, instance, version, at_ms::text AS at_ms, fence_epoch, generation::text AS generation';

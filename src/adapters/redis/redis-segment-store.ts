@@ -42,6 +42,8 @@ import { Redis } from 'ioredis';
 import { InvalidArgumentError, SequoiaError, TagExistsError, TagNotFoundError, UnavailableError } from '../../core/errors.js';
 import type { Allocation, NewTag, SegmentStore, TagInfo, TagUpdate } from '../../ports/segment-store.js';
 import { assertGiveBack, assertStoredId, DEFAULT_START, DEFAULT_STEP, exhausted, LEGACY_GENERATION, newGeneration } from '../kit/segment-rules.js';
+import type { LedgerEntry, ServerIdentity } from '../../ports/range-ledger.js';
+import { covers, processIdentity, rangeLength } from '../kit/range-ledger.js';
 
 export interface RedisSegmentStoreOptions {
   /** `redis://[:password@]host:port[/db]`. */
@@ -58,6 +60,10 @@ export interface RedisSegmentStoreOptions {
   readonly onError?: (err: Error) => void;
   /** The connection's name in `CLIENT LIST`, so an operator sees who is connected. Default `sequoia`. */
   readonly clientName?: string;
+  /** Prefix of each tag's range-ledger stream. Default `sequoia:ledger:`. Must not overlap keyPrefix or tagsKey. */
+  readonly ledgerPrefix?: string;
+  /** Who takes ranges, for the ledger. Default: this process. */
+  readonly identity?: ServerIdentity;
 }
 
 const ALLOCATE = `
@@ -75,9 +81,12 @@ local carry = math.floor(lo / 1000000000)
 lo = lo - carry * 1000000000
 hi = hi + carry
 if hi > 9223372036 or (hi == 9223372036 and lo > 854775807) then return {'EXHAUSTED'} end
+if redis.replicate_commands then redis.replicate_commands() end
 redis.call('HINCRBY', KEYS[1], 'max_id', step)
 redis.call('HSET', KEYS[1], 'updated_at', ARGV[2])
-return {'OK', redis.call('HGET', KEYS[1], 'max_id'), step, stored, h[3] or '0', h[4] or '0'}
+local max = redis.call('HGET', KEYS[1], 'max_id')
+redis.call('XADD', KEYS[2], '*', 'k', 'allocate', 'e', max, 'n', step, 'f', h[3] or '0', 'g', h[4] or '0', 'h', ARGV[3], 'p', ARGV[4], 'i', ARGV[5], 'v', ARGV[6])
+return {'OK', max, step, stored, h[3] or '0', h[4] or '0'}
 `;
 
 const CREATE = `
@@ -105,11 +114,17 @@ const FENCE = `
 local m = redis.call('HGET', KEYS[1], 'max_id')
 if not m then return 0 end
 local to = ARGV[1]
-if string.len(to) > string.len(m) or (string.len(to) == string.len(m) and to > m) then
+if redis.replicate_commands then redis.replicate_commands() end
+local raised = string.len(to) > string.len(m) or (string.len(to) == string.len(m) and to > m)
+if raised then
   redis.call('HSET', KEYS[1], 'max_id', to)
 end
-redis.call('HINCRBY', KEYS[1], 'fence_epoch', 1)
+local epoch = redis.call('HINCRBY', KEYS[1], 'fence_epoch', 1)
 redis.call('HSET', KEYS[1], 'updated_at', ARGV[2])
+if raised then
+  redis.call('XADD', KEYS[2], '*', 'k', 'fence', 's', m, 'e', to, 'n', '0', 'f', tostring(epoch), 'g', redis.call('HGET', KEYS[1], 'generation') or '0',
+    'h', ARGV[3], 'p', ARGV[4], 'i', ARGV[5], 'v', ARGV[6])
+end
 return 1
 `;
 
@@ -120,7 +135,12 @@ local m = redis.call('HGET', KEYS[1], 'max_id')
 if not m or m ~= ARGV[1] then return 0 end
 if ARGV[4] ~= '' and (redis.call('HGET', KEYS[1], 'fence_epoch') or '0') ~= ARGV[4] then return 0 end
 if ARGV[5] ~= '' and (redis.call('HGET', KEYS[1], 'generation') or '0') ~= ARGV[5] then return 0 end
+if redis.replicate_commands then redis.replicate_commands() end
 redis.call('HSET', KEYS[1], 'max_id', ARGV[2], 'updated_at', ARGV[3])
+if ARGV[6] ~= '0' then
+  redis.call('XADD', KEYS[2], '*', 'k', 'give-back', 'e', ARGV[1], 'n', ARGV[6], 'f', redis.call('HGET', KEYS[1], 'fence_epoch') or '0',
+    'g', redis.call('HGET', KEYS[1], 'generation') or '0', 'h', ARGV[7], 'p', ARGV[8], 'i', ARGV[9], 'v', ARGV[10])
+end
 return 1
 `;
 
@@ -128,6 +148,8 @@ export class RedisSegmentStore implements SegmentStore {
   readonly kind = 'redis';
   readonly keyPrefix: string;
   readonly tagsKey: string;
+  readonly ledgerPrefix: string;
+  private readonly who: ServerIdentity;
   private readonly redis: Redis;
   private readonly shas = new Map<string, string>();
   private initialised = false;
@@ -141,6 +163,12 @@ export class RedisSegmentStore implements SegmentStore {
     if (this.keyPrefix === '' || this.tagsKey.startsWith(this.keyPrefix)) {
       throw new InvalidArgumentError('store: the Redis tagsKey must not start with keyPrefix (a tag could collide with it)');
     }
+    this.ledgerPrefix = options.ledgerPrefix ?? 'sequoia:ledger:';
+    const overlaps = (a: string, b: string) => a.startsWith(b) || b.startsWith(a);
+    if (this.ledgerPrefix === '' || overlaps(this.ledgerPrefix, this.keyPrefix) || this.tagsKey.startsWith(this.ledgerPrefix)) {
+      throw new InvalidArgumentError('store: the Redis ledgerPrefix must not overlap keyPrefix or tagsKey');
+    }
+    this.who = options.identity ?? processIdentity();
     this.redis = new Redis(options.url, {
       connectionName: options.clientName ?? 'sequoia',
       lazyConnect: true,
@@ -174,7 +202,7 @@ export class RedisSegmentStore implements SegmentStore {
 
   async allocate(tag: string, step?: number): Promise<Allocation> {
     if (step !== undefined && (!Number.isSafeInteger(step) || step < 1)) throw new InvalidArgumentError('step must be a positive integer');
-    const r = (await this.script(ALLOCATE, [this.key(tag)], [step === undefined ? '' : String(step), String(Date.now())])) as string[];
+    const r = (await this.script(ALLOCATE, [this.key(tag), this.ledgerKey(tag)], [step === undefined ? '' : String(step), String(Date.now()), ...this.identityArgs()])) as string[];
     if (r[0] === 'NOT_FOUND') throw new TagNotFoundError(tag);
     if (r[0] === 'EXHAUSTED') throw exhausted(tag);
     const [, maxId, applied, stored, epoch, generation] = r;
@@ -242,7 +270,7 @@ export class RedisSegmentStore implements SegmentStore {
 
   async fence(tag: string, to: bigint): Promise<TagInfo> {
     assertStoredId('to', to);
-    const ok = await this.script(FENCE, [this.key(tag)], [to.toString(), String(Date.now())]);
+    const ok = await this.script(FENCE, [this.key(tag), this.ledgerKey(tag)], [to.toString(), String(Date.now()), ...this.identityArgs()]);
     if (Number(ok) !== 1) throw new TagNotFoundError(tag);
     return this.mustGet(tag);
   }
@@ -255,18 +283,78 @@ export class RedisSegmentStore implements SegmentStore {
     expectedGeneration?: string,
   ): Promise<boolean> {
     assertGiveBack(expectedMaxId, newMaxId);
-    const ok = await this.script(GIVE_BACK, [this.key(tag)], [
+    const ok = await this.script(GIVE_BACK, [this.key(tag), this.ledgerKey(tag)], [
       expectedMaxId.toString(),
       newMaxId.toString(),
       String(Date.now()),
       expectedFenceEpoch === undefined ? '' : String(expectedFenceEpoch),
       expectedGeneration ?? '',
+      (expectedMaxId - newMaxId).toString(),
+      ...this.identityArgs(),
     ]);
     return Number(ok) === 1;
   }
 
+  async rangesContaining(tag: string, id: bigint): Promise<LedgerEntry[]> {
+    return (await this.readLedger(tag)).filter((e) => covers(e, id));
+  }
+
+  async ledgerEntries(tag: string): Promise<LedgerEntry[]> {
+    return (await this.readLedger(tag)).sort((a, b) => (a.first < b.first ? -1 : a.first > b.first ? 1 : 0));
+  }
+
+  /** Deletes, stream by stream, entries older than `beforeMs` (a stream entry's id starts with Redis's own ms clock). */
+  async pruneLedger(beforeMs: number, limit: number): Promise<number> {
+    let deleted = 0;
+    let cursor = '0';
+    do {
+      const [next, keys] = await this.call(() => this.redis.scan(cursor, 'MATCH', `${globEscape(this.ledgerPrefix)}*`, 'COUNT', 100));
+      cursor = next;
+      for (const key of keys) {
+        if (deleted >= limit) return deleted;
+        const old = await this.call(() => this.redis.xrange(key, '-', String(Math.max(0, beforeMs - 1)), 'COUNT', limit - deleted));
+        if (old.length > 0) deleted += await this.call(() => this.redis.xdel(key, ...old.map(([id]) => id)));
+      }
+    } while (cursor !== '0' && deleted < limit);
+    return deleted;
+  }
+
   async ping(): Promise<void> {
     await this.call(() => this.redis.ping());
+  }
+
+  /** The stream of a tag's ledger (exported for tests that look at it). */
+  ledgerKey(tag: string): string {
+    return this.ledgerPrefix + tag;
+  }
+
+  private identityArgs(): string[] {
+    return [this.who.host, String(this.who.pid), this.who.instance, this.who.version];
+  }
+
+  private async readLedger(tag: string): Promise<LedgerEntry[]> {
+    const items = await this.call(() => this.redis.xrange(this.ledgerKey(tag), '-', '+'));
+    return items.map(([id, fields]) => {
+      const f: Record<string, string> = {};
+      for (let i = 0; i + 1 < fields.length; i += 2) f[fields[i] as string] = fields[i + 1] as string;
+      // A range is written as its end (exclusive) and length, or (a fence, whose length Lua cannot subtract exactly) its start.
+      const end = BigInt(f.e ?? '0');
+      const range = f.s !== undefined ? { first: BigInt(f.s), last: end - 1n } : { first: end - BigInt(f.n ?? '0'), last: end - 1n };
+      return {
+        tag,
+        kind: f.k === 'give-back' || f.k === 'fence' ? f.k : 'allocate',
+        ...range,
+        stride: 1,
+        step: rangeLength(range),
+        host: f.h ?? '',
+        pid: Number(f.p ?? 0),
+        instance: f.i ?? '',
+        version: f.v ?? '',
+        atMs: Number(id.split('-')[0]),
+        fenceEpoch: Number(f.f ?? 0),
+        generation: f.g ?? LEGACY_GENERATION,
+      };
+    });
   }
 
   async close(): Promise<void> {
@@ -349,6 +437,10 @@ function toInfo(tag: string, h: Record<string, string> | undefined): TagInfo | u
     fenceEpoch: Number(h.fence_epoch ?? 0),
     generation: h.generation ?? LEGACY_GENERATION,
   };
+}
+
+function globEscape(s: string): string {
+  return s.replace(/[*?[\]\\]/g, (c) => `\\${c}`);
 }
 
 function wrap(e: unknown): SequoiaError {

@@ -15,8 +15,10 @@ import type { Allocation, NewTag, SegmentStore, TagInfo, TagUpdate } from '../..
 import { storeError } from '../kit/store-boundary.js';
 import { assertGiveBack, DEFAULT_START, DEFAULT_STEP, exhausted, newGeneration } from '../kit/segment-rules.js';
 import { SqliteConnection } from './sqlite-connection.js';
+import type { LedgerEntry, ServerIdentity } from '../../ports/range-ledger.js';
+import { allocatedRange, entryFromRow, fencedRange, givenBackRange, rangeLength, LEDGER_COLUMNS, type LedgerRowText, ledgerValues, processIdentity } from '../kit/range-ledger.js';
 
-export type SqliteSegmentStoreOptions =
+export type SqliteSegmentStoreOptions = (
   | {
       /** File path, or ':memory:'. */
       readonly path: string;
@@ -24,7 +26,13 @@ export type SqliteSegmentStoreOptions =
       readonly busyTimeoutMs?: number;
     }
   /** The handle shared with the lease store of the same URL. */
-  | { readonly connection: SqliteConnection };
+  | { readonly connection: SqliteConnection }
+) & {
+  /** Who takes ranges, for the ledger. Default: this process. */
+  readonly identity?: ServerIdentity;
+  /** False only in the benchmark that measures the ledger's cost (`npm run bench -- ledger`); never from a URL. */
+  readonly recordLedger?: boolean;
+};
 
 interface Row {
   tag: string;
@@ -43,9 +51,13 @@ export class SqliteSegmentStore implements SegmentStore {
   readonly kind = 'sqlite';
   private db: Database.Database | undefined;
   private readonly connection: SqliteConnection;
+  private readonly who: ServerIdentity;
+  private readonly recording: boolean;
 
   constructor(options: SqliteSegmentStoreOptions) {
     this.connection = 'connection' in options ? options.connection : new SqliteConnection(options);
+    this.who = options.identity ?? processIdentity();
+    this.recording = options.recordLedger ?? true;
   }
 
   private get path(): string {
@@ -78,6 +90,24 @@ export class SqliteSegmentStore implements SegmentStore {
           if (!columns.some((c) => c.name === 'generation')) {
             db.exec('ALTER TABLE sequoia_alloc ADD COLUMN generation INTEGER NOT NULL DEFAULT 0');
           }
+          // The range ledger (by name, as the column above).
+          db.exec(`CREATE TABLE IF NOT EXISTS sequoia_ledger (
+            tag TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            first_id INTEGER NOT NULL,
+            last_id INTEGER NOT NULL,
+            stride INTEGER NOT NULL,
+            step INTEGER NOT NULL,
+            host TEXT NOT NULL,
+            pid INTEGER NOT NULL,
+            instance TEXT NOT NULL,
+            version TEXT NOT NULL,
+            at_ms INTEGER NOT NULL,
+            fence_epoch INTEGER NOT NULL,
+            generation INTEGER NOT NULL
+          )`);
+          db.exec('CREATE INDEX IF NOT EXISTS sequoia_ledger_tag_first ON sequoia_ledger (tag, first_id)');
+          db.exec('CREATE INDEX IF NOT EXISTS sequoia_ledger_at ON sequoia_ledger (at_ms)');
           if (row) db.prepare('UPDATE sequoia_schema SET version = MAX(version, ?)').run(SCHEMA_VERSION);
           else db.prepare('INSERT INTO sequoia_schema (version) VALUES (?)').run(SCHEMA_VERSION);
         }).immediate();
@@ -104,7 +134,9 @@ export class SqliteSegmentStore implements SegmentStore {
           const s = step ?? storedStep;
           const next = row.max_id + BigInt(s);
           if (next > MAX_ID) throw exhausted(tag);
-          this.prepare('UPDATE sequoia_alloc SET max_id = ?, updated_at = ? WHERE tag = ?').run(next, BigInt(Date.now()), tag);
+          const now = Date.now();
+          this.prepare('UPDATE sequoia_alloc SET max_id = ?, updated_at = ? WHERE tag = ?').run(next, BigInt(now), tag);
+          this.record(ledgerValues(tag, 'allocate', allocatedRange(next, s), s, this.who, now, Number(row.fence_epoch), String(row.generation)));
           return { maxId: next, step: s, storedStep, fenceEpoch: Number(row.fence_epoch), generation: String(row.generation) };
         })
         .immediate();
@@ -154,15 +186,23 @@ export class SqliteSegmentStore implements SegmentStore {
   }
 
   async fence(tag: string, to: bigint): Promise<TagInfo> {
-    const changes = this.run(
-      () =>
-        this
-          .prepare(
-            'UPDATE sequoia_alloc SET max_id = MAX(max_id, ?), fence_epoch = fence_epoch + 1, updated_at = ? WHERE tag = ?',
-          )
-          .run(to, BigInt(Date.now()), tag).changes,
+    const found = this.run(() =>
+      this.open()
+        .transaction((): boolean => {
+          const now = Date.now();
+          const old = this.prepare('SELECT max_id FROM sequoia_alloc WHERE tag = ?').get(tag) as Pick<Row, 'max_id'> | undefined;
+          if (!old) return false;
+          const row = this.prepare(
+            `UPDATE sequoia_alloc SET max_id = MAX(max_id, ?), fence_epoch = fence_epoch + 1, updated_at = ? WHERE tag = ?
+             RETURNING fence_epoch, generation`,
+          ).get(to, BigInt(now), tag) as Pick<Row, 'fence_epoch' | 'generation'>;
+          const jumped = fencedRange(old.max_id, to);
+          if (jumped) this.record(ledgerValues(tag, 'fence', jumped, rangeLength(jumped), this.who, now, Number(row.fence_epoch), String(row.generation)));
+          return true;
+        })
+        .immediate(),
     );
-    if (changes === 0) throw new TagNotFoundError(tag);
+    if (!found) throw new TagNotFoundError(tag);
     return this.mustGet(tag);
   }
 
@@ -176,20 +216,64 @@ export class SqliteSegmentStore implements SegmentStore {
     assertGiveBack(expectedMaxId, newMaxId);
     const epoch = expectedFenceEpoch === undefined ? null : BigInt(expectedFenceEpoch);
     const generation = expectedGeneration === undefined ? null : BigInt(expectedGeneration);
-    const changes = this.run(
-      () =>
-        this
-          .prepare(
+    const changes = this.run(() =>
+      this.open()
+        .transaction((): number => {
+          const now = Date.now();
+          const row = this.prepare(
             `UPDATE sequoia_alloc SET max_id = ?, updated_at = ?
-             WHERE tag = ? AND max_id = ? AND (? IS NULL OR fence_epoch = ?) AND (? IS NULL OR generation = ?)`,
-          )
-          .run(newMaxId, BigInt(Date.now()), tag, expectedMaxId, epoch, epoch, generation, generation).changes,
+             WHERE tag = ? AND max_id = ? AND (? IS NULL OR fence_epoch = ?) AND (? IS NULL OR generation = ?)
+             RETURNING step, fence_epoch, generation`,
+          ).get(newMaxId, BigInt(now), tag, expectedMaxId, epoch, epoch, generation, generation) as
+            | Pick<Row, 'fence_epoch' | 'generation'>
+            | undefined;
+          if (!row) return 0;
+          const range = givenBackRange(expectedMaxId, newMaxId);
+          if (range) {
+            this.record(ledgerValues(tag, 'give-back', range, rangeLength(range), this.who, now, Number(row.fence_epoch), String(row.generation)));
+          }
+          return 1;
+        })
+        .immediate(),
     );
     return changes === 1;
   }
 
+  async rangesContaining(tag: string, id: bigint): Promise<LedgerEntry[]> {
+    const rows = this.run(
+      () =>
+        this.prepare(
+          `SELECT ${LEDGER_COLUMNS} FROM sequoia_ledger WHERE tag = ? AND first_id <= ? AND last_id >= ? ORDER BY at_ms, rowid`,
+        ).all(tag, id, id) as LedgerRowText[],
+    );
+    return rows.map(entryFromRow);
+  }
+
+  async ledgerEntries(tag: string): Promise<LedgerEntry[]> {
+    const rows = this.run(
+      () => this.prepare(`SELECT ${LEDGER_COLUMNS} FROM sequoia_ledger WHERE tag = ? ORDER BY first_id, rowid`).all(tag) as LedgerRowText[],
+    );
+    return rows.map(entryFromRow);
+  }
+
+  async pruneLedger(beforeMs: number, limit: number): Promise<number> {
+    return this.run(
+      () =>
+        this.prepare('DELETE FROM sequoia_ledger WHERE rowid IN (SELECT rowid FROM sequoia_ledger WHERE at_ms < ? ORDER BY at_ms LIMIT ?)').run(
+          BigInt(beforeMs),
+          limit,
+        ).changes,
+    );
+  }
+
   async ping(): Promise<void> {
     this.run(() => this.prepare('SELECT 1').get());
+  }
+
+  /** Inside the caller's transaction: the ledger row commits with the range or not at all. */
+  private record(values: unknown[]): void {
+    if (!this.recording) return;
+    this.prepare(`INSERT INTO sequoia_ledger (${LEDGER_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`).run(...values);
   }
 
   async close(): Promise<void> {

@@ -143,3 +143,43 @@ export class AboveBound {
     if (this.examples.length < this.keep) this.examples.push(v.toString());
   };
 }
+
+/** A range of the ledger as the sweep needs it (inclusive; IDs first, first+stride, …). */
+export interface CoveringRange {
+  readonly first: bigint;
+  readonly last: bigint;
+  readonly stride: number;
+}
+
+/**
+ * Foreign IDs: covered by no range of the ledger. The IDs arrive sorted, the
+ * ranges are sorted by `first`, so one sweep keeps only the ranges open at the
+ * current ID. IDs below the ledger's first range were issued before the ledger
+ * began (or their rows were pruned): counted apart, never called foreign.
+ */
+export class ForeignIds {
+  count = 0;
+  beforeLedger = 0;
+  readonly examples: string[] = [];
+  private next = 0;
+  private open: CoveringRange[] = [];
+  private readonly lowest: bigint | undefined;
+  constructor(
+    private readonly ranges: readonly CoveringRange[],
+    private readonly keep = 1000,
+  ) {
+    this.lowest = ranges[0]?.first;
+  }
+  readonly add = (hi: number, lo: number, count: number): void => {
+    const id = halvesToBigInt(hi, lo);
+    if (this.lowest === undefined || id < this.lowest) {
+      this.beforeLedger += count;
+      return;
+    }
+    while (this.next < this.ranges.length && (this.ranges[this.next] as CoveringRange).first <= id) this.open.push(this.ranges[this.next++] as CoveringRange);
+    if (this.open.some((r) => r.last < id)) this.open = this.open.filter((r) => r.last >= id);
+    if (this.open.some((r) => r.stride <= 1 || (id - r.first) % BigInt(r.stride) === 0n)) return;
+    this.count += count;
+    if (this.examples.length < this.keep) this.examples.push(id.toString());
+  };
+}

@@ -5,6 +5,9 @@ import type { TagInfo } from '../../ports/segment-store.js';
 import type { IdService } from '../../service/id-service.js';
 import { parseBody } from '../body.js';
 import { assertTag } from '../../core/validate.js';
+import { InvalidArgumentError } from '../../core/errors.js';
+import { parseDecimalId } from '../../core/id.js';
+import { rangesAnswer } from '../../service/ledger-view.js';
 
 const checkTag = (tag: string): string => assertTag(tag);
 
@@ -64,6 +67,16 @@ export async function tagRoutes(
   app.delete<{ Params: { tag: string } }>('/v1/tags/:tag', { config: { admin: true } }, async (req, reply) => {
     await service.deleteTag(checkTag(req.params.tag));
     return reply.code(204).send();
+  });
+
+  // The range ledger: which range, server, time and fence epoch issued an ID (a deleted tag's ranges too).
+  app.get<{ Params: { tag: string }; Querystring: { containing?: unknown } }>('/v1/tags/:tag/ranges', { config: { admin: true } }, async (req) => {
+    const tag = checkTag(req.params.tag);
+    const raw = req.query.containing;
+    const id = typeof raw === 'string' ? parseDecimalId(raw) : undefined;
+    if (id === undefined) throw new InvalidArgumentError('containing must be a decimal ID from 0 to 2^63-1');
+    const store = service.store;
+    return rangesAnswer(tag, id, store.rangesContaining ? await store.rangesContaining(tag, id) : undefined);
   });
 
   app.post<{ Params: { tag: string } }>('/v1/tags/:tag/fence', { config: { admin: true } }, async (req) => {

@@ -1,0 +1,97 @@
+/**
+ * What every segment store does the same way for the range ledger
+ * (ports/range-ledger.ts): which IDs an allocation or a give-back covers, and
+ * who the process is when no identity was given.
+ */
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
+import type { LedgerEntry, LedgerKind, ServerIdentity } from '../../ports/range-ledger.js';
+
+/** This process, for stores built without an identity (tests, embedding). */
+export function processIdentity(version = 'unknown'): ServerIdentity {
+  return { host: hostname(), pid: process.pid, instance: INSTANCE, version };
+}
+
+/** Fixed when the module loads: one per process (and per worker thread that builds its own stores). */
+const INSTANCE = randomBytes(6).toString('hex');
+
+/** The inclusive range of an allocation that moved max_id to `maxId` by `step` (a plain store: stride 1). */
+export function allocatedRange(maxId: bigint, step: number): { first: bigint; last: bigint } {
+  return { first: maxId - BigInt(step), last: maxId - 1n };
+}
+
+/** The inclusive range a give-back from `expectedMaxId` down to `newMaxId` returns; undefined when it returns nothing. */
+export function givenBackRange(expectedMaxId: bigint, newMaxId: bigint): { first: bigint; last: bigint } | undefined {
+  return newMaxId < expectedMaxId ? { first: newMaxId, last: expectedMaxId - 1n } : undefined;
+}
+
+/** The inclusive range a fence from `oldMaxId` up to `to` jumps over; undefined when it raises nothing. */
+export function fencedRange(oldMaxId: bigint, to: bigint): { first: bigint; last: bigint } | undefined {
+  return to > oldMaxId ? { first: oldMaxId, last: to - 1n } : undefined;
+}
+
+/** A range's length as a ledger row's step (a fence can jump further than an INTEGER holds). */
+export function rangeLength(r: { first: bigint; last: bigint }): number {
+  const n = r.last - r.first + 1n;
+  return n > 2147483647n ? 2147483647 : Number(n);
+}
+
+export function covers(e: Pick<LedgerEntry, 'first' | 'last' | 'stride'>, id: bigint): boolean {
+  return id >= e.first && id <= e.last && (e.stride <= 1 || (id - e.first) % BigInt(e.stride) === 0n);
+}
+
+/** A ledger row as the SQL stores read it back (numbers as text where they may pass 2^53). */
+export interface LedgerRowText {
+  tag: string;
+  kind: string;
+  first_id: string | bigint;
+  last_id: string | bigint;
+  stride: number | string | bigint;
+  step: number | string | bigint;
+  host: string;
+  pid: number | string | bigint;
+  instance: string;
+  version: string;
+  at_ms: number | string | bigint;
+  fence_epoch: number | string | bigint;
+  generation: string | bigint;
+}
+
+export function entryFromRow(r: LedgerRowText): LedgerEntry {
+  return {
+    tag: r.tag,
+    kind: r.kind === 'give-back' || r.kind === 'fence' ? r.kind : 'allocate',
+    first: BigInt(r.first_id),
+    last: BigInt(r.last_id),
+    stride: Number(r.stride),
+    step: Number(r.step),
+    host: r.host,
+    pid: Number(r.pid),
+    instance: r.instance,
+    version: r.version,
+    atMs: Number(r.at_ms),
+    fenceEpoch: Number(r.fence_epoch),
+    generation: String(r.generation),
+  };
+}
+
+export const LEDGER_COLUMNS = 'tag, kind, first_id, last_id, stride, step, host, pid, instance, version, at_ms, fence_epoch, generation';
+
+/** The values of one ledger row, in LEDGER_COLUMNS order (bigints as decimal text, which every driver takes). */
+export function ledgerValues(
+  tag: string,
+  kind: LedgerKind,
+  range: { first: bigint; last: bigint },
+  step: number,
+  who: ServerIdentity,
+  atMs: number,
+  fenceEpoch: number,
+  generation: string,
+): unknown[] {
+  return [tag, kind, range.first.toString(), range.last.toString(), 1, step, who.host, who.pid, who.instance, who.version, atMs, fenceEpoch, generation];
+}
+
+/** The ledger table beside a SQL store's table: `sequoia_ledger` beside the default, `<table>_ledger` beside another. */
+export function ledgerTable(table: string): string {
+  return table === 'sequoia_alloc' ? 'sequoia_ledger' : `${table}_ledger`;
+}
