@@ -51,10 +51,15 @@ export async function benchAudit(n = Number(process.env.BENCH_AUDIT_IDS ?? 10_00
     const time = existsSync('/usr/bin/time') ? '/usr/bin/time' : undefined;
     const argv = [BIN, 'audit', file, '--layout', 'twitter', '--json', '--tmp-dir', dir];
     const started = performance.now();
-    const r = time ? spawnSync(time, ['-f', '%M', process.execPath, ...argv], { encoding: 'utf8', maxBuffer: 1 << 26 }) : spawnSync(process.execPath, argv, { encoding: 'utf8', maxBuffer: 1 << 26 });
+    const r = time
+      ? spawnSync(time, ['-f', '%M', process.execPath, ...argv], { encoding: 'utf8', maxBuffer: 1 << 26 })
+      : spawnSync(process.execPath, argv, { encoding: 'utf8', maxBuffer: 1 << 26 });
     const seconds = (performance.now() - started) / 1000;
     if (r.status !== 1) throw new Error(`audit exited ${r.status}: ${r.stderr}`);
-    const report = JSON.parse(r.stdout) as { summary: { count: number; spilledRuns: number }; findings: Array<{ kind: string; count: number }> };
+    const report = JSON.parse(r.stdout) as {
+      summary: { count: number; spilledRuns: number };
+      findings: Array<{ kind: string; count: number }>;
+    };
     const kb = time ? Number(/(\d+)\s*$/.exec(r.stderr)?.[1]) : Number.NaN;
     return {
       ids: report.summary.count,

@@ -37,7 +37,20 @@ export async function benchBatches(opts: { rounds?: number; seconds?: number } =
     const dir = mkdtempSync(join(tmpdir(), 'sequoia-bench-batches-'));
     const store = `sqlite:${join(dir, 'bench.db')}`;
     execFileSync(process.execPath, [b.cli, 'tag', 'create', 'bench', '--step', '1000000', '--store', store, '--state-dir', dir]);
-    const s = await startChild([b.cli, 'serve', '--port', '0', '--workers', '1', '--store', store, '--state-dir', dir, '--log-level', 'info']);
+    const s = await startChild([
+      b.cli,
+      'serve',
+      '--port',
+      '0',
+      '--workers',
+      '1',
+      '--store',
+      store,
+      '--state-dir',
+      dir,
+      '--log-level',
+      'info',
+    ]);
     servers.push({ ...b, ...s });
   }
   const results = new Map<string, { single: WrkResult[]; load: number[] }>();
@@ -69,7 +82,11 @@ export async function benchBatches(opts: { rounds?: number; seconds?: number } =
     return {
       server,
       load,
-      single: { rps: median(v.single.map((x) => x.rps)), p50ms: median(v.single.map((x) => x.p50ms)), p99ms: median(v.single.map((x) => x.p99ms)) },
+      single: {
+        rps: median(v.single.map((x) => x.rps)),
+        p50ms: median(v.single.map((x) => x.p50ms)),
+        p99ms: median(v.single.map((x) => x.p99ms)),
+      },
       loadRps: v.load.length ? median(v.load) : undefined,
     };
   });

@@ -56,7 +56,20 @@ export async function benchClient(opts: ClientBenchOptions = {}): Promise<Client
   const store = `sqlite:${join(dir, 'bench.db')}`;
   const cli = join(root, 'dist', 'cli', 'main.js');
   execFileSync(process.execPath, [cli, 'tag', 'create', 'bench', '--step', '1000000', '--store', store, '--state-dir', dir]);
-  const seq = await startChild([cli, 'serve', '--port', '0', '--workers', '1', '--store', store, '--state-dir', dir, '--log-level', 'info']);
+  const seq = await startChild([
+    cli,
+    'serve',
+    '--port',
+    '0',
+    '--workers',
+    '1',
+    '--store',
+    store,
+    '--state-dir',
+    dir,
+    '--log-level',
+    'info',
+  ]);
   const client = createClient({ url: seq.url, tags: ['bench'], batch: { initial: 500_000, min: 500_000, max: 500_000 } });
   let redis: Redis | undefined;
   try {
@@ -92,16 +105,20 @@ export async function benchClient(opts: ClientBenchOptions = {}): Promise<Client
       counter.push(runCounter(N));
 
       // Hot path: only IDs already in the buffer are timed (a refill is awaited outside the clock).
-      sync.push(await timed(N, async (k) => {
-        let last = 0n;
-        for (let j = 0; j < k; j++) last = client.tryNext('bench') ?? -1n;
-        if (last < 0n) throw new Error('tryNext found the buffer empty');
-      }));
-      asyncRates.push(await timed(A, async (k) => {
-        let last = 0n;
-        for (let j = 0; j < k; j++) last = await client.next('bench');
-        if (last < 0n) console.log(last);
-      }));
+      sync.push(
+        await timed(N, async (k) => {
+          let last = 0n;
+          for (let j = 0; j < k; j++) last = client.tryNext('bench') ?? -1n;
+          if (last < 0n) throw new Error('tryNext found the buffer empty');
+        }),
+      );
+      asyncRates.push(
+        await timed(A, async (k) => {
+          let last = 0n;
+          for (let j = 0; j < k; j++) last = await client.next('bench');
+          if (last < 0n) console.log(last);
+        }),
+      );
       // End to end: every ID fetched over HTTP during the loop (bounded by the server and JSON).
       const E = opts.sustainedIds ?? 2_000_000;
       let t0 = performance.now();

@@ -35,7 +35,10 @@ export interface ClusterBenchOptions {
 const root = fileURLToPath(new URL('../..', import.meta.url));
 
 function redisIncr(): number | undefined {
-  const r = spawnSync('redis-benchmark', ['-h', '127.0.0.1', '-p', '6379', '-c', '50', '-n', '200000', '-t', 'incr', '-q'], { encoding: 'utf8', timeout: 120_000 });
+  const r = spawnSync('redis-benchmark', ['-h', '127.0.0.1', '-p', '6379', '-c', '50', '-n', '200000', '-t', 'incr', '-q'], {
+    encoding: 'utf8',
+    timeout: 120_000,
+  });
   if (r.error || r.status !== 0) return undefined;
   const m = /INCR:\s+([\d.]+) requests per second/.exec(r.stdout);
   return m ? Number(m[1]) : undefined;
@@ -50,7 +53,20 @@ export async function benchCluster(opts: ClusterBenchOptions = {}): Promise<Clus
   const store = `sqlite:${join(dir, 'bench.db')}`;
   const cli = join(root, 'dist', 'cli', 'main.js');
   execFileSync(process.execPath, [cli, 'tag', 'create', 'bench', '--step', '1000000', '--store', store, '--state-dir', dir]);
-  const seq = await startChild([cli, 'serve', '--port', '0', '--workers', String(workers), '--store', store, '--state-dir', dir, '--log-level', 'info']);
+  const seq = await startChild([
+    cli,
+    'serve',
+    '--port',
+    '0',
+    '--workers',
+    String(workers),
+    '--store',
+    store,
+    '--state-dir',
+    dir,
+    '--log-level',
+    'info',
+  ]);
   const bare = await startChild([join(root, 'dist-bench', 'bench', 'bare-cluster.js'), String(workers)]);
   const s: WrkResult[] = [];
   const b: WrkResult[] = [];
@@ -68,16 +84,32 @@ export async function benchCluster(opts: ClusterBenchOptions = {}): Promise<Clus
     await stopChild(seq.child);
     await stopChild(bare.child);
   }
-  const med = (xs: WrkResult[]) => ({ rps: median(xs.map((x) => x.rps)), p50ms: median(xs.map((x) => x.p50ms)), p99ms: median(xs.map((x) => x.p99ms)) });
+  const med = (xs: WrkResult[]) => ({
+    rps: median(xs.map((x) => x.rps)),
+    p50ms: median(xs.map((x) => x.p50ms)),
+    p99ms: median(xs.map((x) => x.p99ms)),
+  });
   const bm = med(b);
   const sm = med(s);
   const rows: ClusterBenchRow[] = [
     { name: `bare node:http, node:cluster ${workers} workers (counter, text)`, ...bm, vsBare: 1, p99VsBare: 1 },
-    { name: `Sequoia \`serve --workers ${workers}\` \`GET /api/segment/get/{tag}\``, ...sm, vsBare: sm.rps / bm.rps, p99VsBare: sm.p99ms / bm.p99ms },
+    {
+      name: `Sequoia \`serve --workers ${workers}\` \`GET /api/segment/get/{tag}\``,
+      ...sm,
+      vsBare: sm.rps / bm.rps,
+      p99VsBare: sm.p99ms / bm.p99ms,
+    },
   ];
   if (incr.length) {
     const i = median(incr);
-    rows.push({ name: 'Redis `INCR`, no pipelining (redis-benchmark -c 50)', rps: i, p50ms: Number.NaN, p99ms: Number.NaN, vsBare: i / bm.rps, p99VsBare: Number.NaN });
+    rows.push({
+      name: 'Redis `INCR`, no pipelining (redis-benchmark -c 50)',
+      rps: i,
+      p50ms: Number.NaN,
+      p99ms: Number.NaN,
+      vsBare: i / bm.rps,
+      p99VsBare: Number.NaN,
+    });
   }
   return rows;
 }

@@ -105,10 +105,15 @@ function median(values: number[]): number {
  */
 function measureInChild(index: number, durationMs: number): Promise<number> {
   return new Promise((resolve, reject) => {
-    execFile(process.execPath, [fileURLToPath(import.meta.url), '--one', String(index), String(durationMs)], { encoding: 'utf8' }, (err, out) => {
-      if (err) reject(err);
-      else resolve(Number(out.trim().split('\n').pop()));
-    });
+    execFile(
+      process.execPath,
+      [fileURLToPath(import.meta.url), '--one', String(index), String(durationMs)],
+      { encoding: 'utf8' },
+      (err, out) => {
+        if (err) reject(err);
+        else resolve(Number(out.trim().split('\n').pop()));
+      },
+    );
   });
 }
 

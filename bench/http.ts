@@ -30,7 +30,15 @@ export interface WrkOptions {
 }
 
 function wrkArgs(url: string, o: WrkOptions): string[] {
-  return [`-t${o.threads ?? 2}`, `-c${o.connections}`, `-d${o.seconds}s`, ...(o.timeout ? ['--timeout', o.timeout] : []), '--latency', ...(o.headers ?? []).flatMap((h) => ['-H', h]), url];
+  return [
+    `-t${o.threads ?? 2}`,
+    `-c${o.connections}`,
+    `-d${o.seconds}s`,
+    ...(o.timeout ? ['--timeout', o.timeout] : []),
+    '--latency',
+    ...(o.headers ?? []).flatMap((h) => ['-H', h]),
+    url,
+  ];
 }
 
 /** wrk's report, with its worst latency and the errors it counted (non-2xx answers and timeouts). */
@@ -87,12 +95,45 @@ export async function benchHttp(rounds: number, seconds: number) {
   const cli = join(root, 'dist', 'cli', 'main.js');
   execFileSync(process.execPath, [cli, 'tag', 'create', 'bench', '--step', '1000000', '--store', store, '--state-dir', dir]);
   // One process against one bare process: the multi-core comparison is bench/cluster.ts.
-  const seq = await startChild([cli, 'serve', '--port', '0', '--workers', '1', '--store', store, '--state-dir', dir, '--log-level', 'info']);
+  const seq = await startChild([
+    cli,
+    'serve',
+    '--port',
+    '0',
+    '--workers',
+    '1',
+    '--store',
+    store,
+    '--state-dir',
+    dir,
+    '--log-level',
+    'info',
+  ]);
   // As production runs: client tokens and a rate limit (high enough that wrk is never refused, so it is checked on every request).
   const token = 'bench-client-token-0123456789';
-  const secured = await startChild([cli, 'serve', '--port', '0', '--workers', '1', '--store', store, '--state-dir', join(dir, 'secured'), '--log-level', 'info',
-    '--client-tokens', JSON.stringify([{ token, tags: ['bench'], name: 'bench' }, { token: 'other-client-token-0123456789', tags: ['*'], name: 'other' }]),
-    '--rate-limit', '10000000', '--rate-limit-burst', '10000000']);
+  const secured = await startChild([
+    cli,
+    'serve',
+    '--port',
+    '0',
+    '--workers',
+    '1',
+    '--store',
+    store,
+    '--state-dir',
+    join(dir, 'secured'),
+    '--log-level',
+    'info',
+    '--client-tokens',
+    JSON.stringify([
+      { token, tags: ['bench'], name: 'bench' },
+      { token: 'other-client-token-0123456789', tags: ['*'], name: 'other' },
+    ]),
+    '--rate-limit',
+    '10000000',
+    '--rate-limit-burst',
+    '10000000',
+  ]);
   const bare = await startChild([join(root, 'dist-bench', 'bench', 'bare-http.js')]);
   const auth = [`Authorization: Bearer ${token}`];
   const res = {

@@ -87,7 +87,8 @@ export async function benchLatency(opts: LatencyBenchOptions = {}): Promise<Late
       chosen = c;
       drop = o.drop;
       const ns = `sq_lat_${process.pid}`;
-      storeUrl = c.name === 'redis' ? withParams(c.url, { keyPrefix: `${ns}:tag:`, tagsKey: `${ns}:tags` }) : withParams(c.url, { table: ns });
+      storeUrl =
+        c.name === 'redis' ? withParams(c.url, { keyPrefix: `${ns}:tag:`, tagsKey: `${ns}:tags` }) : withParams(c.url, { table: ns });
       break;
     } catch {
       // not reachable: next candidate
@@ -100,8 +101,20 @@ export async function benchLatency(opts: LatencyBenchOptions = {}): Promise<Late
   const dir = mkdtempSync(join(tmpdir(), 'sequoia-bench-latency-'));
   const cli = join(root, 'dist', 'cli', 'main.js');
   const server = await startChild([
-    cli, 'serve', '--port', '0', '--workers', '1', '--store', FaultProxy.rewrite(storeUrl, proxy.port), '--state-dir', dir,
-    '--max-step', String(maxStep), '--log-level', 'info',
+    cli,
+    'serve',
+    '--port',
+    '0',
+    '--workers',
+    '1',
+    '--store',
+    FaultProxy.rewrite(storeUrl, proxy.port),
+    '--state-dir',
+    dir,
+    '--max-step',
+    String(maxStep),
+    '--log-level',
+    'info',
   ]);
   const tag = `lat${process.pid}`;
   const results = { base: [] as WrkResult[], slow: [] as WrkResult[] };

@@ -23,7 +23,10 @@ export interface LedgerBenchRow {
 
 async function open(kind: string, ledger: boolean): Promise<{ store: SegmentStore; drop: () => Promise<void> }> {
   if (kind === 'sqlite') {
-    const store = new SqliteSegmentStore({ path: join(mkdtempSync(join(tmpdir(), 'sequoia-bench-ledger-')), 'ids.db'), recordLedger: ledger });
+    const store = new SqliteSegmentStore({
+      path: join(mkdtempSync(join(tmpdir(), 'sequoia-bench-ledger-')), 'ids.db'),
+      recordLedger: ledger,
+    });
     return { store, drop: async () => {} };
   }
   const table = `sq_bench_ledger_${process.pid}_${ledger ? 'on' : 'off'}`;
@@ -33,7 +36,9 @@ async function open(kind: string, ledger: boolean): Promise<{ store: SegmentStor
     drop: async () => {
       const c = new pg.Client({ connectionString: BENCH_POSTGRES_URL });
       await c.connect();
-      await c.query(`DROP TABLE IF EXISTS ${table}; DROP TABLE IF EXISTS ${table}_ledger; DELETE FROM sequoia_schema WHERE component = '${table}'`);
+      await c.query(
+        `DROP TABLE IF EXISTS ${table}; DROP TABLE IF EXISTS ${table}_ledger; DELETE FROM sequoia_schema WHERE component = '${table}'`,
+      );
       await c.end();
     },
   };
@@ -56,7 +61,9 @@ export async function benchLedger(o: { rounds?: number; sliceMs?: number } = {})
   for (const kind of ['sqlite', 'postgres']) {
     let sides: Array<{ ledger: boolean; store: SegmentStore; drop: () => Promise<void>; lat: number[]; n: number; ms: number }>;
     try {
-      sides = await Promise.all([true, false].map(async (ledger) => ({ ledger, ...(await open(kind, ledger)), lat: [] as number[], n: 0, ms: 0 })));
+      sides = await Promise.all(
+        [true, false].map(async (ledger) => ({ ledger, ...(await open(kind, ledger)), lat: [] as number[], n: 0, ms: 0 })),
+      );
       for (const s of sides) {
         await s.store.init();
         await s.store.createTag({ tag: 'bench', step: 1000 });
@@ -75,7 +82,12 @@ export async function benchLedger(o: { rounds?: number; sliceMs?: number } = {})
       }
       for (const s of sides) {
         const sorted = s.lat.sort((a, b) => a - b);
-        rows.push({ store: kind, ledger: s.ledger, callsPerSec: (s.n / s.ms) * 1000, p99Ms: sorted[Math.floor(sorted.length * 0.99)] ?? 0 });
+        rows.push({
+          store: kind,
+          ledger: s.ledger,
+          callsPerSec: (s.n / s.ms) * 1000,
+          p99Ms: sorted[Math.floor(sorted.length * 0.99)] ?? 0,
+        });
       }
     } finally {
       for (const s of sides) {

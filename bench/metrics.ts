@@ -65,8 +65,12 @@ async function httpPairs(rounds: number, seconds: number): Promise<{ on: number[
   const on = await startChild([script, 'on']);
   const off = await startChild([script, 'off']);
   const poll = setInterval(() => {
-    void fetch(`${on.url}/metrics`).then((r) => r.text()).catch(() => {});
-    void fetch(`${on.url}/v1/status`).then((r) => r.text()).catch(() => {});
+    void fetch(`${on.url}/metrics`)
+      .then((r) => r.text())
+      .catch(() => {});
+    void fetch(`${on.url}/v1/status`)
+      .then((r) => r.text())
+      .catch(() => {});
   }, 1000);
   const res = { on: [] as number[], off: [] as number[] };
   try {
@@ -120,9 +124,13 @@ export function printMetricsBench(r: MetricsBench, rounds: number): void {
   console.log(`## Metrics on vs off (${rounds} alternating rounds; on / off is the median of the per-round ratios)\n`);
   console.log('| what | metrics off | metrics on | on / off |');
   console.log('| --- | ---: | ---: | ---: |');
-  console.log(`| in-process \`allocator.next()\`, IDs/s | ${fmt(r.inProcessOff)} | ${fmt(r.inProcessOn)} | ${ratio(r.inProcessRatio, 1)} |`);
+  console.log(
+    `| in-process \`allocator.next()\`, IDs/s | ${fmt(r.inProcessOff)} | ${fmt(r.inProcessOn)} | ${ratio(r.inProcessRatio, 1)} |`,
+  );
   if (r.httpOn !== undefined && r.httpOff !== undefined && r.httpRatio !== undefined) {
-    console.log(`| HTTP \`GET /api/segment/get/{tag}\` (wrk -t2 -c50), requests/s | ${fmt(r.httpOff)} | ${fmt(r.httpOn)} | ${ratio(r.httpRatio, 1)} |`);
+    console.log(
+      `| HTTP \`GET /api/segment/get/{tag}\` (wrk -t2 -c50), requests/s | ${fmt(r.httpOff)} | ${fmt(r.httpOn)} | ${ratio(r.httpRatio, 1)} |`,
+    );
   } else {
     console.log('| HTTP | skipped: `wrk` is not installed | | |');
   }

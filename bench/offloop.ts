@@ -58,7 +58,20 @@ async function measure(dist: string, seconds: number): Promise<Omit<OffLoopRow, 
   const stateDir = join(dir, 'state');
   const cli = join(dist, 'cli', 'main.js');
   execFileSync(process.execPath, [cli, 'tag', 'create', 't', '--step', '1000', '--store', store, '--state-dir', stateDir]);
-  const { child, url } = await startChild([cli, 'serve', '--port', '0', '--store', store, '--state-dir', stateDir, '--max-step', '1000', '--log-level', 'info']);
+  const { child, url } = await startChild([
+    cli,
+    'serve',
+    '--port',
+    '0',
+    '--store',
+    store,
+    '--state-dir',
+    stateDir,
+    '--max-step',
+    '1000',
+    '--log-level',
+    'info',
+  ]);
   try {
     wrkCounting(`${url}/api/segment/get/t`, { connections: 50, seconds: 1, timeout: '20s' }); // warm-up
     const l0 = await loads(url);
@@ -68,7 +81,16 @@ async function measure(dist: string, seconds: number): Promise<Omit<OffLoopRow, 
     try {
       await locked(holder);
       const l = wrkCounting(`${url}/v1/uuid`, { connections: 50, seconds, timeout: '20s' });
-      return { rps: plain.rps, p50ms: plain.p50ms, p99ms: plain.p99ms, loads: l1 - l0, lockedP99ms: l.p99ms, lockedMaxMs: l.maxMs, lockedRps: l.rps, lockedErrors: l.errors };
+      return {
+        rps: plain.rps,
+        p50ms: plain.p50ms,
+        p99ms: plain.p99ms,
+        loads: l1 - l0,
+        lockedP99ms: l.p99ms,
+        lockedMaxMs: l.maxMs,
+        lockedRps: l.rps,
+        lockedErrors: l.errors,
+      };
     } finally {
       holder.kill('SIGKILL');
     }
@@ -78,7 +100,9 @@ async function measure(dist: string, seconds: number): Promise<Omit<OffLoopRow, 
 }
 
 /** Rounds alternate before/after; each figure is the median over rounds. */
-export async function benchOffLoop(opts: { before?: string; rounds?: number; seconds?: number } = {}): Promise<OffLoopRow[] | { note: string }> {
+export async function benchOffLoop(
+  opts: { before?: string; rounds?: number; seconds?: number } = {},
+): Promise<OffLoopRow[] | { note: string }> {
   if (!haveWrk()) return { note: 'skipped: `wrk` is not installed' };
   const before = opts.before ?? process.env.BENCH_BEFORE_DIST;
   const builds: Array<['before' | 'after', string]> = [['after', join(root, 'dist')]];

@@ -80,7 +80,9 @@ if (want('stores')) {
   console.log('| store | allocations/s | strict IDs/s | note |');
   console.log('| --- | ---: | ---: | --- |');
   for (const r of rows) {
-    console.log(`| ${r.store} | ${r.allocsPerSec === undefined ? '–' : fmt(r.allocsPerSec)} | ${r.strictIdsPerSec === undefined ? '–' : fmt(r.strictIdsPerSec)} | ${r.note ?? ''} |`);
+    console.log(
+      `| ${r.store} | ${r.allocsPerSec === undefined ? '–' : fmt(r.allocsPerSec)} | ${r.strictIdsPerSec === undefined ? '–' : fmt(r.strictIdsPerSec)} | ${r.note ?? ''} |`,
+    );
   }
   console.log('');
 }
@@ -95,13 +97,15 @@ if (want('ledger')) {
 }
 
 if (want('strict')) {
-  if (!haveWrk()) console.log('## Strict tags against the store\'s own primitive\n\nskipped: `wrk` is not installed\n');
+  if (!haveWrk()) console.log("## Strict tags against the store's own primitive\n\nskipped: `wrk` is not installed\n");
   else {
     const sr = Math.max(3, Math.round(rounds * 0.6));
     const before = stateDirRecordMs();
     const rows = await benchStrict({ rounds: sr, seconds: Number(process.env.BENCH_STRICT_SECONDS ?? 5) });
     const after = stateDirRecordMs();
-    console.log(`## Strict tags against the store's own primitive, 50 clients (${sr} interleaved rounds; load average ${loadavg()[0]?.toFixed(1)} at the end)\n`);
+    console.log(
+      `## Strict tags against the store's own primitive, 50 clients (${sr} interleaved rounds; load average ${loadavg()[0]?.toFixed(1)} at the end)\n`,
+    );
     console.log('| store | route / primitive | req/s or ops/s | p50 ms | p99 ms | strict vs this | strict p99 vs segment p99 |');
     console.log('| --- | --- | ---: | ---: | ---: | ---: | ---: |');
     for (const r of rows) {
@@ -110,19 +114,31 @@ if (want('strict')) {
         continue;
       }
       const s = r.strict;
-      console.log(`| ${r.store} | **strict tag**, \`GET /api/segment/get/{tag}\`, wrk -c50 | **${fmt(s.rps)}** | ${s.p50ms} | ${s.p99ms} | – | **${(s.p99ms / r.segment.p99ms).toFixed(2)}×** |`);
+      console.log(
+        `| ${r.store} | **strict tag**, \`GET /api/segment/get/{tag}\`, wrk -c50 | **${fmt(s.rps)}** | ${s.p50ms} | ${s.p99ms} | – | **${(s.p99ms / r.segment.p99ms).toFixed(2)}×** |`,
+      );
       if (r.strictBefore) {
         const b = r.strictBefore;
-        console.log(`| ${r.store} | strict tag, build of BENCH_STRICT_BEFORE | ${fmt(b.rps)} | ${b.p50ms} | ${b.p99ms} | ${(s.rps / b.rps).toFixed(2)}× | ${(b.p99ms / r.segment.p99ms).toFixed(2)}× |`);
+        console.log(
+          `| ${r.store} | strict tag, build of BENCH_STRICT_BEFORE | ${fmt(b.rps)} | ${b.p50ms} | ${b.p99ms} | ${(s.rps / b.rps).toFixed(2)}× | ${(b.p99ms / r.segment.p99ms).toFixed(2)}× |`,
+        );
       }
-      console.log(`| ${r.store} | segment tag, same server, wrk -c50 | ${fmt(r.segment.rps)} | ${r.segment.p50ms} | ${r.segment.p99ms} | ${(s.rps / r.segment.rps).toFixed(2)}× | 1.00× |`);
+      console.log(
+        `| ${r.store} | segment tag, same server, wrk -c50 | ${fmt(r.segment.rps)} | ${r.segment.p50ms} | ${r.segment.p99ms} | ${(s.rps / r.segment.rps).toFixed(2)}× | 1.00× |`,
+      );
       for (const p of r.primitives ?? []) {
-        const mark = p.name === r.sequence ? ' (the target\'s yardstick)' : '';
-        console.log(Number.isFinite(p.opsPerSec) ? `| ${r.store} | ${p.name}${mark} | ${fmt(p.opsPerSec)} | | | ${(s.rps / p.opsPerSec).toFixed(2)}× | |` : `| ${r.store} | ${p.name}${mark} | could not run | | | | |`);
+        const mark = p.name === r.sequence ? " (the target's yardstick)" : '';
+        console.log(
+          Number.isFinite(p.opsPerSec)
+            ? `| ${r.store} | ${p.name}${mark} | ${fmt(p.opsPerSec)} | | | ${(s.rps / p.opsPerSec).toFixed(2)}× | |`
+            : `| ${r.store} | ${p.name}${mark} | could not run | | | | |`,
+        );
       }
     }
     const f = (x: number) => x.toFixed(1);
-    console.log(`\nOne durable state-dir record (the per-batch fsync every strict answer waits for), 200 in a row: p50 ${f(before.p50)} ms, p99 ${f(before.p99)} ms before the section, p50 ${f(after.p50)} ms, p99 ${f(after.p99)} ms after it.`);
+    console.log(
+      `\nOne durable state-dir record (the per-batch fsync every strict answer waits for), 200 in a row: p50 ${f(before.p50)} ms, p99 ${f(before.p99)} ms before the section, p50 ${f(after.p50)} ms, p99 ${f(after.p99)} ms after it.`,
+    );
     console.log('');
   }
 }
@@ -134,7 +150,9 @@ if (want('latency')) {
   else {
     console.log(`| store | added latency | p99 without | p99 with | ratio | req/s without | req/s with | segment loads (without / with) |`);
     console.log('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
-    console.log(`| ${r.store} | ${r.latencyMs} ms each way | ${r.base.p99ms} ms | ${r.slow.p99ms} ms | ${r.p99Ratio.toFixed(2)}× | ${fmt(r.base.rps)} | ${fmt(r.slow.rps)} | ${r.loadsBase} / ${r.loadsSlow} |\n`);
+    console.log(
+      `| ${r.store} | ${r.latencyMs} ms each way | ${r.base.p99ms} ms | ${r.slow.p99ms} ms | ${r.p99Ratio.toFixed(2)}× | ${fmt(r.base.rps)} | ${fmt(r.slow.rps)} | ${r.loadsBase} / ${r.loadsSlow} |\n`,
+    );
   }
 }
 
@@ -148,13 +166,25 @@ if (want('http')) {
     console.log('| route | requests/s | p50 ms | p99 ms | vs bare node:http (rps) | p99 vs bare |');
     console.log('| --- | ---: | ---: | ---: | ---: | ---: |');
     console.log(`| bare node:http counter | ${fmt(r.bareSingle.rps)} | ${r.bareSingle.p50ms} | ${r.bareSingle.p99ms} | 100% | 1.00× |`);
-    console.log(`| Sequoia \`GET /api/segment/get/{tag}\` | ${fmt(r.seqSingle.rps)} | ${r.seqSingle.p50ms} | ${r.seqSingle.p99ms} | ${pct(r.seqSingle.rps, r.bareSingle.rps)} | ${(r.seqSingle.p99ms / r.bareSingle.p99ms).toFixed(2)}× |`);
-    console.log(`| bare node:http counter, with the client's \`Authorization\` header | ${fmt(r.bareSingleAuth.rps)} | ${r.bareSingleAuth.p50ms} | ${r.bareSingleAuth.p99ms} | 100% | 1.00× |`);
-    console.log(`| Sequoia \`GET /api/segment/get/{tag}\`, client tokens + rate limit | ${fmt(r.securedSingle.rps)} | ${r.securedSingle.p50ms} | ${r.securedSingle.p99ms} | ${pct(r.securedSingle.rps, r.bareSingleAuth.rps)} | ${(r.securedSingle.p99ms / r.bareSingleAuth.p99ms).toFixed(2)}× |`);
-    console.log(`| bare node:http, 1000 numbers as JSON | ${fmt(r.bareBatch.rps)} (${fmt(r.bareBatch.rps * 1000)} IDs/s) | ${r.bareBatch.p50ms} | ${r.bareBatch.p99ms} | 100% | 1.00× |`);
-    console.log(`| Sequoia \`GET /v1/segment/{tag}?count=1000\` | ${fmt(r.seqBatch.rps)} (${fmt(r.seqBatch.rps * 1000)} IDs/s) | ${r.seqBatch.p50ms} | ${r.seqBatch.p99ms} | ${pct(r.seqBatch.rps, r.bareBatch.rps)} | ${(r.seqBatch.p99ms / r.bareBatch.p99ms).toFixed(2)}× |\n`);
+    console.log(
+      `| Sequoia \`GET /api/segment/get/{tag}\` | ${fmt(r.seqSingle.rps)} | ${r.seqSingle.p50ms} | ${r.seqSingle.p99ms} | ${pct(r.seqSingle.rps, r.bareSingle.rps)} | ${(r.seqSingle.p99ms / r.bareSingle.p99ms).toFixed(2)}× |`,
+    );
+    console.log(
+      `| bare node:http counter, with the client's \`Authorization\` header | ${fmt(r.bareSingleAuth.rps)} | ${r.bareSingleAuth.p50ms} | ${r.bareSingleAuth.p99ms} | 100% | 1.00× |`,
+    );
+    console.log(
+      `| Sequoia \`GET /api/segment/get/{tag}\`, client tokens + rate limit | ${fmt(r.securedSingle.rps)} | ${r.securedSingle.p50ms} | ${r.securedSingle.p99ms} | ${pct(r.securedSingle.rps, r.bareSingleAuth.rps)} | ${(r.securedSingle.p99ms / r.bareSingleAuth.p99ms).toFixed(2)}× |`,
+    );
+    console.log(
+      `| bare node:http, 1000 numbers as JSON | ${fmt(r.bareBatch.rps)} (${fmt(r.bareBatch.rps * 1000)} IDs/s) | ${r.bareBatch.p50ms} | ${r.bareBatch.p99ms} | 100% | 1.00× |`,
+    );
+    console.log(
+      `| Sequoia \`GET /v1/segment/{tag}?count=1000\` | ${fmt(r.seqBatch.rps)} (${fmt(r.seqBatch.rps * 1000)} IDs/s) | ${r.seqBatch.p50ms} | ${r.seqBatch.p99ms} | ${pct(r.seqBatch.rps, r.bareBatch.rps)} | ${(r.seqBatch.p99ms / r.bareBatch.p99ms).toFixed(2)}× |\n`,
+    );
     const pr = (x: { rps: number; p99: number }) => `${pct(x.rps, 1)} of bare, p99 ${x.p99.toFixed(2)}×`;
-    console.log(`Paired per round (each Sequoia run against the bare run just before it, median of the rounds): single ID ${pr(r.paired.single)}; with client tokens + rate limit ${pr(r.paired.secured)}; 1000 per request ${pr(r.paired.batch)}.\n`);
+    console.log(
+      `Paired per round (each Sequoia run against the bare run just before it, median of the rounds): single ID ${pr(r.paired.single)}; with client tokens + rate limit ${pr(r.paired.secured)}; 1000 per request ${pr(r.paired.batch)}.\n`,
+    );
   }
 }
 
@@ -162,11 +192,15 @@ if (want('batches')) {
   if (!haveWrk()) console.log('## Batches next to single IDs\n\nskipped: `wrk` is not installed\n');
   else {
     const rows = await benchBatches({ rounds: Math.min(rounds, 3) });
-    console.log(`## Batches next to single IDs (single-ID p99, wrk -c10, next to 20 connections of load; one process; load average ${loadavg()[0]?.toFixed(1)})\n`);
+    console.log(
+      `## Batches next to single IDs (single-ID p99, wrk -c10, next to 20 connections of load; one process; load average ${loadavg()[0]?.toFixed(1)})\n`,
+    );
     console.log('| server | load next to it | single IDs/s | single p50 ms | single p99 ms | load requests/s |');
     console.log('| --- | --- | ---: | ---: | ---: | ---: |');
     for (const r of rows) {
-      console.log(`| ${r.server} | ${r.load === 'alone' ? 'none' : `20 × \`${r.load}\``} | ${fmt(r.single.rps)} | ${r.single.p50ms.toFixed(2)} | ${r.single.p99ms.toFixed(2)} | ${r.loadRps === undefined ? '–' : fmt(r.loadRps)} |`);
+      console.log(
+        `| ${r.server} | ${r.load === 'alone' ? 'none' : `20 × \`${r.load}\``} | ${fmt(r.single.rps)} | ${r.single.p50ms.toFixed(2)} | ${r.single.p99ms.toFixed(2)} | ${r.loadRps === undefined ? '–' : fmt(r.loadRps)} |`,
+      );
     }
     console.log('');
   }
@@ -178,7 +212,9 @@ if (want('client')) {
   console.log('| what | IDs/s | vs bare counter | vs Redis INCR per ID |');
   console.log('| --- | ---: | ---: | ---: |');
   for (const r of rows) {
-    console.log(`| ${r.name} | ${fmt(r.idsPerSec)} | ${pct(r.vsCounter, 1)} | ${Number.isNaN(r.vsIncr) ? '–' : `${r.vsIncr.toFixed(1)}×`} |`);
+    console.log(
+      `| ${r.name} | ${fmt(r.idsPerSec)} | ${pct(r.vsCounter, 1)} | ${Number.isNaN(r.vsIncr) ? '–' : `${r.vsIncr.toFixed(1)}×`} |`,
+    );
   }
   console.log('');
 }
@@ -191,7 +227,9 @@ if (want('cluster')) {
     console.log('| server | requests/s | p50 ms | p99 ms | vs bare cluster | p99 vs bare |');
     console.log('| --- | ---: | ---: | ---: | ---: | ---: |');
     for (const r of rows) {
-      console.log(`| ${r.name} | ${fmt(r.rps)} | ${r.p50ms} | ${r.p99ms} | ${pct(r.vsBare, 1)} | ${Number.isNaN(r.p99VsBare) ? '–' : `${r.p99VsBare.toFixed(2)}×`} |`);
+      console.log(
+        `| ${r.name} | ${fmt(r.rps)} | ${r.p50ms} | ${r.p99ms} | ${pct(r.vsBare, 1)} | ${Number.isNaN(r.p99VsBare) ? '–' : `${r.p99VsBare.toFixed(2)}×`} |`,
+      );
     }
     console.log('');
   }
@@ -210,10 +248,14 @@ if (want('offloop')) {
   console.log('## SQLite and the state dir off the event loop (issue 28): before / after, wrk -c50\n');
   if ('note' in r) console.log(`${r.note}\n`);
   else {
-    console.log('| build | single ID req/s | p50 ms | p99 ms | segment loads | /v1/uuid with state.db locked: req/s | p99 ms | max ms | errors |');
+    console.log(
+      '| build | single ID req/s | p50 ms | p99 ms | segment loads | /v1/uuid with state.db locked: req/s | p99 ms | max ms | errors |',
+    );
     console.log('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
     for (const x of r) {
-      console.log(`| ${x.build} | ${fmt(x.rps)} | ${x.p50ms} | ${x.p99ms} | ${x.loads} | ${fmt(x.lockedRps)} | ${x.lockedP99ms} | ${x.lockedMaxMs} | ${x.lockedErrors} |`);
+      console.log(
+        `| ${x.build} | ${fmt(x.rps)} | ${x.p50ms} | ${x.p99ms} | ${x.loads} | ${fmt(x.lockedRps)} | ${x.lockedP99ms} | ${x.lockedMaxMs} | ${x.lockedErrors} |`,
+      );
     }
     console.log('');
   }
@@ -221,8 +263,12 @@ if (want('offloop')) {
 
 if (want('audit')) {
   const r = await benchAudit();
-  console.log(`## sequoia audit: ${fmt(r.ids)} shuffled IDs from a file (one duplicate planted), one process (load average ${loadavg()[0]?.toFixed(1)})\n`);
+  console.log(
+    `## sequoia audit: ${fmt(r.ids)} shuffled IDs from a file (one duplicate planted), one process (load average ${loadavg()[0]?.toFixed(1)})\n`,
+  );
   console.log('| IDs | wall s | IDs/s | peak RSS MiB | spilled runs | duplicates found |');
   console.log('| ---: | ---: | ---: | ---: | ---: | ---: |');
-  console.log(`| ${fmt(r.ids)} | ${r.seconds.toFixed(1)} | ${fmt(r.idsPerSecond)} | ${r.peakRssMiB === undefined ? 'n/a' : r.peakRssMiB.toFixed(0)} | ${r.spilledRuns} | ${r.duplicatesFound} |\n`);
+  console.log(
+    `| ${fmt(r.ids)} | ${r.seconds.toFixed(1)} | ${fmt(r.idsPerSecond)} | ${r.peakRssMiB === undefined ? 'n/a' : r.peakRssMiB.toFixed(0)} | ${r.spilledRuns} | ${r.duplicatesFound} |\n`,
+  );
 }

@@ -89,7 +89,9 @@ function candidates(): Candidate[] {
   const sapphire = new SapphireSnowflake(BigInt(TWITTER_EPOCH_MS));
   const nodejs = new NodejsSnowflake.Snowflake({ custom_epoch: TWITTER_EPOCH_MS, instance_id: 1 });
   const flake = new FlakeId({ id: 1, epoch: TWITTER_EPOCH_MS });
-  const SnowflakeId = ((SnowflakeIdPkg as unknown as { default?: unknown }).default ?? SnowflakeIdPkg) as new (o: object) => { generate(): string };
+  const SnowflakeId = ((SnowflakeIdPkg as unknown as { default?: unknown }).default ?? SnowflakeIdPkg) as new (o: object) => {
+    generate(): string;
+  };
   const sid = new SnowflakeId({ mid: 1, offset: 0 });
   const sony = new Sonyflake({ machineId: 1 });
   const simple = (simpleflakes as unknown as { simpleflake: () => bigint }).simpleflake;
@@ -98,9 +100,19 @@ function candidates(): Candidate[] {
     sequoia(getLayout('leaf'), 'Sequoia leaf (41/10/12)'),
     sequoia(getLayout('sonyflake'), 'Sequoia sonyflake (39×10ms/8/16)'),
     sequoia(SEQ22, 'Sequoia 41/22-bit sequence'),
-    { name: '@sapphire/snowflake', capPerSecond: 4_096_000, note: 'increment wraps without waiting for the next ms', next: () => sapphire.generate().toString() },
+    {
+      name: '@sapphire/snowflake',
+      capPerSecond: 4_096_000,
+      note: 'increment wraps without waiting for the next ms',
+      next: () => sapphire.generate().toString(),
+    },
     { name: 'nodejs-snowflake', capPerSecond: 4_096_000, note: '', next: () => nodejs.getUniqueID().toString() },
-    { name: 'flake-idgen', capPerSecond: 4_096_000, note: 'throws when its sequence runs out', next: () => (flake.next() as Buffer).toString('hex') },
+    {
+      name: 'flake-idgen',
+      capPerSecond: 4_096_000,
+      note: 'throws when its sequence runs out',
+      next: () => (flake.next() as Buffer).toString('hex'),
+    },
     { name: 'snowflake-id', capPerSecond: 4_096_000, note: '', next: () => sid.generate() },
     { name: 'sonyflake (package)', capPerSecond: 25_600, note: '', next: () => String(sony.nextId()) },
     { name: 'simpleflakes', capPerSecond: undefined, note: 'random low bits: collisions by chance', next: () => simple().toString() },

@@ -35,7 +35,10 @@ let preload: string | undefined;
 function runOnce(args: readonly string[]): Sample {
   preload ??= (() => {
     const f = join(mkdtempSync(join(tmpdir(), 'sequoia-startup-')), 'cpu-at-exit.cjs');
-    writeFileSync(f, "process.on('exit', () => { const u = process.cpuUsage(); process.stderr.write('\\nCPU_US ' + (u.user + u.system) + '\\n'); });\n");
+    writeFileSync(
+      f,
+      "process.on('exit', () => { const u = process.cpuUsage(); process.stderr.write('\\nCPU_US ' + (u.user + u.system) + '\\n'); });\n",
+    );
     return f;
   })();
   const t0 = performance.now();

@@ -113,7 +113,24 @@ function pgbenchOnce(url: string, sql: string, clients: number, seconds: number,
   const u = new URL(url);
   const out = execFileSync(
     'pgbench',
-    ['-n', '-c', String(clients), '-j', '2', '-T', String(seconds), '-f', file, '-h', u.hostname, '-p', u.port || '5432', '-U', decodeURIComponent(u.username || 'postgres'), u.pathname.slice(1)],
+    [
+      '-n',
+      '-c',
+      String(clients),
+      '-j',
+      '2',
+      '-T',
+      String(seconds),
+      '-f',
+      file,
+      '-h',
+      u.hostname,
+      '-p',
+      u.port || '5432',
+      '-U',
+      decodeURIComponent(u.username || 'postgres'),
+      u.pathname.slice(1),
+    ],
     { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, PGPASSWORD: decodeURIComponent(u.password) } },
   );
   return Number(/tps = ([\d.]+)/.exec(out)?.[1]);
@@ -130,7 +147,9 @@ function kinds(clients: number): Kind[] {
         const db = new Database(path);
         db.pragma('journal_mode = WAL');
         db.pragma('synchronous = FULL');
-        db.exec('CREATE TABLE IF NOT EXISTS counter (id INTEGER PRIMARY KEY, v INTEGER NOT NULL); INSERT OR IGNORE INTO counter VALUES (1, 0)');
+        db.exec(
+          'CREATE TABLE IF NOT EXISTS counter (id INTEGER PRIMARY KEY, v INTEGER NOT NULL); INSERT OR IGNORE INTO counter VALUES (1, 0)',
+        );
         const upd = db.prepare('UPDATE counter SET v = v + 1 WHERE id = 1 RETURNING v');
         return {
           url: `sqlite:${join(dir, 'strict.db')}`,
@@ -163,7 +182,9 @@ function kinds(clients: number): Kind[] {
       async setup(dir, id) {
         const table = `sq_strict_${id}`;
         const admin = new pg.Pool({ connectionString: BENCH_POSTGRES_URL, max: 1, connectionTimeoutMillis: 3000 });
-        await admin.query(`CREATE SEQUENCE ${table}_seq; CREATE TABLE ${table}_counter (id int PRIMARY KEY, v bigint NOT NULL); INSERT INTO ${table}_counter VALUES (1, 0)`);
+        await admin.query(
+          `CREATE SEQUENCE ${table}_seq; CREATE TABLE ${table}_counter (id int PRIMARY KEY, v bigint NOT NULL); INSERT INTO ${table}_counter VALUES (1, 0)`,
+        );
         const nextval = `SELECT nextval('${table}_seq')`;
         const update = `UPDATE ${table}_counter SET v = v + 1 WHERE id = 1 RETURNING v`;
         // 50 connections opened for the run and closed after it: PostgreSQL's connection limit is shared with pgbench and the server.
@@ -184,7 +205,10 @@ function kinds(clients: number): Kind[] {
         if (havePgbench()) {
           primitives.push(
             { name: '`nextval()`, pgbench -c 50 -j 2', run: async (s) => pgbench(BENCH_POSTGRES_URL, nextval, clients, s, dir) },
-            { name: 'single-row `UPDATE … RETURNING`, pgbench -c 50 -j 2', run: async (s) => pgbench(BENCH_POSTGRES_URL, update, clients, s, dir) },
+            {
+              name: 'single-row `UPDATE … RETURNING`, pgbench -c 50 -j 2',
+              run: async (s) => pgbench(BENCH_POSTGRES_URL, update, clients, s, dir),
+            },
           );
         }
         const u = new URL(BENCH_POSTGRES_URL);
@@ -194,7 +218,9 @@ function kinds(clients: number): Kind[] {
           serveArgs: [],
           primitives,
           drop: async () => {
-            await admin.query(`DROP SEQUENCE IF EXISTS ${table}_seq; DROP TABLE IF EXISTS ${table}_counter; DROP TABLE IF EXISTS ${table}`).catch(() => {});
+            await admin
+              .query(`DROP SEQUENCE IF EXISTS ${table}_seq; DROP TABLE IF EXISTS ${table}_counter; DROP TABLE IF EXISTS ${table}`)
+              .catch(() => {});
             await admin.query('DELETE FROM sequoia_schema WHERE component = $1', [table]).catch(() => {});
             await admin.end();
           },
@@ -216,10 +242,16 @@ function kinds(clients: number): Kind[] {
           url: u.toString(),
           serveArgs: [],
           primitives: [
-            { name: 'AUTO_INCREMENT insert, `mysql2`, 50 connections', run: (s) => loops(clients, s, (c) => (conns[c] as mysql.PoolConnection).query(`INSERT INTO ${table}_ai () VALUES ()`)) },
+            {
+              name: 'AUTO_INCREMENT insert, `mysql2`, 50 connections',
+              run: (s) => loops(clients, s, (c) => (conns[c] as mysql.PoolConnection).query(`INSERT INTO ${table}_ai () VALUES ()`)),
+            },
             {
               name: 'single-row `UPDATE … v = LAST_INSERT_ID(v + 1)` (Flickr), 50 connections',
-              run: (s) => loops(clients, s, (c) => (conns[c] as mysql.PoolConnection).query(`UPDATE ${table}_counter SET v = LAST_INSERT_ID(v + 1) WHERE id = 1`)),
+              run: (s) =>
+                loops(clients, s, (c) =>
+                  (conns[c] as mysql.PoolConnection).query(`UPDATE ${table}_counter SET v = LAST_INSERT_ID(v + 1) WHERE id = 1`),
+                ),
             },
           ],
           drop: async () => {
@@ -244,7 +276,9 @@ function kinds(clients: number): Kind[] {
           url: u.toString(),
           // Redis holds no leases: a static worker id (the bench serves no snowflakes).
           serveArgs: ['--worker-id-provider', 'static:1'],
-          primitives: [{ name: '`INCR`, `ioredis`, 50 connections', run: (s) => loops(clients, s, (c) => (conns[c] as Redis).incr(`${ns}:counter`)) }],
+          primitives: [
+            { name: '`INCR`, `ioredis`, 50 connections', run: (s) => loops(clients, s, (c) => (conns[c] as Redis).incr(`${ns}:counter`)) },
+          ],
           drop: async () => {
             const r = conns[0] as Redis;
             const keys = await r.keys(`${ns}:*`);
@@ -292,12 +326,32 @@ export async function benchStrict(opts: StrictBenchOptions): Promise<StrictBench
       execFileSync(process.execPath, [cli, 'tag', 'create', 'strict', '--step', '1', ...store], { stdio: 'pipe' });
       execFileSync(process.execPath, [cli, 'tag', 'create', 'seg', '--step', '100000', ...store], { stdio: 'pipe' });
       const serve = (entry: string, state: string) =>
-        startChild([entry, 'serve', '--port', '0', '--workers', '1', ...store, '--state-dir', join(dir, state), '--strict-tags', 'strict', '--log-level', 'info', ...set!.serveArgs]);
+        startChild([
+          entry,
+          'serve',
+          '--port',
+          '0',
+          '--workers',
+          '1',
+          ...store,
+          '--state-dir',
+          join(dir, state),
+          '--strict-tags',
+          'strict',
+          '--log-level',
+          'info',
+          ...set!.serveArgs,
+        ]);
       const seq = await serve(cli, 'state');
       children.push(seq);
       const old = before ? await serve(before, 'state-before') : undefined;
       if (old) children.push(old);
-      const res = { strict: [] as WrkResult[], before: [] as WrkResult[], segment: [] as WrkResult[], prim: set.primitives.map(() => [] as number[]) };
+      const res = {
+        strict: [] as WrkResult[],
+        before: [] as WrkResult[],
+        segment: [] as WrkResult[],
+        prim: set.primitives.map(() => [] as number[]),
+      };
       // warm-up
       wrk(`${seq.url}/api/segment/get/strict`, clients, 1);
       wrk(`${seq.url}/api/segment/get/seg`, clients, 1);
@@ -308,7 +362,9 @@ export async function benchStrict(opts: StrictBenchOptions): Promise<StrictBench
         for (const [i, p] of set.primitives.entries()) res.prim[i]?.push(await p.run(seconds));
       }
       const med = (xs: WrkResult[]): WrkResult | undefined =>
-        xs.length === 0 ? undefined : { rps: median(xs.map((x) => x.rps)), p50ms: median(xs.map((x) => x.p50ms)), p99ms: median(xs.map((x) => x.p99ms)) };
+        xs.length === 0
+          ? undefined
+          : { rps: median(xs.map((x) => x.rps)), p50ms: median(xs.map((x) => x.p50ms)), p99ms: median(xs.map((x) => x.p99ms)) };
       rows.push({
         store: kind.name,
         strict: med(res.strict),

@@ -67,14 +67,16 @@ export function steps(block: string): Step[] {
 
 /** What differs from run to run. */
 export function normalize(text: string): string {
-  return text
-    .replace(/\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z/g, '<TIME>')
-    // A tag's generation is random per creation.
-    .replace(/"generation":"\d+"/g, '"generation":"<GENERATION>"')
-    .split('\n')
-    .map((l) => l.trimEnd())
-    .join('\n')
-    .trim();
+  return (
+    text
+      .replace(/\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z/g, '<TIME>')
+      // A tag's generation is random per creation.
+      .replace(/"generation":"\d+"/g, '"generation":"<GENERATION>"')
+      .split('\n')
+      .map((l) => l.trimEnd())
+      .join('\n')
+      .trim()
+  );
 }
 
 const MARK = '@@docs-test-step@@';
@@ -134,7 +136,12 @@ async function run(list: Step[]): Promise<{ outputs: string[]; statuses: number[
   }
 }
 
-const pages = ['README.md', ...readdirSync(join(ROOT, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)];
+const pages = [
+  'README.md',
+  ...readdirSync(join(ROOT, 'docs'))
+    .filter((f) => f.endsWith('.md'))
+    .map((f) => `docs/${f}`),
+];
 const blocks = pages.flatMap((page) => consoleBlocks(readFileSync(join(ROOT, page), 'utf8')).map((b) => ({ page, ...b })));
 
 describe('docs examples', () => {
@@ -152,7 +159,8 @@ describe('docs examples', () => {
     expect(outputs.length).toBe(list.length);
     list.forEach((s, i) => {
       // the page shows no output for it: it must succeed
-      if (s.expected.every((l) => l.trim() === '')) return expect(statuses[i], `${b.page}:${b.line}: $ ${s.command}\n${outputs[i]}`).toBe(0);
+      if (s.expected.every((l) => l.trim() === ''))
+        return expect(statuses[i], `${b.page}:${b.line}: $ ${s.command}\n${outputs[i]}`).toBe(0);
       expect(normalize(outputs[i]!), `${b.page}:${b.line}: $ ${s.command}`).toBe(normalize(s.expected.join('\n')));
     });
   });
@@ -160,7 +168,7 @@ describe('docs examples', () => {
 
 describe('the runner itself', () => {
   it('parses commands, continuations and outputs, and normalizes times', () => {
-    const s = steps("$ echo a \\\n  b\na b\n$ true\n$ date\n2026-01-01T00:00:00.000Z");
+    const s = steps('$ echo a \\\n  b\na b\n$ true\n$ date\n2026-01-01T00:00:00.000Z');
     expect(s).toEqual([
       { command: 'echo a \\\n  b', expected: ['a b'] },
       { command: 'true', expected: [] },

@@ -77,13 +77,24 @@ describe('README', () => {
 function anchors(markdown: string): Set<string> {
   const out = new Set<string>();
   for (const m of markdown.matchAll(/^#{1,6} (.+)$/gm)) {
-    out.add(m[1]!.trim().toLowerCase().replace(/[^\w\- ]/g, '').replace(/ /g, '-'));
+    out.add(
+      m[1]!
+        .trim()
+        .toLowerCase()
+        .replace(/[^\w\- ]/g, '')
+        .replace(/ /g, '-'),
+    );
   }
   return out;
 }
 
 describe('links between pages', () => {
-  const files = ['README.md', ...readdirSync(join(root, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)];
+  const files = [
+    'README.md',
+    ...readdirSync(join(root, 'docs'))
+      .filter((f) => f.endsWith('.md'))
+      .map((f) => `docs/${f}`),
+  ];
   it.each(files.map((f) => [f]))('%s links only to files and headings that exist', (file) => {
     const text = read(file);
     const broken: string[] = [];

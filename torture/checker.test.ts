@@ -10,11 +10,24 @@ let t = 0;
 /** A successful segment answer; times advance by 10 ms per record unless given. */
 function seg(ids: (number | string)[], o: Partial<RequestRecord> = {}): RequestRecord {
   t += 10;
-  return { client: 'c', server: 'S', pid: 1, start: t, end: t + 1, route: 'v1-segment', generator: 'segment', key: 'order', asked: ids.length, ids: ids.map(String), ...o };
+  return {
+    client: 'c',
+    server: 'S',
+    pid: 1,
+    start: t,
+    end: t + 1,
+    route: 'v1-segment',
+    generator: 'segment',
+    key: 'order',
+    asked: ids.length,
+    ids: ids.map(String),
+    ...o,
+  };
 }
 
 const TWITTER: SnowflakeLayoutSpec = { epochMs: 1288834974657, unitMs: 1, timeBits: 41, nodeBits: 10, seqBits: 12 };
-const flake = (ms: number, node: number, seq: number): string => ((BigInt(ms - TWITTER.epochMs) << 22n) | (BigInt(node) << 12n) | BigInt(seq)).toString();
+const flake = (ms: number, node: number, seq: number): string =>
+  ((BigInt(ms - TWITTER.epochMs) << 22n) | (BigInt(node) << 12n) | BigInt(seq)).toString();
 
 describe('check', () => {
   it('passes a clean log and counts what it checked', () => {
@@ -30,7 +43,12 @@ describe('check', () => {
     const r = check([seg([1, 2, 3], { client: 'a', server: 'S0', pid: 10 }), seg([3], { client: 'b', server: 'S1', pid: 20 })]);
     expect(r.ok).toBe(false);
     expect(r.counts.repeats).toBe(1);
-    expect(r.repeats[0]).toMatchObject({ key: 'segment:order', id: '3', first: { client: 'a', server: 'S0', pid: 10 }, second: { client: 'b', server: 'S1', pid: 20 } });
+    expect(r.repeats[0]).toMatchObject({
+      key: 'segment:order',
+      id: '3',
+      first: { client: 'a', server: 'S0', pid: 10 },
+      second: { client: 'b', server: 'S1', pid: 20 },
+    });
   });
 
   it('keeps namespaces apart: the same number in two tags or in a tag and a layout is no repeat', () => {
@@ -57,7 +75,10 @@ describe('check', () => {
       keys: { 'snowflake:twitter': { layout: { ...TWITTER, nodes: [3] }, order: 'none' } },
       window: { from: now - 1000, to: now + 1000, slackMs: 3_600_000 },
     });
-    expect(r.outside.map((f) => f.detail)).toEqual([expect.stringMatching(/^node 4 is none/), expect.stringMatching(/^time .* outside the run/)]);
+    expect(r.outside.map((f) => f.detail)).toEqual([
+      expect.stringMatching(/^node 4 is none/),
+      expect.stringMatching(/^time .* outside the run/),
+    ]);
   });
 
   it('holds each process to increasing IDs: a later answer below an earlier one breaks the promise', () => {

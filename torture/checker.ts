@@ -126,7 +126,17 @@ function checkOrder(key: string, spans: Span[], out: Finding[], counter: { n: nu
       j++;
     }
     if (best !== undefined && s.lo <= best.hi) {
-      push(out, { key, id: s.lo.toString(), detail: `answer starting at ${s.lo} came after an answer that reached ${best.hi}`, first: holder(best.r), second: holder(s.r) }, counter);
+      push(
+        out,
+        {
+          key,
+          id: s.lo.toString(),
+          detail: `answer starting at ${s.lo} came after an answer that reached ${best.hi}`,
+          first: holder(best.r),
+          second: holder(s.r),
+        },
+        counter,
+      );
     }
   }
 }
@@ -194,7 +204,10 @@ export function check(records: readonly RequestRecord[], spec: CheckSpec = {}): 
     spansByKey.set(ns, spanList);
     if (r.generator === 'segment') {
       const g = segmentRange.get(ns);
-      segmentRange.set(ns, g === undefined ? { lo, hi, n: ids.length } : { lo: lo < g.lo ? lo : g.lo, hi: hi > g.hi ? hi : g.hi, n: g.n + ids.length });
+      segmentRange.set(
+        ns,
+        g === undefined ? { lo, hi, n: ids.length } : { lo: lo < g.lo ? lo : g.lo, hi: hi > g.hi ? hi : g.hi, n: g.n + ids.length },
+      );
     }
   }
 
@@ -203,7 +216,12 @@ export function check(records: readonly RequestRecord[], spec: CheckSpec = {}): 
     if (order === 'none') continue;
     if (order === 'global') {
       // Answers without a pid came through a client's buffer (the SDK), which keeps no global order.
-      checkOrder(ns, spans.filter((s) => s.r.pid !== undefined), orderBroken, counts.order);
+      checkOrder(
+        ns,
+        spans.filter((s) => s.r.pid !== undefined),
+        orderBroken,
+        counts.order,
+      );
       continue;
     }
     const byProcess = new Map<string, Span[]>();
@@ -243,7 +261,6 @@ export function check(records: readonly RequestRecord[], spec: CheckSpec = {}): 
   };
 }
 
-
 function outsideReason(v: bigint, ks: KeySpec, r: RequestRecord, spec: CheckSpec): string | undefined {
   if (v < 0n || v > MAX_I63) return 'outside a signed 64-bit integer';
   if (ks.min !== undefined && v < ks.min) return `below the key's first ID ${ks.min}`;
@@ -264,4 +281,3 @@ function outsideReason(v: bigint, ks: KeySpec, r: RequestRecord, spec: CheckSpec
   }
   return undefined;
 }
-

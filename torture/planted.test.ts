@@ -33,13 +33,22 @@ function plant(name: string, file: string, pattern: RegExp, replacement: string)
   return dist;
 }
 
-function torture(dist: string, scenario: string, out: string, env: NodeJS.ProcessEnv = {}): Promise<{ status: number | null; output: string }> {
+function torture(
+  dist: string,
+  scenario: string,
+  out: string,
+  env: NodeJS.ProcessEnv = {},
+): Promise<{ status: number | null; output: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [join(ROOT, 'dist-torture', 'torture', 'run.js'), '--short', '--only', scenario, '--seed', '12', '--dist', dist, '--out', out], {
-      cwd: ROOT,
-      env: { ...process.env, ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const child = spawn(
+      process.execPath,
+      [join(ROOT, 'dist-torture', 'torture', 'run.js'), '--short', '--only', scenario, '--seed', '12', '--dist', dist, '--out', out],
+      {
+        cwd: ROOT,
+        env: { ...process.env, ...env },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
     let output = '';
     child.stdout.on('data', (d: Buffer) => (output += d.toString()));
     child.stderr.on('data', (d: Buffer) => (output += d.toString()));
@@ -51,7 +60,10 @@ describe('the torture harness catches planted bugs', () => {
   beforeAll(() => {
     if (!existsSync(join(ROOT, 'dist', 'cli', 'main.js'))) throw new Error('dist/ is missing: run `npm run build` first (npm test does)');
     mkdirSync(WORK, { recursive: true });
-    execFileSync(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(ROOT, 'tsconfig.torture.json')], { cwd: ROOT, stdio: 'inherit' });
+    execFileSync(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(ROOT, 'tsconfig.torture.json')], {
+      cwd: ROOT,
+      stdio: 'inherit',
+    });
   }, 120_000);
 
   afterAll(() => rmSync(WORK, { recursive: true, force: true }));
@@ -94,7 +106,11 @@ describe('the torture harness catches planted bugs', () => {
     return report;
   };
 
-  it('libfaketime missing: the clock scenario fails, naming the fault', clockScenario('/nonexistent/libfaketimeMT.so.1', 'no-faketime'), 60_000);
+  it(
+    'libfaketime missing: the clock scenario fails, naming the fault',
+    clockScenario('/nonexistent/libfaketimeMT.so.1', 'no-faketime'),
+    60_000,
+  );
 
   it('a preload the loader refuses: the clock scenario fails, naming the fault', clockScenario('/etc/hostname', 'bad-preload'), 60_000);
 
@@ -107,7 +123,10 @@ describe('the torture harness catches planted bugs', () => {
     const dir = join(WORK, 'watchdog');
     mkdirSync(dir, { recursive: true });
     const script = join(dir, 'spin.mjs');
-    writeFileSync(script, `import { Watchdog } from ${JSON.stringify(join(ROOT, 'dist-torture', 'torture', 'watchdog.js'))};\nnew Watchdog().arm(300, 'test deadline');\nfor (;;) {}\n`);
+    writeFileSync(
+      script,
+      `import { Watchdog } from ${JSON.stringify(join(ROOT, 'dist-torture', 'torture', 'watchdog.js'))};\nnew Watchdog().arm(300, 'test deadline');\nfor (;;) {}\n`,
+    );
     const t0 = Date.now();
     const r = await new Promise<{ code: number | null; signal: string | null; stderr: string }>((resolve) => {
       const child = spawn(process.execPath, [script], { stdio: ['ignore', 'ignore', 'pipe'] });

@@ -57,7 +57,9 @@ export class Recorder {
 /** Every record of every client log in `dir`. */
 export function readLog(dir: string): RequestRecord[] {
   const out: RequestRecord[] = [];
-  for (const f of readdirSync(dir).filter((n) => n.endsWith('.jsonl')).sort()) {
+  for (const f of readdirSync(dir)
+    .filter((n) => n.endsWith('.jsonl'))
+    .sort()) {
     for (const line of readFileSync(join(dir, f), 'utf8').split('\n')) if (line !== '') out.push(JSON.parse(line) as RequestRecord);
   }
   return out;

@@ -15,7 +15,9 @@ describe('a scenario is a pass only with evidence', () => {
   });
 
   it('a fault never seen in effect: fails, even with IDs', () => {
-    expect(emptyEvidence(5000, undefined, ['the clock fault (A.faketime) was never seen in effect'])).toMatch(/fault did not take effect: the clock fault/);
+    expect(emptyEvidence(5000, undefined, ['the clock fault (A.faketime) was never seen in effect'])).toMatch(
+      /fault did not take effect: the clock fault/,
+    );
   });
 
   it('IDs checked and every fault seen: no failure', () => {

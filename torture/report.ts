@@ -63,13 +63,19 @@ export function summarize(set: string, seed: number, commit: string, scenarios: 
 }
 
 const codes = (e: Record<string, number>): string =>
-  Object.keys(e).length === 0 ? '–' : Object.entries(e).sort((a, b) => b[1] - a[1]).map(([c, n]) => `${c} ${n}`).join(', ');
+  Object.keys(e).length === 0
+    ? '–'
+    : Object.entries(e)
+        .sort((a, b) => b[1] - a[1])
+        .map(([c, n]) => `${c} ${n}`)
+        .join(', ');
 
 function findingLines(title: string, list: readonly Finding[], count: number): string[] {
   if (count === 0) return [];
   const out = [`- **${title}: ${count}**${count > list.length ? ` (first ${list.length} shown)` : ''}`];
   for (const f of list) {
-    const h = (x: Finding['first']) => (x === undefined ? '' : `${x.client}→${x.server}${x.pid === undefined ? '' : `/pid ${x.pid}`} @${new Date(x.start).toISOString()}`);
+    const h = (x: Finding['first']) =>
+      x === undefined ? '' : `${x.client}→${x.server}${x.pid === undefined ? '' : `/pid ${x.pid}`} @${new Date(x.start).toISOString()}`;
     out.push(`  - \`${f.key}\` ${f.id}: ${f.detail}${f.first ? `; first ${h(f.first)}` : ''}${f.second ? `; then ${h(f.second)}` : ''}`);
   }
   return out;

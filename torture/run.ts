@@ -57,12 +57,22 @@ function main(): Promise<number> | number {
     console.log(`torture: ${setName} set, ${set.length} scenarios, seed ${seed}`);
     const watchdog = new Watchdog();
     onTargets((t) => watchdog.watch(t));
-    const report = await runSet(set, setName, { dist: resolve(values.dist), seed, long: !values.short, workDir: join(out, 'work'), keep: values.keep, log: (l) => console.log(l), watchdog });
+    const report = await runSet(set, setName, {
+      dist: resolve(values.dist),
+      seed,
+      long: !values.short,
+      workDir: join(out, 'work'),
+      keep: values.keep,
+      log: (l) => console.log(l),
+      watchdog,
+    });
     watchdog.arm(EXIT_GRACE_MS, `the run had not exited ${EXIT_GRACE_MS / 1000} s after its last scenario`);
     mkdirSync(out, { recursive: true });
     writeFileSync(join(out, 'report.md'), toMarkdown(report));
     writeFileSync(join(out, 'report.json'), toJson(report));
-    console.log(`torture: ${report.ok ? 'PASS' : 'FAIL'}: ${report.idsChecked} IDs checked, ${report.repeats} repeats; report in ${join(out, 'report.md')}`);
+    console.log(
+      `torture: ${report.ok ? 'PASS' : 'FAIL'}: ${report.idsChecked} IDs checked, ${report.repeats} repeats; report in ${join(out, 'report.md')}`,
+    );
     return report.ok ? 0 : 1;
   })();
 }

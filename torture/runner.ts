@@ -57,9 +57,20 @@ export async function runScenario(s: Scenario, o: RunOptions, seed: number): Pro
   // Time fields may sit up to the largest clock jump away from the harness's clock.
   const result = check(records, { window: { from: t0, to: t1, slackMs: 2 * 3600_000 }, ...spec });
   failure ??= emptyEvidence(result.idsChecked, spec.refused, ctx.faultsNotSeen());
-  const report: ScenarioReport = { name: s.name, about: s.about, seed, seconds: Math.round((t1 - t0) / 100) / 10, failure, notes: ctx.notes, refused: spec.refused, result };
+  const report: ScenarioReport = {
+    name: s.name,
+    about: s.about,
+    seed,
+    seconds: Math.round((t1 - t0) / 100) / 10,
+    failure,
+    notes: ctx.notes,
+    refused: spec.refused,
+    result,
+  };
   const ok = failure === undefined && result.ok;
-  o.log?.(`${outcome(report)} ${s.name}: ${result.idsChecked} IDs, ${result.counts.repeats} repeats, availability ${result.availability}% (${report.seconds} s)${failure ? `: ${failure.split('\n')[0]}` : ''}`);
+  o.log?.(
+    `${outcome(report)} ${s.name}: ${result.idsChecked} IDs, ${result.counts.repeats} repeats, availability ${result.availability}% (${report.seconds} s)${failure ? `: ${failure.split('\n')[0]}` : ''}`,
+  );
   if (ok && !o.keep) rmSync(dir, { recursive: true, force: true });
   else o.log?.(`  kept ${dir}`);
   return report;
@@ -68,7 +79,7 @@ export async function runScenario(s: Scenario, o: RunOptions, seed: number): Pro
 /** A scenario's seed from the run's seed and its name: the same with --only as in the whole set. */
 export function scenarioSeed(seed: number, name: string): number {
   let h = seed >>> 0;
-  for (const c of name) h = (Math.imul(h ^ c.charCodeAt(0), 0x01000193) >>> 0);
+  for (const c of name) h = Math.imul(h ^ c.charCodeAt(0), 0x01000193) >>> 0;
   return h;
 }
 

@@ -57,7 +57,9 @@ export async function withLeaseLedger<T>(store: string | undefined, fn: (ledger:
   try {
     const leases = backend.leases();
     if (!leases) {
-      throw new InvalidArgumentError(`--store: ${JSON.stringify(redactStoreUrl(config.store))} keeps no worker-id leases (the lease ledger is on sqlite, postgres or mysql stores)`);
+      throw new InvalidArgumentError(
+        `--store: ${JSON.stringify(redactStoreUrl(config.store))} keeps no worker-id leases (the lease ledger is on sqlite, postgres or mysql stores)`,
+      );
     }
     try {
       await leases.init();

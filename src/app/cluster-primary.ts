@@ -120,7 +120,14 @@ function onReady(p: Primary, i: number, m: Extract<WorkerMessage, { type: 'ready
     p.started = true;
     const { config } = p;
     p.logger.info(
-      { url: p.url, workers: p.slots.length, workerPids: p.slots.map((s) => s.worker?.process.pid), store: redactStoreUrl(config.store), stateDir: config.stateDir, version: VERSION },
+      {
+        url: p.url,
+        workers: p.slots.length,
+        workerPids: p.slots.map((s) => s.worker?.process.pid),
+        store: redactStoreUrl(config.store),
+        stateDir: config.stateDir,
+        version: VERSION,
+      },
       'listening',
     );
     p.onStarted();
@@ -170,11 +177,14 @@ function shutdown(p: Primary, signal: string): void {
   logger.info({ signal, workers: p.slots.length }, 'shutting down');
   stopAll(p.slots, 'SIGTERM');
   let clean = true;
-  const killer = setTimeout(() => {
-    clean = false;
-    logger.warn({ timeoutMs: config.drainDelayMs + config.shutdownTimeoutMs + 5000 }, 'workers did not stop in time; killing them');
-    stopAll(p.slots, 'SIGKILL');
-  }, config.drainDelayMs + config.shutdownTimeoutMs + 5000);
+  const killer = setTimeout(
+    () => {
+      clean = false;
+      logger.warn({ timeoutMs: config.drainDelayMs + config.shutdownTimeoutMs + 5000 }, 'workers did not stop in time; killing them');
+      stopAll(p.slots, 'SIGKILL');
+    },
+    config.drainDelayMs + config.shutdownTimeoutMs + 5000,
+  );
   killer.unref();
   void exitCodesClean(p.slots).then((allClean) => {
     clearTimeout(killer);
@@ -186,7 +196,11 @@ function shutdown(p: Primary, signal: string): void {
 /** Resolves once every live worker has exited: whether each exited 0. */
 async function exitCodesClean(slots: readonly Slot[]): Promise<boolean> {
   const codes = await Promise.all(
-    slots.map((s) => (s.worker === undefined || s.worker.isDead() ? Promise.resolve(0) : new Promise<number | null>((r) => s.worker!.once('exit', (code: number | null) => r(code))))),
+    slots.map((s) =>
+      s.worker === undefined || s.worker.isDead()
+        ? Promise.resolve(0)
+        : new Promise<number | null>((r) => s.worker!.once('exit', (code: number | null) => r(code))),
+    ),
   );
   return codes.every((c) => c === 0);
 }

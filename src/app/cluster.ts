@@ -43,9 +43,7 @@ import type { ServeConfig } from './config.js';
 import { runPrimary } from './cluster-primary.js';
 
 /** Messages between primary and workers. */
-export type WorkerMessage =
-  | { readonly type: 'need-config' }
-  | { readonly type: 'ready'; readonly url: string; readonly pid: number };
+export type WorkerMessage = { readonly type: 'need-config' } | { readonly type: 'ready'; readonly url: string; readonly pid: number };
 export type PrimaryMessage = { readonly type: 'config'; readonly config: ServeConfig };
 
 export function workerCount(config: Pick<ServeConfig, 'workers'>): number {

@@ -21,7 +21,8 @@ export async function readColumnMax(url: string, table: string, column: string):
   } else if (scheme === 'mysql') {
     reader = new (await import('../adapters/mysql/mysql-column-max.js')).MysqlColumnMax(url);
   }
-  if (!reader) throw new InvalidArgumentError(`--above: unsupported URL ${JSON.stringify(redactStoreUrl(url))} (use postgres://… or mysql://…)`);
+  if (!reader)
+    throw new InvalidArgumentError(`--above: unsupported URL ${JSON.stringify(redactStoreUrl(url))} (use postgres://… or mysql://…)`);
   try {
     return { max: await reader.readMax(table, column), where: reader.target ?? redactStoreUrl(url) };
   } finally {

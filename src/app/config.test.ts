@@ -6,7 +6,13 @@ import { ConfigError, resolveConfig } from './config.js';
 
 describe('resolveConfig', () => {
   it('uses defaults', () => {
-    expect(resolveConfig({}, {}, undefined)).toMatchObject({ host: '127.0.0.1', port: 8080, store: 'sqlite:./data/sequoia.db', stateDir: './data', maxStep: 1_000_000 });
+    expect(resolveConfig({}, {}, undefined)).toMatchObject({
+      host: '127.0.0.1',
+      port: 8080,
+      store: 'sqlite:./data/sequoia.db',
+      stateDir: './data',
+      maxStep: 1_000_000,
+    });
   });
 
   it('flags beat env beat file beat defaults', () => {
@@ -36,10 +42,18 @@ describe('resolveConfig', () => {
   });
 
   it('validates named business-number formats and never echoes them (they hold keys)', () => {
-    const ok = resolveConfig({}, { SEQUOIA_FORMATS: JSON.stringify({ order: { kind: 'permuted-base32', bits: 60, key: 'k'.repeat(20) } }) }, undefined);
+    const ok = resolveConfig(
+      {},
+      { SEQUOIA_FORMATS: JSON.stringify({ order: { kind: 'permuted-base32', bits: 60, key: 'k'.repeat(20) } }) },
+      undefined,
+    );
     expect(ok.formats?.order).toMatchObject({ kind: 'permuted-base32', bits: 60 });
     try {
-      resolveConfig({ formats: JSON.stringify({ order: { kind: 'permuted-base32', bits: 99, key: 'secret-key-1234567890' } }) }, {}, undefined);
+      resolveConfig(
+        { formats: JSON.stringify({ order: { kind: 'permuted-base32', bits: 99, key: 'secret-key-1234567890' } }) },
+        {},
+        undefined,
+      );
       expect.unreachable();
     } catch (e) {
       const msg = (e as ConfigError).problems.join('\n');
@@ -64,7 +78,9 @@ describe('resolveConfig', () => {
       return '';
     };
     expect(bad({ adminTokenFile: join(dir, 'missing') })).toMatch(/adminTokenFile: cannot read/);
-    expect(bad({ clientTokens: '[{"token":"short","tags":["a"]}]' })).toMatch(/clientTokens \(from --client-tokens\): each token must be at least 16/);
+    expect(bad({ clientTokens: '[{"token":"short","tags":["a"]}]' })).toMatch(
+      /clientTokens \(from --client-tokens\): each token must be at least 16/,
+    );
     expect(bad({ clientTokens: '[{"token":"short","tags":["a"]}]' })).not.toMatch(/"short"/);
     expect(bad({ rateLimit: '-3' })).toMatch(/rateLimit/);
   });
@@ -78,16 +94,27 @@ describe('resolveConfig', () => {
       }
       return '';
     };
-    const c = resolveConfig({}, { SEQUOIA_METRICS_TOKEN: 'scrape-token-0123456789', SEQUOIA_TRUSTED_PROXIES: '10.0.0.0/8, loopback' }, undefined);
+    const c = resolveConfig(
+      {},
+      { SEQUOIA_METRICS_TOKEN: 'scrape-token-0123456789', SEQUOIA_TRUSTED_PROXIES: '10.0.0.0/8, loopback' },
+      undefined,
+    );
     expect(c.metricsToken).toBe('scrape-token-0123456789');
     expect(c.trustedProxies).toEqual(['10.0.0.0/8', 'loopback']);
     expect(bad({ metricsToken: 'short' })).toMatch(/metricsToken \(from --metrics-token\): must be at least 16/);
     expect(bad({ metricsToken: 'short' })).not.toMatch(/short"/);
     expect(bad({}, { SEQUOIA_TRUSTED_PROXIES: '10.0.0.0/99' })).toMatch(/trustedProxies \(from SEQUOIA_TRUSTED_PROXIES\): /);
-    const two = (a: string, b: string) => JSON.stringify([{ token: 'aaaa-token-0123456789', tags: ['*'], name: a }, { token: 'bbbb-token-0123456789', tags: ['*'], name: b }]);
+    const two = (a: string, b: string) =>
+      JSON.stringify([
+        { token: 'aaaa-token-0123456789', tags: ['*'], name: a },
+        { token: 'bbbb-token-0123456789', tags: ['*'], name: b },
+      ]);
     expect(bad({ clientTokens: two('orders', 'orders') })).toMatch(/clientTokens .*two tokens share the name orders/);
     expect(bad({ clientTokens: two('bad name', 'x') })).toMatch(/clientTokens .*names are 1-64/);
-    expect(resolveConfig({ clientTokens: two('orders', 'billing') }, {}, undefined).clientTokens?.map((t) => t.name)).toEqual(['orders', 'billing']);
+    expect(resolveConfig({ clientTokens: two('orders', 'billing') }, {}, undefined).clientTokens?.map((t) => t.name)).toEqual([
+      'orders',
+      'billing',
+    ]);
   });
 
   it('checks the rules across fields before any file is read, each problem naming the field to change', () => {
@@ -102,14 +129,25 @@ describe('resolveConfig', () => {
       return [];
     };
     // A missing file is not read while a rule across fields fails: the rule is the one problem.
-    expect(problems({ adminToken: 'admin-token-1', adminTokenFile: missing })).toEqual(['adminTokenFile: give either adminToken or adminTokenFile, not both']);
-    expect(problems({ clientTokens: '[{"token":"client-token-0123456789","tags":["a"]}]', clientTokensFile: missing })).toEqual(['clientTokensFile: give either clientTokens or clientTokensFile, not both']);
+    expect(problems({ adminToken: 'admin-token-1', adminTokenFile: missing })).toEqual([
+      'adminTokenFile: give either adminToken or adminTokenFile, not both',
+    ]);
+    expect(problems({ clientTokens: '[{"token":"client-token-0123456789","tags":["a"]}]', clientTokensFile: missing })).toEqual([
+      'clientTokensFile: give either clientTokens or clientTokensFile, not both',
+    ]);
     expect(problems({ tlsCert: missing })).toEqual(['tlsKey: tlsCert is set: give the key too (both or neither)']);
     expect(problems({ tlsKey: missing })).toEqual(['tlsCert: tlsKey is set: give the certificate too (both or neither)']);
     // Several at once, each named.
-    expect(problems({ tlsCert: missing, adminToken: 'admin-token-1', adminTokenFile: missing, snowflakeLayout: 'nope' }).map((p) => p.split(':')[0])).toEqual(['adminTokenFile', 'snowflakeLayout', 'tlsKey']);
+    expect(
+      problems({ tlsCert: missing, adminToken: 'admin-token-1', adminTokenFile: missing, snowflakeLayout: 'nope' }).map(
+        (p) => p.split(':')[0],
+      ),
+    ).toEqual(['adminTokenFile', 'snowflakeLayout', 'tlsKey']);
     // With the rules met, the files are read.
-    expect(problems({ tlsCert: missing, tlsKey: missing })).toEqual([`tlsCert: cannot read ${missing} (ENOENT)`, `tlsKey: cannot read ${missing} (ENOENT)`]);
+    expect(problems({ tlsCert: missing, tlsKey: missing })).toEqual([
+      `tlsCert: cannot read ${missing} (ENOENT)`,
+      `tlsKey: cannot read ${missing} (ENOENT)`,
+    ]);
   });
 
   it('refuses a static snowflake worker id shared by several worker processes', () => {
@@ -137,7 +175,9 @@ describe('resolveConfig', () => {
     expect(resolveConfig({}, {}, undefined).workers).toBe(1);
     expect(resolveConfig({ workers: 'auto' }, {}, undefined).workers).toBe(0);
     expect(resolveConfig({}, { SEQUOIA_WORKERS: '3' }, undefined).workers).toBe(3);
-    expect(() => resolveConfig({ workers: 'many' }, {}, undefined)).toThrow(/workers \(from --workers\): must be auto or an integer from 1 to 256/);
+    expect(() => resolveConfig({ workers: 'many' }, {}, undefined)).toThrow(
+      /workers \(from --workers\): must be auto or an integer from 1 to 256/,
+    );
     expect(() => resolveConfig({ workers: '300' }, {}, undefined)).toThrow(/workers \(from --workers\)/);
   });
 });

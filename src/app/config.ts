@@ -18,7 +18,11 @@ import { type WorkerIdProviderSpec, parseWorkerIdProvider } from './worker-id-pr
 const intFrom = (min: number, max: number) =>
   z.preprocess(
     (v) => (typeof v === 'string' && /^[0-9]+$/.test(v.trim()) ? Number(v.trim()) : v),
-    z.number({ error: `must be an integer from ${min} to ${max}` }).int(`must be an integer from ${min} to ${max}`).min(min, `must be at least ${min}`).max(max, `must be at most ${max}`),
+    z
+      .number({ error: `must be an integer from ${min} to ${max}` })
+      .int(`must be an integer from ${min} to ${max}`)
+      .min(min, `must be at least ${min}`)
+      .max(max, `must be at most ${max}`),
   );
 
 /** Named business-number formats: a JSON object (or its text, from a flag or the environment). */
@@ -50,7 +54,13 @@ const formatsSchema = z.preprocess(
 
 /** A list of tags: a JSON array, or a comma-separated string (flag, env). */
 const tagList = z.preprocess(
-  (v) => (typeof v === 'string' ? v.split(',').map((t) => t.trim()).filter((t) => t !== '') : v),
+  (v) =>
+    typeof v === 'string'
+      ? v
+          .split(',')
+          .map((t) => t.trim())
+          .filter((t) => t !== '')
+      : v,
   z.array(z.string().regex(TAG_PATTERN, `each tag ${TAG_RULE}`), { error: 'must be a list of tags (comma-separated, or a JSON array)' }),
 );
 
@@ -85,9 +95,17 @@ export const clientTokensSchema = z.preprocess(
     .array(
       z
         .object({
-          token: z.string().min(16, 'each token must be at least 16 characters').regex(/^[\x21-\x7e]+$/, 'tokens are printable ASCII without spaces'),
-          tags: z.array(z.string().refine((t) => t === '*' || isValidTag(t), `tags must be "*" or tag names: each ${TAG_RULE}`)).min(1, 'give at least one tag'),
-          name: z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/, 'names are 1-64 letters, digits, _ . -').optional(),
+          token: z
+            .string()
+            .min(16, 'each token must be at least 16 characters')
+            .regex(/^[\x21-\x7e]+$/, 'tokens are printable ASCII without spaces'),
+          tags: z
+            .array(z.string().refine((t) => t === '*' || isValidTag(t), `tags must be "*" or tag names: each ${TAG_RULE}`))
+            .min(1, 'give at least one tag'),
+          name: z
+            .string()
+            .regex(/^[A-Za-z0-9_.-]{1,64}$/, 'names are 1-64 letters, digits, _ . -')
+            .optional(),
         })
         .strict(),
       { error: 'must be a JSON array of {"token":"…","tags":["…"],"name":"…"}' },
@@ -112,7 +130,13 @@ const workerIdProviderSchema = z.string().superRefine((spec, ctx) => {
 
 /** Trusted proxies: addresses, CIDR ranges or `loopback`, `linklocal`, `uniquelocal` (comma-separated or a JSON array). */
 const proxyList = z.preprocess(
-  (v) => (typeof v === 'string' ? v.split(',').map((t) => t.trim()).filter((t) => t !== '') : v),
+  (v) =>
+    typeof v === 'string'
+      ? v
+          .split(',')
+          .map((t) => t.trim())
+          .filter((t) => t !== '')
+      : v,
   z
     .array(z.string(), { error: 'must be a list of addresses or CIDR ranges (comma-separated, or a JSON array)' })
     .superRefine((list, ctx) => {
@@ -135,42 +159,250 @@ const workersSchema = z.preprocess(
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
 export const FIELDS = {
-  host: { schema: z.string().min(1, 'must not be empty'), default: '127.0.0.1', env: 'SEQUOIA_HOST', flag: '--host', doc: 'address to listen on' },
+  host: {
+    schema: z.string().min(1, 'must not be empty'),
+    default: '127.0.0.1',
+    env: 'SEQUOIA_HOST',
+    flag: '--host',
+    doc: 'address to listen on',
+  },
   port: { schema: intFrom(0, 65535), default: 8080, env: 'SEQUOIA_PORT', flag: '--port', doc: 'TCP port (0 picks a free one)' },
-  store: { schema: z.string().min(1, 'must not be empty'), default: DEFAULT_STORE_URL, env: 'SEQUOIA_STORE', flag: '--store', doc: 'store URL: sqlite:PATH, postgres://…, mysql://…, redis://…, or several comma-separated' },
-  stateDir: { schema: z.string().min(1, 'must not be empty'), default: DEFAULT_STATE_DIR, env: 'SEQUOIA_STATE_DIR', flag: '--state-dir', doc: 'local state directory (high-water marks)' },
-  adminToken: { schema: z.string().min(8, 'must be at least 8 characters').optional(), default: undefined, env: 'SEQUOIA_ADMIN_TOKEN', flag: '--admin-token', doc: 'bearer token for the admin routes; unset leaves them open' },
-  logLevel: { schema: z.enum(LOG_LEVELS, { error: `must be one of ${LOG_LEVELS.join(', ')}` }), default: 'info', env: 'SEQUOIA_LOG_LEVEL', flag: '--log-level', doc: 'pino log level' },
-  maxStep: { schema: intFrom(1, 2_000_000_000), default: 1_000_000, env: 'SEQUOIA_MAX_STEP', flag: '--max-step', doc: 'cap of the dynamic step' },
-  refreshIntervalMs: { schema: intFrom(0, 86_400_000), default: 60_000, env: 'SEQUOIA_REFRESH_INTERVAL_MS', flag: '--refresh-interval-ms', doc: 'how often the tag list is re-read (0: never)' },
-  ledgerRetentionDays: { schema: intFrom(1, 36_500), default: 90, env: 'SEQUOIA_LEDGER_RETENTION_DAYS', flag: '--ledger-retention-days', doc: 'days the range ledger and the worker-id lease ledger keep a row; older rows are pruned in small batches' },
-  loadTimeoutMs: { schema: intFrom(1, 600_000), default: 3000, env: 'SEQUOIA_LOAD_TIMEOUT_MS', flag: '--load-timeout-ms', doc: 'how long a request waits for the store when both segments are empty' },
-  formats: { schema: formatsSchema.optional(), default: undefined, env: 'SEQUOIA_FORMATS', flag: '--formats', doc: 'named business-number formats, JSON {"order":{"kind":"permuted-base32",…}}; holds keys: prefer the config file or env' },
-  adminTokenFile: { schema: filePath.optional(), default: undefined, env: 'SEQUOIA_ADMIN_TOKEN_FILE', flag: '--admin-token-file', doc: 'read the admin token from this file instead' },
-  clientTokens: { schema: clientTokensSchema.optional(), default: undefined, env: 'SEQUOIA_CLIENT_TOKENS', flag: '--client-tokens', doc: 'per-tag client tokens, JSON [{"token":"…","tags":["order"]}]; when set, ID routes need a token' },
-  clientTokensFile: { schema: filePath.optional(), default: undefined, env: 'SEQUOIA_CLIENT_TOKENS_FILE', flag: '--client-tokens-file', doc: 'read the client tokens (same JSON) from this file' },
-  metricsToken: { schema: z.string().min(16, 'must be at least 16 characters').regex(/^[\x21-\x7e]+$/, 'tokens are printable ASCII without spaces').optional(), default: undefined, env: 'SEQUOIA_METRICS_TOKEN', flag: '--metrics-token', doc: 'bearer token that reads /metrics and tag-level /v1/status (as the admin token does), nothing else' },
-  trustedProxies: { schema: proxyList.optional(), default: undefined, env: 'SEQUOIA_TRUSTED_PROXIES', flag: '--trusted-proxies', doc: 'proxies (addresses, CIDR ranges, loopback) whose X-Forwarded-For names the client for rate limits; unset: the peer address' },
-  rateLimit: { schema: intFrom(0, 10_000_000), default: 0, env: 'SEQUOIA_RATE_LIMIT', flag: '--rate-limit', doc: 'requests per second per client (token or address); 0 turns the limit off' },
-  rateLimitBurst: { schema: intFrom(1, 10_000_000).optional(), default: undefined, env: 'SEQUOIA_RATE_LIMIT_BURST', flag: '--rate-limit-burst', doc: 'bucket size: requests a client may send at once (default 2 × rate-limit)' },
-  tlsCert: { schema: filePath.optional(), default: undefined, env: 'SEQUOIA_TLS_CERT', flag: '--tls-cert', doc: 'PEM certificate file: serve HTTPS (with --tls-key)' },
+  store: {
+    schema: z.string().min(1, 'must not be empty'),
+    default: DEFAULT_STORE_URL,
+    env: 'SEQUOIA_STORE',
+    flag: '--store',
+    doc: 'store URL: sqlite:PATH, postgres://…, mysql://…, redis://…, or several comma-separated',
+  },
+  stateDir: {
+    schema: z.string().min(1, 'must not be empty'),
+    default: DEFAULT_STATE_DIR,
+    env: 'SEQUOIA_STATE_DIR',
+    flag: '--state-dir',
+    doc: 'local state directory (high-water marks)',
+  },
+  adminToken: {
+    schema: z.string().min(8, 'must be at least 8 characters').optional(),
+    default: undefined,
+    env: 'SEQUOIA_ADMIN_TOKEN',
+    flag: '--admin-token',
+    doc: 'bearer token for the admin routes; unset leaves them open',
+  },
+  logLevel: {
+    schema: z.enum(LOG_LEVELS, { error: `must be one of ${LOG_LEVELS.join(', ')}` }),
+    default: 'info',
+    env: 'SEQUOIA_LOG_LEVEL',
+    flag: '--log-level',
+    doc: 'pino log level',
+  },
+  maxStep: {
+    schema: intFrom(1, 2_000_000_000),
+    default: 1_000_000,
+    env: 'SEQUOIA_MAX_STEP',
+    flag: '--max-step',
+    doc: 'cap of the dynamic step',
+  },
+  refreshIntervalMs: {
+    schema: intFrom(0, 86_400_000),
+    default: 60_000,
+    env: 'SEQUOIA_REFRESH_INTERVAL_MS',
+    flag: '--refresh-interval-ms',
+    doc: 'how often the tag list is re-read (0: never)',
+  },
+  ledgerRetentionDays: {
+    schema: intFrom(1, 36_500),
+    default: 90,
+    env: 'SEQUOIA_LEDGER_RETENTION_DAYS',
+    flag: '--ledger-retention-days',
+    doc: 'days the range ledger and the worker-id lease ledger keep a row; older rows are pruned in small batches',
+  },
+  loadTimeoutMs: {
+    schema: intFrom(1, 600_000),
+    default: 3000,
+    env: 'SEQUOIA_LOAD_TIMEOUT_MS',
+    flag: '--load-timeout-ms',
+    doc: 'how long a request waits for the store when both segments are empty',
+  },
+  formats: {
+    schema: formatsSchema.optional(),
+    default: undefined,
+    env: 'SEQUOIA_FORMATS',
+    flag: '--formats',
+    doc: 'named business-number formats, JSON {"order":{"kind":"permuted-base32",…}}; holds keys: prefer the config file or env',
+  },
+  adminTokenFile: {
+    schema: filePath.optional(),
+    default: undefined,
+    env: 'SEQUOIA_ADMIN_TOKEN_FILE',
+    flag: '--admin-token-file',
+    doc: 'read the admin token from this file instead',
+  },
+  clientTokens: {
+    schema: clientTokensSchema.optional(),
+    default: undefined,
+    env: 'SEQUOIA_CLIENT_TOKENS',
+    flag: '--client-tokens',
+    doc: 'per-tag client tokens, JSON [{"token":"…","tags":["order"]}]; when set, ID routes need a token',
+  },
+  clientTokensFile: {
+    schema: filePath.optional(),
+    default: undefined,
+    env: 'SEQUOIA_CLIENT_TOKENS_FILE',
+    flag: '--client-tokens-file',
+    doc: 'read the client tokens (same JSON) from this file',
+  },
+  metricsToken: {
+    schema: z
+      .string()
+      .min(16, 'must be at least 16 characters')
+      .regex(/^[\x21-\x7e]+$/, 'tokens are printable ASCII without spaces')
+      .optional(),
+    default: undefined,
+    env: 'SEQUOIA_METRICS_TOKEN',
+    flag: '--metrics-token',
+    doc: 'bearer token that reads /metrics and tag-level /v1/status (as the admin token does), nothing else',
+  },
+  trustedProxies: {
+    schema: proxyList.optional(),
+    default: undefined,
+    env: 'SEQUOIA_TRUSTED_PROXIES',
+    flag: '--trusted-proxies',
+    doc: 'proxies (addresses, CIDR ranges, loopback) whose X-Forwarded-For names the client for rate limits; unset: the peer address',
+  },
+  rateLimit: {
+    schema: intFrom(0, 10_000_000),
+    default: 0,
+    env: 'SEQUOIA_RATE_LIMIT',
+    flag: '--rate-limit',
+    doc: 'requests per second per client (token or address); 0 turns the limit off',
+  },
+  rateLimitBurst: {
+    schema: intFrom(1, 10_000_000).optional(),
+    default: undefined,
+    env: 'SEQUOIA_RATE_LIMIT_BURST',
+    flag: '--rate-limit-burst',
+    doc: 'bucket size: requests a client may send at once (default 2 × rate-limit)',
+  },
+  tlsCert: {
+    schema: filePath.optional(),
+    default: undefined,
+    env: 'SEQUOIA_TLS_CERT',
+    flag: '--tls-cert',
+    doc: 'PEM certificate file: serve HTTPS (with --tls-key)',
+  },
   tlsKey: { schema: filePath.optional(), default: undefined, env: 'SEQUOIA_TLS_KEY', flag: '--tls-key', doc: 'PEM private key file' },
-  requestTimeoutMs: { schema: intFrom(1000, 600_000), default: 30_000, env: 'SEQUOIA_REQUEST_TIMEOUT_MS', flag: '--request-timeout-ms', doc: 'a request that takes longer is answered 408' },
-  maxHeaderBytes: { schema: intFrom(1024, 1_048_576), default: 16_384, env: 'SEQUOIA_MAX_HEADER_BYTES', flag: '--max-header-bytes', doc: 'largest request head accepted (431 beyond)' },
-  maxConnections: { schema: intFrom(1, 1_000_000), default: 10_000, env: 'SEQUOIA_MAX_CONNECTIONS', flag: '--max-connections', doc: 'open connections per server process; more are closed at once (kept below the open-file limit)' },
-  maxConnectionsPerAddress: { schema: intFrom(0, 1_000_000), default: 1000, env: 'SEQUOIA_MAX_CONNECTIONS_PER_ADDRESS', flag: '--max-connections-per-address', doc: 'open connections per client address and server process; more are closed at once (0: no limit)' },
-  shutdownTimeoutMs: { schema: intFrom(0, 600_000), default: 10_000, env: 'SEQUOIA_SHUTDOWN_TIMEOUT_MS', flag: '--shutdown-timeout-ms', doc: 'how long SIGTERM waits for in-flight requests' },
-  drainDelayMs: { schema: intFrom(0, 600_000), default: 0, env: 'SEQUOIA_DRAIN_DELAY_MS', flag: '--drain-delay-ms', doc: 'after SIGTERM, how long the server keeps answering (marked draining, /readyz 503) before it stops accepting' },
-  workers: { schema: workersSchema, default: 1, env: 'SEQUOIA_WORKERS', flag: '--workers', doc: 'server processes sharing the port (node:cluster): 1 (one process: IDs of a tag increase), N, or auto (one per CPU core); N workers interleave like N servers' },
-  strictTags: { schema: tagList.optional(), default: undefined, env: 'SEQUOIA_STRICT_TAGS', flag: '--strict-tags', doc: 'tags served strictly increasing across servers, one store write per batch of concurrent requests (comma-separated)' },
-  fallbackTags: { schema: tagList.optional(), default: undefined, env: 'SEQUOIA_FALLBACK_TAGS', flag: '--fallback-tags', doc: 'tags with a fallback space (IDs from 2^62) that clients fill when no server answers; their segment IDs stay below 2^62 (comma-separated)' },
-  fallbackLeaseTtlMs: { schema: intFrom(10_000, 86_400_000), default: 900_000, env: 'SEQUOIA_FALLBACK_LEASE_TTL_MS', flag: '--fallback-lease-ttl-ms', doc: 'fallback worker-id lease length: how long a client may fill the fallback space without a server' },
-  snowflakeLayout: { schema: z.string().regex(LAYOUT_NAME, `must be a layout name: ${[...PRESETS.keys()].join(', ')} or one from layouts`), default: DEFAULT_LAYOUT, env: 'SEQUOIA_SNOWFLAKE_LAYOUT', flag: '--snowflake-layout', doc: 'default snowflake layout (of /api/snowflake/get and requests without layout)' },
-  layouts: { schema: layoutsSchema.optional(), default: undefined, env: 'SEQUOIA_LAYOUTS', flag: '--layouts', doc: 'custom snowflake layouts, JSON {"discord":{"epochMs":1420070400000,"timeBits":42,"fields":[…]}}; best in the config file' },
-  workerIdProvider: { schema: workerIdProviderSchema, default: 'lease', env: 'SEQUOIA_WORKER_ID_PROVIDER', flag: '--worker-id-provider', doc: 'where snowflake worker ids come from (lease: leased from the store)' },
-  workerLeaseTtlMs: { schema: intFrom(300, 600_000), default: 10_000, env: 'SEQUOIA_WORKER_LEASE_TTL_MS', flag: '--worker-lease-ttl-ms', doc: 'worker-id lease length; renewed every third of it' },
-  clockPolicy: { schema: z.enum(['reject', 'wait', 'logical', 'backup-worker'], { error: 'must be reject, wait, logical or backup-worker' }), default: 'wait', env: 'SEQUOIA_CLOCK_POLICY', flag: '--clock-policy', doc: 'what snowflake does when the clock goes back' },
-  clockMaxWaitMs: { schema: intFrom(0, 60_000), default: 1000, env: 'SEQUOIA_CLOCK_MAX_WAIT_MS', flag: '--clock-max-wait-ms', doc: 'largest clock step back the wait policy waits out' },
+  requestTimeoutMs: {
+    schema: intFrom(1000, 600_000),
+    default: 30_000,
+    env: 'SEQUOIA_REQUEST_TIMEOUT_MS',
+    flag: '--request-timeout-ms',
+    doc: 'a request that takes longer is answered 408',
+  },
+  maxHeaderBytes: {
+    schema: intFrom(1024, 1_048_576),
+    default: 16_384,
+    env: 'SEQUOIA_MAX_HEADER_BYTES',
+    flag: '--max-header-bytes',
+    doc: 'largest request head accepted (431 beyond)',
+  },
+  maxConnections: {
+    schema: intFrom(1, 1_000_000),
+    default: 10_000,
+    env: 'SEQUOIA_MAX_CONNECTIONS',
+    flag: '--max-connections',
+    doc: 'open connections per server process; more are closed at once (kept below the open-file limit)',
+  },
+  maxConnectionsPerAddress: {
+    schema: intFrom(0, 1_000_000),
+    default: 1000,
+    env: 'SEQUOIA_MAX_CONNECTIONS_PER_ADDRESS',
+    flag: '--max-connections-per-address',
+    doc: 'open connections per client address and server process; more are closed at once (0: no limit)',
+  },
+  shutdownTimeoutMs: {
+    schema: intFrom(0, 600_000),
+    default: 10_000,
+    env: 'SEQUOIA_SHUTDOWN_TIMEOUT_MS',
+    flag: '--shutdown-timeout-ms',
+    doc: 'how long SIGTERM waits for in-flight requests',
+  },
+  drainDelayMs: {
+    schema: intFrom(0, 600_000),
+    default: 0,
+    env: 'SEQUOIA_DRAIN_DELAY_MS',
+    flag: '--drain-delay-ms',
+    doc: 'after SIGTERM, how long the server keeps answering (marked draining, /readyz 503) before it stops accepting',
+  },
+  workers: {
+    schema: workersSchema,
+    default: 1,
+    env: 'SEQUOIA_WORKERS',
+    flag: '--workers',
+    doc: 'server processes sharing the port (node:cluster): 1 (one process: IDs of a tag increase), N, or auto (one per CPU core); N workers interleave like N servers',
+  },
+  strictTags: {
+    schema: tagList.optional(),
+    default: undefined,
+    env: 'SEQUOIA_STRICT_TAGS',
+    flag: '--strict-tags',
+    doc: 'tags served strictly increasing across servers, one store write per batch of concurrent requests (comma-separated)',
+  },
+  fallbackTags: {
+    schema: tagList.optional(),
+    default: undefined,
+    env: 'SEQUOIA_FALLBACK_TAGS',
+    flag: '--fallback-tags',
+    doc: 'tags with a fallback space (IDs from 2^62) that clients fill when no server answers; their segment IDs stay below 2^62 (comma-separated)',
+  },
+  fallbackLeaseTtlMs: {
+    schema: intFrom(10_000, 86_400_000),
+    default: 900_000,
+    env: 'SEQUOIA_FALLBACK_LEASE_TTL_MS',
+    flag: '--fallback-lease-ttl-ms',
+    doc: 'fallback worker-id lease length: how long a client may fill the fallback space without a server',
+  },
+  snowflakeLayout: {
+    schema: z.string().regex(LAYOUT_NAME, `must be a layout name: ${[...PRESETS.keys()].join(', ')} or one from layouts`),
+    default: DEFAULT_LAYOUT,
+    env: 'SEQUOIA_SNOWFLAKE_LAYOUT',
+    flag: '--snowflake-layout',
+    doc: 'default snowflake layout (of /api/snowflake/get and requests without layout)',
+  },
+  layouts: {
+    schema: layoutsSchema.optional(),
+    default: undefined,
+    env: 'SEQUOIA_LAYOUTS',
+    flag: '--layouts',
+    doc: 'custom snowflake layouts, JSON {"discord":{"epochMs":1420070400000,"timeBits":42,"fields":[…]}}; best in the config file',
+  },
+  workerIdProvider: {
+    schema: workerIdProviderSchema,
+    default: 'lease',
+    env: 'SEQUOIA_WORKER_ID_PROVIDER',
+    flag: '--worker-id-provider',
+    doc: 'where snowflake worker ids come from (lease: leased from the store)',
+  },
+  workerLeaseTtlMs: {
+    schema: intFrom(300, 600_000),
+    default: 10_000,
+    env: 'SEQUOIA_WORKER_LEASE_TTL_MS',
+    flag: '--worker-lease-ttl-ms',
+    doc: 'worker-id lease length; renewed every third of it',
+  },
+  clockPolicy: {
+    schema: z.enum(['reject', 'wait', 'logical', 'backup-worker'], { error: 'must be reject, wait, logical or backup-worker' }),
+    default: 'wait',
+    env: 'SEQUOIA_CLOCK_POLICY',
+    flag: '--clock-policy',
+    doc: 'what snowflake does when the clock goes back',
+  },
+  clockMaxWaitMs: {
+    schema: intFrom(0, 60_000),
+    default: 1000,
+    env: 'SEQUOIA_CLOCK_MAX_WAIT_MS',
+    flag: '--clock-max-wait-ms',
+    doc: 'largest clock step back the wait policy waits out',
+  },
 } as const;
 
 export type FieldName = keyof typeof FIELDS;
@@ -233,7 +465,10 @@ export function resolveConfig(
     const r = (f.schema as z.ZodType).safeParse(value);
     if (r.success) out[name] = r.data;
     else {
-      const shown = name === 'adminToken' || name === 'formats' || name === 'clientTokens' || name === 'metricsToken' ? '' : `, got ${JSON.stringify(value)}`; // never echo a secret
+      const shown =
+        name === 'adminToken' || name === 'formats' || name === 'clientTokens' || name === 'metricsToken'
+          ? ''
+          : `, got ${JSON.stringify(value)}`; // never echo a secret
       problems.push(`${name} (from ${source}): ${r.error.issues[0]?.message ?? 'invalid'}${shown}`);
     }
   }
@@ -249,15 +484,23 @@ export function resolveConfig(
  */
 const crossFieldRules = z.record(z.string(), z.unknown()).superRefine((c, ctx) => {
   const problem = (field: FieldName, message: string): void => void ctx.addIssue({ code: 'custom', path: [field], message });
-  if (c.adminTokenFile !== undefined && c.adminToken !== undefined) problem('adminTokenFile', 'give either adminToken or adminTokenFile, not both');
-  if (c.clientTokensFile !== undefined && c.clientTokens !== undefined) problem('clientTokensFile', 'give either clientTokens or clientTokensFile, not both');
+  if (c.adminTokenFile !== undefined && c.adminToken !== undefined)
+    problem('adminTokenFile', 'give either adminToken or adminTokenFile, not both');
+  if (c.clientTokensFile !== undefined && c.clientTokens !== undefined)
+    problem('clientTokensFile', 'give either clientTokens or clientTokensFile, not both');
   const provider = typeof c.workerIdProvider === 'string' ? parsedOrUndefined(c.workerIdProvider) : undefined;
   if (provider && c.workers !== 1) {
     // One id per server, but N processes would each issue on it: the same (tick, id, sequence) N times.
     if (provider.kind === 'static') {
-      problem('workerIdProvider', 'static:N would give every worker process the same snowflake worker id; use --workers 1, or the lease or zookeeper provider (one id per worker)');
+      problem(
+        'workerIdProvider',
+        'static:N would give every worker process the same snowflake worker id; use --workers 1, or the lease or zookeeper provider (one id per worker)',
+      );
     } else if (provider.kind === 'zookeeper' && provider.zookeeper.leafName !== undefined) {
-      problem('workerIdProvider', 'zookeeper leaf=NAME names one Leaf node per {ip}:{port}, so every worker process of the port would share its worker id; use --workers 1');
+      problem(
+        'workerIdProvider',
+        'zookeeper leaf=NAME names one Leaf node per {ip}:{port}, so every worker process of the port would share its worker id; use --workers 1',
+      );
     } else if (provider.kind === 'k8s-ordinal') {
       problem(
         'workerIdProvider',
@@ -268,7 +511,10 @@ const crossFieldRules = z.record(z.string(), z.unknown()).superRefine((c, ctx) =
   if (typeof c.snowflakeLayout === 'string' && !PRESETS.has(c.snowflakeLayout)) {
     const custom = c.layouts as Record<string, unknown> | undefined;
     if (!custom || !Object.hasOwn(custom, c.snowflakeLayout)) {
-      problem('snowflakeLayout', `no layout ${JSON.stringify(c.snowflakeLayout)}; known: ${[...PRESETS.keys(), ...Object.keys(custom ?? {})].join(', ')}`);
+      problem(
+        'snowflakeLayout',
+        `no layout ${JSON.stringify(c.snowflakeLayout)}; known: ${[...PRESETS.keys(), ...Object.keys(custom ?? {})].join(', ')}`,
+      );
     }
   }
   if (c.tlsCert !== undefined && c.tlsKey === undefined) problem('tlsKey', 'tlsCert is set: give the key too (both or neither)');

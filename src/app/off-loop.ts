@@ -24,8 +24,7 @@ export function offLoopEntry(): URL | undefined {
 }
 
 /** The state dir's methods a server uses: marks, ticks, its store binding, close. */
-export type StateDirPort = HighWaterMarkStore &
-  Pick<StateDir, 'lastTick' | 'recordTick' | 'boundStore' | 'bindStore' | 'close' | 'where'>;
+export type StateDirPort = HighWaterMarkStore & Pick<StateDir, 'lastTick' | 'recordTick' | 'boundStore' | 'bindStore' | 'close' | 'where'>;
 
 /** The state dir in a worker thread (in-thread where there is no worker entry). */
 export async function openStateDirOffLoop(dir: string): Promise<StateDirPort> {
@@ -36,7 +35,10 @@ export async function openStateDirOffLoop(dir: string): Promise<StateDirPort> {
 }
 
 /** The segment and lease stores of one SQLite file, sharing one handle in one worker thread. */
-export async function openSqliteOffLoop(path: string, identity: ServerIdentity): Promise<{ segments: SegmentStore; leases: () => WorkerLeaseStore } | undefined> {
+export async function openSqliteOffLoop(
+  path: string,
+  identity: ServerIdentity,
+): Promise<{ segments: SegmentStore; leases: () => WorkerLeaseStore } | undefined> {
   const entry = offLoopEntry();
   if (!entry) return undefined;
   const host = await OffLoopHost.start(entry, 'sqlite', { path, identity }, 'SQLite store');

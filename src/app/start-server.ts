@@ -101,7 +101,10 @@ async function startReserved(
     const fileLimit = openFileLimit();
     const maxConnections = connectionCap(config.maxConnections, fileLimit);
     if (maxConnections < config.maxConnections) {
-      logger.warn({ maxConnections, configured: config.maxConnections, openFileLimit: fileLimit }, 'maxConnections lowered below the open-file limit');
+      logger.warn(
+        { maxConnections, configured: config.maxConnections, openFileLimit: fileLimit },
+        'maxConnections lowered below the open-file limit',
+      );
     }
     snowflake = createSnowflakeService(config, backend, { logger, optional: true, ticks });
     // A worker id that cannot be had (a used-up pool, a lease store down) stops snowflake only:
@@ -109,12 +112,17 @@ async function startReserved(
     await snowflake?.start().catch((e: unknown) => {
       if (!(e instanceof SequoiaError) || e.code === 'INVALID_ARGUMENT') throw e; // a configuration that cannot work: said at start
       const code = e.code;
-      logger.error({ code, err: e instanceof Error ? e.message : String(e), layout: config.snowflakeLayout }, 'snowflake IDs unavailable: no worker id; serving the rest');
+      logger.error(
+        { code, err: e instanceof Error ? e.message : String(e), layout: config.snowflakeLayout },
+        'snowflake IDs unavailable: no worker id; serving the rest',
+      );
     });
     app = await buildApp({
       service,
       snowflake,
-      fallback: config.fallbackTags?.length ? new FallbackLeases({ tags: config.fallbackTags, ttlMs: config.fallbackLeaseTtlMs, leases: backend.leases }) : undefined,
+      fallback: config.fallbackTags?.length
+        ? new FallbackLeases({ tags: config.fallbackTags, ttlMs: config.fallbackLeaseTtlMs, leases: backend.leases })
+        : undefined,
       adminToken: config.adminToken,
       clientTokens: config.clientTokens,
       metricsToken: config.metricsToken,
@@ -128,7 +136,10 @@ async function startReserved(
       maxConnections,
       maxConnectionsPerAddress: config.maxConnectionsPerAddress,
       drain,
-      logger, version: VERSION, metrics });
+      logger,
+      version: VERSION,
+      metrics,
+    });
     await reservation?.release();
     try {
       await app.listen({ host: config.host, port: reservation?.port ?? config.port });
@@ -145,7 +156,10 @@ async function startReserved(
   const port = typeof addr === 'object' && addr ? addr.port : config.port;
   const host = config.host.includes(':') ? `[${config.host}]` : config.host;
   const url = `${config.tlsCert ? 'https' : 'http'}://${host}:${port}`;
-  logger.info({ url, store: redactStoreUrl(config.store), stateDir: config.stateDir, version: VERSION }, options.listeningMessage ?? 'listening');
+  logger.info(
+    { url, store: redactStoreUrl(config.store), stateDir: config.stateDir, version: VERSION },
+    options.listeningMessage ?? 'listening',
+  );
   const pruner = startLedgerPruner(backend.segments, config.ledgerRetentionDays, logger);
 
   let closing: Promise<void> | undefined;

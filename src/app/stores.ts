@@ -57,7 +57,10 @@ interface Entry {
  * `offLoop` (a server): SQLite files run in a worker thread (off-loop.ts), so
  * the event loop never waits on their locks or fsyncs.
  */
-export async function openBackend(url: string, options: { readonly offLoop?: boolean; readonly identity?: ServerIdentity } = {}): Promise<Backend> {
+export async function openBackend(
+  url: string,
+  options: { readonly offLoop?: boolean; readonly identity?: ServerIdentity } = {},
+): Promise<Backend> {
   const parts = url.split(',').map((p) => p.trim());
   if (parts.length > 1 && parts.some((p) => p === '')) {
     throw new InvalidArgumentError(`store: empty entry in the store list ${JSON.stringify(redactStoreUrl(url))}`);
@@ -114,7 +117,8 @@ function sqlitePath(u: string): string {
 }
 
 /** A business database's URL (`--db` of audit and bench pk) by engine, MySQL's under the driver's scheme. */
-export type DatabaseUrl = { readonly engine: 'sqlite'; readonly path: string } | { readonly engine: 'postgres' | 'mysql'; readonly url: string };
+export type DatabaseUrl =
+  { readonly engine: 'sqlite'; readonly path: string } | { readonly engine: 'postgres' | 'mysql'; readonly url: string };
 
 export function databaseUrl(url: string): DatabaseUrl {
   if (url.startsWith('sqlite:')) return { engine: 'sqlite', path: sqlitePath(url) };
@@ -130,7 +134,9 @@ export function databaseUrl(url: string): DatabaseUrl {
     parsed.protocol = 'mysql:';
     return { engine: 'mysql', url: parsed.toString() };
   }
-  throw new InvalidArgumentError(`--db: unsupported or malformed URL ${JSON.stringify(redactStoreUrl(url))} (use postgres://…, mysql://… or sqlite:PATH)`);
+  throw new InvalidArgumentError(
+    `--db: unsupported or malformed URL ${JSON.stringify(redactStoreUrl(url))} (use postgres://…, mysql://… or sqlite:PATH)`,
+  );
 }
 
 async function openEntry(u: string, offLoop: boolean, identity: ServerIdentity): Promise<Entry> {
@@ -210,7 +216,13 @@ async function openEntry(u: string, offLoop: boolean, identity: ServerIdentity):
   if (scheme === 'redis' || scheme === 'rediss') {
     const { rest, options } = takeParams(u, ['keyPrefix', 'tagsKey', 'ledgerPrefix']);
     const { RedisSegmentStore } = await import('../adapters/redis/redis-segment-store.js');
-    const segments = new RedisSegmentStore({ url: rest, keyPrefix: options.keyPrefix, tagsKey: options.tagsKey, ledgerPrefix: options.ledgerPrefix, identity });
+    const segments = new RedisSegmentStore({
+      url: rest,
+      keyPrefix: options.keyPrefix,
+      tagsKey: options.tagsKey,
+      ledgerPrefix: options.ledgerPrefix,
+      identity,
+    });
     return { segments, leases: undefined };
   }
   throw new InvalidArgumentError(`store: unsupported URL ${JSON.stringify(redactStoreUrl(u))} (${SUPPORTED})`);
@@ -226,7 +238,8 @@ function schemaOf(options: Record<string, string | undefined>): 'sequoia' | 'lea
   if (schema !== 'sequoia' && schema !== 'leaf' && schema !== 'tinyid') {
     throw new InvalidArgumentError(`store: URL parameter schema must be sequoia, leaf or tinyid, not ${JSON.stringify(schema)}`);
   }
-  if (schema === 'sequoia' && options.side !== undefined) throw new InvalidArgumentError('store: URL parameter side goes with schema=leaf or schema=tinyid');
+  if (schema === 'sequoia' && options.side !== undefined)
+    throw new InvalidArgumentError('store: URL parameter side goes with schema=leaf or schema=tinyid');
   return schema;
 }
 

@@ -93,7 +93,8 @@ export function createSnowflakeService(
   // Custom layouts, validated again here (they cross to cluster workers as plain data).
   const layouts = defineLayouts(config.layouts);
   // Said once at start, as `sequoia plan --layout` says it: 2^53, the sign bit, a short lifetime.
-  for (const l of layouts.values()) for (const warning of l.warnings) o.logger?.warn({ layout: l.name, warning }, 'custom snowflake layout');
+  for (const l of layouts.values())
+    for (const warning of l.warnings) o.logger?.warn({ layout: l.name, warning }, 'custom snowflake layout');
   return new SnowflakeService({
     provider,
     defaultLayout: config.snowflakeLayout,
@@ -109,7 +110,11 @@ export function createSnowflakeService(
  * For one-shot commands: a started service without refresh timer, closed (tails given back) after `fn`.
  * `checkStateDir` (fence, gen segment: commands that use a server's marks) refuses a state dir that belongs to another store.
  */
-export async function withIdService<T>(config: SegmentConfig, fn: (s: IdService) => Promise<T>, o: { readonly checkStateDir?: boolean } = {}): Promise<T> {
+export async function withIdService<T>(
+  config: SegmentConfig,
+  fn: (s: IdService) => Promise<T>,
+  o: { readonly checkStateDir?: boolean } = {},
+): Promise<T> {
   const state = config.stateDir === null ? undefined : new StateDir(config.stateDir);
   try {
     if (state && o.checkStateDir) await state.bindStore(storeIdentity(config.store), false);

@@ -30,12 +30,40 @@ const GOOD: [string, unknown][] = [
   ['k8s-ordinal', { kind: 'k8s-ordinal', offset: 0 }],
   ['k8s-ordinal:100', { kind: 'k8s-ordinal', offset: 100 }],
   ['worker-node', { kind: 'worker-node' }],
-  ['worker-node:mysql://u:p@db:3306/uid', { kind: 'worker-node', table: { engine: 'mysql', url: 'mysql://u:p@db:3306/uid', table: 'WORKER_NODE' } }],
-  ['worker-node:mysql://db/uid?table=T_WORKER_NODE', { kind: 'worker-node', table: { engine: 'mysql', url: 'mysql://db/uid', table: 'T_WORKER_NODE' } }],
+  [
+    'worker-node:mysql://u:p@db:3306/uid',
+    { kind: 'worker-node', table: { engine: 'mysql', url: 'mysql://u:p@db:3306/uid', table: 'WORKER_NODE' } },
+  ],
+  [
+    'worker-node:mysql://db/uid?table=T_WORKER_NODE',
+    { kind: 'worker-node', table: { engine: 'mysql', url: 'mysql://db/uid', table: 'T_WORKER_NODE' } },
+  ],
   ['worker-node:postgres://db/uid', { kind: 'worker-node', table: { engine: 'postgres', url: 'postgres://db/uid', table: 'worker_node' } }],
-  ['worker-node:postgresql://db/uid?table=ids.worker_node', { kind: 'worker-node', table: { engine: 'postgres', url: 'postgresql://db/uid', table: 'ids.worker_node' } }],
+  [
+    'worker-node:postgresql://db/uid?table=ids.worker_node',
+    { kind: 'worker-node', table: { engine: 'postgres', url: 'postgresql://db/uid', table: 'ids.worker_node' } },
+  ],
 ];
-const BAD = ['', 'static', 'static:', 'static:-1', 'static:1234567890', 'lease:3', 'worker-node:1', 'k8s-ordinal:x', 'zookeeper', 'zookeeper:', 'zookeeper:host', 'zookeeper:h:1/..', 'etcd:h:1', 'LEASE', 'worker-node:redis://h:1', 'worker-node:mysql://db/uid?table=a;b', 'worker-node:mysql://db/uid?tabel=X', 'worker-node:mysql://'];
+const BAD = [
+  '',
+  'static',
+  'static:',
+  'static:-1',
+  'static:1234567890',
+  'lease:3',
+  'worker-node:1',
+  'k8s-ordinal:x',
+  'zookeeper',
+  'zookeeper:',
+  'zookeeper:host',
+  'zookeeper:h:1/..',
+  'etcd:h:1',
+  'LEASE',
+  'worker-node:redis://h:1',
+  'worker-node:mysql://db/uid?table=a;b',
+  'worker-node:mysql://db/uid?tabel=X',
+  'worker-node:mysql://',
+];
 
 describe('the worker-id-provider grammar', () => {
   it.each(GOOD)('parses %j', (spec, want) => {
@@ -53,9 +81,21 @@ describe('the worker-id-provider grammar', () => {
   it("parses Leaf's tree: leaf=NAME, its fixed root, a node named IP:PORT", () => {
     expect(parseWorkerIdProvider('zookeeper:zk1:2181?leaf=order&node=10.0.0.5:8080')).toEqual({
       kind: 'zookeeper',
-      zookeeper: { connect: 'zk1:2181', root: '/snowflake/order', reclaimAfterMs: undefined, identity: '10.0.0.5:8080', reportIntervalMs: undefined, leafName: 'order' },
+      zookeeper: {
+        connect: 'zk1:2181',
+        root: '/snowflake/order',
+        reclaimAfterMs: undefined,
+        identity: '10.0.0.5:8080',
+        reportIntervalMs: undefined,
+        leafName: 'order',
+      },
     });
-    for (const bad of ['zookeeper:zk1:2181/ids?leaf=order', 'zookeeper:zk1:2181?leaf=order&reclaim-after=60', 'zookeeper:zk1:2181?leaf=order&node=web-1:8080', 'zookeeper:zk1:2181?leaf=a/b']) {
+    for (const bad of [
+      'zookeeper:zk1:2181/ids?leaf=order',
+      'zookeeper:zk1:2181?leaf=order&reclaim-after=60',
+      'zookeeper:zk1:2181?leaf=order&node=web-1:8080',
+      'zookeeper:zk1:2181?leaf=a/b',
+    ]) {
       expect(() => parseWorkerIdProvider(bad)).toThrow(/leaf/);
     }
     expect(() => resolveConfig({ workerIdProvider: 'zookeeper:zk1:2181?leaf=order', workers: 2 }, {}, undefined)).toThrow(/--workers 1/);
@@ -72,8 +112,12 @@ describe('the worker-id-provider grammar', () => {
   });
 
   it('has no second copy in src/: the help texts and the docs table quote WORKER_ID_PROVIDER_SPECS', () => {
-    const copies = sourceFiles(SRC).filter((f) => f !== HERE && f !== join(SRC, 'app/defaults.ts') && /k8s-ordinal\[:OFFSET\]|k8s-ordinal\(:|\(lease\|/.test(readFileSync(f, 'utf8')));
+    const copies = sourceFiles(SRC).filter(
+      (f) =>
+        f !== HERE && f !== join(SRC, 'app/defaults.ts') && /k8s-ordinal\[:OFFSET\]|k8s-ordinal\(:|\(lease\|/.test(readFileSync(f, 'utf8')),
+    );
     expect(copies.map((f) => f.slice(SRC.length))).toEqual([]);
-    for (const user of ['cli/gen-explain.ts', 'app/config-docs.ts']) expect(readFileSync(join(SRC, user), 'utf8')).toContain('WORKER_ID_PROVIDER_SPECS');
+    for (const user of ['cli/gen-explain.ts', 'app/config-docs.ts'])
+      expect(readFileSync(join(SRC, user), 'utf8')).toContain('WORKER_ID_PROVIDER_SPECS');
   });
 });

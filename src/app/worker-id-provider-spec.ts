@@ -41,7 +41,8 @@ export interface WorkerNodeTableSpec {
 export function parseWorkerIdProvider(spec: string): WorkerIdProviderSpec {
   const s = spec.trim();
   if (s.startsWith('zookeeper:')) return { kind: 'zookeeper', zookeeper: parseZookeeperSpec(s) };
-  if (s.startsWith('worker-node:') && s.includes('://')) return { kind: 'worker-node', table: parseWorkerNodeTable(s.slice('worker-node:'.length)) };
+  if (s.startsWith('worker-node:') && s.includes('://'))
+    return { kind: 'worker-node', table: parseWorkerNodeTable(s.slice('worker-node:'.length)) };
   const m = /^(lease|sql-lease|static|k8s-ordinal|worker-node)(?::([0-9]{1,9}))?$/.exec(s);
   if (!m) throw new InvalidArgumentError(`worker id provider must be ${WORKER_ID_PROVIDER_SPECS} (got ${JSON.stringify(spec)})`);
   const kind = m[1] as string;
@@ -58,7 +59,6 @@ export function parseWorkerIdProvider(spec: string): WorkerIdProviderSpec {
   }
 }
 
-
 const WORKER_NODE_URL = 'worker-node:mysql://…/DB or worker-node:postgres://…/DB, optionally ?table=NAME';
 
 function parseWorkerNodeTable(raw: string): WorkerNodeTableSpec {
@@ -70,10 +70,13 @@ function parseWorkerNodeTable(raw: string): WorkerNodeTableSpec {
   }
   const scheme = u.protocol.replace(/:$/, '');
   const engine = scheme === 'mysql' ? 'mysql' : scheme === 'postgres' || scheme === 'postgresql' ? 'postgres' : undefined;
-  if (engine === undefined) throw new InvalidArgumentError(`worker id provider worker-node: unsupported database ${scheme}: (${WORKER_NODE_URL})`);
-  if (u.hostname === '') throw new InvalidArgumentError(`worker id provider worker-node: the database URL names no host (${WORKER_NODE_URL})`);
+  if (engine === undefined)
+    throw new InvalidArgumentError(`worker id provider worker-node: unsupported database ${scheme}: (${WORKER_NODE_URL})`);
+  if (u.hostname === '')
+    throw new InvalidArgumentError(`worker id provider worker-node: the database URL names no host (${WORKER_NODE_URL})`);
   const others = [...u.searchParams.keys()].filter((k) => k !== 'table');
-  if (others.length > 0) throw new InvalidArgumentError(`worker id provider worker-node: unknown parameter ${others.join(', ')} (it takes only table=NAME)`);
+  if (others.length > 0)
+    throw new InvalidArgumentError(`worker id provider worker-node: unknown parameter ${others.join(', ')} (it takes only table=NAME)`);
   const table = u.searchParams.get('table') ?? (engine === 'mysql' ? MYSQL_WORKER_NODE_TABLE : POSTGRES_WORKER_NODE_TABLE);
   sqlIdentifier(table, 'worker id provider worker-node: table', engine === 'mysql' ? '`' : '"', true);
   u.search = '';

@@ -67,7 +67,14 @@ export function createWorkerIdProvider(
 function createBareProvider(spec: WorkerIdProviderSpec, leases: () => WorkerLeaseStore | undefined, o: ProviderOptions): WorkerIdProvider {
   if (spec.kind === 'zookeeper' && spec.zookeeper.leafName !== undefined) {
     const z = spec.zookeeper;
-    return new LeafZookeeperWorkerIdProvider({ connect: z.connect, leafName: z.leafName as string, identity: z.identity, port: o.port, reportIntervalMs: z.reportIntervalMs, logger: o.logger });
+    return new LeafZookeeperWorkerIdProvider({
+      connect: z.connect,
+      leafName: z.leafName as string,
+      identity: z.identity,
+      port: o.port,
+      reportIntervalMs: z.reportIntervalMs,
+      logger: o.logger,
+    });
   }
   if (spec.kind === 'zookeeper') {
     // ZooKeeper names its node after host:port and this directory: each worker of one port needs its own.

@@ -35,16 +35,21 @@ const NO_LEASE_LEDGER = 'no --store: snowflake worker ids are not checked agains
 export function registerAudit(program: Command): void {
   program
     .command('audit [file]')
-    .description('check IDs from your own data: duplicates, IDs above the store (a restored store), snowflake IDs outside their layout, from the future or from a worker id nobody held')
+    .description(
+      'check IDs from your own data: duplicates, IDs above the store (a restored store), snowflake IDs outside their layout, from the future or from a worker id nobody held',
+    )
     .option('--csv-column <n|name>', 'read this comma-separated column (1-based number, or a header name); default: one ID per line')
     .option('--db <url>', 'read IDs from a database instead: postgres://…, mysql://…, sqlite:PATH')
     .option('--query <sql>', 'with --db: a query whose first column is the ID, e.g. "SELECT id FROM orders"')
     .option('--tag <tag>', 'the IDs are segment IDs of this tag (compared with the store: --store, --state-dir)')
-    .option('--store <url>', 'with --tag: store URL (env SEQUOIA_STORE); with --layout: the store the worker ids were leased from, whose lease ledger says who held each')
+    .option(
+      '--store <url>',
+      'with --tag: store URL (env SEQUOIA_STORE); with --layout: the store the worker ids were leased from, whose lease ledger says who held each',
+    )
     .option('--state-dir <dir>', 'with --tag: state directory (env SEQUOIA_STATE_DIR)')
     .option('--layout <layout>', 'the IDs are snowflake IDs of this layout (a preset, or a custom one from --config)')
     .option('--config <file>', 'JSON config file with custom `layouts` (env SEQUOIA_CONFIG)')
-    .option('--fence-margin <n>', 'with --tag: added above the highest ID found when proposing a fence (default 10 × the tag\'s step)')
+    .option('--fence-margin <n>', "with --tag: added above the highest ID found when proposing a fence (default 10 × the tag's step)")
     .option('--json', 'print JSON')
     .option('--no-progress', 'no progress line on stderr (it is drawn only on a terminal anyway)')
     .option('--tmp-dir <dir>', 'where sorted runs are spilled (default the system temp directory)')
@@ -62,7 +67,8 @@ export function registerAudit(program: Command): void {
 
 function positive(name: string, v: string | undefined): number | undefined {
   if (v === undefined) return undefined;
-  if (!/^[0-9]+$/.test(v) || Number(v) < 1 || !Number.isSafeInteger(Number(v))) throw new InvalidArgumentError(`${name} must be a positive integer, got ${JSON.stringify(v)}`);
+  if (!/^[0-9]+$/.test(v) || Number(v) < 1 || !Number.isSafeInteger(Number(v)))
+    throw new InvalidArgumentError(`${name} must be a positive integer, got ${JSON.stringify(v)}`);
   return Number(v);
 }
 
@@ -81,9 +87,11 @@ async function leaseIndex(store: string, layout: Layout): Promise<HoldingIndex> 
 }
 
 async function runAudit(file: string | undefined, o: AuditOpts): Promise<number> {
-  if ((o.tag === undefined) === (o.layout === undefined)) throw new InvalidArgumentError('give exactly one of --tag T (segment IDs) or --layout L (snowflake IDs)');
+  if ((o.tag === undefined) === (o.layout === undefined))
+    throw new InvalidArgumentError('give exactly one of --tag T (segment IDs) or --layout L (snowflake IDs)');
   if ((o.db === undefined) !== (o.query === undefined)) throw new InvalidArgumentError('--db and --query go together');
-  if (o.db !== undefined && (file !== undefined || o.csvColumn !== undefined)) throw new InvalidArgumentError('--db reads from the database: give no file and no --csv-column');
+  if (o.db !== undefined && (file !== undefined || o.csvColumn !== undefined))
+    throw new InvalidArgumentError('--db reads from the database: give no file and no --csv-column');
   const tag = o.tag === undefined ? undefined : assertTag(o.tag);
   const layout = o.layout === undefined ? undefined : await resolveLayout(o.layout, o.config);
   const margin = positive('--fence-margin', o.fenceMargin);
@@ -102,17 +110,38 @@ async function runAudit(file: string | undefined, o: AuditOpts): Promise<number>
     const ledger = tag === undefined ? undefined : await (await import('../app/audit.js')).openAuditLedger(o);
     try {
       const analysis = new AuditAnalysis(
-        layout === undefined ? { kind: 'segment', tag: tag as string } : { kind: 'snowflake', layout, nowMs: Date.now(), held: held && ((w, t) => held.held(w, t)) },
+        layout === undefined
+          ? { kind: 'segment', tag: tag as string }
+          : { kind: 'snowflake', layout, nowMs: Date.now(), held: held && ((w, t) => held.held(w, t)) },
       );
       const above = info === undefined ? undefined : new AboveBound(info.maxId);
       const foreign = ledger === undefined || tag === undefined ? undefined : new ForeignIds(await ledger.segmentRanges(tag));
       const checks = [analysis.add, ...(above ? [above.add] : []), ...(foreign ? [foreign.add] : [])];
-      sorter.drain(checks.length === 1 ? analysis.add : (hi, lo, c) => { for (const add of checks) add(hi, lo, c); });
+      sorter.drain(
+        checks.length === 1
+          ? analysis.add
+          : (hi, lo, c) => {
+              for (const add of checks) add(hi, lo, c);
+            },
+      );
       analysis.finish();
       if (ledger !== undefined && tag !== undefined) {
         for (const d of analysis.duplicates) d.ledger = (await ledger.rangesContaining(tag, BigInt(d.id))).map((e) => e.description);
       }
-      const report = buildReport(analysis, { tag, layout, info, above, foreign, hasLedger: ledger !== undefined, leasesChecked: held !== undefined, margin, store: o.store, stateDir: o.stateDir, seconds: (Date.now() - startedAt) / 1000, runs: sorter.runCount });
+      const report = buildReport(analysis, {
+        tag,
+        layout,
+        info,
+        above,
+        foreign,
+        hasLedger: ledger !== undefined,
+        leasesChecked: held !== undefined,
+        margin,
+        store: o.store,
+        stateDir: o.stateDir,
+        seconds: (Date.now() - startedAt) / 1000,
+        runs: sorter.runCount,
+      });
       if (o.json) console.log(JSON.stringify(report, null, 2));
       else printText(report);
       return report.clean ? 0 : 1;
@@ -138,7 +167,12 @@ class Progress {
   }
 }
 
-async function readText(file: string | undefined, csvColumn: string | undefined, sorter: IdSorter, progress: Progress | undefined): Promise<void> {
+async function readText(
+  file: string | undefined,
+  csvColumn: string | undefined,
+  sorter: IdSorter,
+  progress: Progress | undefined,
+): Promise<void> {
   const fromStdin = file === undefined || file === '-';
   let size: number | undefined;
   if (!fromStdin) {
@@ -174,7 +208,10 @@ async function readText(file: string | undefined, csvColumn: string | undefined,
 }
 
 function csvParser(firstLine: string, column: string, sorter: IdSorter): LineParser {
-  const fields = firstLine.replace(/\r$/, '').split(',').map((f) => f.trim().replace(/^"(.*)"$/, '$1'));
+  const fields = firstLine
+    .replace(/\r$/, '')
+    .split(',')
+    .map((f) => f.trim().replace(/^"(.*)"$/, '$1'));
   if (/^[0-9]+$/.test(column)) {
     const n = Number(column);
     if (n < 1) throw new InvalidArgumentError('--csv-column: columns are numbered from 1');
@@ -194,7 +231,8 @@ async function readDb(url: string, query: string, sorter: IdSorter, progress: Pr
     await source.stream((values) => {
       for (const v of values) {
         row++;
-        if (v === null || !/^[0-9]{1,19}$/.test(v)) throw new InvalidArgumentError(`row ${row}: not an ID from 0 to 2^63-1: ${v === null ? 'NULL' : JSON.stringify(v.slice(0, 40))}`);
+        if (v === null || !/^[0-9]{1,19}$/.test(v))
+          throw new InvalidArgumentError(`row ${row}: not an ID from 0 to 2^63-1: ${v === null ? 'NULL' : JSON.stringify(v.slice(0, 40))}`);
         const id = BigInt(v);
         if (id > 0x7fffffffffffffffn) throw new InvalidArgumentError(`row ${row}: ${v} is above 2^63-1`);
         sorter.add(id);
@@ -302,7 +340,9 @@ function buildReport(a: AuditAnalysis, c: ReportContext) {
   if (c.tag !== undefined && !c.hasLedger) notChecked.push(NO_SEGMENT_LEDGER);
   if (c.layout !== undefined && !c.leasesChecked) notChecked.push(NO_LEASE_LEDGER);
   if (c.foreign !== undefined && c.foreign.beforeLedger > 0) {
-    notChecked.push(`${c.foreign.beforeLedger} IDs lie below the ledger's first range (issued before the ledger began, or their rows were pruned): not checked for foreign IDs`);
+    notChecked.push(
+      `${c.foreign.beforeLedger} IDs lie below the ledger's first range (issued before the ledger began, or their rows were pruned): not checked for foreign IDs`,
+    );
   }
   return {
     clean: findings.length === 0,
@@ -326,9 +366,12 @@ function buildReport(a: AuditAnalysis, c: ReportContext) {
 function printText(r: Report): void {
   const s = r.summary;
   const out: string[] = [];
-  out.push(`audit of ${'tag' in r.target ? `tag ${r.target.tag}` : `layout ${r.target.layout}`}: ${s.count} IDs, ${s.distinct} distinct, min ${s.min ?? '-'}, max ${s.max ?? '-'}`);
+  out.push(
+    `audit of ${'tag' in r.target ? `tag ${r.target.tag}` : `layout ${r.target.layout}`}: ${s.count} IDs, ${s.distinct} distinct, min ${s.min ?? '-'}, max ${s.max ?? '-'}`,
+  );
   if ('storeMaxId' in s) out.push(`store: max_id ${s.storeMaxId} (the next range starts there), fence epoch ${s.fenceEpoch}`);
-  if ('gapRate' in s && s.gapRate !== null && s.gapRate !== undefined) out.push(`gap rate: ${(s.gapRate * 100).toFixed(2)}% of [min, max] is not in the input`);
+  if ('gapRate' in s && s.gapRate !== null && s.gapRate !== undefined)
+    out.push(`gap rate: ${(s.gapRate * 100).toFixed(2)}% of [min, max] is not in the input`);
   if ('perDay' in s && s.perDay !== undefined) for (const d of s.perDay) out.push(`  ${d.day}  ${d.count}`);
   if (r.findings.length === 0) out.push('clean: no findings');
   for (const f of r.findings) {

@@ -101,9 +101,21 @@ export async function runBench(rounds = 5, ms = 300): Promise<Array<{ name: stri
   });
   const m = (k: string) => median(runs[k]!);
   return [
-    { name: 'segment next() (buffered)', perSecond: m('segment'), reference: `${((m('segment') / m('counter')) * 100).toFixed(0)}% of a bare counter (${fmt(m('counter'))})` },
-    { name: 'UUIDv7 text', perSecond: m('v7'), reference: `${(m('v7') / m('randomUUID')).toFixed(2)}× crypto.randomUUID (${fmt(m('randomUUID'))})` },
-    { name: 'snowflake twitter', perSecond: m('snowflake'), reference: `${((m('snowflake') / 4_096_000) * 100).toFixed(0)}% of the layout cap (4.10 M/s)` },
+    {
+      name: 'segment next() (buffered)',
+      perSecond: m('segment'),
+      reference: `${((m('segment') / m('counter')) * 100).toFixed(0)}% of a bare counter (${fmt(m('counter'))})`,
+    },
+    {
+      name: 'UUIDv7 text',
+      perSecond: m('v7'),
+      reference: `${(m('v7') / m('randomUUID')).toFixed(2)}× crypto.randomUUID (${fmt(m('randomUUID'))})`,
+    },
+    {
+      name: 'snowflake twitter',
+      perSecond: m('snowflake'),
+      reference: `${((m('snowflake') / 4_096_000) * 100).toFixed(0)}% of the layout cap (4.10 M/s)`,
+    },
   ];
 }
 

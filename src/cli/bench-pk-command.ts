@@ -42,7 +42,9 @@ function intIn(name: string, min: number, max: number) {
 export function registerBenchPk(bench: Command): void {
   bench
     .command('pk')
-    .description('measure primary keys of each kind (sequence, segment, snowflake, UUIDv7, UUIDv4, ULID) on your database, in a scratch schema it creates and drops')
+    .description(
+      'measure primary keys of each kind (sequence, segment, snowflake, UUIDv7, UUIDv4, ULID) on your database, in a scratch schema it creates and drops',
+    )
     .requiredOption('--db <url>', 'postgres://…, mysql://… (MySQL or MariaDB) or sqlite:PATH (a new file)')
     .option('--rows <n>', 'measured rows per kind', intIn('--rows', 1, 100_000_000), 100_000)
     .option('--warmup <n>', 'rows per kind inserted before measuring', intIn('--warmup', 0, 10_000_000), 2_000)
@@ -58,7 +60,10 @@ export function registerBenchPk(bench: Command): void {
     .option('--json', 'print the result as JSON')
     .option('--chart <file.svg>', 'also write an SVG chart of the result')
     .option('--no-progress', 'no progress bar (it is drawn only when stderr is a terminal)')
-    .option('--drop-leftover', 'drop a scratch object left by an interrupted run (only one whose marker says it was made by this tool), then exit')
+    .option(
+      '--drop-leftover',
+      'drop a scratch object left by an interrupted run (only one whose marker says it was made by this tool), then exit',
+    )
     .action(async (o: PkOpts) => {
       await benchPk(o);
     });
@@ -67,7 +72,8 @@ export function registerBenchPk(bench: Command): void {
 async function benchPk(o: PkOpts): Promise<void> {
   const { parsePkKinds } = await import('../core/pk-bench/pk-kinds.js');
   const kinds = parsePkKinds(o.kinds);
-  if (o.chart !== undefined && !/\.svg$/i.test(o.chart)) throw new InvalidArgumentError(`--chart writes SVG: name a .svg file, got ${JSON.stringify(o.chart)}`);
+  if (o.chart !== undefined && !/\.svg$/i.test(o.chart))
+    throw new InvalidArgumentError(`--chart writes SVG: name a .svg file, got ${JSON.stringify(o.chart)}`);
   const { openPkBenchTarget, runPkBench } = await import('../app/pk-bench.js');
   const { formatPkReport, pkChartSvg } = await import('./pk-report.js');
   const { systemClock } = await import('../core/clock.js');
@@ -87,7 +93,9 @@ async function benchPk(o: PkOpts): Promise<void> {
   const stop = new AbortController();
   const onSignal = (sig: NodeJS.Signals) => {
     if (stop.signal.aborted) {
-      process.stderr.write(`\nsequoia: ${sig} again: exiting now; a scratch object may be left (sequoia bench pk --db URL --drop-leftover removes it)\n`);
+      process.stderr.write(
+        `\nsequoia: ${sig} again: exiting now; a scratch object may be left (sequoia bench pk --db URL --drop-leftover removes it)\n`,
+      );
       process.exit(130);
     }
     stop.abort();

@@ -64,7 +64,8 @@ export function explain(
   if (isSnowflakeLayout(opts.layout, opts.layouts) || (opts.layout === undefined && /^[0-9]{1,19}$/.test(id))) {
     return explainSnowflake(id, opts.layout ?? DEFAULT_LAYOUT, opts.layouts);
   }
-  const layout = opts.layout ?? (UUID_LIKE.test(id) ? 'uuid' : ULID_LIKE.test(id) ? 'ulid' : OBJECTID_LIKE.test(id) ? 'objectid' : undefined);
+  const layout =
+    opts.layout ?? (UUID_LIKE.test(id) ? 'uuid' : ULID_LIKE.test(id) ? 'ulid' : OBJECTID_LIKE.test(id) ? 'objectid' : undefined);
   switch (layout) {
     case 'uuid': {
       const { text, ...d } = describeUuid(id);
@@ -88,10 +89,19 @@ export function explain(
     case 'fallback': {
       // A segment tag with a fallback space (docs/operations.md#fallback-space): below 2^62 a segment ID, from it a client's fallback ID.
       const value = parseDecimalId(id);
-      if (value === undefined) throw new InvalidArgumentError(`--layout fallback takes a decimal ID from 0 to 2^63-1, got ${JSON.stringify(id)}`);
+      if (value === undefined)
+        throw new InvalidArgumentError(`--layout fallback takes a decimal ID from 0 to 2^63-1, got ${JSON.stringify(id)}`);
       const f = decodeFallbackId(value);
-      if (f === undefined) return { id, kind: 'segment', space: 'segment', note: 'below 2^62: issued by a server from the tag\'s segments' };
-      return { id, kind: 'fallback', space: 'fallback', time: new Date(f.timestampMs).toISOString(), timestampMs: f.timestampMs, workerId: f.workerId, sequence: f.sequence };
+      if (f === undefined) return { id, kind: 'segment', space: 'segment', note: "below 2^62: issued by a server from the tag's segments" };
+      return {
+        id,
+        kind: 'fallback',
+        space: 'fallback',
+        time: new Date(f.timestampMs).toISOString(),
+        timestampMs: f.timestampMs,
+        workerId: f.workerId,
+        sequence: f.sequence,
+      };
     }
     case 'flake128': {
       const f = decomposeFlake128(parseFlake128(id));
@@ -115,55 +125,91 @@ export function registerGenAndExplain(program: Command): void {
     .command('gen <kind>')
     .description(`print new IDs: ${ALL_GEN_KINDS.join(' | ')}`)
     .option('--count <n>', 'how many (default 1)', parseCountArg)
-    .option('--layout <layout>', `snowflake layout: ${SNOWFLAKE_LAYOUTS.join(' | ')} (env SEQUOIA_SNOWFLAKE_LAYOUT; default ${DEFAULT_LAYOUT})`)
+    .option(
+      '--layout <layout>',
+      `snowflake layout: ${SNOWFLAKE_LAYOUTS.join(' | ')} (env SEQUOIA_SNOWFLAKE_LAYOUT; default ${DEFAULT_LAYOUT})`,
+    )
     .option('--shard <n>', 'snowflake instagram layout: the logical shard')
-    .option('--store <url>', `snowflake: the store the worker id is leased from; segment: the store the IDs come from (env SEQUOIA_STORE; default ${DEFAULT_STORE_URL})`)
-    .option('--worker-id-provider <spec>', `snowflake: ${WORKER_ID_PROVIDER_SPECS} (not worker-node: it would take an id for good per call)`)
+    .option(
+      '--store <url>',
+      `snowflake: the store the worker id is leased from; segment: the store the IDs come from (env SEQUOIA_STORE; default ${DEFAULT_STORE_URL})`,
+    )
+    .option(
+      '--worker-id-provider <spec>',
+      `snowflake: ${WORKER_ID_PROVIDER_SPECS} (not worker-node: it would take an id for good per call)`,
+    )
     .option('--config <file>', 'snowflake: JSON config file with custom `layouts` (env SEQUOIA_CONFIG)')
     .option('--tag <tag>', 'segment: the tag to draw from')
     .option('--state-dir <dir>', `segment: local state directory (env SEQUOIA_STATE_DIR; default ${DEFAULT_STATE_DIR})`)
     .action(
       async (
         kind: string,
-        o: { count?: number; layout?: string; shard?: string; store?: string; workerIdProvider?: string; tag?: string; stateDir?: string; config?: string },
+        o: {
+          count?: number;
+          layout?: string;
+          shard?: string;
+          store?: string;
+          workerIdProvider?: string;
+          tag?: string;
+          stateDir?: string;
+          config?: string;
+        },
       ) => {
-      if (kind === 'snowflake') {
-        console.log((await genSnowflake({ ...o, count: o.count ?? 1 })).join('\n'));
-        return;
-      }
-      if (kind === 'segment') {
-        if (o.tag === undefined) throw new InvalidArgumentError('gen segment needs --tag');
-        console.log((await genSegment(o.tag, o.count ?? 1, { store: o.store, stateDir: o.stateDir })).join('\n'));
-        return;
-      }
-      console.log(generate(kind, o.count ?? 1).join('\n'));
+        if (kind === 'snowflake') {
+          console.log((await genSnowflake({ ...o, count: o.count ?? 1 })).join('\n'));
+          return;
+        }
+        if (kind === 'segment') {
+          if (o.tag === undefined) throw new InvalidArgumentError('gen segment needs --tag');
+          console.log((await genSegment(o.tag, o.count ?? 1, { store: o.store, stateDir: o.stateDir })).join('\n'));
+          return;
+        }
+        console.log(generate(kind, o.count ?? 1).join('\n'));
       },
     );
 
   program
     .command('explain <id>')
     .description('decode an ID: its time, node and sequence fields, or a business number back to its ID')
-    .option('--layout <layout>', `${[...SNOWFLAKE_LAYOUTS, ...EXPLAIN_LAYOUTS].join(' | ')} (guessed from the text when omitted; decimal IDs: ${DEFAULT_LAYOUT})`)
-    .option('--format <name>', 'a business-number format: a configured name (formats from --config / SEQUOIA_FORMATS) or e.g. base62, crockford32:13:check')
+    .option(
+      '--layout <layout>',
+      `${[...SNOWFLAKE_LAYOUTS, ...EXPLAIN_LAYOUTS].join(' | ')} (guessed from the text when omitted; decimal IDs: ${DEFAULT_LAYOUT})`,
+    )
+    .option(
+      '--format <name>',
+      'a business-number format: a configured name (formats from --config / SEQUOIA_FORMATS) or e.g. base62, crockford32:13:check',
+    )
     .option('--config <file>', 'JSON config file with `formats` and `layouts` (env SEQUOIA_CONFIG)')
-    .option('--tag <tag>', 'a segment ID of this tag: trace it in the range ledger (the range, server, time and fence epoch that issued it)')
-    .option('--store <url>', 'with --tag: the store whose range ledger traces the ID (env SEQUOIA_STORE); for a snowflake ID: the store its worker ids are leased from, to name who held the worker id at the ID\'s tick (the lease ledger)')
+    .option(
+      '--tag <tag>',
+      'a segment ID of this tag: trace it in the range ledger (the range, server, time and fence epoch that issued it)',
+    )
+    .option(
+      '--store <url>',
+      "with --tag: the store whose range ledger traces the ID (env SEQUOIA_STORE); for a snowflake ID: the store its worker ids are leased from, to name who held the worker id at the ID's tick (the lease ledger)",
+    )
     .option('--state-dir <dir>', 'with --tag: state directory (env SEQUOIA_STATE_DIR)')
-    .action(async (id: string, o: { layout?: string; format?: string; config?: string; tag?: string; store?: string; stateDir?: string }) => {
-      if (o.tag !== undefined) {
-        console.log(JSON.stringify(await traceSegment(id, o.tag, o), null, 2));
-        return;
-      }
-      // The config schema loads only when a format or layout must be looked up.
-      const config = o.format !== undefined || o.layout !== undefined ? (await import('../app/config.js')).resolveConfig({}, process.env, o.config) : undefined;
-      const layouts = defineLayouts(config?.layouts);
-      const out = explain(id, { layout: o.layout, format: o.format, formats: config?.formats, layouts });
-      if (o.store !== undefined) {
-        if (out.kind !== 'snowflake') throw new InvalidArgumentError(`--store: only snowflake IDs are traced to a worker-id lease (this is a ${String(out.kind)})`);
-        out.lease = await leaseAt(id, getLayout(o.layout ?? 'twitter', layouts), o.store);
-      }
-      console.log(JSON.stringify(out, null, 2));
-    });
+    .action(
+      async (id: string, o: { layout?: string; format?: string; config?: string; tag?: string; store?: string; stateDir?: string }) => {
+        if (o.tag !== undefined) {
+          console.log(JSON.stringify(await traceSegment(id, o.tag, o), null, 2));
+          return;
+        }
+        // The config schema loads only when a format or layout must be looked up.
+        const config =
+          o.format !== undefined || o.layout !== undefined
+            ? (await import('../app/config.js')).resolveConfig({}, process.env, o.config)
+            : undefined;
+        const layouts = defineLayouts(config?.layouts);
+        const out = explain(id, { layout: o.layout, format: o.format, formats: config?.formats, layouts });
+        if (o.store !== undefined) {
+          if (out.kind !== 'snowflake')
+            throw new InvalidArgumentError(`--store: only snowflake IDs are traced to a worker-id lease (this is a ${String(out.kind)})`);
+          out.lease = await leaseAt(id, getLayout(o.layout ?? 'twitter', layouts), o.store);
+        }
+        console.log(JSON.stringify(out, null, 2));
+      },
+    );
 }
 
 /** Who held the snowflake ID's worker id at its tick, from the store's lease ledger. */
@@ -190,7 +236,9 @@ async function leaseAt(id: string, layout: Layout, store: string): Promise<Recor
     from: iso(h.fromTick),
     until: iso(h.untilTick),
   }));
-  const who = heldBy.map((h) => `${h.host} pid ${h.pid} (instance ${h.instance || '?'}, version ${h.version || '?'}, generation ${h.generation})`).join('; ');
+  const who = heldBy
+    .map((h) => `${h.host} pid ${h.pid} (instance ${h.instance || '?'}, version ${h.version || '?'}, generation ${h.generation})`)
+    .join('; ');
   return {
     space: layout.spaceKey,
     workerId,
@@ -205,13 +253,18 @@ async function leaseAt(id: string, layout: Layout, store: string): Promise<Recor
 
 /** `explain ID --tag T`: the ledger entries that hold ID, read from the store. */
 async function traceSegment(id: string, tagText: string, o: { layout?: string; format?: string; store?: string; stateDir?: string }) {
-  if (o.layout !== undefined || o.format !== undefined) throw new InvalidArgumentError('--tag traces a segment ID: give no --layout or --format');
+  if (o.layout !== undefined || o.format !== undefined)
+    throw new InvalidArgumentError('--tag traces a segment ID: give no --layout or --format');
   const tag = assertTag(tagText);
   const value = parseDecimalId(id);
   if (value === undefined) throw new InvalidArgumentError(`a segment ID is a decimal from 0 to 2^63-1, got ${JSON.stringify(id)}`);
   const [{ traceSegmentId }, { rangesAnswer }] = await Promise.all([import('../app/audit.js'), import('../service/ledger-view.js')]);
   const { entries, info } = await traceSegmentId(o, tag, value);
-  return { kind: 'segment', ...rangesAnswer(tag, value, entries), ...(info === undefined ? { tagExists: false } : { storeMaxId: info.maxId.toString(), fenceEpoch: info.fenceEpoch }) };
+  return {
+    kind: 'segment',
+    ...rangesAnswer(tag, value, entries),
+    ...(info === undefined ? { tagExists: false } : { storeMaxId: info.maxId.toString(), fenceEpoch: info.fenceEpoch }),
+  };
 }
 
 /**
@@ -222,11 +275,15 @@ async function traceSegment(id: string, tagText: string, o: { layout?: string; f
 export async function genSegment(tag: string, count: number, opts: { store?: string; stateDir?: string }): Promise<string[]> {
   const [{ resolveConfig }, { withIdService }] = await Promise.all([import('../app/config.js'), import('../app/wiring.js')]);
   const config = resolveConfig({ store: opts.store, stateDir: opts.stateDir }, process.env, undefined);
-  return withIdService(config, async (service) => {
-    const ids: string[] = [];
-    for (let left = count; left > 0; left -= MAX_COUNT) {
-      for (const id of await service.nextMany(tag, Math.min(left, MAX_COUNT))) ids.push(String(id));
-    }
-    return ids;
-  }, { checkStateDir: true });
+  return withIdService(
+    config,
+    async (service) => {
+      const ids: string[] = [];
+      for (let left = count; left > 0; left -= MAX_COUNT) {
+        for (const id of await service.nextMany(tag, Math.min(left, MAX_COUNT))) ids.push(String(id));
+      }
+      return ids;
+    },
+    { checkStateDir: true },
+  );
 }

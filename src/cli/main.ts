@@ -86,14 +86,24 @@ storeOption(tag.command('create <tag>').description('create a tag'))
   .action(
     async (
       name: string,
-      o: StoreOpts & { step?: number; start?: string; description?: string; above?: string; table?: string; column?: string; margin?: string },
+      o: StoreOpts & {
+        step?: number;
+        start?: string;
+        description?: string;
+        above?: string;
+        table?: string;
+        column?: string;
+        margin?: string;
+      },
     ) => {
       let start = o.start;
       if (o.above !== undefined || o.table !== undefined || o.column !== undefined || o.margin !== undefined) {
-        if (o.above === undefined || o.table === undefined) throw new InvalidArgumentError('--table, --column and --margin go with --above URL --table NAME');
+        if (o.above === undefined || o.table === undefined)
+          throw new InvalidArgumentError('--table, --column and --margin go with --above URL --table NAME');
         if (o.start !== undefined) throw new InvalidArgumentError('--start and --above exclude each other');
         const margin = o.margin ?? '1000';
-        if (!/^[0-9]{1,18}$/.test(margin)) throw new InvalidArgumentError(`--margin must be a whole number from 0, got ${JSON.stringify(margin)}`);
+        if (!/^[0-9]{1,18}$/.test(margin))
+          throw new InvalidArgumentError(`--margin must be a whole number from 0, got ${JSON.stringify(margin)}`);
         const column = o.column ?? 'id';
         const { readColumnMax } = await import('../app/column-max.js');
         const read = await readColumnMax(o.above, o.table, column);
@@ -113,30 +123,37 @@ storeOption(tag.command('list').description('list tags'))
   .action(async (o: StoreOpts & { json?: boolean }) => {
     const tags = await withService(o, (s) => s.listTags());
     if (o.json) {
-      console.log(JSON.stringify(tags.map((t) => ({ ...t, maxId: t.maxId.toString() })), null, 2));
+      console.log(
+        JSON.stringify(
+          tags.map((t) => ({ ...t, maxId: t.maxId.toString() })),
+          null,
+          2,
+        ),
+      );
       return;
     }
     // MAX_ID is the store's max_id: where the next range starts, not the next ID a running server hands out.
     console.log(['TAG', 'MAX_ID', 'STEP', 'DESCRIPTION'].join('\t'));
     for (const t of tags) console.log([t.tag, t.maxId.toString(), t.step, t.description].join('\t'));
   });
-storeOption(tag.command('update <tag>').description('change a tag\'s step or description'))
+storeOption(tag.command('update <tag>').description("change a tag's step or description"))
   .option('--step <n>', 'new minimum step', parseIntArg('--step', MAX_STORED_STEP))
   .option('--description <text>', 'new description')
   .action(async (name: string, o: StoreOpts & { step?: number; description?: string }) => {
     const info = await withService(o, (s) => s.updateTag(name, { step: o.step, description: o.description }));
     console.log(`updated ${info.tag}: step ${info.step}`);
   });
-storeOption(tag.command('delete <tag>').description('delete a tag'))
-  .action(async (name: string, o: StoreOpts) => {
-    const before = await withService(o, async (s) => {
-      const info = await s.getTag(name);
-      await s.deleteTag(name);
-      return info;
-    });
-    // Servers may still hold ranges up to max_id: a new tag of this name repeats nothing only from there on.
-    console.log(`deleted ${name} (its max_id was ${before.maxId}: to create it again without repeating its IDs, use --start ${before.maxId} or higher)`);
+storeOption(tag.command('delete <tag>').description('delete a tag')).action(async (name: string, o: StoreOpts) => {
+  const before = await withService(o, async (s) => {
+    const info = await s.getTag(name);
+    await s.deleteTag(name);
+    return info;
   });
+  // Servers may still hold ranges up to max_id: a new tag of this name repeats nothing only from there on.
+  console.log(
+    `deleted ${name} (its max_id was ${before.maxId}: to create it again without repeating its IDs, use --start ${before.maxId} or higher)`,
+  );
+});
 
 storeOption(
   program

@@ -20,8 +20,13 @@ interface MigrateOpts {
 export function registerMigrate(program: Command): void {
   program
     .command('migrate')
-    .description("copy the tags of a Leaf (leaf_alloc) or Tinyid (tiny_id_info) table into a Sequoia store, above the old maximum; stop the old servers first")
-    .requiredOption('--from <url>', 'the old table: postgres://… or mysql://… with ?schema=leaf or ?schema=tinyid (and &table=NAME if renamed)')
+    .description(
+      'copy the tags of a Leaf (leaf_alloc) or Tinyid (tiny_id_info) table into a Sequoia store, above the old maximum; stop the old servers first',
+    )
+    .requiredOption(
+      '--from <url>',
+      'the old table: postgres://… or mysql://… with ?schema=leaf or ?schema=tinyid (and &table=NAME if renamed)',
+    )
     .option('--store <url>', `the Sequoia store to copy into (env SEQUOIA_STORE; default ${DEFAULT_STORE_URL})`)
     .option('--margin <n>', 'IDs left free above the old next ID, for what old servers and clients still hold (default 1000000)')
     .option('--tag <tag>', 'copy only this tag (repeatable; default every tag)', (v: string, acc: string[]) => [...acc, v], [] as string[])
@@ -55,7 +60,14 @@ export function registerMigrate(program: Command): void {
 function lineOf(s: MigrateStep, dryRun: boolean): string {
   const read = `${s.tag}: source next ID ${s.sourceNext}, step ${s.step}`;
   if (s.action === 'keep') return `${read}; target already at ${s.targetBefore} >= ${s.bound}, unchanged`;
-  const verb = s.action === 'create' ? (dryRun ? 'would create at' : 'created at') : dryRun ? `would raise from ${s.targetBefore} to` : `raised from ${s.targetBefore} to`;
+  const verb =
+    s.action === 'create'
+      ? dryRun
+        ? 'would create at'
+        : 'created at'
+      : dryRun
+        ? `would raise from ${s.targetBefore} to`
+        : `raised from ${s.targetBefore} to`;
   const after = s.after ? ` (next ID ${s.after.maxId}, fence epoch ${s.after.fenceEpoch})` : '';
   return `${read}; ${verb} ${s.bound}${after}`;
 }

@@ -17,7 +17,20 @@ const ratio = (x: number | null): string => (x === null ? 'n/a' : `${x.toFixed(2
 const ms = (x: number): string => (x >= 100 ? x.toFixed(0) : x >= 10 ? x.toFixed(1) : x.toFixed(2));
 const int = (x: number): string => Math.round(x).toLocaleString('en-US');
 
-export const PK_TABLE_HEADER = ['kind', 'key column', 'rows/s', 'time ×seq', 'p50 ms', 'p99 ms', 'table', 'indexes', 'size ×seq', 'WAL/redo', 'WAL ×seq', 'page splits'];
+export const PK_TABLE_HEADER = [
+  'kind',
+  'key column',
+  'rows/s',
+  'time ×seq',
+  'p50 ms',
+  'p99 ms',
+  'table',
+  'indexes',
+  'size ×seq',
+  'WAL/redo',
+  'WAL ×seq',
+  'page splits',
+];
 
 export function pkTableRows(result: PkBenchResult): string[][] {
   return result.results.map((r: PkKindResult) => [
@@ -44,7 +57,14 @@ export function formatPkTable(result: PkBenchResult, markdown = false): string {
     return [line(rows[0]!), line(rows[0]!.map((_, i) => (i < 2 ? '---' : '---:'))), ...rows.slice(1).map(line)].join('\n');
   }
   const widths = rows[0]!.map((_, c) => Math.max(...rows.map((r) => r[c]!.length)));
-  return rows.map((r) => r.map((cell, c) => (c < 2 ? cell.padEnd(widths[c]!) : cell.padStart(widths[c]!))).join('  ').trimEnd()).join('\n');
+  return rows
+    .map((r) =>
+      r
+        .map((cell, c) => (c < 2 ? cell.padEnd(widths[c]!) : cell.padStart(widths[c]!)))
+        .join('  ')
+        .trimEnd(),
+    )
+    .join('\n');
 }
 
 export function describeRun(result: PkBenchResult): string {
@@ -85,10 +105,22 @@ function chartSettings(result: PkBenchResult): string {
 /** A self-contained SVG (no fonts or scripts fetched) of the four measures, one bar per kind. */
 export function pkChartSvg(result: PkBenchResult): string {
   const panels: Panel[] = [
-    { title: 'insert rate, rows/s (higher is better)', value: (r) => r.rowsPerSecond, label: (r) => `${int(r.rowsPerSecond)} (${ratio(r.vsBaseline.time)} time)` },
+    {
+      title: 'insert rate, rows/s (higher is better)',
+      value: (r) => r.rowsPerSecond,
+      label: (r) => `${int(r.rowsPerSecond)} (${ratio(r.vsBaseline.time)} time)`,
+    },
     { title: `p99 latency of one ${result.options.batch}-row INSERT, ms`, value: (r) => r.p99Ms, label: (r) => ms(r.p99Ms) },
-    { title: 'table + index size after the run', value: (r) => r.totalBytes, label: (r) => `${formatBytes(r.totalBytes)} (${ratio(r.vsBaseline.size)})` },
-    { title: 'WAL / redo bytes written', value: (r) => r.logBytes, label: (r) => `${formatBytes(r.logBytes)} (${ratio(r.vsBaseline.log)})` },
+    {
+      title: 'table + index size after the run',
+      value: (r) => r.totalBytes,
+      label: (r) => `${formatBytes(r.totalBytes)} (${ratio(r.vsBaseline.size)})`,
+    },
+    {
+      title: 'WAL / redo bytes written',
+      value: (r) => r.logBytes,
+      label: (r) => `${formatBytes(r.logBytes)} (${ratio(r.vsBaseline.log)})`,
+    },
   ];
   const kinds = result.results;
   const barH = 18;
@@ -119,11 +151,17 @@ export function pkChartSvg(result: PkBenchResult): string {
       const v = p.value(k);
       const w = v === null || max <= 0 ? 0 : Math.max(1, (v / max) * barMax);
       out.push(`<text x="${x0 + labelW - 6}" y="${y + barH - 5}" text-anchor="end">${esc(k.kind)}</text>`);
-      out.push(`<rect x="${x0 + labelW}" y="${y}" width="${w.toFixed(1)}" height="${barH}" fill="${k.kind === 'sequence' ? '#9e9e9e' : '#2e7d32'}"/>`);
-      out.push(`<text x="${(x0 + labelW + w + 5).toFixed(1)}" y="${y + barH - 5}" fill="#222">${esc(v === null ? 'n/a' : p.label(k))}</text>`);
+      out.push(
+        `<rect x="${x0 + labelW}" y="${y}" width="${w.toFixed(1)}" height="${barH}" fill="${k.kind === 'sequence' ? '#9e9e9e' : '#2e7d32'}"/>`,
+      );
+      out.push(
+        `<text x="${(x0 + labelW + w + 5).toFixed(1)}" y="${y + barH - 5}" fill="#222">${esc(v === null ? 'n/a' : p.label(k))}</text>`,
+      );
     });
   });
-  out.push(`<text x="10" y="${height - 10}" fill="#666">${esc(`${result.startedAt}; grey: the database's own sequence (baseline)`)}</text>`);
+  out.push(
+    `<text x="10" y="${height - 10}" fill="#666">${esc(`${result.startedAt}; grey: the database's own sequence (baseline)`)}</text>`,
+  );
   out.push('</svg>');
   return `${out.join('\n')}\n`;
 }

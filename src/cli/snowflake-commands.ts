@@ -42,7 +42,7 @@ export async function genSnowflake(o: GenSnowflakeOptions): Promise<string[]> {
   if (parseWorkerIdProvider(config.workerIdProvider).kind === 'worker-node') {
     // worker-node takes a new id for good at every start: one per `gen` call would use up the layout's ids.
     throw new InvalidArgumentError(
-      'gen snowflake cannot use worker id provider worker-node: it takes a new worker id for good on every call and would use up the layout\'s ids; use --worker-id-provider lease (the id is given back after the run) or static:N',
+      "gen snowflake cannot use worker id provider worker-node: it takes a new worker id for good on every call and would use up the layout's ids; use --worker-id-provider lease (the id is given back after the run) or static:N",
     );
   }
   const layouts = defineLayouts(config.layouts);
@@ -63,7 +63,8 @@ export async function genSnowflake(o: GenSnowflakeOptions): Promise<string[]> {
   try {
     out = await withSnowflakeService({ ...config, snowflakeLayout: layout.name }, async (service) => {
       const ids: string[] = [];
-      while (ids.length < o.count && !interrupted) ids.push(...(await service.nextMany(layout.name, Math.min(MAX_COUNT, o.count - ids.length), shard)));
+      while (ids.length < o.count && !interrupted)
+        ids.push(...(await service.nextMany(layout.name, Math.min(MAX_COUNT, o.count - ids.length), shard)));
       return ids;
     });
   } finally {
@@ -118,42 +119,54 @@ export function registerPlan(program: Command): void {
     .option('--layout <name>', 'instead: show a preset or configured layout (widths, lifetime, warnings)')
     .option('--config <file>', 'JSON config file with `layouts` (env SEQUOIA_CONFIG)')
     .option('--json', 'print JSON')
-    .action(async (o: { nodes?: number; peakPerMs?: number; years?: number; unitMs?: number; layout?: string; config?: string; json?: boolean }) => {
-      if (o.layout !== undefined) {
-        if (o.nodes !== undefined || o.peakPerMs !== undefined || o.years !== undefined || o.unitMs !== undefined) {
-          throw new InvalidArgumentError('plan: give --layout, or --nodes, --peak-per-ms and --years, not both');
-        }
-        const d = describeLayout(getLayout(o.layout, await configuredLayouts(o.config)));
-        if (o.json) {
-          console.log(JSON.stringify(d, null, 2));
+    .action(
+      async (o: {
+        nodes?: number;
+        peakPerMs?: number;
+        years?: number;
+        unitMs?: number;
+        layout?: string;
+        config?: string;
+        json?: boolean;
+      }) => {
+        if (o.layout !== undefined) {
+          if (o.nodes !== undefined || o.peakPerMs !== undefined || o.years !== undefined || o.unitMs !== undefined) {
+            throw new InvalidArgumentError('plan: give --layout, or --nodes, --peak-per-ms and --years, not both');
+          }
+          const d = describeLayout(getLayout(o.layout, await configuredLayouts(o.config)));
+          if (o.json) {
+            console.log(JSON.stringify(d, null, 2));
+            return;
+          }
+          const fields = d.fields as { name: string; bits: number; role: string }[];
+          // One column for every label, however long a field's name (`datacenter bits` is 15 characters).
+          const width = Math.max(15, ...fields.map((f) => `${f.name} bits`.length + 1));
+          const row = (label: string, value: string): void => console.log(`${label.padEnd(width)}${value}`);
+          row('layout', `${String(d.layout)} (version ${String(d.version)})`);
+          row('epoch', `${String(d.epoch)}, ticks of ${String(d.unitMs)} ms`);
+          row('time bits', String(d.timeBits));
+          for (const f of fields) row(`${f.name} bits`, `${f.bits}  (${f.role})`);
+          const start = d.sequenceStart as Layout['sequenceStart'];
+          row('sequence start', start.kind === 'random' ? `random 0-${start.max} each tick` : '0 each tick');
+          row('lifetime', `${String(d.lifetimeYears)} years: ends ${String(d.endsAt)}`);
+          for (const w of d.warnings as string[]) console.log(`warning: ${w}`);
           return;
         }
-        const fields = d.fields as { name: string; bits: number; role: string }[];
-        // One column for every label, however long a field's name (`datacenter bits` is 15 characters).
-        const width = Math.max(15, ...fields.map((f) => `${f.name} bits`.length + 1));
-        const row = (label: string, value: string): void => console.log(`${label.padEnd(width)}${value}`);
-        row('layout', `${String(d.layout)} (version ${String(d.version)})`);
-        row('epoch', `${String(d.epoch)}, ticks of ${String(d.unitMs)} ms`);
-        row('time bits', String(d.timeBits));
-        for (const f of fields) row(`${f.name} bits`, `${f.bits}  (${f.role})`);
-        const start = d.sequenceStart as Layout['sequenceStart'];
-        row('sequence start', start.kind === 'random' ? `random 0-${start.max} each tick` : '0 each tick');
-        row('lifetime', `${String(d.lifetimeYears)} years: ends ${String(d.endsAt)}`);
-        for (const w of d.warnings as string[]) console.log(`warning: ${w}`);
-        return;
-      }
-      if (o.nodes === undefined || o.peakPerMs === undefined || o.years === undefined) {
-        throw new InvalidArgumentError('plan needs --nodes, --peak-per-ms and --years (or --layout NAME)');
-      }
-      const p = plan({ nodes: o.nodes, peakPerMs: o.peakPerMs, years: o.years, unitMs: o.unitMs });
-      if (o.json) {
-        console.log(JSON.stringify(p, null, 2));
-        return;
-      }
-      console.log(`node bits      ${p.nodeBits}  (${p.workers} nodes)`);
-      console.log(`sequence bits  ${p.sequenceBits}  (${p.sequencePerTick} per ${p.unitMs} ms)`);
-      console.log(`time bits      ${p.timeBits}  (${p.lifetimeYears.toFixed(1)} years of ${p.unitMs} ms ticks)`);
-      console.log(`total          ${p.totalBits} bits with the sign bit; ${p.spareBits >= 0 ? `${p.spareBits} spare (all on time: ${p.lifetimeYearsWithSpare.toFixed(1)} years)` : 'does not fit'}`);
-      for (const w of p.warnings) console.log(`warning: ${w}`);
-    });
+        if (o.nodes === undefined || o.peakPerMs === undefined || o.years === undefined) {
+          throw new InvalidArgumentError('plan needs --nodes, --peak-per-ms and --years (or --layout NAME)');
+        }
+        const p = plan({ nodes: o.nodes, peakPerMs: o.peakPerMs, years: o.years, unitMs: o.unitMs });
+        if (o.json) {
+          console.log(JSON.stringify(p, null, 2));
+          return;
+        }
+        console.log(`node bits      ${p.nodeBits}  (${p.workers} nodes)`);
+        console.log(`sequence bits  ${p.sequenceBits}  (${p.sequencePerTick} per ${p.unitMs} ms)`);
+        console.log(`time bits      ${p.timeBits}  (${p.lifetimeYears.toFixed(1)} years of ${p.unitMs} ms ticks)`);
+        console.log(
+          `total          ${p.totalBits} bits with the sign bit; ${p.spareBits >= 0 ? `${p.spareBits} spare (all on time: ${p.lifetimeYearsWithSpare.toFixed(1)} years)` : 'does not fit'}`,
+        );
+        for (const w of p.warnings) console.log(`warning: ${w}`);
+      },
+    );
 }

@@ -174,7 +174,6 @@ export interface UuidOptions {
   readonly version?: 7 | 4;
 }
 
-
 export class SequoiaClient {
   private readonly transport: Transport;
   private readonly buffers = new Map<string, TagBuffer>();
@@ -252,19 +251,25 @@ export class SequoiaClient {
       random: Math.random,
     });
     this.warm = opts.tags ?? [];
-    if (!this.leaf) for (const t of this.warm) this.buffer(t).load().catch(() => undefined);
+    if (!this.leaf)
+      for (const t of this.warm)
+        this.buffer(t)
+          .load()
+          .catch(() => undefined);
   }
 
   /** Resolves when every tag named in `tags` has IDs buffered; rejects with the first fetch error. */
   async ready(): Promise<void> {
     if (this.leaf) return;
-    await Promise.all(this.warm.map(async (t) => {
-      const b = this.buffer(t);
-      while (b.available === 0) {
-        if (this.controller.signal.aborted) throw closedError();
-        await b.load();
-      }
-    }));
+    await Promise.all(
+      this.warm.map(async (t) => {
+        const b = this.buffer(t);
+        while (b.available === 0) {
+          if (this.controller.signal.aborted) throw closedError();
+          await b.load();
+        }
+      }),
+    );
   }
 
   /**
@@ -362,11 +367,24 @@ export class SequoiaClient {
     for (const [tag, b] of this.buffers) {
       const r = this.reserves.get(tag);
       if (r?.since !== undefined) ms += now - r.since;
-      const state = r === undefined || r.since === undefined ? 'serving' : r.exhaustedSent ? 'exhausted' : r.fallbackSent ? 'fallback' : 'using';
+      const state =
+        r === undefined || r.since === undefined ? 'serving' : r.exhaustedSent ? 'exhausted' : r.fallbackSent ? 'fallback' : 'using';
       const f = this.fallbacks.get(tag)?.held;
-      tags[tag] = { buffered: b.available, reserve: r?.ids.size ?? 0, reserveTarget: r?.target ?? 0, state, ...(f !== undefined ? { fallbackWorkerId: f.workerId } : {}) };
+      tags[tag] = {
+        buffered: b.available,
+        reserve: r?.ids.size ?? 0,
+        reserveTarget: r?.target ?? 0,
+        state,
+        ...(f !== undefined ? { fallbackWorkerId: f.workerId } : {}),
+      };
     }
-    return { servedFromReserve: this.servedFromReserve, servedFromFallback: this.servedFromFallback, msOnReserve: Math.round(ms), refusals: this.refusals, tags };
+    return {
+      servedFromReserve: this.servedFromReserve,
+      servedFromFallback: this.servedFromFallback,
+      msOnReserve: Math.round(ms),
+      refusals: this.refusals,
+      tags,
+    };
   }
 
   /** One Snowflake-family ID from `GET /v1/snowflake`. */
@@ -383,11 +401,19 @@ export class SequoiaClient {
    * shows the tag red. Needs a client token that grants the tag, or the admin
    * token. Pair it with `isUniqueViolation(err)`.
    */
-  async reportConflict(tag: string, id: bigint | number | string, detail?: string): Promise<{ tag: string; id: string; conflicts: number }> {
+  async reportConflict(
+    tag: string,
+    id: bigint | number | string,
+    detail?: string,
+  ): Promise<{ tag: string; id: string; conflicts: number }> {
     checkTag(tag);
     const body: { id: string; detail?: string } = { id: String(id) };
     if (detail !== undefined) body.detail = detail.slice(0, 1000);
-    return parseJson(await this.transport.post(`/v1/tags/${encodeURIComponent(tag)}/conflicts`, body)) as { tag: string; id: string; conflicts: number };
+    return parseJson(await this.transport.post(`/v1/tags/${encodeURIComponent(tag)}/conflicts`, body)) as {
+      tag: string;
+      id: string;
+      conflicts: number;
+    };
   }
 
   /** One UUID (v7 by default) from `GET /v1/uuid`, in its canonical text form. */
@@ -431,7 +457,12 @@ export class SequoiaClient {
     if (b !== undefined) return b;
     if (this.controller.signal.aborted) throw closedError();
     checkTag(tag);
-    const nb = new TagBuffer(tag, this.policy, (t, n) => this.bufferFetch(t, n), () => performance.now());
+    const nb = new TagBuffer(
+      tag,
+      this.policy,
+      (t, n) => this.bufferFetch(t, n),
+      () => performance.now(),
+    );
     this.buffers.set(tag, nb);
     if (this.reservePolicy !== undefined) this.reserves.set(tag, new TagReserve());
     if (this.useFallback) this.fallbacks.set(tag, new TagFallback());
@@ -506,37 +537,49 @@ export class SequoiaClient {
     if (f === undefined || f.disabled || f.leasing !== undefined || performance.now() < f.renewAt) return;
     const body = f.held === undefined ? {} : { ...f.held, lastTick: f.issuer.lastTick };
     const sent = Date.now();
-    f.leasing = this.transport.post(`/v1/fallback/${encodeURIComponent(tag)}/lease`, body).then(
-      (text) => {
-        const received = Date.now();
-        const l = parseJson(text);
-        const n = (k: string): number => {
-          const v = l[k];
-          if (typeof v !== 'number' || !Number.isSafeInteger(v)) throw new SequoiaError('INTERNAL', `the server answered a malformed fallback lease (${k})`);
-          return v;
-        };
-        const [workerId, generation, grantedAtMs, expiresAtMs, notBeforeMs, notAfterMs] = ['workerId', 'generation', 'grantedAtMs', 'expiresAtMs', 'notBeforeMs', 'notAfterMs'].map(n) as [number, number, number, number, number, number];
-        if (typeof l.owner !== 'string') throw new SequoiaError('INTERNAL', 'the server answered a malformed fallback lease (owner)');
-        const ttl = expiresAtMs - grantedAtMs;
-        // The store's clock is known to within half the round trip; the lease's margin must cover that.
-        if (received - sent > (expiresAtMs - notAfterMs) / 2) {
-          f.renewAt = performance.now() + 1000;
-          return;
-        }
-        f.offset = grantedAtMs - (sent + received) / 2;
-        f.held = { owner: l.owner, workerId, generation };
-        f.issuer.setGrant({ workerId, notBeforeMs, notAfterMs });
-        f.renewAt = performance.now() + ttl / 3;
-      },
-      (e: unknown) => {
-        if (e instanceof SequoiaError && e.code === 'NOT_FOUND') f.disabled = true;
-        else f.renewAt = performance.now() + 1000;
-      },
-    ).catch(() => {
-      f.renewAt = performance.now() + 1000;
-    }).finally(() => {
-      f.leasing = undefined;
-    });
+    f.leasing = this.transport
+      .post(`/v1/fallback/${encodeURIComponent(tag)}/lease`, body)
+      .then(
+        (text) => {
+          const received = Date.now();
+          const l = parseJson(text);
+          const n = (k: string): number => {
+            const v = l[k];
+            if (typeof v !== 'number' || !Number.isSafeInteger(v))
+              throw new SequoiaError('INTERNAL', `the server answered a malformed fallback lease (${k})`);
+            return v;
+          };
+          const [workerId, generation, grantedAtMs, expiresAtMs, notBeforeMs, notAfterMs] = [
+            'workerId',
+            'generation',
+            'grantedAtMs',
+            'expiresAtMs',
+            'notBeforeMs',
+            'notAfterMs',
+          ].map(n) as [number, number, number, number, number, number];
+          if (typeof l.owner !== 'string') throw new SequoiaError('INTERNAL', 'the server answered a malformed fallback lease (owner)');
+          const ttl = expiresAtMs - grantedAtMs;
+          // The store's clock is known to within half the round trip; the lease's margin must cover that.
+          if (received - sent > (expiresAtMs - notAfterMs) / 2) {
+            f.renewAt = performance.now() + 1000;
+            return;
+          }
+          f.offset = grantedAtMs - (sent + received) / 2;
+          f.held = { owner: l.owner, workerId, generation };
+          f.issuer.setGrant({ workerId, notBeforeMs, notAfterMs });
+          f.renewAt = performance.now() + ttl / 3;
+        },
+        (e: unknown) => {
+          if (e instanceof SequoiaError && e.code === 'NOT_FOUND') f.disabled = true;
+          else f.renewAt = performance.now() + 1000;
+        },
+      )
+      .catch(() => {
+        f.renewAt = performance.now() + 1000;
+      })
+      .finally(() => {
+        f.leasing = undefined;
+      });
   }
 
   /** n IDs from the tag's fallback space, or undefined when it has none or its lease has ended. */
@@ -568,7 +611,8 @@ export class SequoiaClient {
         if (this.controller.signal.aborted) return;
         r.ids.addIds(ids);
         r.held = true;
-        if (r.down) this.serverAnswered(tag); // a server answered this very request
+        if (r.down)
+          this.serverAnswered(tag); // a server answered this very request
         else if (r.ids.size >= r.target) this.replenished(tag, r);
       },
       () => {
@@ -688,7 +732,8 @@ function checkTag(tag: string): void {
 }
 
 function checkInt(name: string, v: number, min: number, max: number): void {
-  if (!Number.isInteger(v) || v < min || v > max) throw new InvalidArgumentError(`${name} must be an integer from ${min} to ${max}, got ${String(v)}`);
+  if (!Number.isInteger(v) || v < min || v > max)
+    throw new InvalidArgumentError(`${name} must be an integer from ${min} to ${max}, got ${String(v)}`);
 }
 
 function parseJson(text: string): Record<string, unknown> {

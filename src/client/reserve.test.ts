@@ -65,8 +65,18 @@ describe('reserveTarget', () => {
 
 describe('isNoServerAnswer', () => {
   it('counts unreachable, draining and store-down answers; not 4xx, rate limits, rollbacks or exhausted spaces', () => {
-    for (const c of ['STORE_UNAVAILABLE', 'SEGMENTS_EXHAUSTED', 'SHUTTING_DOWN']) expect(isNoServerAnswer(errorFromCode(c, 'm'))).toBe(true);
-    for (const c of ['INVALID_ARGUMENT', 'TAG_NOT_FOUND', 'FORBIDDEN', 'RATE_LIMITED', 'STORE_ROLLBACK_DETECTED', 'ID_SPACE_EXHAUSTED', 'INTERNAL', 'RESERVE_EXHAUSTED']) {
+    for (const c of ['STORE_UNAVAILABLE', 'SEGMENTS_EXHAUSTED', 'SHUTTING_DOWN'])
+      expect(isNoServerAnswer(errorFromCode(c, 'm'))).toBe(true);
+    for (const c of [
+      'INVALID_ARGUMENT',
+      'TAG_NOT_FOUND',
+      'FORBIDDEN',
+      'RATE_LIMITED',
+      'STORE_ROLLBACK_DETECTED',
+      'ID_SPACE_EXHAUSTED',
+      'INTERNAL',
+      'RESERVE_EXHAUSTED',
+    ]) {
       expect(isNoServerAnswer(errorFromCode(c, 'm'))).toBe(false);
     }
     expect(isNoServerAnswer(new Error('x'))).toBe(false);
@@ -146,7 +156,16 @@ describe('client reserve (fake fetch)', () => {
 
     srv.up = true;
     // The next probe (every 20 ms) finds the server; the reserve is replaced.
-    await expect.poll(async () => client.next('t').then(() => true, () => false), { timeout: 5000 }).toBe(true);
+    await expect
+      .poll(
+        async () =>
+          client.next('t').then(
+            () => true,
+            () => false,
+          ),
+        { timeout: 5000 },
+      )
+      .toBe(true);
     await expect.poll(() => client.stats().tags.t?.reserve, { timeout: 5000 }).toBe(50);
     expect(events.map((e) => e.state)).toEqual(['using', 'exhausted', 'replenished']);
     expect(client.stats().tags.t?.state).toBe('serving');
@@ -160,7 +179,13 @@ describe('client reserve (fake fetch)', () => {
 
   it('nextBatch falls back to the reserve all or nothing; reserve:false behaves as before (STORE_UNAVAILABLE)', async () => {
     const srv = fakeServer();
-    const client = createClient({ url: 'http://fake', fetch: srv.fetch, batch: 10, retry: { attempts: 1, baseDelayMs: 0, maxDelayMs: 0 }, reserve: { min: 40, max: 40 } });
+    const client = createClient({
+      url: 'http://fake',
+      fetch: srv.fetch,
+      batch: 10,
+      retry: { attempts: 1, baseDelayMs: 0, maxDelayMs: 0 },
+      reserve: { min: 40, max: 40 },
+    });
     await client.next('t');
     await expect.poll(() => client.stats().tags.t?.reserve).toBe(40);
     srv.up = false;
@@ -172,7 +197,13 @@ describe('client reserve (fake fetch)', () => {
     await client.close();
 
     const srv2 = fakeServer();
-    const off = createClient({ url: 'http://fake', fetch: srv2.fetch, batch: 10, retry: { attempts: 1, baseDelayMs: 0, maxDelayMs: 0 }, reserve: false });
+    const off = createClient({
+      url: 'http://fake',
+      fetch: srv2.fetch,
+      batch: 10,
+      retry: { attempts: 1, baseDelayMs: 0, maxDelayMs: 0 },
+      reserve: false,
+    });
     await off.next('t');
     await sleep(20);
     expect(off.stats().tags.t?.reserve).toBe(0);
@@ -187,7 +218,13 @@ describe('client reserve (fake fetch)', () => {
 
   it('sizes the reserve from the observed rate and refuses with nothing invented when the reserve was never taken', async () => {
     const srv = fakeServer();
-    const client = createClient({ url: 'http://fake', fetch: srv.fetch, batch: { initial: 100, min: 100, max: 100, targetMs: 1000 }, retry: { attempts: 1, baseDelayMs: 0, maxDelayMs: 0 }, reserve: { seconds: 60, min: 10, max: 5000 } });
+    const client = createClient({
+      url: 'http://fake',
+      fetch: srv.fetch,
+      batch: { initial: 100, min: 100, max: 100, targetMs: 1000 },
+      retry: { attempts: 1, baseDelayMs: 0, maxDelayMs: 0 },
+      reserve: { seconds: 60, min: 10, max: 5000 },
+    });
     // Draw fast for a while: the observed rate is far above 10/60 per second, so the reserve grows past min.
     for (let i = 0; i < 1000; i++) await client.next('t');
     await expect.poll(() => client.stats().tags.t!.reserveTarget).toBeGreaterThan(10);

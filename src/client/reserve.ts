@@ -103,5 +103,9 @@ export function isNoServerAnswer(e: unknown): boolean {
 /** The refusal once buffer and reserve are spent while no server answers. */
 export function reserveExhausted(tag: string, cause: unknown): SequoiaError {
   const why = cause instanceof Error ? `: ${cause.message}` : '';
-  return new UnavailableError('RESERVE_EXHAUSTED', `no Sequoia server answers and the reserve of tag ${JSON.stringify(tag)} is spent; creation pauses until a server answers${why}`, { cause });
+  return new UnavailableError(
+    'RESERVE_EXHAUSTED',
+    `no Sequoia server answers and the reserve of tag ${JSON.stringify(tag)} is spent; creation pauses until a server answers${why}`,
+    { cause },
+  );
 }

@@ -17,12 +17,22 @@ function fakeFetch(script: Record<string, Array<'ok' | 'draining' | 'shutting-do
         headers: { 'retry-after': '1', 'sequoia-draining': '1' },
       });
     }
-    return new Response(JSON.stringify({ from: url.origin }), { status: 200, headers: step === 'draining' ? { 'sequoia-draining': '1' } : {} });
+    return new Response(JSON.stringify({ from: url.origin }), {
+      status: 200,
+      headers: step === 'draining' ? { 'sequoia-draining': '1' } : {},
+    });
   }) as typeof fetch;
 }
 
 function transport(urls: string[], f: typeof fetch, attempts: number, maxDelayMs = 2000): Transport {
-  return new Transport({ urls, timeoutMs: 1000, retry: { attempts, baseDelayMs: 50, maxDelayMs }, fetch: f, signal: new AbortController().signal, random: () => 0.5 });
+  return new Transport({
+    urls,
+    timeoutMs: 1000,
+    retry: { attempts, baseDelayMs: 50, maxDelayMs },
+    fetch: f,
+    signal: new AbortController().signal,
+    random: () => 0.5,
+  });
 }
 
 const A = 'http://a.test:1';

@@ -134,7 +134,9 @@ export class Transport {
         }
       }
     }
-    throw last ?? new UnavailableError('STORE_UNAVAILABLE', 'no Sequoia server answered (the servers, not their stores, cannot be reached)');
+    throw (
+      last ?? new UnavailableError('STORE_UNAVAILABLE', 'no Sequoia server answered (the servers, not their stores, cannot be reached)')
+    );
   }
 
   /**
@@ -166,7 +168,11 @@ export class Transport {
   }
 
   /** The answer's text; `{ draining }` for a good answer from a server about to stop; or the error and whether to retry. */
-  private async once(i: number, path: string, body?: string): Promise<string | { draining: string } | { retry: boolean; error: SequoiaError }> {
+  private async once(
+    i: number,
+    path: string,
+    body?: string,
+  ): Promise<string | { draining: string } | { retry: boolean; error: SequoiaError }> {
     const url = this.urls[i]! + path;
     const signal = AbortSignal.any([this.opts.signal, AbortSignal.timeout(this.opts.timeoutMs)]);
     let res: Response;
@@ -174,7 +180,9 @@ export class Transport {
     try {
       res = await this.opts.fetch(
         url,
-        body === undefined ? { headers: this.headers, signal } : { method: 'POST', headers: { ...this.headers, 'content-type': 'application/json' }, body, signal },
+        body === undefined
+          ? { headers: this.headers, signal }
+          : { method: 'POST', headers: { ...this.headers, 'content-type': 'application/json' }, body, signal },
       );
       text = await res.text();
     } catch (e) {
@@ -185,7 +193,14 @@ export class Transport {
       this.coolUntil[i] = performance.now() + this.opts.retry.baseDelayMs;
       // The code stays STORE_UNAVAILABLE (callers branch on it); the message says it is the
       // Sequoia server that cannot be reached, not its store.
-      return { retry: true, error: new UnavailableError('STORE_UNAVAILABLE', `the Sequoia server ${this.urls[i]} cannot be reached (${reason}); its store was not asked`, { cause: e }) };
+      return {
+        retry: true,
+        error: new UnavailableError(
+          'STORE_UNAVAILABLE',
+          `the Sequoia server ${this.urls[i]} cannot be reached (${reason}); its store was not asked`,
+          { cause: e },
+        ),
+      };
     }
     if (res.status === 200 || (body !== undefined && res.status >= 200 && res.status < 300)) {
       return res.headers.get(DRAINING_HEADER) === null ? text : { draining: text };

@@ -60,7 +60,8 @@ describe('the error table', () => {
     expect(Object.getPrototypeOf(e)).toBe(EXPECTED[code].prototype);
     expect(e.code).toBe(code);
     expect(e.message).toBe(`a message for ${code}`);
-    if (e instanceof InvalidArgumentError || e instanceof TagNotFoundError || e instanceof TagExistsError) expect(e.retryAfterMs).toBeUndefined();
+    if (e instanceof InvalidArgumentError || e instanceof TagNotFoundError || e instanceof TagExistsError)
+      expect(e.retryAfterMs).toBeUndefined();
     else expect(e.retryAfterMs).toBe(3000);
   });
 
@@ -69,7 +70,15 @@ describe('the error table', () => {
     expect(errorFromCode('TAG_EXISTS', 'tag "x" already exists')).toBeInstanceOf(TagExistsError);
     expect(errorFromCode('INVALID_ARGUMENT', 'bad')).toBeInstanceOf(InvalidArgumentError);
     expect(errorFromCode('CLOCK_MOVED_BACKWARDS', 'behind')).toBeInstanceOf(ClockError);
-    for (const c of ['SEGMENTS_EXHAUSTED', 'STORE_UNAVAILABLE', 'STORE_ROLLBACK_DETECTED', 'LEASE_LOST', 'ID_SPACE_EXHAUSTED', 'SHUTTING_DOWN', 'RESERVE_EXHAUSTED']) {
+    for (const c of [
+      'SEGMENTS_EXHAUSTED',
+      'STORE_UNAVAILABLE',
+      'STORE_ROLLBACK_DETECTED',
+      'LEASE_LOST',
+      'ID_SPACE_EXHAUSTED',
+      'SHUTTING_DOWN',
+      'RESERVE_EXHAUSTED',
+    ]) {
       expect(errorFromCode(c, 'm')).toBeInstanceOf(UnavailableError);
     }
     const unknown = errorFromCode('NO_SUCH_CODE', 'm');

@@ -33,7 +33,11 @@ export class TagNotFoundError extends SequoiaError {
   /** `message`: the answer's own message, when rebuilt from a code (the client). */
   constructor(tag: string, message?: string) {
     // The hint names the commands a newcomer needs (they take --store like serve).
-    super('TAG_NOT_FOUND', message ?? `tag ${JSON.stringify(tag)} does not exist (list the tags: sequoia tag list; create it: sequoia tag create ${tag}, or POST /v1/tags)`);
+    super(
+      'TAG_NOT_FOUND',
+      message ??
+        `tag ${JSON.stringify(tag)} does not exist (list the tags: sequoia tag list; create it: sequoia tag create ${tag}, or POST /v1/tags)`,
+    );
     this.name = 'TagNotFoundError';
   }
 }
@@ -103,71 +107,105 @@ const plain =
  */
 export const ERRORS = {
   INVALID_ARGUMENT: {
-    status: 400, exit: 2, rebuild: (w: WireError): SequoiaError => new InvalidArgumentError(w.message),
+    status: 400,
+    exit: 2,
+    rebuild: (w: WireError): SequoiaError => new InvalidArgumentError(w.message),
     doc: 'The request or a field of it is malformed or out of range; the message names the field.',
   },
   UNAUTHORIZED: {
-    status: 401, exit: 1, rebuild: plain('UNAUTHORIZED'),
+    status: 401,
+    exit: 1,
+    rebuild: plain('UNAUTHORIZED'),
     doc: 'A route that needs a token (admin, or a client token when configured) was called without one.',
   },
   FORBIDDEN: {
-    status: 403, exit: 1, rebuild: plain('FORBIDDEN'),
+    status: 403,
+    exit: 1,
+    rebuild: plain('FORBIDDEN'),
     doc: 'The token given is wrong, or does not grant this tag.',
   },
   TAG_NOT_FOUND: {
-    status: 404, exit: 2, rebuild: (w: WireError): SequoiaError => new TagNotFoundError('', w.message),
+    status: 404,
+    exit: 2,
+    rebuild: (w: WireError): SequoiaError => new TagNotFoundError('', w.message),
     doc: 'No such tag in the store; create it first.',
   },
   NOT_FOUND: {
-    status: 404, exit: 1, rebuild: plain('NOT_FOUND'),
+    status: 404,
+    exit: 1,
+    rebuild: plain('NOT_FOUND'),
     doc: 'No such route (on the fallback routes: a tag without a fallback space).',
   },
   METHOD_NOT_ALLOWED: {
-    status: 405, exit: 1, rebuild: plain('METHOD_NOT_ALLOWED'),
+    status: 405,
+    exit: 1,
+    rebuild: plain('METHOD_NOT_ALLOWED'),
     doc: 'The route exists, not for this method.',
   },
   TAG_EXISTS: {
-    status: 409, exit: 2, rebuild: (w: WireError): SequoiaError => new TagExistsError('', w.message),
+    status: 409,
+    exit: 2,
+    rebuild: (w: WireError): SequoiaError => new TagExistsError('', w.message),
     doc: 'A tag with this name already exists.',
   },
   RATE_LIMITED: {
-    status: 429, exit: 1, rebuild: plain('RATE_LIMITED'),
+    status: 429,
+    exit: 1,
+    rebuild: plain('RATE_LIMITED'),
     doc: 'Too many requests from this client, or too many look-ups of tags the server does not know; retry after `Retry-After`.',
   },
   SEGMENTS_EXHAUSTED: {
-    status: 503, exit: 1, rebuild: unavailable('SEGMENTS_EXHAUSTED'),
+    status: 503,
+    exit: 1,
+    rebuild: unavailable('SEGMENTS_EXHAUSTED'),
     doc: 'Both ranges are used up and the store did not answer in time (or the last load failed); retry after `Retry-After`.',
   },
   STORE_UNAVAILABLE: {
-    status: 503, exit: 1, rebuild: unavailable('STORE_UNAVAILABLE'),
+    status: 503,
+    exit: 1,
+    rebuild: unavailable('STORE_UNAVAILABLE'),
     doc: "The store cannot be reached (`/readyz`), or the server's state directory cannot record a high-water mark or tick (nothing is handed out until it can).",
   },
   STORE_ROLLBACK_DETECTED: {
-    status: 503, exit: 1, rebuild: unavailable('STORE_ROLLBACK_DETECTED'),
+    status: 503,
+    exit: 1,
+    rebuild: unavailable('STORE_ROLLBACK_DETECTED'),
     doc: 'The store answered a range this server (any of its workers) already handed out: it was restored from an old backup. An operator must `fence`; running servers reopen by themselves within seconds of it.',
   },
   CLOCK_MOVED_BACKWARDS: {
-    status: 503, exit: 1, rebuild: (w: WireError): SequoiaError => new ClockError(w.message, { retryAfterMs: w.retryAfterMs }),
+    status: 503,
+    exit: 1,
+    rebuild: (w: WireError): SequoiaError => new ClockError(w.message, { retryAfterMs: w.retryAfterMs }),
     doc: '(snowflake) The clock is behind the last tick beyond the clock policy.',
   },
   LEASE_LOST: {
-    status: 503, exit: 1, rebuild: unavailable('LEASE_LOST'),
+    status: 503,
+    exit: 1,
+    rebuild: unavailable('LEASE_LOST'),
     doc: '(snowflake) The worker-id lease is lost or could have expired, or no worker id can be had; no ID is issued until one is held. (fallback routes) Every fallback worker id of the tag is held.',
   },
   ID_SPACE_EXHAUSTED: {
-    status: 503, exit: 1, rebuild: unavailable('ID_SPACE_EXHAUSTED'),
-    doc: "The namespace has no IDs left (a tag at 2^63−1, a layout past its lifetime, a worker-node pool used up); it never wraps.",
+    status: 503,
+    exit: 1,
+    rebuild: unavailable('ID_SPACE_EXHAUSTED'),
+    doc: 'The namespace has no IDs left (a tag at 2^63−1, a layout past its lifetime, a worker-node pool used up); it never wraps.',
   },
   SHUTTING_DOWN: {
-    status: 503, exit: 1, rebuild: unavailable('SHUTTING_DOWN'),
+    status: 503,
+    exit: 1,
+    rebuild: unavailable('SHUTTING_DOWN'),
     doc: 'The request arrived while the server drains before stopping; retry after `Retry-After` (another server, or this one once restarted).',
   },
   RESERVE_EXHAUSTED: {
-    status: 503, exit: 1, rebuild: unavailable('RESERVE_EXHAUSTED'),
+    status: 503,
+    exit: 1,
+    rebuild: unavailable('RESERVE_EXHAUSTED'),
     doc: '(client SDK) No server answers and the local buffer and reserve of the tag are spent: creation pauses (no ID is invented) until a server answers again.',
   },
   INTERNAL: {
-    status: 500, exit: 1, rebuild: plain('INTERNAL'),
+    status: 500,
+    exit: 1,
+    rebuild: plain('INTERNAL'),
     doc: 'Unexpected; the message carries a request id that the server log also has.',
   },
 } as const satisfies Record<string, ErrorRule>;
@@ -178,7 +216,10 @@ export type ErrorCode = keyof typeof ERRORS;
 export const ERROR_CODES = Object.keys(ERRORS) as readonly ErrorCode[];
 
 /** One line per code: what it means for a caller (the table's `doc`). */
-export const ERROR_DOCS: Readonly<Record<ErrorCode, string>> = Object.fromEntries(ERROR_CODES.map((c) => [c, ERRORS[c].doc])) as Record<ErrorCode, string>;
+export const ERROR_DOCS: Readonly<Record<ErrorCode, string>> = Object.fromEntries(ERROR_CODES.map((c) => [c, ERRORS[c].doc])) as Record<
+  ErrorCode,
+  string
+>;
 
 export function isErrorCode(code: string): code is ErrorCode {
   return Object.hasOwn(ERRORS, code);

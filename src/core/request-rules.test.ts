@@ -19,7 +19,8 @@ describe('request rules', () => {
   it('count text: plain decimal from 1 to MAX_COUNT, nothing else', () => {
     expect(countFromText('1')).toBe(1);
     expect(countFromText(String(MAX_COUNT))).toBe(MAX_COUNT);
-    for (const bad of ['0', '', '01', '1e3', '+1', ' 1', '1.0', String(MAX_COUNT + 1), '99999', 'abc']) expect(countFromText(bad), bad).toBeUndefined();
+    for (const bad of ['0', '', '01', '1e3', '+1', ' 1', '1.0', String(MAX_COUNT + 1), '99999', 'abc'])
+      expect(countFromText(bad), bad).toBeUndefined();
   });
 
   it('parseCount: 1 when absent, INVALID_ARGUMENT naming the range otherwise', () => {
@@ -61,7 +62,8 @@ describe('request rules', () => {
     expect(parseShard(ig, { shardKey: 'user-42' })).toBe(shardOf('user-42', shards));
     expect(() => parseShard(ig, {})).toThrow(`needs shard (0..${shards - 1}) or shardKey`);
     expect(() => parseShard(ig, { shard: '1', shardKey: 'k' })).toThrow('not both');
-    for (const bad of [String(shards), '-1', '01', '1.5', 'x', '']) expect(() => parseShard(ig, { shard: bad }), bad).toThrow(`from 0 to ${shards - 1}`);
+    for (const bad of [String(shards), '-1', '01', '1.5', 'x', ''])
+      expect(() => parseShard(ig, { shard: bad }), bad).toThrow(`from 0 to ${shards - 1}`);
     for (const bad of ['', 'k'.repeat(257)]) expect(() => parseShard(ig, { shardKey: bad })).toThrow('shardKey must be 1-256 characters');
     const tw = getLayout('twitter');
     expect(parseShard(tw, {})).toBe(0);

@@ -29,7 +29,8 @@ export function parseCount(raw: unknown): number {
 
 /** Throws unless `count` is an integer from 1 to MAX_COUNT (for callers holding a number). */
 export function assertCount(count: number): number {
-  if (!Number.isSafeInteger(count) || count < 1 || count > MAX_COUNT) throw new InvalidArgumentError(`count must be an integer from 1 to ${MAX_COUNT}`);
+  if (!Number.isSafeInteger(count) || count < 1 || count > MAX_COUNT)
+    throw new InvalidArgumentError(`count must be an integer from 1 to ${MAX_COUNT}`);
   return count;
 }
 
@@ -39,7 +40,8 @@ export const LAYOUT_NAME = /^[a-z][a-z0-9_-]{0,39}$/;
 /** The `layout` query parameter: undefined when absent (the default layout), INVALID_ARGUMENT unless a layout name. */
 export function parseLayoutName(raw: unknown): string | undefined {
   if (raw === undefined) return undefined;
-  if (typeof raw !== 'string' || !LAYOUT_NAME.test(raw)) throw new InvalidArgumentError('layout must be a layout name (e.g. twitter, leaf, sonyflake)');
+  if (typeof raw !== 'string' || !LAYOUT_NAME.test(raw))
+    throw new InvalidArgumentError('layout must be a layout name (e.g. twitter, leaf, sonyflake)');
   return raw;
 }
 

@@ -54,7 +54,14 @@ export interface WorkerLeaseStore extends LeaseLedger {
   /** Takes a free or expired id; `{refused}` when none is (a live owner holds it). */
   acquire(req: AcquireRequest): Promise<LeaseRecord | { readonly refused: string }>;
   /** Extends the lease while owner and generation still match; undefined when the id changed hands. */
-  renew(space: string, workerId: number, owner: string, generation: number, ttlMs: number, lastTick: number): Promise<LeaseRecord | undefined>;
+  renew(
+    space: string,
+    workerId: number,
+    owner: string,
+    generation: number,
+    ttlMs: number,
+    lastTick: number,
+  ): Promise<LeaseRecord | undefined>;
   /** Expires the lease now and sets last_tick (the holder has stopped). No-op when it changed hands. */
   release(space: string, workerId: number, owner: string, generation: number, lastTick: number): Promise<void>;
   /**

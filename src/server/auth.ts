@@ -93,10 +93,14 @@ const INVALID: Caller = { kind: 'invalid' };
 export function makeAccess(rules: AccessRules): Access {
   const named: Array<{ digest: Buffer; caller: Caller }> = [];
   if (rules.adminToken) named.push({ digest: digest(rules.adminToken), caller: { kind: 'admin', name: 'admin', key: 'token:admin' } });
-  if (rules.metricsToken) named.push({ digest: digest(rules.metricsToken), caller: { kind: 'metrics', name: 'metrics', key: 'token:metrics' } });
+  if (rules.metricsToken)
+    named.push({ digest: digest(rules.metricsToken), caller: { kind: 'metrics', name: 'metrics', key: 'token:metrics' } });
   (rules.clientTokens ?? []).forEach((c, i) => {
     const name = c.name ?? `client-${i + 1}`;
-    named.push({ digest: digest(c.token), caller: { kind: 'client', name, key: `token:${name}`, all: c.tags.includes('*'), tags: new Set(c.tags) } });
+    named.push({
+      digest: digest(c.token),
+      caller: { kind: 'client', name, key: `token:${name}`, all: c.tags.includes('*'), tags: new Set(c.tags) },
+    });
   });
   const hasAdmin = rules.adminToken !== undefined && rules.adminToken !== '';
   const enabled = (rules.clientTokens ?? []).length > 0;
@@ -139,8 +143,7 @@ export function makeAccess(rules: AccessRules): Access {
   const need = (what: string): never => {
     throw new SequoiaError('UNAUTHORIZED', `${what}: send Authorization: Bearer <token>`);
   };
-  const grants = (c: Caller, tag: string): boolean =>
-    !enabled || c.kind === 'admin' || (c.kind === 'client' && (c.all || c.tags.has(tag)));
+  const grants = (c: Caller, tag: string): boolean => !enabled || c.kind === 'admin' || (c.kind === 'client' && (c.all || c.tags.has(tag)));
 
   return {
     clientTokensEnabled: enabled,

@@ -107,7 +107,13 @@ describe('HTTP API', () => {
     expect(f.json()).toMatchObject({ maxId: '1000', fenceEpoch: 1 });
     expect((await app.inject({ method: 'DELETE', url: '/v1/tags/pay' })).statusCode).toBe(204);
     expectError(await app.inject('/v1/tags/pay'), 404, 'TAG_NOT_FOUND');
-    expectError(await app.inject('/api/segment/get/pay').then((r) => ({ ...r, json: () => ({ error: { code: r.body.split(':')[0], message: r.body } }) })), 404, 'TAG_NOT_FOUND');
+    expectError(
+      await app
+        .inject('/api/segment/get/pay')
+        .then((r) => ({ ...r, json: () => ({ error: { code: r.body.split(':')[0], message: r.body } }) })),
+      404,
+      'TAG_NOT_FOUND',
+    );
   });
 
   it('malformed bodies are INVALID_ARGUMENT naming the field', async () => {
@@ -120,11 +126,26 @@ describe('HTTP API', () => {
     expectError(await app.inject({ method: 'POST', url: '/v1/tags', payload: { tag: 'x', start: '-1' } }), 400, 'INVALID_ARGUMENT');
     expectError(await app.inject({ method: 'POST', url: '/v1/tags', payload: { tag: 'x', extra: 1 } }), 400, 'INVALID_ARGUMENT');
     expectError(await app.inject({ method: 'POST', url: '/v1/tags/x/fence', payload: { to: 1.5 } }), 400, 'INVALID_ARGUMENT');
-    const proto = await app.inject({ method: 'POST', url: '/v1/tags', headers: { 'content-type': 'application/json' }, payload: '{"tag":"y","__proto__":{"a":1}}' });
+    const proto = await app.inject({
+      method: 'POST',
+      url: '/v1/tags',
+      headers: { 'content-type': 'application/json' },
+      payload: '{"tag":"y","__proto__":{"a":1}}',
+    });
     expect(proto.statusCode).toBe(400);
     // says what was refused and why, not "not valid JSON"
-    expect(proto.json()).toEqual({ error: { code: 'INVALID_ARGUMENT', message: expect.stringMatching(/^the body has the key __proto__: refused, because such a key can change object prototypes/) } });
-    const ctor = await app.inject({ method: 'POST', url: '/v1/tags', headers: { 'content-type': 'application/json' }, payload: '{"tag":"y","constructor":{"prototype":{"a":1}}}' });
+    expect(proto.json()).toEqual({
+      error: {
+        code: 'INVALID_ARGUMENT',
+        message: expect.stringMatching(/^the body has the key __proto__: refused, because such a key can change object prototypes/),
+      },
+    });
+    const ctor = await app.inject({
+      method: 'POST',
+      url: '/v1/tags',
+      headers: { 'content-type': 'application/json' },
+      payload: '{"tag":"y","constructor":{"prototype":{"a":1}}}',
+    });
     expect(ctor.json()).toMatchObject({ error: { code: 'INVALID_ARGUMENT', message: expect.stringContaining('constructor.prototype') } });
     expect(bad.json()).toMatchObject({ error: { message: expect.stringContaining('not valid JSON') } });
     const empty = await app.inject({ method: 'POST', url: '/v1/tags', headers: { 'content-type': 'application/json' }, payload: '' });
@@ -171,7 +192,11 @@ describe('HTTP API', () => {
     await app.inject('/v1/segment/t?count=8');
     await service.close();
     store.restore('t', 1n);
-    const service2 = new IdService({ store, marks: (service as unknown as { marks: MemoryHighWaterMarkStore }).marks, refreshIntervalMs: 0 });
+    const service2 = new IdService({
+      store,
+      marks: (service as unknown as { marks: MemoryHighWaterMarkStore }).marks,
+      refreshIntervalMs: 0,
+    });
     await service2.start();
     const app2 = await buildApp({ service: service2 });
     try {

@@ -82,7 +82,12 @@ const ALL_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS']
 export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   const verbose = isVerbose(opts.logger);
   const access = makeAccess({ adminToken: opts.adminToken, clientTokens: opts.clientTokens, metricsToken: opts.metricsToken });
-  const gate = new ClientGate({ access, rateLimit: opts.rateLimit, trustedProxies: opts.trustedProxies, unknownTagLookups: opts.unknownTagLookups });
+  const gate = new ClientGate({
+    access,
+    rateLimit: opts.rateLimit,
+    trustedProxies: opts.trustedProxies,
+    unknownTagLookups: opts.unknownTagLookups,
+  });
   const front: Front = {
     draining: false,
     drain: opts.drain ?? { leaving: false },
@@ -214,7 +219,14 @@ function addRequestHooks(app: FastifyInstance, front: Front, gate: ClientGate, v
   }
 }
 
-async function registerRoutes(app: FastifyInstance, opts: AppOptions, access: Access, gate: ClientGate, metrics: SequoiaMetrics, drain: Drain): Promise<void> {
+async function registerRoutes(
+  app: FastifyInstance,
+  opts: AppOptions,
+  access: Access,
+  gate: ClientGate,
+  metrics: SequoiaMetrics,
+  drain: Drain,
+): Promise<void> {
   const version = opts.version ?? '0.0.0';
   // One lane per server process: batches of every generator take turns in it (batch-lane.ts).
   const lane = new BatchLane();
@@ -225,7 +237,15 @@ async function registerRoutes(app: FastifyInstance, opts: AppOptions, access: Ac
   await app.register(conflictRoutes, { access, metrics, store: opts.service.store });
   if (opts.fallback) await app.register(fallbackRoutes, { fallback: opts.fallback, access, gate });
   await app.register(healthRoutes, { service: opts.service, stateDirProbe: opts.stateDirProbe, drain });
-  await app.register(statusRoutes, { service: opts.service, version, metrics, exposeMetrics: opts.metrics !== false, adminToken: opts.adminToken, access, snowflake: opts.snowflake });
+  await app.register(statusRoutes, {
+    service: opts.service,
+    version,
+    metrics,
+    exposeMetrics: opts.metrics !== false,
+    adminToken: opts.adminToken,
+    access,
+    snowflake: opts.snowflake,
+  });
   if (opts.snowflake) {
     await app.register(snowflakeRoutes, { snowflake: opts.snowflake, access, lane });
     metrics.registerSnowflakeSource(opts.snowflake);

@@ -67,7 +67,11 @@ function listenAsWorker(): void {
       const reply = (ok: boolean, value: unknown) =>
         process.send?.({ type: 'sequoia:collected', id: m.id, slot: workerSlot() ?? -1, ok, value } satisfies CollectedMsg);
       if (!src) reply(false, undefined);
-      else src(m.arg).then((v) => reply(true, v), () => reply(false, undefined));
+      else
+        src(m.arg).then(
+          (v) => reply(true, v),
+          () => reply(false, undefined),
+        );
     } else if (m?.type === 'sequoia:gathered') {
       waiting.get(m.id)?.(m.results);
       waiting.delete(m.id);

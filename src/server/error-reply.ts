@@ -40,7 +40,8 @@ export function sendError(err: Error, req: FastifyRequest, reply: FastifyReply, 
   onError({ code: code as ErrorRecord['code'], status, method: req.method, path: req.url.split('?')[0]?.slice(0, 200) ?? '', message });
   const flags = (req.routeOptions?.config ?? {}) as RouteFlags;
   void reply.code(status);
-  if (flags.leaf || LEAF_PREFIXES.some((p) => req.url.startsWith(p))) return reply.type('text/plain; charset=utf-8').send(`${code}: ${message}`);
+  if (flags.leaf || LEAF_PREFIXES.some((p) => req.url.startsWith(p)))
+    return reply.type('text/plain; charset=utf-8').send(`${code}: ${message}`);
   return reply.type('application/json; charset=utf-8').send(JSON.stringify({ error: { code, message } }));
 }
 
@@ -52,8 +53,10 @@ function sequoiaAnswer(err: SequoiaError, req: FastifyRequest, reply: FastifyRep
   }
   // The log keeps the whole message (paths, hosts); the client gets it without them.
   const message = publicMessage(code, err.message);
-  if (status >= 500) req.log.error({ method: req.method, url: req.url, status, code, err: err.message, cause: String(err.cause ?? '') }, 'request');
-  else req.log.info({ method: req.method, url: req.url, status, code, ...(message === err.message ? {} : { err: err.message }) }, 'request');
+  if (status >= 500)
+    req.log.error({ method: req.method, url: req.url, status, code, err: err.message, cause: String(err.cause ?? '') }, 'request');
+  else
+    req.log.info({ method: req.method, url: req.url, status, code, ...(message === err.message ? {} : { err: err.message }) }, 'request');
   return { code, status, message };
 }
 

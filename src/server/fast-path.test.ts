@@ -35,7 +35,11 @@ describe('HTTP fast path (real sockets)', () => {
     // first use goes through fastify (the tag is loaded), later ones through the fast path
     expect(await get(`${url}/api/segment/get/t`)).toEqual({ status: 200, type: 'text/plain; charset=utf-8', body: '1' });
     expect(await get(`${url}/api/segment/get/t`)).toEqual({ status: 200, type: 'text/plain; charset=utf-8', body: '2' });
-    expect(await get(`${url}/v1/segment/t?count=3`)).toEqual({ status: 200, type: 'application/json; charset=utf-8', body: '{"tag":"t","ids":["3","4","5"]}' });
+    expect(await get(`${url}/v1/segment/t?count=3`)).toEqual({
+      status: 200,
+      type: 'application/json; charset=utf-8',
+      body: '{"tag":"t","ids":["3","4","5"]}',
+    });
     expect(JSON.parse((await get(`${url}/v1/segment/t`)).body)).toEqual({ tag: 't', ids: ['6'] });
     // a count beyond what is buffered falls through to fastify, which loads more: nothing lost, nothing repeated
     const big = JSON.parse((await get(`${url}/v1/segment/t?count=50`)).body) as { ids: string[] };
@@ -73,7 +77,13 @@ describe('HTTP fast path (real sockets)', () => {
 
   it('with client tokens and a rate limit: serves only callers whose token grants the tag, each request charged once', async () => {
     const token = 'client-token-0123456789';
-    const { url, service } = await serve({ clientTokens: [{ token, tags: ['t'] }, { token: 'other-token-0123456789', tags: ['x'] }], rateLimit: { perSecond: 0.001, burst: 4 } });
+    const { url, service } = await serve({
+      clientTokens: [
+        { token, tags: ['t'] },
+        { token: 'other-token-0123456789', tags: ['x'] },
+      ],
+      rateLimit: { perSecond: 0.001, burst: 4 },
+    });
     let fast = 0;
     const take = service.takeBuffered.bind(service);
     service.takeBuffered = (tag) => {
@@ -94,7 +104,9 @@ describe('HTTP fast path (real sockets)', () => {
     expect(limited.body).toMatch(/^RATE_LIMITED: /);
     // refusals are fastify's, in the contract's shape: no token, a token without the tag
     expect((await get(`${url}/api/segment/get/t`)).status).toBe(401);
-    expect((await get(`${url}/api/segment/get/t`, { headers: { authorization: 'Bearer other-token-0123456789' } })).body).toMatch(/^FORBIDDEN: /);
+    expect((await get(`${url}/api/segment/get/t`, { headers: { authorization: 'Bearer other-token-0123456789' } })).body).toMatch(
+      /^FORBIDDEN: /,
+    );
     expect(fast).toBe(2);
   });
 });
@@ -121,7 +133,10 @@ describe('fast path guard', () => {
 
   it('sees a request hook (say CORS) that the fast path would skip', async () => {
     await serve({}, async (a) => void (await cors(a)));
-    expect(hooksSkippedByFastPath(app!)).toEqual(['/api/segment/get/:tag onRequest ["allowOrigin()"]', '/v1/segment/:tag onRequest ["allowOrigin()"]']);
+    expect(hooksSkippedByFastPath(app!)).toEqual([
+      '/api/segment/get/:tag onRequest ["allowOrigin()"]',
+      '/v1/segment/:tag onRequest ["allowOrigin()"]',
+    ]);
   });
 
   it('a hook registered after buildApp runs on every hot request: the fast path turns itself off', async () => {

@@ -49,7 +49,8 @@ export function hooksSkippedByFastPath(app: FastifyInstance): string[] {
     const route = /(\/\S*) \(([A-Z, ]+)\)\s*$/.exec(line);
     if (route) {
       const methods = (route[2] as string).split(',').map((m) => m.trim());
-      current = methods.includes('GET') && (FAST_PATH_ROUTES as readonly string[]).includes(route[1] as string) ? (route[1] as string) : undefined;
+      current =
+        methods.includes('GET') && (FAST_PATH_ROUTES as readonly string[]).includes(route[1] as string) ? (route[1] as string) : undefined;
       continue;
     }
     const hook = /• \((\w+)\) \[(.*)\]$/.exec(line);

@@ -4,7 +4,13 @@ import { type ReadinessInput, type TagReadiness, liveBody, readyBody } from './h
 
 const up = { reachable: true } as const;
 const down = (cause: unknown = new Error('timeout')) => ({ reachable: false, cause }) as const;
-const tag = (t: Partial<TagReadiness> = {}): TagReadiness => ({ tag: 't', remaining: 10, refusing: undefined, lastLoadFailed: false, ...t });
+const tag = (t: Partial<TagReadiness> = {}): TagReadiness => ({
+  tag: 't',
+  remaining: 10,
+  refusing: undefined,
+  lastLoadFailed: false,
+  ...t,
+});
 
 function refusal(input: ReadinessInput): UnavailableError {
   try {
@@ -30,7 +36,12 @@ describe('liveBody and readyBody (/healthz, /readyz)', () => {
   });
 
   it('/readyz names the store once it answers', () => {
-    expect(readyBody({ storeKind: 'postgres', ping: up })).toEqual({ status: 'ready', store: 'postgres', storeState: 'reachable', tags: { served: 0, refused: 0 } });
+    expect(readyBody({ storeKind: 'postgres', ping: up })).toEqual({
+      status: 'ready',
+      store: 'postgres',
+      storeState: 'reachable',
+      tags: { served: 0, refused: 0 },
+    });
   });
 
   it('store down and nothing buffered: STORE_UNAVAILABLE, with the ping failure as cause', () => {
@@ -60,7 +71,9 @@ describe('liveBody and readyBody (/healthz, /readyz)', () => {
   it('every served tag refused (rollback, or empty after a failed load): not ready; one that can issue is enough', () => {
     const rolled = tag({ refusing: 'STORE_ROLLBACK_DETECTED' });
     const failed = tag({ tag: 'f', remaining: 0, lastLoadFailed: true });
-    expect(refusal({ storeKind: 'sqlite', ping: up, tags: [rolled] }).message).toBe('not ready: every tag this server serves is refused (1 of 1)');
+    expect(refusal({ storeKind: 'sqlite', ping: up, tags: [rolled] }).message).toBe(
+      'not ready: every tag this server serves is refused (1 of 1)',
+    );
     expect(refusal({ storeKind: 'sqlite', ping: up, tags: [rolled, failed] }).message).toMatch(/\(2 of 2\)/);
     // empty but loadable on demand, or with IDs at hand: it can issue
     expect(readyBody({ storeKind: 'sqlite', ping: up, tags: [rolled, tag({ remaining: 0 })] }).tags).toEqual({ served: 2, refused: 1 });

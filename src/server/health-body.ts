@@ -70,17 +70,28 @@ export function readyBody(input: ReadinessInput): ReadyBody {
     throw new UnavailableError('SHUTTING_DOWN', 'not ready: the server is draining before it stops; use another server');
   }
   if (stateDir !== undefined && !stateDir.reachable) {
-    throw new UnavailableError('STORE_UNAVAILABLE', 'not ready: the state directory cannot be written, so no new range or tick can be recorded', {
-      cause: stateDir.cause,
-    });
+    throw new UnavailableError(
+      'STORE_UNAVAILABLE',
+      'not ready: the state directory cannot be written, so no new range or tick can be recorded',
+      {
+        cause: stateDir.cause,
+      },
+    );
   }
   const buffered = tags.some((t) => t.refusing === undefined && t.remaining > 0);
   if (!ping.reachable && !buffered) {
-    throw new UnavailableError('STORE_UNAVAILABLE', `not ready: store ${storeKind} is not reachable and no tag has IDs buffered`, { cause: ping.cause });
+    throw new UnavailableError('STORE_UNAVAILABLE', `not ready: store ${storeKind} is not reachable and no tag has IDs buffered`, {
+      cause: ping.cause,
+    });
   }
   const refused = tags.filter((t) => !tagCanIssue(t, ping.reachable)).length;
   if (tags.length > 0 && refused === tags.length) {
     throw new UnavailableError('STORE_UNAVAILABLE', `not ready: every tag this server serves is refused (${refused} of ${tags.length})`);
   }
-  return { status: 'ready', store: storeKind, storeState: ping.reachable ? 'reachable' : 'unreachable', tags: { served: tags.length, refused } };
+  return {
+    status: 'ready',
+    store: storeKind,
+    storeState: ping.reachable ? 'reachable' : 'unreachable',
+    tags: { served: tags.length, refused },
+  };
 }

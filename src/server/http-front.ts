@@ -60,11 +60,19 @@ export interface ConnectionRefusal {
 }
 
 /** fastify's options that hand requests to the front. */
-export function frontOptions(o: FrontOptions, front: Front): Pick<FastifyServerOptions, 'frameworkErrors' | 'clientErrorHandler' | 'serverFactory'> {
+export function frontOptions(
+  o: FrontOptions,
+  front: Front,
+): Pick<FastifyServerOptions, 'frameworkErrors' | 'clientErrorHandler' | 'serverFactory'> {
   return {
     // A path fastify cannot even decode (e.g. `%ZZ`) gets the error shape too.
     frameworkErrors: (err, req, reply) => {
-      void sendError(new InvalidArgumentError(`malformed URL (${err.code === 'FST_ERR_BAD_URL' ? 'bad percent-encoding' : 'bad request'})`), req, reply, (e) => front.onError(e));
+      void sendError(
+        new InvalidArgumentError(`malformed URL (${err.code === 'FST_ERR_BAD_URL' ? 'bad percent-encoding' : 'bad request'})`),
+        req,
+        reply,
+        (e) => front.onError(e),
+      );
     },
     clientErrorHandler: (err: NodeJS.ErrnoException, socket) => answerClientError(err, socket, front),
     // Our own server: the fast path answers the hot routes before fastify when it can.
@@ -80,7 +88,8 @@ function recordRaw(front: Front, e: RawError, method = '', url = ''): void {
 function answerClientError(err: NodeJS.ErrnoException, socket: Duplex, front: Front): void {
   if (err.code === 'ECONNRESET' || err.code === 'EPIPE') return void socket.destroy();
   const status = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400;
-  const message = status === 431 ? 'the request head is too large' : status === 408 ? 'the request took too long' : 'malformed HTTP request';
+  const message =
+    status === 431 ? 'the request head is too large' : status === 408 ? 'the request took too long' : 'malformed HTTP request';
   const e = { status, code: 'INVALID_ARGUMENT', message } as const; // 431 and 408 refine the code's 400 for what Node itself refuses
   recordRaw(front, e);
   const answer = () => answerSocket(socket, e);
@@ -113,7 +122,11 @@ function createFrontServer(o: FrontOptions, front: Front, handler: (req: Incomin
   (server as typeof server & { httpAllowHalfOpen: boolean }).httpAllowHalfOpen = true;
   // Node would close a CONNECT without a word: no proxying here.
   server.on('connect', (req: IncomingMessage, socket: Duplex) => {
-    const e = { status: ERROR_STATUS.METHOD_NOT_ALLOWED, code: 'METHOD_NOT_ALLOWED', message: 'CONNECT is not allowed: this is not a proxy' } as const;
+    const e = {
+      status: ERROR_STATUS.METHOD_NOT_ALLOWED,
+      code: 'METHOD_NOT_ALLOWED',
+      message: 'CONNECT is not allowed: this is not a proxy',
+    } as const;
     recordRaw(front, e, req.method);
     answerSocket(socket, e);
   });
@@ -177,8 +190,17 @@ function frontHandler(front: Front, handler: (req: IncomingMessage, res: ServerR
   };
 }
 
-const SHUTTING_DOWN: RawError = { status: ERROR_STATUS.SHUTTING_DOWN, code: 'SHUTTING_DOWN', message: 'the server is shutting down; retry', retryAfter: 1 };
-const NO_HOST: RawError = { status: ERROR_STATUS.INVALID_ARGUMENT, code: 'INVALID_ARGUMENT', message: 'HTTP/1.1 requests need a Host header' };
+const SHUTTING_DOWN: RawError = {
+  status: ERROR_STATUS.SHUTTING_DOWN,
+  code: 'SHUTTING_DOWN',
+  message: 'the server is shutting down; retry',
+  retryAfter: 1,
+};
+const NO_HOST: RawError = {
+  status: ERROR_STATUS.INVALID_ARGUMENT,
+  code: 'INVALID_ARGUMENT',
+  message: 'HTTP/1.1 requests need a Host header',
+};
 
 /** An answer written below fastify, counted like fastify's own errors. */
 function refuse(front: Front, req: IncomingMessage, res: ServerResponse, e: RawError): void {

@@ -13,7 +13,8 @@ export function poisonedKey(value: unknown, path = 'body'): string | undefined {
   for (const key of Object.keys(value)) {
     const v = (value as Record<string, unknown>)[key];
     if (key === '__proto__') return `${path}.__proto__`;
-    if (key === 'constructor' && v !== null && typeof v === 'object' && Object.hasOwn(v, 'prototype')) return `${path}.constructor.prototype`;
+    if (key === 'constructor' && v !== null && typeof v === 'object' && Object.hasOwn(v, 'prototype'))
+      return `${path}.constructor.prototype`;
     const inner = poisonedKey(v, Array.isArray(value) ? `${path}[${key}]` : `${path}.${key}`);
     if (inner !== undefined) return inner;
   }

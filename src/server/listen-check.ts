@@ -22,9 +22,15 @@ export function listenError(e: unknown, host: string, port: number): Error {
   const at = `${host.includes(':') ? `[${host}]` : host}:${port}`;
   switch (code) {
     case 'EADDRINUSE':
-      return new StartupError(code, `cannot listen on ${at}: the port is in use (another server?); choose another with --port (env SEQUOIA_PORT)`);
+      return new StartupError(
+        code,
+        `cannot listen on ${at}: the port is in use (another server?); choose another with --port (env SEQUOIA_PORT)`,
+      );
     case 'EACCES':
-      return new StartupError(code, `cannot listen on ${at}: not permitted (ports below 1024 need privileges); choose another with --port (env SEQUOIA_PORT)`);
+      return new StartupError(
+        code,
+        `cannot listen on ${at}: not permitted (ports below 1024 need privileges); choose another with --port (env SEQUOIA_PORT)`,
+      );
     case 'EADDRNOTAVAIL':
     case 'ENOTFOUND':
     case 'EAI_AGAIN':

@@ -135,7 +135,16 @@ describe('GET /metrics', () => {
     const { app, metrics } = await setup({ clock });
     metrics?.registerSnowflakeSource({
       report: () => [
-        { generator: 'twitter', workerId: 7, lastTick: 123, clockBackwardsTotal: 2, sequenceExhaustedTotal: 5, leaseExpiresAtMs: 1_030_000, issuedTotal: 99, layoutRemainingSeconds: 86_400 },
+        {
+          generator: 'twitter',
+          workerId: 7,
+          lastTick: 123,
+          clockBackwardsTotal: 2,
+          sequenceExhaustedTotal: 5,
+          leaseExpiresAtMs: 1_030_000,
+          issuedTotal: 99,
+          layoutRemainingSeconds: 86_400,
+        },
       ],
     });
     const m = (await app.inject('/metrics')).body;
@@ -181,7 +190,15 @@ describe('rate and cover', () => {
     expect(coverSeconds(100, 10)).toBe(10);
   });
 
-  const base = { remaining: 1000, remainingCurrent: 500, currentSize: 1000, nextReady: true, loads: 2, lastError: undefined, refusing: undefined };
+  const base = {
+    remaining: 1000,
+    remainingCurrent: 500,
+    currentSize: 1000,
+    nextReady: true,
+    loads: 2,
+    lastError: undefined,
+    refusing: undefined,
+  };
   const failing = { code: 'STORE_UNAVAILABLE', message: 'down' };
   it.each([
     ['idle, buffered', base, Infinity, 'ok'],
@@ -190,8 +207,18 @@ describe('rate and cover', () => {
     ['cover below the red threshold', base, COVER_CRITICAL_SECONDS - 1, 'critical'],
     ['refusing (rollback)', { ...base, refusing: 'STORE_ROLLBACK_DETECTED' }, Infinity, 'critical'],
     ['store failing, buffers full', { ...base, lastError: failing }, Infinity, 'warn'],
-    ['store failing, both buffers empty', { ...base, remaining: 0, remainingCurrent: 0, nextReady: false, lastError: failing }, 0, 'critical'],
-    ['store failing, no next, current under half, idle', { ...base, remaining: 400, remainingCurrent: 400, nextReady: false, lastError: failing }, Infinity, 'critical'],
+    [
+      'store failing, both buffers empty',
+      { ...base, remaining: 0, remainingCurrent: 0, nextReady: false, lastError: failing },
+      0,
+      'critical',
+    ],
+    [
+      'store failing, no next, current under half, idle',
+      { ...base, remaining: 400, remainingCurrent: 400, nextReady: false, lastError: failing },
+      Infinity,
+      'critical',
+    ],
     ['first load in flight', { ...base, remaining: 0, remainingCurrent: 0, currentSize: 0, nextReady: false, loads: 0 }, 0, 'warn'],
   ] as const)('tagHealth: %s → %s', (_name, s, cover, want) => {
     expect(tagHealth(s, cover).health).toBe(want);
@@ -247,7 +274,10 @@ describe('GET /v1/status', () => {
   it('with an admin token: read-only summary without it, details with it, 403 for a wrong one', async () => {
     const { app } = await setup({ adminToken: 'secret-token-1' });
     await app.inject('/api/segment/get/nope');
-    const ro = (await app.inject('/v1/status')).json() as { admin: boolean; errors: { byCode: object; recent: Array<Record<string, unknown>> } };
+    const ro = (await app.inject('/v1/status')).json() as {
+      admin: boolean;
+      errors: { byCode: object; recent: Array<Record<string, unknown>> };
+    };
     expect(ro.admin).toBe(false);
     expect(ro.errors.byCode).toEqual({ TAG_NOT_FOUND: 1 });
     expect(ro.errors.recent[0]).toEqual({ at: expect.any(String), code: 'TAG_NOT_FOUND', status: 404 });
@@ -255,7 +285,12 @@ describe('GET /v1/status', () => {
     expect(bad.statusCode).toBe(403);
     const full = (await app.inject({ url: '/v1/status', headers: { authorization: 'Bearer secret-token-1' } })).json() as typeof ro;
     expect(full.admin).toBe(true);
-    expect(full.errors.recent.find((e) => e.code === 'TAG_NOT_FOUND')).toMatchObject({ code: 'TAG_NOT_FOUND', method: 'GET', path: '/api/segment/get/nope', message: expect.any(String) });
+    expect(full.errors.recent.find((e) => e.code === 'TAG_NOT_FOUND')).toMatchObject({
+      code: 'TAG_NOT_FOUND',
+      method: 'GET',
+      path: '/api/segment/get/nope',
+      message: expect.any(String),
+    });
   });
 });
 

@@ -350,10 +350,42 @@ export class SequoiaMetrics {
         else m.inc({ generator: r.generator }, v);
       }
     };
-    new Gauge({ name: 'sequoia_snowflake_worker_id', help: 'Worker id in use.', labelNames: ['generator'] as const, registers, collect() { each(this, (r) => r.workerId); } });
-    new Gauge({ name: 'sequoia_snowflake_last_tick', help: 'Last tick issued (layout time units since its epoch).', labelNames: ['generator'] as const, registers, collect() { each(this, (r) => r.lastTick); } });
-    new Counter({ name: 'sequoia_snowflake_clock_backwards_total', help: 'Times the clock was seen behind the last tick.', labelNames: ['generator'] as const, registers, collect() { each(this, (r) => r.clockBackwardsTotal); } });
-    new Counter({ name: 'sequoia_snowflake_sequence_exhausted_total', help: 'Ticks whose sequence ran out (callers waited for the next tick).', labelNames: ['generator'] as const, registers, collect() { each(this, (r) => r.sequenceExhaustedTotal); } });
+    new Gauge({
+      name: 'sequoia_snowflake_worker_id',
+      help: 'Worker id in use.',
+      labelNames: ['generator'] as const,
+      registers,
+      collect() {
+        each(this, (r) => r.workerId);
+      },
+    });
+    new Gauge({
+      name: 'sequoia_snowflake_last_tick',
+      help: 'Last tick issued (layout time units since its epoch).',
+      labelNames: ['generator'] as const,
+      registers,
+      collect() {
+        each(this, (r) => r.lastTick);
+      },
+    });
+    new Counter({
+      name: 'sequoia_snowflake_clock_backwards_total',
+      help: 'Times the clock was seen behind the last tick.',
+      labelNames: ['generator'] as const,
+      registers,
+      collect() {
+        each(this, (r) => r.clockBackwardsTotal);
+      },
+    });
+    new Counter({
+      name: 'sequoia_snowflake_sequence_exhausted_total',
+      help: 'Ticks whose sequence ran out (callers waited for the next tick).',
+      labelNames: ['generator'] as const,
+      registers,
+      collect() {
+        each(this, (r) => r.sequenceExhaustedTotal);
+      },
+    });
     new Gauge({
       name: 'sequoia_worker_lease_expiry_seconds',
       help: 'Seconds until the worker-id lease expires (negative: expired).',
@@ -418,7 +450,13 @@ export class SequoiaMetrics {
       const cover = coverSeconds(snap.remaining, t.rate);
       const conflicts = this.conflicts.get(snap.tag) ?? 0;
       // A reported conflict outranks every other state: it may be the first evidence that an ID repeated.
-      const h = conflicts > 0 ? { health: 'critical' as const, reason: `${conflicts} business unique-key conflict${conflicts === 1 ? '' : 's'} reported: see docs/audit.md` } : tagHealth(snap, cover);
+      const h =
+        conflicts > 0
+          ? {
+              health: 'critical' as const,
+              reason: `${conflicts} business unique-key conflict${conflicts === 1 ? '' : 's'} reported: see docs/audit.md`,
+            }
+          : tagHealth(snap, cover);
       return {
         snapshot: snap,
         issuedTotal: t.issuedBase + snap.issued,

@@ -35,7 +35,13 @@ const bearer = (t: string) => ({ authorization: `Bearer ${t}` });
 const code = (r: { json(): unknown }) => (r.json() as { error: { code: string } }).error.code;
 
 describe('client tokens', () => {
-  const tokens = { adminToken: ADMIN, clientTokens: [{ token: TEAM_A, tags: ['a'] }, { token: TEAM_ALL, tags: ['*'] }] };
+  const tokens = {
+    adminToken: ADMIN,
+    clientTokens: [
+      { token: TEAM_A, tags: ['a'] },
+      { token: TEAM_ALL, tags: ['*'] },
+    ],
+  };
 
   it('ID routes need a token granting the tag: 401 without, 403 with the wrong one', async () => {
     const a = await setup(tokens);
@@ -141,15 +147,36 @@ describe('limits at the HTTP layer', () => {
 describe('TLS', () => {
   it('serves HTTPS with the given certificate and key', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'sequoia-tls-'));
-    execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem'), '-days', '1', '-subj', '/CN=localhost'], { stdio: 'ignore' });
+    execFileSync(
+      'openssl',
+      [
+        'req',
+        '-x509',
+        '-newkey',
+        'rsa:2048',
+        '-nodes',
+        '-keyout',
+        join(dir, 'key.pem'),
+        '-out',
+        join(dir, 'cert.pem'),
+        '-days',
+        '1',
+        '-subj',
+        '/CN=localhost',
+      ],
+      { stdio: 'ignore' },
+    );
     const a = await setup({ tls: { cert: readFileSync(join(dir, 'cert.pem')), key: readFileSync(join(dir, 'key.pem')) } });
     const port = await listen(a);
     const body = await new Promise<string>((resolve, reject) => {
-      const req = httpsRequest({ host: '127.0.0.1', port, path: '/v1/segment/a', ca: readFileSync(join(dir, 'cert.pem')), servername: 'localhost' }, (res) => {
-        let d = '';
-        res.on('data', (c) => (d += c));
-        res.on('end', () => resolve(d));
-      });
+      const req = httpsRequest(
+        { host: '127.0.0.1', port, path: '/v1/segment/a', ca: readFileSync(join(dir, 'cert.pem')), servername: 'localhost' },
+        (res) => {
+          let d = '';
+          res.on('data', (c) => (d += c));
+          res.on('end', () => resolve(d));
+        },
+      );
       req.on('error', reject);
       req.end();
     });
@@ -160,16 +187,52 @@ describe('TLS', () => {
 describe('HTTP fuzz', () => {
   const methods = fc.constantFrom('GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD', 'OPTIONS');
   const seg = fc.oneof(
-    fc.constantFrom('v1', 'api', 'segment', 'get', 'tags', 'uuid', 'a', 'b', '__proto__', 'constructor', 'fence', 'status', 'healthz', 'readyz', '..', '%00', '%2e%2e', '%ZZ'),
+    fc.constantFrom(
+      'v1',
+      'api',
+      'segment',
+      'get',
+      'tags',
+      'uuid',
+      'a',
+      'b',
+      '__proto__',
+      'constructor',
+      'fence',
+      'status',
+      'healthz',
+      'readyz',
+      '..',
+      '%00',
+      '%2e%2e',
+      '%ZZ',
+    ),
     fc.string({ maxLength: 12 }).map(encodeURIComponent),
   );
   const path = fc.array(seg, { minLength: 0, maxLength: 5 }).map((p) => `/${p.join('/')}`);
   const query = fc.option(
-    fc.array(fc.tuple(fc.constantFrom('count', 'format', 'version', 'layout', 'x', '__proto__'), fc.oneof(fc.constantFrom('0', '1', '10000', '10001', '-1', '1e3', '1.5', 'NaN', '9'.repeat(30), 'base62', 'order', '7', '4'), fc.string({ maxLength: 8 }))), { maxLength: 3 }),
+    fc.array(
+      fc.tuple(
+        fc.constantFrom('count', 'format', 'version', 'layout', 'x', '__proto__'),
+        fc.oneof(
+          fc.constantFrom('0', '1', '10000', '10001', '-1', '1e3', '1.5', 'NaN', '9'.repeat(30), 'base62', 'order', '7', '4'),
+          fc.string({ maxLength: 8 }),
+        ),
+      ),
+      { maxLength: 3 },
+    ),
   );
-  const body = fc.option(fc.oneof(fc.json(), fc.string({ maxLength: 40 }), fc.constant('{"tag":"zz","step":1e400}'), fc.constant('{"__proto__":{"x":1}}')));
+  const body = fc.option(
+    fc.oneof(fc.json(), fc.string({ maxLength: 40 }), fc.constant('{"tag":"zz","step":1e400}'), fc.constant('{"__proto__":{"x":1}}')),
+  );
   const headers = fc.record({
-    'content-type': fc.constantFrom('application/json', 'text/plain', 'application/x-www-form-urlencoded', 'application/json; charset=utf-8', ''),
+    'content-type': fc.constantFrom(
+      'application/json',
+      'text/plain',
+      'application/x-www-form-urlencoded',
+      'application/json; charset=utf-8',
+      '',
+    ),
     authorization: fc.constantFrom('', 'Bearer x', 'Bearer admin-token-xyz', 'Basic zzz', 'Bearer '),
   });
 
@@ -180,7 +243,12 @@ describe('HTTP fuzz', () => {
         const url = q ? `${p}?${q.map(([k, v]) => `${k}=${encodeURIComponent(v)}`).join('&')}` : p;
         const hdrs: Record<string, string> = {};
         for (const [k, v] of Object.entries(h)) if (v) hdrs[k] = v;
-        const r = await a.inject({ method: method as 'GET', url, headers: hdrs, ...(b !== null && method !== 'GET' && method !== 'HEAD' ? { payload: b } : {}) });
+        const r = await a.inject({
+          method: method as 'GET',
+          url,
+          headers: hdrs,
+          ...(b !== null && method !== 'GET' && method !== 'HEAD' ? { payload: b } : {}),
+        });
         expect(r.statusCode).toBeGreaterThanOrEqual(200);
         expect(r.statusCode).toBeLessThan(600);
         expect(r.statusCode).not.toBe(500);

@@ -28,7 +28,14 @@ function inputs(over: Partial<StatusInputs> = {}): StatusInputs {
   };
 }
 
-const error = (i: number): RecentError => ({ at: T0 + i, code: 'NOT_FOUND', status: 404, method: 'GET', path: `/v1/segment/t${i}`, message: `unknown tag t${i}` });
+const error = (i: number): RecentError => ({
+  at: T0 + i,
+  code: 'NOT_FOUND',
+  status: 404,
+  method: 'GET',
+  path: `/v1/segment/t${i}`,
+  message: `unknown tag t${i}`,
+});
 
 describe('statusBody (the /v1/status answer)', () => {
   it('reads the uptime and the time from its inputs, and names the store kind with its probe', () => {
@@ -58,7 +65,14 @@ describe('statusBody (the /v1/status answer)', () => {
     expect(plain.errors.recent).toHaveLength(20);
     expect(plain.errors.recent[0]).toEqual({ at: new Date(T0).toISOString(), code: 'NOT_FOUND', status: 404 });
     const admin = statusBody(inputs({ recentErrors, admin: true, detail: true }));
-    expect(admin.errors.recent[3]).toEqual({ at: new Date(T0 + 3).toISOString(), code: 'NOT_FOUND', status: 404, method: 'GET', path: '/v1/segment/t3', message: 'unknown tag t3' });
+    expect(admin.errors.recent[3]).toEqual({
+      at: new Date(T0 + 3).toISOString(),
+      code: 'NOT_FOUND',
+      status: 404,
+      method: 'GET',
+      path: '/v1/segment/t3',
+      message: 'unknown tag t3',
+    });
   });
 
   it('lists the layouts, marking presets and the default', () => {
@@ -75,7 +89,12 @@ describe('statusBody (the /v1/status answer)', () => {
     const report = { generator: 'twitter', workerId: 7, lastTick: 42, clockBackwardsTotal: 1, sequenceExhaustedTotal: 2 };
     const body = statusBody(inputs({ snowflakeReports: [{ ...report, leaseExpiresAtMs: T0 + 90_400 + 12_340 }, report] }));
     expect(body.workers).toEqual([
-      { ...report, leaseExpiresAt: new Date(T0 + 90_400 + 12_340).toISOString(), leaseExpiresInSeconds: 12.3, layoutRemainingSeconds: null },
+      {
+        ...report,
+        leaseExpiresAt: new Date(T0 + 90_400 + 12_340).toISOString(),
+        leaseExpiresInSeconds: 12.3,
+        layoutRemainingSeconds: null,
+      },
       { ...report, leaseExpiresAt: null, leaseExpiresInSeconds: null, layoutRemainingSeconds: null },
     ]);
   });

@@ -59,7 +59,9 @@ export function statusBody(i: StatusInputs): StatusBody {
 
 function errorRow(e: RecentError, admin: boolean) {
   const at = new Date(e.at).toISOString();
-  return admin ? { at, code: e.code, status: e.status, method: e.method, path: e.path, message: e.message } : { at, code: e.code, status: e.status };
+  return admin
+    ? { at, code: e.code, status: e.status, method: e.method, path: e.path, message: e.message }
+    : { at, code: e.code, status: e.status };
 }
 
 function layoutRow(l: Layout, defaultLayout: string | undefined) {

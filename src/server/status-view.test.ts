@@ -23,7 +23,13 @@ describe('tagStatusJson (the /v1/status row of a tag)', () => {
     const row = tagStatusJson(metrics.tagStatuses()[0]!, true);
     expect(row).toMatchObject({
       tag: 'order',
-      current: { start: String(2n ** 60n), end: String(2n ** 60n + 10n), value: String(2n ** 60n + 2n), max: String(2n ** 60n + 10n), size: 10 },
+      current: {
+        start: String(2n ** 60n),
+        end: String(2n ** 60n + 10n),
+        value: String(2n ** 60n + 2n),
+        max: String(2n ** 60n + 10n),
+        size: 10,
+      },
       issued: 2,
       loads: 1,
     });
@@ -36,8 +42,17 @@ describe('tagStatusJson (the /v1/status row of a tag)', () => {
     const { service, metrics, store } = await served(1n);
     await service.next('order');
     const t = metrics.tagStatuses()[0]!;
-    const failed = { ...t, snapshot: { ...t.snapshot, lastError: { code: 'STORE_UNAVAILABLE', message: 'PostgreSQL store at db:5432 error (ECONNRESET)', at: 0 } } };
-    expect(tagStatusJson(failed as typeof t, true).lastError).toMatchObject({ code: 'STORE_UNAVAILABLE', message: expect.stringContaining('db:5432') });
+    const failed = {
+      ...t,
+      snapshot: {
+        ...t.snapshot,
+        lastError: { code: 'STORE_UNAVAILABLE', message: 'PostgreSQL store at db:5432 error (ECONNRESET)', at: 0 },
+      },
+    };
+    expect(tagStatusJson(failed as typeof t, true).lastError).toMatchObject({
+      code: 'STORE_UNAVAILABLE',
+      message: expect.stringContaining('db:5432'),
+    });
     expect(tagStatusJson(failed as typeof t, false).lastError).toEqual({ code: 'STORE_UNAVAILABLE' });
     void store;
     await service.close();

@@ -12,17 +12,22 @@ describe('fallback ceiling', () => {
     await store.createTag({ tag: 'fb', step: 100, start: FALLBACK_FLOOR - 150n });
     await store.createTag({ tag: 'plain', step: 100, start: FALLBACK_FLOOR - 150n });
     expect((await store.allocate('fb')).maxId).toBe(FALLBACK_FLOOR - 50n);
-    await expect(store.allocate('fb')).rejects.toMatchObject({ code: 'ID_SPACE_EXHAUSTED', message: expect.stringMatching(/fallback space from 2\^62/) });
+    await expect(store.allocate('fb')).rejects.toMatchObject({
+      code: 'ID_SPACE_EXHAUSTED',
+      message: expect.stringMatching(/fallback space from 2\^62/),
+    });
     await store.allocate('plain');
     expect((await store.allocate('plain')).maxId).toBe(FALLBACK_FLOOR + 50n); // not a fallback tag
     await expect(store.createTag({ tag: 'fb2', start: FALLBACK_FLOOR })).resolves.toBeDefined(); // not declared
-    await expect(withFallbackCeiling(raw, ['fb3']).createTag({ tag: 'fb3', start: FALLBACK_FLOOR })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+    await expect(withFallbackCeiling(raw, ['fb3']).createTag({ tag: 'fb3', start: FALLBACK_FLOOR })).rejects.toMatchObject({
+      code: 'INVALID_ARGUMENT',
+    });
     expect(store.kind).toBe(raw.kind);
   });
 });
 
 describe('fallback leases', () => {
-  it('one worker id per holder, renewed in place, the next holder after the previous one\'s end; a tag without a fallback space is NOT_FOUND', async () => {
+  it("one worker id per holder, renewed in place, the next holder after the previous one's end; a tag without a fallback space is NOT_FOUND", async () => {
     let now = 1_800_000_000_000;
     const leases = new MemoryWorkerLeaseStore(() => now);
     const f = new FallbackLeases({ tags: ['fb'], ttlMs: 60_000, leases: () => leases });

@@ -87,7 +87,10 @@ export class FallbackLeases {
     }
     const owner = `${who.slice(0, 100)}/${randomUUID()}`;
     const r = await store.acquire({ space, owner, ttlMs: this.o.ttlMs, workerCount: FALLBACK_WORKERS });
-    if ('refused' in r) throw new UnavailableError('LEASE_LOST', `no fallback worker id of tag ${JSON.stringify(tag)} is free: ${r.refused}`, { retryAfterMs: this.o.ttlMs });
+    if ('refused' in r)
+      throw new UnavailableError('LEASE_LOST', `no fallback worker id of tag ${JSON.stringify(tag)} is free: ${r.refused}`, {
+        retryAfterMs: this.o.ttlMs,
+      });
     return this.answer(tag, owner, r, r.lastTick);
   }
 
@@ -100,9 +103,11 @@ export class FallbackLeases {
   }
 
   private store(tag: string): WorkerLeaseStore {
-    if (!this.tags.has(tag)) throw new SequoiaError('NOT_FOUND', `tag ${JSON.stringify(tag)} has no fallback space (server option fallback-tags)`);
+    if (!this.tags.has(tag))
+      throw new SequoiaError('NOT_FOUND', `tag ${JSON.stringify(tag)} has no fallback space (server option fallback-tags)`);
     const store = this.o.leases();
-    if (store === undefined) throw new SequoiaError('NOT_FOUND', 'this store cannot hold fallback leases (redis): use PostgreSQL, MySQL or SQLite');
+    if (store === undefined)
+      throw new SequoiaError('NOT_FOUND', 'this store cannot hold fallback leases (redis): use PostgreSQL, MySQL or SQLite');
     return store;
   }
 
@@ -145,7 +150,9 @@ export function withFallbackCeiling(store: SegmentStore, tags: readonly string[]
   };
   const createTag: SegmentStore['createTag'] = async (t) => {
     if (fallback.has(t.tag) && t.start !== undefined && t.start >= FALLBACK_FLOOR) {
-      throw new InvalidArgumentError(`start: tag ${JSON.stringify(t.tag)} has a fallback space from 2^62 (fallback-tags); its segment IDs must start below it`);
+      throw new InvalidArgumentError(
+        `start: tag ${JSON.stringify(t.tag)} has a fallback space from 2^62 (fallback-tags); its segment IDs must start below it`,
+      );
     }
     return store.createTag(t);
   };

@@ -17,7 +17,11 @@ class LastingStore extends MemorySegmentStore {
   override async close(): Promise<void> {}
 }
 
-function service(store: SegmentStore, marks: HighWaterMarkStore, extra: Partial<ConstructorParameters<typeof IdService>[0]> = {}): IdService {
+function service(
+  store: SegmentStore,
+  marks: HighWaterMarkStore,
+  extra: Partial<ConstructorParameters<typeof IdService>[0]> = {},
+): IdService {
   return new IdService({ store, marks, refreshIntervalMs: 0, ...extra });
 }
 

@@ -46,7 +46,13 @@ describe('IdService', () => {
 
   it('caps store look-ups of unknown tags per second', async () => {
     const store = new ControlledStore();
-    const service = new IdService({ store, marks: new MemoryHighWaterMarkStore(), clock: new ManualClock(), refreshIntervalMs: 0, unknownTagLookupsPerSecond: 3 });
+    const service = new IdService({
+      store,
+      marks: new MemoryHighWaterMarkStore(),
+      clock: new ManualClock(),
+      refreshIntervalMs: 0,
+      unknownTagLookupsPerSecond: 3,
+    });
     await service.start();
     let gets = 0;
     const orig = store.getTag.bind(store);
@@ -64,7 +70,13 @@ describe('IdService', () => {
   it('serves tags on the store list without touching the unknown-tag cap', async () => {
     const store = new ControlledStore();
     await store.createTag({ tag: 'real' });
-    const service = new IdService({ store, marks: new MemoryHighWaterMarkStore(), clock: new ManualClock(), refreshIntervalMs: 0, unknownTagLookupsPerSecond: 2 });
+    const service = new IdService({
+      store,
+      marks: new MemoryHighWaterMarkStore(),
+      clock: new ManualClock(),
+      refreshIntervalMs: 0,
+      unknownTagLookupsPerSecond: 2,
+    });
     await service.start();
     expect(service.isKnown('real')).toBe(true);
     for (let i = 0; i < 5; i++) await codeOf(service.next(`nope${i}`));

@@ -19,12 +19,7 @@ import type { HighWaterMarkStore } from '../ports/high-water-mark-store.js';
 import { silentLogger } from '../core/silent-logger.js';
 import type { Logger } from '../ports/logger.js';
 import type { NewTag, SegmentStore, TagInfo, TagUpdate } from '../ports/segment-store.js';
-import {
-  DEFAULT_ALLOCATOR_OPTIONS,
-  type TagAllocator,
-  type TagAllocatorOptions,
-  type TagAllocatorSnapshot,
-} from './tag-allocator.js';
+import { DEFAULT_ALLOCATOR_OPTIONS, type TagAllocator, type TagAllocatorOptions, type TagAllocatorSnapshot } from './tag-allocator.js';
 import { BufferedTagAllocator } from './buffered-tag-allocator.js';
 import { StrictTagAllocator } from './strict-tag-allocator.js';
 
@@ -117,7 +112,9 @@ export class IdService {
         );
       }
       if (this.strictTags.size > 0 && multiStoreSet) {
-        throw new InvalidArgumentError('strictTags: a multi-store set cannot order IDs across its stores; serve strict tags from one store');
+        throw new InvalidArgumentError(
+          'strictTags: a multi-store set cannot order IDs across its stores; serve strict tags from one store',
+        );
       }
     } catch (e) {
       // A client that keeps reconnecting in the background would keep the process alive after the failed start.

@@ -37,5 +37,12 @@ export function rangesAnswer(tag: string, id: bigint, entries: readonly LedgerEn
         : issued.length > 1
           ? `${issued.length} ranges cover ${id}: ${issued.map(describeLedgerEntry).join('; ')}`
           : describeLedgerEntry(issued[0] as LedgerEntry);
-  return { tag, id: id.toString(), ledger: entries !== undefined, covered: issued.length > 0, message, ranges: (entries ?? []).map(ledgerEntryJson) };
+  return {
+    tag,
+    id: id.toString(),
+    ledger: entries !== undefined,
+    covered: issued.length > 0,
+    message,
+    ranges: (entries ?? []).map(ledgerEntryJson),
+  };
 }

@@ -185,7 +185,8 @@ export async function runPkBench(target: PkBenchTarget, options: PkBenchOptions,
     });
   }
   const base = results.find((r) => r.kind === 'sequence') ?? results[0];
-  const ratio = (a: number | null, b: number | null | undefined): number | null => (a === null || b === null || b === undefined || b <= 0 ? null : a / b);
+  const ratio = (a: number | null, b: number | null | undefined): number | null =>
+    a === null || b === null || b === undefined || b <= 0 ? null : a / b;
   const { kinds, ...rest } = options;
   return {
     target: info,

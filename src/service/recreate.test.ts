@@ -18,7 +18,11 @@ class LastingStore extends MemorySegmentStore {
   override async close(): Promise<void> {}
 }
 
-function service(store: SegmentStore, marks: HighWaterMarkStore, extra: Partial<ConstructorParameters<typeof IdService>[0]> = {}): IdService {
+function service(
+  store: SegmentStore,
+  marks: HighWaterMarkStore,
+  extra: Partial<ConstructorParameters<typeof IdService>[0]> = {},
+): IdService {
   // maxStep = the stored step: every range is exactly the step, as in issue 28.
   return new IdService({ store, marks, refreshIntervalMs: 0, allocator: { maxStep: 10 }, ...extra });
 }

@@ -43,7 +43,12 @@ async function scenario(at: number, ms: number, kind: Kind) {
   const store = new MemoryWorkerLeaseStore(() => (read(), t.wall));
   const skew = kind === 'pause-skewed' ? ms : 0;
   const make = (c: { now(): number }) =>
-    new SnowflakeService({ provider: new LeaseWorkerIdProvider(store, { ttlMs: 1000, monotonic: mono }), clock: c, monotonic: mono, clockPolicy: 'reject' });
+    new SnowflakeService({
+      provider: new LeaseWorkerIdProvider(store, { ttlMs: 1000, monotonic: mono }),
+      clock: c,
+      monotonic: mono,
+      clockPolicy: 'reject',
+    });
   const a = make(clock);
   const b = make({ now: () => clock.now() - skew });
   const ids: string[] = [];
@@ -108,7 +113,8 @@ describe('the two-services test with a 1.5 s pause between the starts', () => {
     const clock = { now: () => Date.now() + pause };
     const mono = () => performance.now() + pause;
     const store = new MemoryWorkerLeaseStore(() => clock.now());
-    const make = () => new SnowflakeService({ provider: new LeaseWorkerIdProvider(store, { ttlMs: 1000, monotonic: mono }), clock, monotonic: mono });
+    const make = () =>
+      new SnowflakeService({ provider: new LeaseWorkerIdProvider(store, { ttlMs: 1000, monotonic: mono }), clock, monotonic: mono });
     const a = make();
     const b = make();
     await a.start();

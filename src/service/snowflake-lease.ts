@@ -44,7 +44,7 @@ export class LeasedWorker {
       return this.renewing.then(() => (wantTick > this.generator.ceilingTick ? this.renew(wantTick) : undefined));
     }
     const ttl = this.provider.ttlMs ?? 10_000;
-    const aheadTicks = Math.max(1, Math.ceil(((2 * ttl) / 3) / this.layout.unitMs));
+    const aheadTicks = Math.max(1, Math.ceil((2 * ttl) / 3 / this.layout.unitMs));
     const base = Math.max(this.generator.lastIssuedTick, this.generator.currentTick(), wantTick);
     const ceiling = Math.min(base + aheadTicks, this.layout.maxTick);
     this.renewing = (async () => {
@@ -82,8 +82,16 @@ export class LeasedWorker {
       this.grants.map((g) => {
         const last = Math.max(this.generator.lastIssuedTickOf(g.workerId), g.afterTick);
         return this.provider.release(this.space, g, last).then(
-          () => this.logger.info({ layout: this.layout.name, workerId: g.workerId, lastTick: last, provider: this.provider.kind }, 'snowflake worker id released'),
-          (e: unknown) => this.logger.warn({ layout: this.layout.name, workerId: g.workerId, err: e instanceof Error ? e.message : String(e) }, 'snowflake worker id release failed'),
+          () =>
+            this.logger.info(
+              { layout: this.layout.name, workerId: g.workerId, lastTick: last, provider: this.provider.kind },
+              'snowflake worker id released',
+            ),
+          (e: unknown) =>
+            this.logger.warn(
+              { layout: this.layout.name, workerId: g.workerId, err: e instanceof Error ? e.message : String(e) },
+              'snowflake worker id release failed',
+            ),
         );
       }),
     );
@@ -95,7 +103,10 @@ export class LeasedWorker {
     this.generator.revoke();
     if (this.timer) clearInterval(this.timer);
     this.onLost(this);
-    this.logger.error({ layout: this.layout.name, workerId: this.generator.workerId, err: e.message }, 'snowflake worker lease lost; issuing stopped');
+    this.logger.error(
+      { layout: this.layout.name, workerId: this.generator.workerId, err: e.message },
+      'snowflake worker lease lost; issuing stopped',
+    );
   }
 
   private lostError(): UnavailableError {

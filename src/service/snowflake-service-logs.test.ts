@@ -16,7 +16,8 @@ type Line = { level: string; msg: string; obj: Record<string, unknown> };
 
 function recorder(): Logger & { lines: Line[]; msgs: () => string[] } {
   const lines: Line[] = [];
-  const at = (level: string) => (obj: object, msg?: string) => void lines.push({ level, msg: msg ?? '', obj: obj as Record<string, unknown> });
+  const at = (level: string) => (obj: object, msg?: string) =>
+    void lines.push({ level, msg: msg ?? '', obj: obj as Record<string, unknown> });
   return { lines, msgs: () => lines.map((l) => l.msg), debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') };
 }
 
@@ -59,7 +60,13 @@ describe('SnowflakeService logs', () => {
     ] as const) {
       const clock = new ManualClock();
       const log = recorder();
-      const s = new SnowflakeService({ provider: new LeaseWorkerIdProvider(new MemoryWorkerLeaseStore(), { ttlMs: 60_000 }), clock, clockPolicy: policy, logger: log, maxWaitMs: 50 });
+      const s = new SnowflakeService({
+        provider: new LeaseWorkerIdProvider(new MemoryWorkerLeaseStore(), { ttlMs: 60_000 }),
+        clock,
+        clockPolicy: policy,
+        logger: log,
+        maxWaitMs: 50,
+      });
       await s.nextMany(undefined, 10);
       clock.advance(-20);
       if (policy === 'wait') {
@@ -78,10 +85,26 @@ describe('SnowflakeService logs', () => {
     const now = Date.now();
     // 36 time bits of 1 ms ≈ 795 days: a layout whose epoch was 700 days ago has under five years left.
     const short = defineLayout(
-      { name: 'short', version: 1, epochMs: now - 700 * 86_400_000, unitMs: 1, timeBits: 36, fields: [{ name: 'worker', bits: 10, role: 'node' }, { name: 'sequence', bits: 17, role: 'sequence' }], sequenceStart: { kind: 'zero' } },
+      {
+        name: 'short',
+        version: 1,
+        epochMs: now - 700 * 86_400_000,
+        unitMs: 1,
+        timeBits: 36,
+        fields: [
+          { name: 'worker', bits: 10, role: 'node' },
+          { name: 'sequence', bits: 17, role: 'sequence' },
+        ],
+        sequenceStart: { kind: 'zero' },
+      },
       { minLifetimeYears: 0 },
     );
-    const s = new SnowflakeService({ provider: new StaticWorkerIdProvider(1), layouts: new Map([['short', short]]), defaultLayout: 'short', logger: log });
+    const s = new SnowflakeService({
+      provider: new StaticWorkerIdProvider(1),
+      layouts: new Map([['short', short]]),
+      defaultLayout: 'short',
+      logger: log,
+    });
     await s.start();
     expect(count(log, /runs out of time bits soon/)).toBe(1);
     expect(s.report()[0]?.layoutRemainingSeconds).toBeLessThan(5 * 365 * 86_400);

@@ -37,7 +37,10 @@ describe('SnowflakeService', () => {
   it('a lease taken over by another holder stops the old one (LEASE_LOST), and it re-leases another id', async () => {
     const store = new MemoryWorkerLeaseStore();
     let mono = 0;
-    const a = new SnowflakeService({ provider: new LeaseWorkerIdProvider(store, { ttlMs: 1000, monotonic: () => mono }), monotonic: () => mono });
+    const a = new SnowflakeService({
+      provider: new LeaseWorkerIdProvider(store, { ttlMs: 1000, monotonic: () => mono }),
+      monotonic: () => mono,
+    });
     const first = await a.next();
     const wa = worker(first);
     // a is "paused": its deadline passes and the store row is taken over.
@@ -62,7 +65,11 @@ describe('SnowflakeService', () => {
     // A pause moves the wall clock with the monotonic one.
     const t0 = Date.now();
     const clock = { now: () => t0 + mono };
-    const a = new SnowflakeService({ provider: new LeaseWorkerIdProvider(store, { ttlMs: 1000, monotonic: () => mono }), monotonic: () => mono, clock });
+    const a = new SnowflakeService({
+      provider: new LeaseWorkerIdProvider(store, { ttlMs: 1000, monotonic: () => mono }),
+      monotonic: () => mono,
+      clock,
+    });
     const wa = worker(await a.next());
     mono = 5000;
     (store.peek(twitter.spaceKey, wa) as { expiresAtMs: number }).expiresAtMs = 0;
@@ -128,7 +135,7 @@ describe('SnowflakeService', () => {
     await expect(s.worker('leaf')).rejects.toMatchObject({ code: 'SHUTTING_DOWN' });
   });
 
-  it('a layout that can get no worker id is refused with the provider\'s code, and the provider is asked again only after a while', async () => {
+  it("a layout that can get no worker id is refused with the provider's code, and the provider is asked again only after a while", async () => {
     let mono = 0;
     let asked = 0;
     let free = false;
@@ -157,7 +164,13 @@ describe('SnowflakeService', () => {
     mono = 5000;
     await expect(Promise.resolve().then(() => s.next())).rejects.toMatchObject({ code: 'ID_SPACE_EXHAUSTED' });
     expect(asked).toBe(2);
-    await expect.poll(() => Promise.resolve().then(() => s.next()).then(worker, () => undefined)).toBe(5);
+    await expect
+      .poll(() =>
+        Promise.resolve()
+          .then(() => s.next())
+          .then(worker, () => undefined),
+      )
+      .toBe(5);
     expect(asked).toBe(2);
     await s.close();
   });

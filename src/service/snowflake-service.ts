@@ -25,7 +25,6 @@ import { type ExplainResult, explainId } from '../core/snowflake/explain.js';
 import { assertCount, assertShard } from '../core/request-rules.js';
 import { LeasedWorker } from './snowflake-lease.js';
 
-
 export { explainId, type ExplainResult };
 
 export interface SnowflakeServiceOptions {
@@ -57,7 +56,6 @@ export interface SnowflakeServiceOptions {
 
 /** One row of `report()`: the Metrics port's report, with the layout's lifetime always known. */
 export type SnowflakeReport = SnowflakeWorkerReport & { readonly layoutRemainingSeconds: number };
-
 
 interface Totals {
   backwards: number;
@@ -196,7 +194,10 @@ export class SnowflakeService {
       if (typeof id === 'string') {
         stalled = 0;
         if (clockWaited > waitLogged) {
-          this.logger.warn({ layout: name, waitedMs: clockWaited - waitLogged, policy: this.clockPolicy }, 'snowflake clock behind the last tick: waited it out');
+          this.logger.warn(
+            { layout: name, waitedMs: clockWaited - waitLogged, policy: this.clockPolicy },
+            'snowflake clock behind the last tick: waited it out',
+          );
           waitLogged = clockWaited;
         }
         out.push(id);
@@ -217,11 +218,13 @@ export class SnowflakeService {
           break;
         case 'clock':
           clockWaited += id.waitMs;
-          if (clockWaited > this.maxWaitMs + 50) throw new ClockError(`the clock stayed behind the last tick for ${clockWaited} ms`, { retryAfterMs: id.waitMs });
+          if (clockWaited > this.maxWaitMs + 50)
+            throw new ClockError(`the clock stayed behind the last tick for ${clockWaited} ms`, { retryAfterMs: id.waitMs });
           await sleep(id.waitMs);
           break;
         case 'ceiling':
-          if (renewals++ > 20) throw new UnavailableError('LEASE_LOST', 'could not reserve ticks ahead in the lease store', { retryAfterMs: 1000 });
+          if (renewals++ > 20)
+            throw new UnavailableError('LEASE_LOST', 'could not reserve ticks ahead in the lease store', { retryAfterMs: 1000 });
           await w.renew(id.wantTick);
           break;
       }
@@ -270,11 +273,23 @@ export class SnowflakeService {
         'snowflake layout runs out of time bits soon; plan a new layout (sequoia plan)',
       );
     }
-    const space: IdSpace = { key: layout.spaceKey, workerCount: 2 ** layout.workerBits, unitMs: layout.unitMs, epochMs: layout.epochMs, label: name };
+    const space: IdSpace = {
+      key: layout.spaceKey,
+      workerCount: 2 ** layout.workerBits,
+      unitMs: layout.unitMs,
+      epochMs: layout.epochMs,
+      label: name,
+    };
     const grants: WorkerGrant[] = [];
     try {
       const n = layout.shardBits > 0 ? 1 : 1 + this.backupWorkers;
-      for (let i = 0; i < n; i++) grants.push(await this.provider.acquire(space, grants.map((g) => g.workerId)));
+      for (let i = 0; i < n; i++)
+        grants.push(
+          await this.provider.acquire(
+            space,
+            grants.map((g) => g.workerId),
+          ),
+        );
     } catch (e) {
       await Promise.all(grants.map((g) => this.provider.release(space, g, g.afterTick).catch(() => {})));
       throw e;
@@ -302,14 +317,27 @@ export class SnowflakeService {
     if (old) this.retire(old);
     this.workers.set(name, w);
     this.logger.info(
-      { layout: name, workerId: primary.workerId, backups: backups.map((g) => g.workerId), afterTick: primary.afterTick, provider: this.provider.kind },
+      {
+        layout: name,
+        workerId: primary.workerId,
+        backups: backups.map((g) => g.workerId),
+        afterTick: primary.afterTick,
+        provider: this.provider.kind,
+      },
       'snowflake worker id acquired',
     );
     const behindMs = (primary.afterTick - generator.currentTick()) * layout.unitMs;
     if (behindMs > 0) {
       // A restart with the clock behind the last recorded tick (a crash, then a clock stepped back): the policy decides.
       this.logger.warn(
-        { layout: name, workerId: primary.workerId, afterTick: primary.afterTick, behindMs, policy: this.clockPolicy, maxWaitMs: this.maxWaitMs },
+        {
+          layout: name,
+          workerId: primary.workerId,
+          afterTick: primary.afterTick,
+          behindMs,
+          policy: this.clockPolicy,
+          maxWaitMs: this.maxWaitMs,
+        },
         'snowflake clock is behind the last recorded tick: IDs wait or are refused (CLOCK_MOVED_BACKWARDS) until it catches up',
       );
     }

@@ -103,7 +103,10 @@ class CountingStore extends MemorySegmentStore {
 class CountingMarks extends MemoryHighWaterMarkStore {
   updates = 0;
   failing = false;
-  override async update(tag: string, change: (current: HighWaterMark | undefined) => HighWaterMark | undefined): Promise<HighWaterMark | undefined> {
+  override async update(
+    tag: string,
+    change: (current: HighWaterMark | undefined) => HighWaterMark | undefined,
+  ): Promise<HighWaterMark | undefined> {
     this.updates++;
     if (this.failing) throw new Error('ENOSPC: no space left on device');
     return super.update(tag, change);
@@ -278,7 +281,13 @@ describe('strict tags', () => {
   it('two workers of one server (one state directory): a restore is refused by both, and a fence by one reopens the other', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'sequoia-strict-'));
     const path = join(dir, 'ids.db');
-    const worker = () => new IdService({ store: new SqliteSegmentStore({ path }), marks: new StateDir(join(dir, 'state')), refreshIntervalMs: 0, strictTags: ['seq'] });
+    const worker = () =>
+      new IdService({
+        store: new SqliteSegmentStore({ path }),
+        marks: new StateDir(join(dir, 'state')),
+        refreshIntervalMs: 0,
+        strictTags: ['seq'],
+      });
     const a = worker();
     const b = worker();
     await a.start();

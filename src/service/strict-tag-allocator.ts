@@ -233,7 +233,10 @@ export class StrictTagAllocator implements TagAllocator {
     this.failures++;
     const refused = this.guard.closed ? this.guard.current : undefined;
     const err =
-      refused ?? (e instanceof SequoiaError ? e : new UnavailableError('STORE_UNAVAILABLE', 'strict allocation failed', { cause: e, retryAfterMs: 1000 }));
+      refused ??
+      (e instanceof SequoiaError
+        ? e
+        : new UnavailableError('STORE_UNAVAILABLE', 'strict allocation failed', { cause: e, retryAfterMs: 1000 }));
     this.lastFailure = err;
     // The guard logged its refusals itself.
     if (err !== this.guard.current && err.code !== 'TAG_NOT_FOUND') {

@@ -110,7 +110,10 @@ describe('TagGuard', () => {
 class Marks extends MemoryHighWaterMarkStore {
   readonly where = 'state dir /srv/sequoia';
   failing = false;
-  override async update(tag: string, change: (current: HighWaterMark | undefined) => HighWaterMark | undefined): Promise<HighWaterMark | undefined> {
+  override async update(
+    tag: string,
+    change: (current: HighWaterMark | undefined) => HighWaterMark | undefined,
+  ): Promise<HighWaterMark | undefined> {
     if (this.failing) throw new Error('ENOSPC: no space left on device');
     return super.update(tag, change);
   }
@@ -150,7 +153,13 @@ describe.each(MODES)('the rollback guard in $mode mode', ({ mode, make }) => {
     const clock = new ManualClock();
     const lines: Line[] = [];
     const allocator = () =>
-      make({ store, marks, clock, logger: recordingLogger(lines), options: { ...DEFAULT_ALLOCATOR_OPTIONS, loadTimeoutMs: 500, minRetryDelayMs: 20 } });
+      make({
+        store,
+        marks,
+        clock,
+        logger: recordingLogger(lines),
+        options: { ...DEFAULT_ALLOCATOR_OPTIONS, loadTimeoutMs: 500, minRetryDelayMs: 20 },
+      });
     const errors = () => lines.filter((l) => l.level === 'error');
     return { store, marks, clock, lines, errors, allocator };
   }
@@ -164,7 +173,9 @@ describe.each(MODES)('the rollback guard in $mode mode', ({ mode, make }) => {
     const a = allocator();
     const e = await failureOf(a.nextMany(1));
     expect(e.code).toBe('STORE_ROLLBACK_DETECTED');
-    expect(e.message).toMatch(/^tag "t": store answered \[1, \d+\) below the high-water mark \d+ kept in state dir \/srv\/sequoia: restored from an older backup/);
+    expect(e.message).toMatch(
+      /^tag "t": store answered \[1, \d+\) below the high-water mark \d+ kept in state dir \/srv\/sequoia: restored from an older backup/,
+    );
     expect((await failureOf(a.nextMany(1))).code).toBe('STORE_ROLLBACK_DETECTED');
     expect(errors()).toHaveLength(1);
     expect(errors()[0]).toMatchObject({ obj: { tag: 't', code: 'STORE_ROLLBACK_DETECTED' }, msg: e.message.slice('tag "t": '.length) });
@@ -187,7 +198,11 @@ describe.each(MODES)('the rollback guard in $mode mode', ({ mode, make }) => {
     expect(e).toMatchObject({ code: 'STORE_ROLLBACK_DETECTED', message: `tag "t": ${reason}` });
     expect(store.allocateCalls).toBe(0);
     expect(errors()).toEqual([{ level: 'error', obj: { tag: 't', code: 'STORE_ROLLBACK_DETECTED' }, msg: reason }]);
-    expect(a.snapshot()).toMatchObject({ refusing: 'STORE_ROLLBACK_DETECTED', lastError: { code: 'STORE_ROLLBACK_DETECTED' }, loadFailures: 1 });
+    expect(a.snapshot()).toMatchObject({
+      refusing: 'STORE_ROLLBACK_DETECTED',
+      lastError: { code: 'STORE_ROLLBACK_DETECTED' },
+      loadFailures: 1,
+    });
     // A fence made elsewhere is accepted: the same allocator serves above it.
     await store.fence('t', 1000n);
     clock.advance(1000);

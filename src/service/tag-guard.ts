@@ -82,7 +82,8 @@ export class TagGuard {
     if (this.markError) await this.proveMarksWritable();
     const plain = floor.get(this.tag);
     if (plain?.trippedAtEpoch !== undefined) {
-      if (await this.tripStands(plain.trippedAtEpoch)) throw this.refuse(earlierTrip(plain.mark, this.deps.marks.where), plain.trippedAtEpoch);
+      if (await this.tripStands(plain.trippedAtEpoch))
+        throw this.refuse(earlierTrip(plain.mark, this.deps.marks.where), plain.trippedAtEpoch);
       floor = await this.readFloor(); // fenced since: the marks as they are now
     }
     return floor;
@@ -106,7 +107,9 @@ export class TagGuard {
       });
       // Each store of a set rises only within its residue class, so each class has its own mark; the plain one only summarises, for fence.
       if (range.stride !== 1 && verdict?.ok) {
-        await marks.update(this.tag, (cur) => (!cur || cur.mark < range.end ? { mark: range.end, trippedAtEpoch: cur?.trippedAtEpoch } : cur));
+        await marks.update(this.tag, (cur) =>
+          !cur || cur.mark < range.end ? { mark: range.end, trippedAtEpoch: cur?.trippedAtEpoch } : cur,
+        );
       }
     } catch (e) {
       throw (this.markError = markError(e));
@@ -237,5 +240,7 @@ export function classKey(tag: string, stride: number, offset: number): string {
 }
 
 function markError(e: unknown): SequoiaError {
-  return e instanceof SequoiaError ? e : new UnavailableError('STORE_UNAVAILABLE', 'cannot record the high-water mark', { cause: e, retryAfterMs: 1000 });
+  return e instanceof SequoiaError
+    ? e
+    : new UnavailableError('STORE_UNAVAILABLE', 'cannot record the high-water mark', { cause: e, retryAfterMs: 1000 });
 }

@@ -26,7 +26,11 @@ const SERVER_SIDE = /node_modules\/(fastify|pino|prom-client|zod)\/|dist\/(app|s
 describe('what gets loaded', () => {
   it("import('sequoia-id') loads no server, store, driver or other package", () => {
     assertBuilt();
-    const mods = loaded(['--input-type=module', '-e', "const m = await import('sequoia-id'); if (typeof m.UuidV7Generator !== 'function') process.exit(3);"]);
+    const mods = loaded([
+      '--input-type=module',
+      '-e',
+      "const m = await import('sequoia-id'); if (typeof m.UuidV7Generator !== 'function') process.exit(3);",
+    ]);
     expect(mods.some((m) => m.startsWith('dist/pkg/index.js'))).toBe(true);
     expect(mods.filter((m) => m.includes('node_modules/') || SERVER_SIDE.test(m))).toEqual([]);
   });
@@ -36,7 +40,11 @@ describe('what gets loaded', () => {
     const mods = loaded([join(ROOT, 'dist', 'cli', 'main.js'), 'gen', 'uuid']);
     expect(mods).toContain('dist/cli/main.js');
     const heavy = mods.filter(
-      (m) => DRIVERS.test(m) || /node_modules\/(fastify|pino|prom-client|zod)\//.test(m) || /dist\/(adapters|server|service)\//.test(m) || /dist\/app\/(?!defaults\.js)/.test(m),
+      (m) =>
+        DRIVERS.test(m) ||
+        /node_modules\/(fastify|pino|prom-client|zod)\//.test(m) ||
+        /dist\/(adapters|server|service)\//.test(m) ||
+        /dist\/app\/(?!defaults\.js)/.test(m),
     );
     expect(heavy).toEqual([]);
   });
@@ -44,14 +52,25 @@ describe('what gets loaded', () => {
   it('an admin command on SQLite loads the SQLite driver and no other', () => {
     assertBuilt();
     const dir = mkdtempSync(join(tmpdir(), 'sequoia-loads-'));
-    const mods = loaded([join(ROOT, 'dist', 'cli', 'main.js'), 'tag', 'list', '--store', `sqlite:${join(dir, 'ids.db')}`, '--state-dir', dir]);
+    const mods = loaded([
+      join(ROOT, 'dist', 'cli', 'main.js'),
+      'tag',
+      'list',
+      '--store',
+      `sqlite:${join(dir, 'ids.db')}`,
+      '--state-dir',
+      dir,
+    ]);
     expect(mods.some((m) => m.includes('dist/adapters/sqlite/'))).toBe(true);
-    expect(mods.filter((m) => /node_modules\/(pg|mysql2|ioredis|fastify)\//.test(m) || /dist\/adapters\/(postgres|mysql|redis)\//.test(m))).toEqual([]);
+    expect(
+      mods.filter((m) => /node_modules\/(pg|mysql2|ioredis|fastify)\//.test(m) || /dist\/adapters\/(postgres|mysql|redis)\//.test(m)),
+    ).toEqual([]);
   });
 });
 
 describe('the bundled command (package.json "bin")', () => {
-  const run = (args: string[]) => spawnSync(process.execPath, [PACKAGED_BIN, ...args], { encoding: 'utf8', env: cleanEnv(), timeout: 30_000 });
+  const run = (args: string[]) =>
+    spawnSync(process.execPath, [PACKAGED_BIN, ...args], { encoding: 'utf8', env: cleanEnv(), timeout: 30_000 });
 
   it('loads no store, driver or server for gen uuid, and generates', () => {
     assertBuilt();
@@ -68,7 +87,11 @@ describe('the bundled command (package.json "bin")', () => {
     const store = `sqlite:${join(dir, 'ids.db')}`;
     expect(run(['tag', 'create', 'order', '--store', store, '--state-dir', join(dir, 'cli')]).status).toBe(0);
     expect(run(['tag', 'list', '--store', store, '--state-dir', join(dir, 'cli')]).stdout).toMatch(/^order\t/m);
-    const s = await startServe(['--store', store, '--state-dir', join(dir, 'state'), '--workers', '2', '--log-level', 'info'], {}, PACKAGED_BIN);
+    const s = await startServe(
+      ['--store', store, '--state-dir', join(dir, 'state'), '--workers', '2', '--log-level', 'info'],
+      {},
+      PACKAGED_BIN,
+    );
     try {
       const r = await fetch(`${s.url}/v1/segment/order`);
       expect(r.status).toBe(200);

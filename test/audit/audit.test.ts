@@ -17,7 +17,8 @@ import { describeWithService } from '../helpers/services.js';
 /** Commands without --state-dir get a throw-away one, never ./data in the checkout. */
 const defaultState = join(tmpdir(), `sequoia-audit-state-${process.pid}`);
 // `gen snowflake` leases its worker id from the default store: a throw-away one too.
-const sequoia = (args: string[]) => run(args, { SEQUOIA_STATE_DIR: defaultState, SEQUOIA_STORE: `sqlite:${join(defaultState, 'default-store.db')}` });
+const sequoia = (args: string[]) =>
+  run(args, { SEQUOIA_STATE_DIR: defaultState, SEQUOIA_STORE: `sqlite:${join(defaultState, 'default-store.db')}` });
 
 const PG_URL = process.env.SEQUOIA_TEST_POSTGRES ?? 'postgres://postgres@127.0.0.1:5432/test';
 
@@ -36,12 +37,23 @@ function ok(r: { status: number | null; stdout: string; stderr: string }): strin
 }
 
 function gen(tag: string, count: number, store: string, stateDir: string): string[] {
-  return ok(sequoia(['gen', 'segment', '--tag', tag, '--count', String(count), '--store', store, '--state-dir', stateDir])).trim().split('\n');
+  return ok(sequoia(['gen', 'segment', '--tag', tag, '--count', String(count), '--store', store, '--state-dir', stateDir]))
+    .trim()
+    .split('\n');
 }
 
 interface Json {
   clean: boolean;
-  summary: { count: number; distinct: number; min: string; max: string; storeMaxId?: string; gapRate?: number; perDay?: Array<{ day: string; count: number }>; spilledRuns: number };
+  summary: {
+    count: number;
+    distinct: number;
+    min: string;
+    max: string;
+    storeMaxId?: string;
+    gapRate?: number;
+    perDay?: Array<{ day: string; count: number }>;
+    spilledRuns: number;
+  };
   findings: Array<{ kind: string; count: number; examples: string[]; fence?: { to: string; command: string } }>;
   notChecked: string[];
 }
@@ -78,7 +90,11 @@ async function storeScenario(store: string, stateDir: string, snapshot: () => vo
   const traced = dup.stdout.split('\n');
   const at = traced.indexOf(`  ${first[17]} ×3`);
   expect(at, dup.stdout).toBeGreaterThan(0);
-  expect(traced[at + 1]).toMatch(new RegExp(`^ {4}issued \\[\\d+, \\d+\\] \\(\\d+ IDs\\) by \\S+ pid \\d+ instance [0-9a-f]+ v\\S+ at \\d{4}-\\d\\d-\\d\\dT[^,]+, fence epoch 0, generation \\d+$`));
+  expect(traced[at + 1]).toMatch(
+    new RegExp(
+      `^ {4}issued \\[\\d+, \\d+\\] \\(\\d+ IDs\\) by \\S+ pid \\d+ instance [0-9a-f]+ v\\S+ at \\d{4}-\\d\\d-\\d\\dT[^,]+, fence epoch 0, generation \\d+$`,
+    ),
+  );
 
   // A planted foreign ID (no range covers it): found, with no ledger entry.
   const foreignId = (BigInt(first[149] as string) + 5_000_000n).toString();
@@ -183,7 +199,9 @@ describe('sequoia audit on SQLite', () => {
 describe('sequoia audit --layout (snowflake)', () => {
   it('counts per day, finds IDs from the future; says the worker check needs a ledger', () => {
     const leaf = getLayout('leaf');
-    const ids = ok(sequoia(['gen', 'snowflake', '--layout', 'leaf', '--count', '50'])).trim().split('\n');
+    const ids = ok(sequoia(['gen', 'snowflake', '--layout', 'leaf', '--count', '50']))
+      .trim()
+      .split('\n');
     const day = new Date('2025-03-04T05:06:07Z').getTime();
     const old = compose(leaf, (day - leaf.epochMs) / leaf.unitMs, { workerId: 3, sequence: 1 });
     const future = compose(leaf, Math.floor((Date.now() + 3_600_000 - leaf.epochMs) / leaf.unitMs), { workerId: 3, sequence: 0 });
@@ -221,7 +239,8 @@ describePg('sequoia audit on PostgreSQL (store and --db)', () => {
     await admin.connect();
   });
   afterAll(async () => {
-    for (const t of [t1, t2, `${t1}_snap`, `${t2}_snap`, `${t2}_orders`, `${t1}_ledger`, `${t2}_ledger`]) await admin.query(`DROP TABLE IF EXISTS ${t}`);
+    for (const t of [t1, t2, `${t1}_snap`, `${t2}_snap`, `${t2}_orders`, `${t1}_ledger`, `${t2}_ledger`])
+      await admin.query(`DROP TABLE IF EXISTS ${t}`);
     await admin.end();
   });
   const snapshot = (t: string) => async () => {
@@ -346,7 +365,9 @@ describeMy('sequoia audit --db on MariaDB (mysql2 row stream) and SQLite', () =>
     const table = `audit_flakes_${process.pid}`;
     try {
       await c.query(`CREATE TABLE ${table} (pk INT AUTO_INCREMENT PRIMARY KEY, id BIGINT NOT NULL)`);
-      const ids = ok(sequoia(['gen', 'snowflake', '--layout', 'twitter', '--count', '200'])).trim().split('\n');
+      const ids = ok(sequoia(['gen', 'snowflake', '--layout', 'twitter', '--count', '200']))
+        .trim()
+        .split('\n');
       // Two IDs that differ by one above 2^53 (the highest and one above it): a driver that rounds would merge them into a false duplicate.
       const big = ids.map(BigInt).reduce((a, b) => (a > b ? a : b));
       const rows = [...ids, ids[7] as string, String(big + 1n)];

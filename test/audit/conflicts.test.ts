@@ -39,29 +39,55 @@ describe('POST /v1/tags/{tag}/conflicts on a real server', () => {
 
   it('the SDK reports a conflict: counter, error log line, tag critical in /v1/status; tokens are checked', async () => {
     const admin = { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json' };
-    expect((await fetch(`${server.url}/v1/tags`, { method: 'POST', headers: admin, body: '{"tag":"orders","step":100}' })).status).toBe(201);
+    expect((await fetch(`${server.url}/v1/tags`, { method: 'POST', headers: admin, body: '{"tag":"orders","step":100}' })).status).toBe(
+      201,
+    );
     const client = createClient({ urls: [server.url], token: 'orders-client-token' });
     const id = await client.next('orders');
     const before = await (await fetch(`${server.url}/metrics`, { headers: admin })).text();
     expect(before).not.toMatch(/sequoia_business_conflicts_total\{tag="orders"\}/);
 
-    expect(await client.reportConflict('orders', id, 'orders_pkey: duplicate key')).toEqual({ tag: 'orders', id: String(id), conflicts: 1 });
+    expect(await client.reportConflict('orders', id, 'orders_pkey: duplicate key')).toEqual({
+      tag: 'orders',
+      id: String(id),
+      conflicts: 1,
+    });
     const metrics = await (await fetch(`${server.url}/metrics`, { headers: admin })).text();
     expect(metrics).toMatch(/^sequoia_business_conflicts_total\{tag="orders"\} 1$/m);
-    await expect.poll(() => server.output(), { timeout: 5000 }).toMatch(/"level":50[^\n]*"tag":"orders"[^\n]*"id":"\d+"[^\n]*"detail":"orders_pkey: duplicate key"[^\n]*"ledger":\["issued \[\d+, \d+\] \(100 IDs\) by [^"]* pid \d+ [^"]*fence epoch 0[^"]*"\][^\n]*business unique-key conflict/);
-    const status = (await (await fetch(`${server.url}/v1/status`, { headers: admin })).json()) as { tags: Array<{ tag: string; health: string; healthReason: string; businessConflicts: number }> };
+    await expect
+      .poll(() => server.output(), { timeout: 5000 })
+      .toMatch(
+        /"level":50[^\n]*"tag":"orders"[^\n]*"id":"\d+"[^\n]*"detail":"orders_pkey: duplicate key"[^\n]*"ledger":\["issued \[\d+, \d+\] \(100 IDs\) by [^"]* pid \d+ [^"]*fence epoch 0[^"]*"\][^\n]*business unique-key conflict/,
+      );
+    const status = (await (await fetch(`${server.url}/v1/status`, { headers: admin })).json()) as {
+      tags: Array<{ tag: string; health: string; healthReason: string; businessConflicts: number }>;
+    };
     expect(status.tags.find((t) => t.tag === 'orders')).toMatchObject({ health: 'critical', businessConflicts: 1 });
 
     // Another tag's token: 403; no token: 401; the admin token: counted.
     const other = createClient({ urls: [server.url], token: 'other-client-token' });
     await expect(other.reportConflict('orders', id)).rejects.toMatchObject({ code: 'FORBIDDEN' });
-    const none = await fetch(`${server.url}/v1/tags/orders/conflicts`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ id: '1' }) });
+    const none = await fetch(`${server.url}/v1/tags/orders/conflicts`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ id: '1' }),
+    });
     expect(none.status).toBe(401);
-    const byAdmin = await fetch(`${server.url}/v1/tags/orders/conflicts`, { method: 'POST', headers: admin, body: JSON.stringify({ id: '7' }) });
+    const byAdmin = await fetch(`${server.url}/v1/tags/orders/conflicts`, {
+      method: 'POST',
+      headers: admin,
+      body: JSON.stringify({ id: '7' }),
+    });
     expect(byAdmin.status).toBe(202);
-    const bad = await fetch(`${server.url}/v1/tags/orders/conflicts`, { method: 'POST', headers: admin, body: JSON.stringify({ nope: 1 }) });
+    const bad = await fetch(`${server.url}/v1/tags/orders/conflicts`, {
+      method: 'POST',
+      headers: admin,
+      body: JSON.stringify({ nope: 1 }),
+    });
     expect(bad.status).toBe(400);
-    expect(await (await fetch(`${server.url}/metrics`, { headers: admin })).text()).toMatch(/^sequoia_business_conflicts_total\{tag="orders"\} 2$/m);
+    expect(await (await fetch(`${server.url}/metrics`, { headers: admin })).text()).toMatch(
+      /^sequoia_business_conflicts_total\{tag="orders"\} 2$/m,
+    );
     await client.close();
     await other.close();
   });

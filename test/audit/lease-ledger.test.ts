@@ -33,7 +33,15 @@ afterAll(() => {
 interface Lease {
   workerId: number;
   tick: number;
-  heldBy: Array<{ host: string; pid: number; instance: string; version: string; generation: number; began: string | null; released: boolean }>;
+  heldBy: Array<{
+    host: string;
+    pid: number;
+    instance: string;
+    version: string;
+    generation: number;
+    began: string | null;
+    released: boolean;
+  }>;
   message: string;
 }
 
@@ -42,7 +50,11 @@ function ok(r: { status: number | null; stdout: string; stderr: string }): strin
   return r.stdout;
 }
 
-async function scenario(name: string, store: string, spaceRows: (space: string) => Promise<Array<{ kind: string; generation: number }>>): Promise<void> {
+async function scenario(
+  name: string,
+  store: string,
+  spaceRows: (space: string) => Promise<Array<{ kind: string; generation: number }>>,
+): Promise<void> {
   const layoutName = `ll${randomInt(1e9)}`;
   const spec = {
     epochMs: Date.UTC(2024, 0, 1) + randomInt(1_000_000_000),
@@ -57,7 +69,9 @@ async function scenario(name: string, store: string, spaceRows: (space: string) 
   writeFileSync(config, JSON.stringify({ layouts: { [layoutName]: spec } }));
   const common = ['--layout', layoutName, '--config', config, '--store', store];
   const gen = (stateDir: string): string[] =>
-    ok(sequoia(['gen', 'snowflake', '--count', '30', ...common], { SEQUOIA_STATE_DIR: stateDir })).trim().split('\n');
+    ok(sequoia(['gen', 'snowflake', '--count', '30', ...common], { SEQUOIA_STATE_DIR: stateDir }))
+      .trim()
+      .split('\n');
   const explain = (id: string): Lease => (JSON.parse(ok(sequoia(['explain', id, ...common]))) as { lease: Lease }).lease;
   const workerOf = (id: string): number => joinWorker(layout, decompose(layout, BigInt(id)).values);
 
@@ -66,7 +80,18 @@ async function scenario(name: string, store: string, spaceRows: (space: string) 
   const w = workerOf(first[0] as string);
 
   // 2. A server takes the id given back, issues, and is killed holding it.
-  const server = await startServe(['--config', config, '--store', store, '--state-dir', join(dir, `${name}-state-2`), '--worker-lease-ttl-ms', '1000', '--workers', '1']);
+  const server = await startServe([
+    '--config',
+    config,
+    '--store',
+    store,
+    '--state-dir',
+    join(dir, `${name}-state-2`),
+    '--worker-lease-ttl-ms',
+    '1000',
+    '--workers',
+    '1',
+  ]);
   let killed: string[];
   try {
     const r = await fetch(`${server.url}/v1/snowflake?count=30&layout=${layoutName}`);
@@ -100,7 +125,12 @@ async function scenario(name: string, store: string, spaceRows: (space: string) 
   const serverLease = explain(killed[10] as string);
   expect(serverLease.workerId).toBe(w);
   expect(serverLease.heldBy.map((h) => h.pid)).toContain(server.child.pid);
-  expect(serverLease.heldBy.find((h) => h.pid === server.child.pid)).toMatchObject({ generation: 2, began: 'grant', released: false, version: expect.stringMatching(/^\d+\.\d+\.\d+/) });
+  expect(serverLease.heldBy.find((h) => h.pid === server.child.pid)).toMatchObject({
+    generation: 2,
+    began: 'grant',
+    released: false,
+    version: expect.stringMatching(/^\d+\.\d+\.\d+/),
+  });
   expect(explain(first[0] as string).heldBy[0]).toMatchObject({ generation: 1, released: true });
 
   // The IDs they returned: clean (no ID from an unheld worker id).
@@ -123,7 +153,11 @@ async function scenario(name: string, store: string, spaceRows: (space: string) 
   expect(report.findings[0]!.examples.map((e) => e.split(' ')[0]).sort()).toEqual([before, stranger].sort());
   const text = sequoia(['audit', file, ...common]);
   expect(text.stdout).toMatch(/FINDING unheld-worker-id: 2 IDs carry a worker id that nobody held at their tick/);
-  expect(explain(stranger)).toMatchObject({ workerId: 1000, heldBy: [], message: expect.stringMatching(/^nobody held worker id 1000 at tick/) });
+  expect(explain(stranger)).toMatchObject({
+    workerId: 1000,
+    heldBy: [],
+    message: expect.stringMatching(/^nobody held worker id 1000 at tick/),
+  });
   expect(explain(before).heldBy).toEqual([]);
 }
 
@@ -149,7 +183,10 @@ describe('lease ledger: sqlite', () => {
       const { default: Database } = await import('better-sqlite3');
       const db = new Database(path, { readonly: true });
       try {
-        return db.prepare('SELECT kind, generation FROM sequoia_lease_ledger WHERE space = ? ORDER BY seq').all(space) as Array<{ kind: string; generation: number }>;
+        return db.prepare('SELECT kind, generation FROM sequoia_lease_ledger WHERE space = ? ORDER BY seq').all(space) as Array<{
+          kind: string;
+          generation: number;
+        }>;
       } finally {
         db.close();
       }
@@ -186,7 +223,10 @@ describeMysql('lease ledger: mysql', () => {
       await scenario('mysql', MYSQL_URL, async (s) => {
         space = s;
         const [rows] = await c.query('SELECT kind, generation FROM sequoia_lease_ledger WHERE space = ? ORDER BY seq', [s]);
-        return (rows as Array<{ kind: string; generation: number | string }>).map((r) => ({ kind: r.kind, generation: Number(r.generation) }));
+        return (rows as Array<{ kind: string; generation: number | string }>).map((r) => ({
+          kind: r.kind,
+          generation: Number(r.generation),
+        }));
       });
     } finally {
       await c.query('DELETE FROM sequoia_lease_ledger WHERE space = ?', [space]);

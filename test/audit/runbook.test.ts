@@ -67,8 +67,12 @@ describePg('docs/audit.md, every command', () => {
       return r.stdout.trim();
     };
     // The incident: IDs issued, the store snapshotted, more issued, the snapshot restored, one duplicate row.
-    for (const s of [store, pgStore]) ok(['tag', 'create', 'orders', '--step', '100', '--store', s, '--state-dir', join(state, String(s.length))]);
-    const gen = (s: string, n: number) => ok(['gen', 'segment', '--tag', 'orders', '--count', String(n), '--store', s, '--state-dir', join(state, String(s.length))]).split('\n');
+    for (const s of [store, pgStore])
+      ok(['tag', 'create', 'orders', '--step', '100', '--store', s, '--state-dir', join(state, String(s.length))]);
+    const gen = (s: string, n: number) =>
+      ok(['gen', 'segment', '--tag', 'orders', '--count', String(n), '--store', s, '--state-dir', join(state, String(s.length))]).split(
+        '\n',
+      );
     const first = gen(store, 150);
     copyFileSync(db, `${db}.snap`);
     const second = gen(store, 400);

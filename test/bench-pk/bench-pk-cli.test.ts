@@ -53,10 +53,28 @@ describe('sequoia bench pk on SQLite', () => {
     const dir = tmp();
     const file = join(dir, 'b.db');
     const chart = join(dir, 'pk.svg');
-    const r = sequoia(['bench', 'pk', '--db', `sqlite:${file}`, '--rows', '200', '--warmup', '20', '--batch', '10', '--json', '--chart', chart]);
+    const r = sequoia([
+      'bench',
+      'pk',
+      '--db',
+      `sqlite:${file}`,
+      '--rows',
+      '200',
+      '--warmup',
+      '20',
+      '--batch',
+      '10',
+      '--json',
+      '--chart',
+      chart,
+    ]);
     expect(r.status, r.stderr).toBe(0);
     expect(r.stderr).toBe('');
-    const out = JSON.parse(r.stdout) as { db: string; target: { engine: string }; results: { kind: string; rows: number; vsBaseline: { time: number } }[] };
+    const out = JSON.parse(r.stdout) as {
+      db: string;
+      target: { engine: string };
+      results: { kind: string; rows: number; vsBaseline: { time: number } }[];
+    };
     expect(out.target.engine).toBe('sqlite');
     expect(out.results.map((x) => x.kind)).toEqual(['sequence', 'segment', 'snowflake', 'uuidv7', 'uuidv4', 'uuidv4-text', 'ulid']);
     expect(out.results.every((x) => x.rows === 200)).toBe(true);
@@ -105,10 +123,14 @@ describePg('sequoia bench pk: Ctrl-C', () => {
     const admin = new pg.Client({ connectionString: POSTGRES_URL });
     await admin.connect();
     try {
-      const child = spawn(process.execPath, [BIN, 'bench', 'pk', '--db', POSTGRES_URL, '--scratch', scratch, '--rows', '1000000', '--warmup', '0', '--concurrency', '2'], {
-        env: cleanEnv(),
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
+      const child = spawn(
+        process.execPath,
+        [BIN, 'bench', 'pk', '--db', POSTGRES_URL, '--scratch', scratch, '--rows', '1000000', '--warmup', '0', '--concurrency', '2'],
+        {
+          env: cleanEnv(),
+          stdio: ['ignore', 'pipe', 'pipe'],
+        },
+      );
       let stderr = '';
       child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
       const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));

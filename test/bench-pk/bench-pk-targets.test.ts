@@ -95,9 +95,20 @@ describePg('bench pk on PostgreSQL', () => {
         const n = await admin.query(`SELECT count(*)::int AS n, count(DISTINCT id)::int AS d FROM "${scratch}".${t}`);
         expect(n.rows[0], k).toEqual({ n: SMALL.rows + SMALL.warmup, d: SMALL.rows + SMALL.warmup });
       }
-      const types = await admin.query('SELECT table_name, data_type FROM information_schema.columns WHERE table_schema = $1 AND column_name = $2', [scratch, 'id']);
+      const types = await admin.query(
+        'SELECT table_name, data_type FROM information_schema.columns WHERE table_schema = $1 AND column_name = $2',
+        [scratch, 'id'],
+      );
       const type = Object.fromEntries(types.rows.map((r: { table_name: string; data_type: string }) => [r.table_name, r.data_type]));
-      expect(type).toMatchObject({ pk_sequence: 'bigint', pk_segment: 'bigint', pk_snowflake: 'bigint', pk_uuidv7: 'uuid', pk_uuidv4: 'uuid', pk_uuidv4_text: 'text', pk_ulid: 'text' });
+      expect(type).toMatchObject({
+        pk_sequence: 'bigint',
+        pk_segment: 'bigint',
+        pk_snowflake: 'bigint',
+        pk_uuidv7: 'uuid',
+        pk_uuidv4: 'uuid',
+        pk_uuidv4_text: 'text',
+        pk_ulid: 'text',
+      });
       // UUIDv7 keys are version 7 and rise with insertion order; v4 are version 4
       const v7 = await admin.query(`SELECT id::text AS id FROM "${scratch}".pk_uuidv7 LIMIT 1`);
       expect(v7.rows[0].id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7/);
@@ -117,7 +128,10 @@ describePg('bench pk on PostgreSQL', () => {
     await admin.query(`INSERT INTO "${scratch}".pk_sequence VALUES (1), (2)`);
     try {
       const target = await openPkBenchTarget(POSTGRES_URL, { scratch, concurrency: 1 });
-      await expect(runPkBench(target, SMALL, hooks)).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', message: expect.stringMatching(/not created by .*no marker.*untouched/) });
+      await expect(runPkBench(target, SMALL, hooks)).rejects.toMatchObject({
+        code: 'INVALID_ARGUMENT',
+        message: expect.stringMatching(/not created by .*no marker.*untouched/),
+      });
       await target.dropScratch();
       await expect(target.dropLeftover()).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
       await target.close();
@@ -166,7 +180,8 @@ describeMy('bench pk on MariaDB/MySQL', () => {
     admin = mysql.createPool({ uri: MYSQL_URL, connectionLimit: 2 });
   });
   afterAll(() => admin.end());
-  const dbExists = async (d: string) => ((await admin.query('SELECT 1 FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = ?', [d]))[0] as unknown[]).length === 1;
+  const dbExists = async (d: string) =>
+    ((await admin.query('SELECT 1 FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = ?', [d]))[0] as unknown[]).length === 1;
 
   it('inserts every kind, fills every column (page splits included), and drops its database', async () => {
     const scratch = uniqueName('sq_pk');
@@ -176,9 +191,19 @@ describeMy('bench pk on MariaDB/MySQL', () => {
         const [rows] = await admin.query(`SELECT COUNT(*) AS n, COUNT(DISTINCT id) AS d FROM \`${scratch}\`.pk_${k.replace('-', '_')}`);
         expect((rows as { n: number; d: number }[])[0], k).toEqual({ n: SMALL.rows + SMALL.warmup, d: SMALL.rows + SMALL.warmup });
       }
-      const [types] = await admin.query("SELECT TABLE_NAME AS t, COLUMN_TYPE AS c FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = ? AND COLUMN_NAME = 'id'", [scratch]);
+      const [types] = await admin.query(
+        "SELECT TABLE_NAME AS t, COLUMN_TYPE AS c FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = ? AND COLUMN_NAME = 'id'",
+        [scratch],
+      );
       const type = Object.fromEntries((types as { t: string; c: string }[]).map((r) => [r.t, r.c]));
-      expect(type).toMatchObject({ pk_sequence: 'bigint(20)', pk_segment: 'bigint(20)', pk_uuidv7: 'binary(16)', pk_uuidv4: 'binary(16)', pk_uuidv4_text: 'char(36)', pk_ulid: 'char(26)' });
+      expect(type).toMatchObject({
+        pk_sequence: 'bigint(20)',
+        pk_segment: 'bigint(20)',
+        pk_uuidv7: 'binary(16)',
+        pk_uuidv4: 'binary(16)',
+        pk_uuidv4_text: 'char(36)',
+        pk_ulid: 'char(26)',
+      });
     });
     expectPlausible(result, { log: true, splits: true, pageGrain: true });
     expect(result.results.reduce((a, r) => a + (r.pageSplits ?? 0), 0)).toBeGreaterThan(0);
@@ -193,7 +218,10 @@ describeMy('bench pk on MariaDB/MySQL', () => {
     await admin.query(`INSERT INTO \`${scratch}\`.pk_sequence VALUES (1), (2)`);
     try {
       const target = await openPkBenchTarget(MYSQL_URL, { scratch, concurrency: 1 });
-      await expect(runPkBench(target, SMALL, hooks)).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', message: expect.stringMatching(/not created by/) });
+      await expect(runPkBench(target, SMALL, hooks)).rejects.toMatchObject({
+        code: 'INVALID_ARGUMENT',
+        message: expect.stringMatching(/not created by/),
+      });
       await target.dropScratch();
       await expect(target.dropLeftover()).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
       await target.close();
@@ -211,7 +239,9 @@ describeMy('bench pk on MariaDB/MySQL', () => {
       await runPkBench(target, { ...SMALL, kinds: parsePkKinds('uuidv4'), rows: 20, warmup: 0 }, hooks);
       await admin.query(`CREATE TABLE \`${scratch}\`.theirs (x INT)`);
       await expect(target.dropScratch()).rejects.toThrow(/did not create \(theirs\)/);
-      const [left] = await admin.query('SELECT TABLE_NAME AS t FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? ORDER BY 1', [scratch]);
+      const [left] = await admin.query('SELECT TABLE_NAME AS t FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? ORDER BY 1', [
+        scratch,
+      ]);
       expect((left as { t: string }[]).map((r) => r.t)).toEqual(['sequoia_bench_pk_marker', 'theirs']);
     } finally {
       await target.close();
@@ -249,7 +279,10 @@ describe('bench pk on SQLite', () => {
     const path = join(dir, 'theirs.db');
     writeFileSync(path, 'not mine');
     const target = await openPkBenchTarget(`sqlite:${path}`, { concurrency: 1 });
-    await expect(runPkBench(target, SMALL, hooks)).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', message: expect.stringMatching(/not created by/) });
+    await expect(runPkBench(target, SMALL, hooks)).rejects.toMatchObject({
+      code: 'INVALID_ARGUMENT',
+      message: expect.stringMatching(/not created by/),
+    });
     await target.dropScratch();
     await expect(target.dropLeftover()).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
     await target.close();

@@ -30,7 +30,9 @@ describe('custom layouts in the config file', () => {
     expect(r.stderr).toBe('');
     expect(JSON.parse(r.stdout)).toEqual(EXPECTED);
     // also from SEQUOIA_CONFIG
-    expect(JSON.parse(sequoia(['explain', '175928847299117063', '--layout', 'discord'], { SEQUOIA_CONFIG: good }).stdout)).toEqual(EXPECTED);
+    expect(JSON.parse(sequoia(['explain', '175928847299117063', '--layout', 'discord'], { SEQUOIA_CONFIG: good }).stdout)).toEqual(
+      EXPECTED,
+    );
     const unknown = sequoia(['explain', '175928847299117063', '--layout', 'discord']);
     expect(unknown.status).toBe(2);
     expect(unknown.stderr).toMatch(/unknown layout "discord"/);
@@ -51,9 +53,12 @@ describe('custom layouts in the config file', () => {
 
   it('sequoia gen snowflake --layout discord issues IDs in that layout', () => {
     const before = Date.now();
-    const r = sequoia(['gen', 'snowflake', '--layout', 'discord', '--config', good, '--count', '3', '--store', `sqlite:${join(dir, 'gen.db')}`], {
-      SEQUOIA_STATE_DIR: join(dir, 'gen-state'),
-    });
+    const r = sequoia(
+      ['gen', 'snowflake', '--layout', 'discord', '--config', good, '--count', '3', '--store', `sqlite:${join(dir, 'gen.db')}`],
+      {
+        SEQUOIA_STATE_DIR: join(dir, 'gen-state'),
+      },
+    );
     expect(r.stderr).toBe('');
     const ids = r.stdout.trim().split('\n');
     expect(new Set(ids).size).toBe(3);
@@ -71,7 +76,20 @@ describe('custom layouts in the config file', () => {
       [{ twitter: DISCORD }, /a preset has this name/],
       [{ discord: { ...DISCORD, fields: [{ name: 'worker', bits: 10, role: 'node' }] } }, /exactly one field must have role sequence/],
       [{ discord: { ...DISCORD, epoch: 1 } }, /unknown field epoch/],
-      [{ old: { epochMs: Date.UTC(2000, 0, 1), timeBits: 28, unitMs: 1000, fields: [{ name: 'worker', bits: 22, role: 'node' }, { name: 'sequence', bits: 13, role: 'sequence' }] } }, /ran out on/],
+      [
+        {
+          old: {
+            epochMs: Date.UTC(2000, 0, 1),
+            timeBits: 28,
+            unitMs: 1000,
+            fields: [
+              { name: 'worker', bits: 22, role: 'node' },
+              { name: 'sequence', bits: 13, role: 'sequence' },
+            ],
+          },
+        },
+        /ran out on/,
+      ],
     ];
     for (const [layouts, msg] of cases) {
       const r = sequoia(['explain', '1', '--layout', 'discord', '--config', configFile(layouts)]);
@@ -85,7 +103,16 @@ describe('custom layouts in the config file', () => {
   });
 
   it('serve issues, explains and lists them (/v1/snowflake?layout=discord, /v1/explain, /v1/status)', async () => {
-    const s = await startServe(['--config', good, '--store', `sqlite:${join(dir, 'serve.db')}`, '--state-dir', join(dir, 'serve-state'), '--workers', '1']);
+    const s = await startServe([
+      '--config',
+      good,
+      '--store',
+      `sqlite:${join(dir, 'serve.db')}`,
+      '--state-dir',
+      join(dir, 'serve-state'),
+      '--workers',
+      '1',
+    ]);
     running.push(s);
     const before = Date.now();
     const r = (await (await fetch(`${s.url}/v1/snowflake?layout=discord&count=5`)).json()) as { layout: string; ids: string[] };

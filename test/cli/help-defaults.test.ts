@@ -46,8 +46,14 @@ function claims(description: string): { default?: string; env?: string } {
 
 describe('help texts and the field table', () => {
   it('reads what an option says about its default', () => {
-    expect(claims('store URL (env SEQUOIA_STORE; default sqlite:./data/sequoia.db)')).toEqual({ default: 'sqlite:./data/sequoia.db', env: 'SEQUOIA_STORE' });
-    expect(claims('snowflake layout: twitter | leaf (env SEQUOIA_SNOWFLAKE_LAYOUT; default twitter)')).toEqual({ default: 'twitter', env: 'SEQUOIA_SNOWFLAKE_LAYOUT' });
+    expect(claims('store URL (env SEQUOIA_STORE; default sqlite:./data/sequoia.db)')).toEqual({
+      default: 'sqlite:./data/sequoia.db',
+      env: 'SEQUOIA_STORE',
+    });
+    expect(claims('snowflake layout: twitter | leaf (env SEQUOIA_SNOWFLAKE_LAYOUT; default twitter)')).toEqual({
+      default: 'twitter',
+      env: 'SEQUOIA_SNOWFLAKE_LAYOUT',
+    });
     expect(claims('the tag to draw from')).toEqual({ default: undefined, env: undefined });
     expect(claims('default snowflake layout (env SEQUOIA_SNOWFLAKE_LAYOUT; default twitter)').default).toBe('twitter');
   });
@@ -68,12 +74,22 @@ describe('help texts and the field table', () => {
         const said = claims(entry.replace(field.doc, ''));
         const where = `sequoia ${path.join(' ')} ${flag}`;
         checked.push(where);
-        if (said.default !== undefined && said.default !== String(field.default ?? 'none')) drift.push(`${where}: help says default ${said.default}, the table ${String(field.default ?? 'none')}`);
+        if (said.default !== undefined && said.default !== String(field.default ?? 'none'))
+          drift.push(`${where}: help says default ${said.default}, the table ${String(field.default ?? 'none')}`);
         if (said.env !== undefined && said.env !== field.env) drift.push(`${where}: help says env ${said.env}, the table ${field.env}`);
       }
     }
     expect(drift).toEqual([]);
     // The walk reached the commands that restate the table's defaults.
-    expect(checked).toEqual(expect.arrayContaining(['sequoia serve --store', 'sequoia gen --store', 'sequoia gen --state-dir', 'sequoia gen --layout', 'sequoia tag create --store', 'sequoia fence --state-dir']));
+    expect(checked).toEqual(
+      expect.arrayContaining([
+        'sequoia serve --store',
+        'sequoia gen --store',
+        'sequoia gen --state-dir',
+        'sequoia gen --layout',
+        'sequoia tag create --store',
+        'sequoia fence --state-dir',
+      ]),
+    );
   });
 });

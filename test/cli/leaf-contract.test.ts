@@ -23,11 +23,17 @@ let server: ServerProcess;
 beforeAll(async () => {
   expect(sequoia(['tag', 'create', 'order:pay', '--step', '100'], env).status).toBe(0);
   expect(sequoia(['tag', 'create', 'leaf:methods', '--step', '100'], env).status).toBe(0);
-  server = await startServe(['--workers', '1', '--snowflake-layout', 'leaf', '--state-dir', join(dir, 'state')], { SEQUOIA_STORE: env.SEQUOIA_STORE });
+  server = await startServe(['--workers', '1', '--snowflake-layout', 'leaf', '--state-dir', join(dir, 'state')], {
+    SEQUOIA_STORE: env.SEQUOIA_STORE,
+  });
 }, 30_000);
 afterAll(() => server?.child.kill('SIGKILL'));
 
-async function call(method: string, path: string, init: RequestInit = {}): Promise<{ status: number; type: string; body: string; allow: string | null }> {
+async function call(
+  method: string,
+  path: string,
+  init: RequestInit = {},
+): Promise<{ status: number; type: string; body: string; allow: string | null }> {
   const r = await fetch(server.url + path, { method, ...init });
   return { status: r.status, type: r.headers.get('content-type') ?? '', body: await r.text(), allow: r.headers.get('allow') };
 }
@@ -87,9 +93,19 @@ describe("Leaf's ID routes take every method Leaf's mapping takes, with or witho
   });
 
   it("OPTIONS answers Spring's Allow and takes no ID; TRACE is refused as Tomcat does", async () => {
-    for (const path of ['/api/segment/get/leaf:methods', '/api/segment/get/leaf:methods/', '/api/snowflake/get/x', '/api/snowflake/get/x/']) {
+    for (const path of [
+      '/api/segment/get/leaf:methods',
+      '/api/segment/get/leaf:methods/',
+      '/api/snowflake/get/x',
+      '/api/snowflake/get/x/',
+    ]) {
       const r = await call('OPTIONS', path);
-      expect({ path, status: r.status, allow: r.allow, body: r.body }).toEqual({ path, status: 200, allow: 'GET,HEAD,POST,PUT,PATCH,DELETE,OPTIONS', body: '' });
+      expect({ path, status: r.status, allow: r.allow, body: r.body }).toEqual({
+        path,
+        status: 200,
+        allow: 'GET,HEAD,POST,PUT,PATCH,DELETE,OPTIONS',
+        body: '',
+      });
       const t = await trace(path);
       expect({ path, status: t.status }).toEqual({ path, status: 405 });
       expect(t.type).toMatch(/^text\/plain/);
@@ -169,7 +185,7 @@ describe("tags like Leaf's order:pay, one rule everywhere", () => {
 });
 
 describe("Leaf's decode route", () => {
-  it('answers Leaf\'s JSON with Leaf\'s arithmetic, for IDs this server issued', async () => {
+  it("answers Leaf's JSON with Leaf's arithmetic, for IDs this server issued", async () => {
     for (let i = 0; i < 3; i++) {
       const id = (await call('GET', '/api/snowflake/get/order:pay')).body;
       const r = await call('GET', `/api/decode/snowflakeId?snowflakeId=${id}`);

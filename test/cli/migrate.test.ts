@@ -47,7 +47,15 @@ async function myExec(sql: string): Promise<void> {
 }
 
 const DBS: Db[] = [
-  { name: 'postgres', service: 'PostgreSQL', url: POSTGRES_URL, probe: probePostgres, exec: pgExec, leafDdl: leafDdlPostgres, tinyidDdl: tinyidDdlPostgres },
+  {
+    name: 'postgres',
+    service: 'PostgreSQL',
+    url: POSTGRES_URL,
+    probe: probePostgres,
+    exec: pgExec,
+    leafDdl: leafDdlPostgres,
+    tinyidDdl: tinyidDdlPostgres,
+  },
   {
     name: 'mariadb',
     service: 'MySQL/MariaDB',
@@ -81,7 +89,9 @@ for (const db of DBS) {
       const store = `sqlite:${join(mkdtempSync(join(tmpdir(), 'sequoia-migrate-')), 'ids.db')}`;
       await db.exec(db.leafDdl(table));
       try {
-        await db.exec(`INSERT INTO ${table} (biz_tag, max_id, step, description) VALUES ('order:pay', 9007199254740993, 2000, 'pay'), ('user', 1, 1000, NULL)`);
+        await db.exec(
+          `INSERT INTO ${table} (biz_tag, max_id, step, description) VALUES ('order:pay', 9007199254740993, 2000, 'pay'), ('user', 1, 1000, NULL)`,
+        );
         const dry = sequoia(['migrate', '--from', from, '--store', store, '--margin', '500', '--dry-run']);
         expect(dry.stderr).toBe('');
         expect(dry.status).toBe(0);
@@ -147,9 +157,21 @@ it('bad input: a message and exit 2, nothing written', () => {
     [['migrate', '--store', store], /required option '--from <url>'/],
     [['migrate', '--from', 'postgres://postgres@127.0.0.1:5432/test', '--store', store], /--from must name a Leaf or Tinyid table/],
     [['migrate', '--from', 'not a url', '--store', store], /--from must name a Leaf or Tinyid table/],
-    [['migrate', '--from', 'postgres://u:secret@127.0.0.1:5432/test?schema=leaf', '--store', store, '--margin', '-1'], /--margin must be a whole number/],
+    [
+      ['migrate', '--from', 'postgres://u:secret@127.0.0.1:5432/test?schema=leaf', '--store', store, '--margin', '-1'],
+      /--margin must be a whole number/,
+    ],
     [['migrate', '--from', 'postgres://u:secret@127.0.0.1:5432/test?schema=leaf', '--store', store, '--tag', 'bad tag'], /--tag/],
-    [['migrate', '--from', 'mysql://u:secret@127.0.0.1:3306/test?schema=tinyid', '--store', 'mysql://u:secret@127.0.0.1:3306/test?schema=tinyid'], /same table/],
+    [
+      [
+        'migrate',
+        '--from',
+        'mysql://u:secret@127.0.0.1:3306/test?schema=tinyid',
+        '--store',
+        'mysql://u:secret@127.0.0.1:3306/test?schema=tinyid',
+      ],
+      /same table/,
+    ],
   ];
   for (const [args, message] of cases) {
     const r = sequoia(args);

@@ -50,10 +50,14 @@ describe('Ctrl-C during gen snowflake --count 100000', () => {
     const dir = mkdtempSync(join(tmpdir(), 'sequoia-int-'));
     const db = join(dir, 'ids.db');
     // sonyflake: 256 IDs per 10 ms tick, so 100,000 IDs take about 4 s: time to interrupt.
-    const child = spawn(process.execPath, [BIN, 'gen', 'snowflake', '--layout', 'sonyflake', '--count', '100000', '--store', `sqlite:${db}`], {
-      env: cleanEnv(),
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const child = spawn(
+      process.execPath,
+      [BIN, 'gen', 'snowflake', '--layout', 'sonyflake', '--count', '100000', '--store', `sqlite:${db}`],
+      {
+        env: cleanEnv(),
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
@@ -63,7 +67,10 @@ describe('Ctrl-C during gen snowflake --count 100000', () => {
       if (!existsSync(db)) return [];
       const d = new Database(db, { readonly: true, timeout: 5000 });
       try {
-        return d.prepare('SELECT worker_id, expires_at FROM sequoia_worker_lease').all() as Array<{ worker_id: number; expires_at: number }>;
+        return d.prepare('SELECT worker_id, expires_at FROM sequoia_worker_lease').all() as Array<{
+          worker_id: number;
+          expires_at: number;
+        }>;
       } catch {
         return []; // the table is not there yet
       } finally {
@@ -73,7 +80,10 @@ describe('Ctrl-C during gen snowflake --count 100000', () => {
     // Interrupt once the lease is held (generation has started).
     const deadline = Date.now() + 30_000;
     while (!leases().some((l) => l.expires_at > Date.now()) && Date.now() < deadline) await sleep(50);
-    expect(leases().some((l) => l.expires_at > Date.now()), stderr).toBe(true);
+    expect(
+      leases().some((l) => l.expires_at > Date.now()),
+      stderr,
+    ).toBe(true);
     child.kill('SIGINT');
     expect(await exited).toBe(130);
     expect(stdout).toBe('');

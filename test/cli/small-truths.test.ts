@@ -21,7 +21,8 @@ describe('sequoia gen', () => {
 
   it('--shard follows the same rule as the HTTP shard parameter (core/request-rules.ts)', () => {
     const dir = mkdtempSync(join(tmpdir(), 'sequoia-shard-'));
-    const gen = (...args: string[]) => sequoia(['gen', 'snowflake', '--store', `sqlite:${join(dir, 'ids.db')}`, '--state-dir', dir, ...args]);
+    const gen = (...args: string[]) =>
+      sequoia(['gen', 'snowflake', '--store', `sqlite:${join(dir, 'ids.db')}`, '--state-dir', dir, ...args]);
     const cases: Array<[string[], string]> = [
       [['--layout', 'instagram'], 'layout instagram needs --shard from 0 to 8191'],
       [['--layout', 'instagram', '--shard', '8192'], 'shard must be an integer from 0 to 8191'],
@@ -76,7 +77,9 @@ describe('tags and fences from the CLI', () => {
     expect(sequoia(['gen', 'segment', '--tag', 't', '--count', '3'], env).stdout).toBe('1\n2\n3\n');
     const fence = sequoia(['fence', 't', '--to', '2'], env);
     expect(fence.status).toBe(2);
-    expect(fence.stderr).toBe(`sequoia: INVALID_ARGUMENT: to must be at least 4: IDs up to 3 were handed out (high-water mark 4 in state dir ${state})\n`);
+    expect(fence.stderr).toBe(
+      `sequoia: INVALID_ARGUMENT: to must be at least 4: IDs up to 3 were handed out (high-water mark 4 in state dir ${state})\n`,
+    );
     // the store restored from a snapshot taken before those IDs
     const db = new Database(join(dir, 'ids.db'));
     db.prepare("UPDATE sequoia_alloc SET max_id = 1 WHERE tag = 't'").run();

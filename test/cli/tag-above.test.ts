@@ -63,14 +63,30 @@ for (const db of DBS) {
       await db.exec(`CREATE TABLE ${table} (id BIGINT PRIMARY KEY, note VARCHAR(10))`);
       try {
         await db.exec(`INSERT INTO ${table} (id, note) VALUES (7, 'a'), (9007199254740993, 'b'), (41, 'c')`);
-        const r = sequoia(['tag', 'create', 'orders', '--above', db.url, '--table', table, '--column', 'id', '--margin', '10', '--store', store]);
+        const r = sequoia([
+          'tag',
+          'create',
+          'orders',
+          '--above',
+          db.url,
+          '--table',
+          table,
+          '--column',
+          'id',
+          '--margin',
+          '10',
+          '--store',
+          store,
+        ]);
         expect(r.stderr).toBe('');
         expect(r.status).toBe(0);
         expect(r.stdout).toContain(`read MAX(id) = 9007199254740993 of ${table}`);
         expect(r.stdout).toContain('starting at 9007199254741004');
         expect(r.stdout).not.toMatch(/root@|postgres@/);
         const list = sequoia(['tag', 'list', '--json', '--store', store]);
-        expect((JSON.parse(list.stdout) as Array<{ tag: string; maxId: string }>).find((t) => t.tag === 'orders')?.maxId).toBe('9007199254741004');
+        expect((JSON.parse(list.stdout) as Array<{ tag: string; maxId: string }>).find((t) => t.tag === 'orders')?.maxId).toBe(
+          '9007199254741004',
+        );
 
         // an empty table: the margin above 0; default column id, default margin 1000
         await db.exec(`DELETE FROM ${table}`);

@@ -10,7 +10,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ErrorCode, errorClassOf } from '../../src/core/errors.js';
-import { createClient, InvalidArgumentError, SequoiaError, TagExistsError, TagNotFoundError, UnavailableError } from '../../src/client/index.js';
+import {
+  createClient,
+  InvalidArgumentError,
+  SequoiaError,
+  TagExistsError,
+  TagNotFoundError,
+  UnavailableError,
+} from '../../src/client/index.js';
 import { parseError, parseRetryAfter } from '../../src/client/transport.js';
 import { type ServerProcess, sequoia, startServe } from '../helpers/cli.js';
 
@@ -25,7 +32,11 @@ beforeAll(() => {
   process.on('unhandledRejection', onUnhandled);
   dir = mkdtempSync(join(tmpdir(), 'sequoia-client-'));
   db = `sqlite:${join(dir, 'ids.db')}`;
-  for (const [tag, step] of [['order', '8'], ['plain', '1000'], ['leaf', '5']] as const) {
+  for (const [tag, step] of [
+    ['order', '8'],
+    ['plain', '1000'],
+    ['leaf', '5'],
+  ] as const) {
     expect(sequoia(['tag', 'create', tag, '--step', step, '--store', db], { SEQUOIA_STATE_DIR: join(dir, 'cli') }).status).toBe(0);
   }
 });
@@ -36,7 +47,19 @@ afterAll(() => {
 });
 
 async function serve(state: string, extra: string[] = []): Promise<ServerProcess> {
-  const s = await startServe(['--store', db, '--state-dir', join(dir, state), '--max-step', '64', '--workers', '1', '--log-level', 'info', ...extra]);
+  const s = await startServe([
+    '--store',
+    db,
+    '--state-dir',
+    join(dir, state),
+    '--max-step',
+    '64',
+    '--workers',
+    '1',
+    '--log-level',
+    'info',
+    ...extra,
+  ]);
   running.push(s);
   return s;
 }
@@ -159,7 +182,11 @@ describe('client SDK against real servers', () => {
     const url = s.url;
     s.child.kill('SIGKILL');
     await s.exited;
-    const client = createClient({ urls: [url, 'http://127.0.0.1:9'], timeoutMs: 300, retry: { attempts: 4, baseDelayMs: 10, maxDelayMs: 50 } });
+    const client = createClient({
+      urls: [url, 'http://127.0.0.1:9'],
+      timeoutMs: 300,
+      retry: { attempts: 4, baseDelayMs: 10, maxDelayMs: 50 },
+    });
     const t0 = Date.now();
     const e = await client.next('order').catch((x: unknown) => x);
     expect(e).toBeInstanceOf(UnavailableError);
@@ -172,9 +199,18 @@ describe('client SDK against real servers', () => {
     expect(unhandled).toEqual([]);
   });
 
-  it('rebuilds every code a real server answers as its own class (through the client, and the client\'s decoding of raw answers)', async () => {
+  it("rebuilds every code a real server answers as its own class (through the client, and the client's decoding of raw answers)", async () => {
     const tokens = JSON.stringify([{ token: 'client-token-orders-0001', tags: ['order'], name: 'orders' }]);
-    const s = await serve('codes', ['--admin-token', 'admin-token-0001', '--client-tokens', tokens, '--rate-limit', '1', '--rate-limit-burst', '3']);
+    const s = await serve('codes', [
+      '--admin-token',
+      'admin-token-0001',
+      '--client-tokens',
+      tokens,
+      '--rate-limit',
+      '1',
+      '--rate-limit-burst',
+      '3',
+    ]);
     const seen = new Map<ErrorCode, SequoiaError>();
     const record = (e: unknown) => {
       expect(e).toBeInstanceOf(SequoiaError);
@@ -185,10 +221,18 @@ describe('client SDK against real servers', () => {
     // Through the client's own calls.
     const client = createClient({ url: s.url, token: 'client-token-orders-0001', retry: { attempts: 1, baseDelayMs: 10, maxDelayMs: 10 } });
     record(await client.next('no-such-tag').catch((e: unknown) => e)); // FORBIDDEN: the token does not grant it
-    record(await createClient({ url: s.url, retry: { attempts: 1, baseDelayMs: 10, maxDelayMs: 10 } }).next('order').catch((e: unknown) => e)); // UNAUTHORIZED
+    record(
+      await createClient({ url: s.url, retry: { attempts: 1, baseDelayMs: 10, maxDelayMs: 10 } })
+        .next('order')
+        .catch((e: unknown) => e),
+    ); // UNAUTHORIZED
     record(await client.next('bad tag!').catch((e: unknown) => e)); // INVALID_ARGUMENT
     let limited: unknown;
-    for (let i = 0; i < 20 && limited === undefined; i++) limited = await client.uuid().then(() => undefined, (e: unknown) => e);
+    for (let i = 0; i < 20 && limited === undefined; i++)
+      limited = await client.uuid().then(
+        () => undefined,
+        (e: unknown) => e,
+      );
     record(limited); // RATE_LIMITED
     await client.close();
     // Raw answers of the same server, decoded as the client decodes them (routes the client does not call).
@@ -205,7 +249,16 @@ describe('client SDK against real servers', () => {
     record(await raw('/no/such/route')); // NOT_FOUND
     await sleep(1100);
     record(await raw('/v1/uuid', { method: 'DELETE' })); // METHOD_NOT_ALLOWED
-    expect([...seen.keys()].sort()).toEqual(['FORBIDDEN', 'INVALID_ARGUMENT', 'METHOD_NOT_ALLOWED', 'NOT_FOUND', 'RATE_LIMITED', 'TAG_EXISTS', 'TAG_NOT_FOUND', 'UNAUTHORIZED']);
+    expect([...seen.keys()].sort()).toEqual([
+      'FORBIDDEN',
+      'INVALID_ARGUMENT',
+      'METHOD_NOT_ALLOWED',
+      'NOT_FOUND',
+      'RATE_LIMITED',
+      'TAG_EXISTS',
+      'TAG_NOT_FOUND',
+      'UNAUTHORIZED',
+    ]);
     expect(seen.get('TAG_NOT_FOUND')).toBeInstanceOf(TagNotFoundError);
     expect(seen.get('TAG_EXISTS')).toBeInstanceOf(TagExistsError);
     expect(seen.get('INVALID_ARGUMENT')).toBeInstanceOf(InvalidArgumentError);

@@ -47,7 +47,8 @@ interface Client {
 beforeAll(() => {
   dir = mkdtempSync(join(tmpdir(), 'sequoia-outage-'));
   db = `sqlite:${join(dir, 'ids.db')}`;
-  for (const t of [PLAIN, FB]) expect(sequoia(['tag', 'create', t, '--step', '200', '--store', db], { SEQUOIA_STATE_DIR: join(dir, 'cli') }).status).toBe(0);
+  for (const t of [PLAIN, FB])
+    expect(sequoia(['tag', 'create', t, '--step', '200', '--store', db], { SEQUOIA_STATE_DIR: join(dir, 'cli') }).status).toBe(0);
 });
 
 afterAll(() => {
@@ -60,7 +61,22 @@ async function serve(state: string, port = '0'): Promise<ServerProcess> {
   // Three servers starting at once beside four busy clients: on a loaded 2-core machine a start can take long.
   const s = await launchServe(
     process.execPath,
-    [BIN, 'serve', '--store', db, '--state-dir', join(dir, state), '--workers', '1', '--fallback-tags', FB, '--fallback-lease-ttl-ms', '120000', '--port', port],
+    [
+      BIN,
+      'serve',
+      '--store',
+      db,
+      '--state-dir',
+      join(dir, state),
+      '--workers',
+      '1',
+      '--fallback-tags',
+      FB,
+      '--fallback-lease-ttl-ms',
+      '120000',
+      '--port',
+      port,
+    ],
     { startTimeoutMs: 120_000 },
   );
   running.push(s);
@@ -68,9 +84,13 @@ async function serve(state: string, port = '0'): Promise<ServerProcess> {
 }
 
 function startClient(urls: string[]): Client {
-  const child = spawn(process.execPath, [CHILD, JSON.stringify({ urls, tags: [PLAIN, FB], reserve: { seconds: 2, min: 200, max: 5000, probeMs: 300 }, fallback: true })], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
+  const child = spawn(
+    process.execPath,
+    [CHILD, JSON.stringify({ urls, tags: [PLAIN, FB], reserve: { seconds: 2, min: 200, max: 5000, probeMs: 300 }, fallback: true })],
+    {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    },
+  );
   const c: Client = {
     child,
     ids: { [PLAIN]: [], [FB]: [] },
@@ -112,7 +132,16 @@ describe('outage of every server: reserve, then pause or the fallback space; no 
 
     // Load flows; every client holds a reserve of both tags and a fallback worker id.
     await expect
-      .poll(() => clients.every((c) => (c.stats?.tags[PLAIN]?.reserve ?? 0) >= 200 && (c.stats?.tags[FB]?.reserve ?? 0) >= 200 && c.stats?.tags[FB]?.fallbackWorkerId !== undefined), { timeout: 30_000, interval: 200 })
+      .poll(
+        () =>
+          clients.every(
+            (c) =>
+              (c.stats?.tags[PLAIN]?.reserve ?? 0) >= 200 &&
+              (c.stats?.tags[FB]?.reserve ?? 0) >= 200 &&
+              c.stats?.tags[FB]?.fallbackWorkerId !== undefined,
+          ),
+        { timeout: 30_000, interval: 200 },
+      )
       .toBe(true);
     expect(clients.every((c) => c.stats!.tags[PLAIN]!.fallbackWorkerId === undefined)).toBe(true); // no fallback space: no lease
     const workerIds = clients.map((c) => c.stats!.tags[FB]!.fallbackWorkerId);
@@ -120,7 +149,9 @@ describe('outage of every server: reserve, then pause or the fallback space; no 
     // Each server's status page lists the clients that took a reserve from it: together, all four.
     const holders = new Set<string>();
     for (const s of servers) {
-      const st = (await (await fetch(`${s.url}/v1/status`)).json()) as { tags: Array<{ tag: string; reserves: Array<{ client: string; ids: number }> }> };
+      const st = (await (await fetch(`${s.url}/v1/status`)).json()) as {
+        tags: Array<{ tag: string; reserves: Array<{ client: string; ids: number }> }>;
+      };
       for (const r of st.tags.find((t) => t.tag === PLAIN)?.reserves ?? []) {
         expect(r.ids).toBeGreaterThan(0);
         holders.add(r.client);
@@ -171,7 +202,12 @@ describe('outage of every server: reserve, then pause or the fallback space; no 
     const back = await Promise.all(servers.map((s, i) => serve(['a', 'b', 'c'][i]!, new URL(s.url).port)));
     expect(back.map((s) => s.url)).toEqual(urls);
     const atBack = clients.map((c) => ({ plain: c.ids[PLAIN]!.length, fb: c.ids[FB]!.length }));
-    await expect.poll(() => clients.every((c, i) => c.ids[PLAIN]!.length > atBack[i]!.plain + 50 && c.stats?.tags[FB]?.state === 'serving'), { timeout: 30_000, interval: 200 }).toBe(true);
+    await expect
+      .poll(() => clients.every((c, i) => c.ids[PLAIN]!.length > atBack[i]!.plain + 50 && c.stats?.tags[FB]?.state === 'serving'), {
+        timeout: 30_000,
+        interval: 200,
+      })
+      .toBe(true);
     const fbServedAtBack = clients.map((c) => c.stats!.servedFromFallback);
     await sleep(500);
     clients.forEach((c, i) => {
@@ -189,7 +225,11 @@ describe('outage of every server: reserve, then pause or the fallback space; no 
     const fbAll = [...clients.flatMap((c) => c.ids[FB]!)];
     const serverPlain = byServers.filter((_, i) => Math.floor(i / 500) % 2 === 0);
     const serverFb = byServers.filter((_, i) => Math.floor(i / 500) % 2 === 1);
-    for (const all of [[...plainAll, ...serverPlain], [...fbAll, ...serverFb]]) expect(new Set(all).size).toBe(all.length);
+    for (const all of [
+      [...plainAll, ...serverPlain],
+      [...fbAll, ...serverFb],
+    ])
+      expect(new Set(all).size).toBe(all.length);
     expect(plainAll.every((id) => id < FALLBACK_FLOOR)).toBe(true);
     expect(serverFb.every((id) => id < FALLBACK_FLOOR)).toBe(true); // servers never issue in the fallback space
   }, 120_000);

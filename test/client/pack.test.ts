@@ -25,7 +25,9 @@ describe('sequoia-id/client from the packed package', () => {
       const src = readFileSync(join(dir, f), 'utf8');
       for (const m of src.matchAll(/^(?:import|export)\b[^;]*?from\s*['"]([^'"]+)['"]|\bimport\(\s*['"]([^'"]+)['"]/gm)) {
         seen++;
-        expect([`${f}: ${m[1] ?? m[2]}`]).toEqual([expect.stringMatching(/: (\.\/[a-z-]+\.js|\.\.\/core\/(errors|id|tag|request-rules|segment\/prefetch)\.js)$/)]);
+        expect([`${f}: ${m[1] ?? m[2]}`]).toEqual([
+          expect.stringMatching(/: (\.\/[a-z-]+\.js|\.\.\/core\/(errors|id|tag|request-rules|segment\/prefetch)\.js)$/),
+        ]);
       }
     }
     expect(seen).toBeGreaterThan(3);
@@ -35,7 +37,9 @@ describe('sequoia-id/client from the packed package', () => {
     assertBuilt();
     const work = mkdtempSync(join(tmpdir(), 'sequoia-pack-'));
     // --ignore-scripts: dist/ is already built (npm test builds first); prepare would rebuild it.
-    const packed = JSON.parse(execFileSync('npm', ['pack', '--json', '--ignore-scripts', '--pack-destination', work], { cwd: ROOT, encoding: 'utf8' })) as {
+    const packed = JSON.parse(
+      execFileSync('npm', ['pack', '--json', '--ignore-scripts', '--pack-destination', work], { cwd: ROOT, encoding: 'utf8' }),
+    ) as {
       filename: string;
       files: { path: string }[];
     }[];
@@ -49,7 +53,11 @@ describe('sequoia-id/client from the packed package', () => {
     const app = join(work, 'app');
     execFileSync('mkdir', ['-p', app]);
     writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'app', version: '1.0.0', private: true, type: 'module' }));
-    execFileSync('npm', ['install', join(work, packed[0]!.filename), '--ignore-scripts', '--no-audit', '--no-fund'], { cwd: app, encoding: 'utf8', timeout: 180_000 });
+    execFileSync('npm', ['install', join(work, packed[0]!.filename), '--ignore-scripts', '--no-audit', '--no-fund'], {
+      cwd: app,
+      encoding: 'utf8',
+      timeout: 180_000,
+    });
 
     const db = `sqlite:${join(work, 'ids.db')}`;
     expect(sequoia(['tag', 'create', 'order', '--store', db], { SEQUOIA_STATE_DIR: join(work, 'cli') }).status).toBe(0);

@@ -106,7 +106,8 @@ export async function postgresHarness(): Promise<ContractHarness> {
   admin.on('error', () => {});
   return {
     store,
-    dropConnections: async () => (await admin.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1', [app])).rowCount ?? 0,
+    dropConnections: async () =>
+      (await admin.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1', [app])).rowCount ?? 0,
     unreachable: () => new PostgresSegmentStore({ connectionString: 'postgres://postgres@127.0.0.1:1/test', connectTimeoutMs: 1000 }),
     withName: (name) => new PostgresSegmentStore({ connectionString: POSTGRES_URL, table: name }),
     url: withParams(POSTGRES_URL, { table }),
@@ -172,7 +173,10 @@ export async function redisHarness(): Promise<ContractHarness> {
     store,
     dropConnections: async () => {
       const list = (await admin.client('LIST')) as string;
-      const ids = list.split('\n').filter((l) => l.includes(` name=${ns} `)).map((l) => /\bid=(\d+)/.exec(l)?.[1]);
+      const ids = list
+        .split('\n')
+        .filter((l) => l.includes(` name=${ns} `))
+        .map((l) => /\bid=(\d+)/.exec(l)?.[1]);
       for (const id of ids) if (id !== undefined) await admin.client('KILL', 'ID', id);
       return ids.length;
     },

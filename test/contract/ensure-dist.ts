@@ -44,8 +44,10 @@ function newestSrc(dir: string): number {
 
 function fresh(): boolean {
   const src = Math.max(...['adapters', 'app', 'core', 'ports'].map((d) => newestSrc(join(root, 'src', d))));
-  return NEEDED.every((n) => mtime(join(dist, `${n}.js`)) >= mtime(join(root, 'src', `${n}.ts`)) && mtime(join(dist, `${n}.js`)) > 0) &&
-    mtime(join(dist, 'app/stores.js')) >= src;
+  return (
+    NEEDED.every((n) => mtime(join(dist, `${n}.js`)) >= mtime(join(root, 'src', `${n}.ts`)) && mtime(join(dist, `${n}.js`)) > 0) &&
+    mtime(join(dist, 'app/stores.js')) >= src
+  );
 }
 
 /** Returns the dist directory, building it first when needed. */
@@ -68,9 +70,23 @@ export async function ensureDist(): Promise<string> {
   try {
     if (!fresh()) {
       // tsc emits even when unrelated files being edited elsewhere fail to type-check.
-      await promisify(execFile)(process.execPath, [join(root, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json', '--outDir', dist, '--declaration', 'false', '--sourceMap', 'false'], {
-        cwd: root,
-      }).catch(() => undefined);
+      await promisify(execFile)(
+        process.execPath,
+        [
+          join(root, 'node_modules/typescript/bin/tsc'),
+          '-p',
+          'tsconfig.build.json',
+          '--outDir',
+          dist,
+          '--declaration',
+          'false',
+          '--sourceMap',
+          'false',
+        ],
+        {
+          cwd: root,
+        },
+      ).catch(() => undefined);
       if (!NEEDED.every((n) => mtime(join(dist, `${n}.js`)) > 0)) throw new Error(`building ${dist} did not produce the store code`);
     }
   } finally {

@@ -82,15 +82,19 @@ describe('generation migration: SQLite', () => {
     const dist = await ensureDist();
     const script = fileURLToPath(new URL('./allocate-child.mjs', import.meta.url));
     const outs = await Promise.all(
-      Array.from({ length: 4 }, () =>
-        new Promise<{ maxId: string; generation: string }[]>((resolve, reject) => {
-          const child = spawn(process.execPath, [script, dist, `sqlite:${file}`, 'old', '5', '1'], { stdio: ['ignore', 'pipe', 'pipe'] });
-          let out = '';
-          let err = '';
-          child.stdout.setEncoding('utf8').on('data', (d: string) => (out += d));
-          child.stderr.setEncoding('utf8').on('data', (d: string) => (err += d));
-          child.on('close', (code) => (code === 0 ? resolve(JSON.parse(out) as { maxId: string; generation: string }[]) : reject(new Error(err))));
-        }),
+      Array.from(
+        { length: 4 },
+        () =>
+          new Promise<{ maxId: string; generation: string }[]>((resolve, reject) => {
+            const child = spawn(process.execPath, [script, dist, `sqlite:${file}`, 'old', '5', '1'], { stdio: ['ignore', 'pipe', 'pipe'] });
+            let out = '';
+            let err = '';
+            child.stdout.setEncoding('utf8').on('data', (d: string) => (out += d));
+            child.stderr.setEncoding('utf8').on('data', (d: string) => (err += d));
+            child.on('close', (code) =>
+              code === 0 ? resolve(JSON.parse(out) as { maxId: string; generation: string }[]) : reject(new Error(err)),
+            );
+          }),
       ),
     );
     const ends = outs.flat().map((a) => a.maxId);

@@ -40,7 +40,8 @@ async function postgresLeafHarness(): Promise<ContractHarness> {
   return {
     store,
     url: withParams(POSTGRES_URL, { schema: 'leaf', table, side }),
-    dropConnections: async () => (await admin.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1', [app])).rowCount ?? 0,
+    dropConnections: async () =>
+      (await admin.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1', [app])).rowCount ?? 0,
     unreachable: () => new PostgresLeafSegmentStore({ connectionString: 'postgres://postgres@127.0.0.1:1/test', connectTimeoutMs: 1000 }),
     withName: (name) => make(POSTGRES_URL, name),
     snapshot: async (tag) => (await admin.query(`SELECT max_id::text AS m FROM ${table} WHERE biz_tag = $1`, [tag])).rows[0]?.m as string,
@@ -218,7 +219,10 @@ for (const b of BACKENDS) {
       }
       const bad = new URL(h.url as string);
       bad.searchParams.set('schema', 'tinyid-ish');
-      await expect(createStore(bad.toString())).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', message: /schema must be sequoia, leaf or tinyid/ });
+      await expect(createStore(bad.toString())).rejects.toMatchObject({
+        code: 'INVALID_ARGUMENT',
+        message: /schema must be sequoia, leaf or tinyid/,
+      });
     });
 
     it('refuses to start on a missing Leaf table, naming it, and creates nothing', async () => {

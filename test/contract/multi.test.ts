@@ -9,7 +9,16 @@ import { MULTI_META_TAG } from '../../src/core/segment/multi-meta-tag.js';
 import { type SequoiaError, UnavailableError } from '../../src/core/errors.js';
 import type { Allocation, NewTag, SegmentStore, TagInfo, TagUpdate } from '../../src/ports/segment-store.js';
 import { describeWithService } from '../helpers/services.js';
-import { memoryHarness, mysqlHarness, postgresHarness, probeMysql, probePostgres, probeRedis, redisHarness, sqliteHarness } from './backends.js';
+import {
+  memoryHarness,
+  mysqlHarness,
+  postgresHarness,
+  probeMysql,
+  probePostgres,
+  probeRedis,
+  redisHarness,
+  sqliteHarness,
+} from './backends.js';
 import { type ContractHarness, idsOf, runSegmentStoreContract } from './segment-store-contract.js';
 
 function multiHarness(parts: ContractHarness[]): ContractHarness {
@@ -91,7 +100,13 @@ class SwitchableStore implements SegmentStore {
   fence(tag: string, to: bigint): Promise<TagInfo> {
     return this.gate(() => this.inner.fence(tag, to));
   }
-  giveBack(tag: string, expectedMaxId: bigint, newMaxId: bigint, expectedFenceEpoch?: number, expectedGeneration?: string): Promise<boolean> {
+  giveBack(
+    tag: string,
+    expectedMaxId: bigint,
+    newMaxId: bigint,
+    expectedFenceEpoch?: number,
+    expectedGeneration?: string,
+  ): Promise<boolean> {
     return this.gate(() => this.inner.giveBack(tag, expectedMaxId, newMaxId, expectedFenceEpoch, expectedGeneration));
   }
   ping(): Promise<void> {

@@ -521,7 +521,14 @@ export function runSegmentStoreContract(name: string, factory: ContractFactory, 
           const ids = idsOf(a);
           const e = entries.find((x) => x.first === ids[0]);
           expect(e, `a ledger row for the range starting at ${ids[0]}`).toBeDefined();
-          expect(e).toMatchObject({ tag: t, last: ids[ids.length - 1], stride, step: a.step, fenceEpoch: a.fenceEpoch, generation: a.generation });
+          expect(e).toMatchObject({
+            tag: t,
+            last: ids[ids.length - 1],
+            stride,
+            step: a.step,
+            fenceEpoch: a.fenceEpoch,
+            generation: a.generation,
+          });
           expect(e?.host).not.toBe('');
           expect(e?.pid).toBeGreaterThan(0);
           expect(e?.instance).not.toBe('');
@@ -592,9 +599,7 @@ export function runSegmentStoreContract(name: string, factory: ContractFactory, 
           const t = tag('procs');
           await store.createTag({ tag: t, step: 3, start: 1n });
           const script = fileURLToPath(new URL('./allocate-child.mjs', import.meta.url));
-          const runs = await Promise.all(
-            Array.from({ length: 4 }, () => runChild(script, [dist, url() as string, t, '150', '8'])),
-          );
+          const runs = await Promise.all(Array.from({ length: 4 }, () => runChild(script, [dist, url() as string, t, '150', '8'])));
           const allocs: Allocation[] = runs.flat();
           expect(allocs).toHaveLength(600);
           expectDisjoint(allocs);
@@ -651,7 +656,7 @@ export function runSegmentStoreContract(name: string, factory: ContractFactory, 
         const t = tag('reconnect');
         await store.createTag({ tag: t, step: 10 });
         const a = await store.allocate(t);
-        expect(await h.dropConnections(), 'the server dropped at least one of the store\'s connections').toBeGreaterThan(0);
+        expect(await h.dropConnections(), "the server dropped at least one of the store's connections").toBeGreaterThan(0);
         await new Promise((r) => setTimeout(r, 200));
         const b = await allocateAfterReconnect(store, t, 20, 100);
         expect(b?.maxId).toBe(a.maxId + 10n * BigInt(stride));
@@ -716,7 +721,12 @@ export async function expectUnavailableQuickly(store: SegmentStore): Promise<voi
 }
 
 /** After the server dropped the store's connections: allocations work again within a few tries. */
-export async function allocateAfterReconnect(store: SegmentStore, tag: string, tries: number, delayMs: number): Promise<Allocation | undefined> {
+export async function allocateAfterReconnect(
+  store: SegmentStore,
+  tag: string,
+  tries: number,
+  delayMs: number,
+): Promise<Allocation | undefined> {
   let b: Allocation | undefined;
   for (let i = 0; i < tries && !b; i++) {
     b = await store.allocate(tag).catch(() => undefined);

@@ -56,11 +56,12 @@ async function postgresTinyidHarness(): Promise<TinyidHarness> {
       await admin.query(text);
     },
     columns: async () =>
-      (await admin.query('SELECT column_name FROM information_schema.columns WHERE table_name = $1 ORDER BY ordinal_position', [table])).rows.map(
-        (x: { column_name: string }) => x.column_name,
-      ),
+      (
+        await admin.query('SELECT column_name FROM information_schema.columns WHERE table_name = $1 ORDER BY ordinal_position', [table])
+      ).rows.map((x: { column_name: string }) => x.column_name),
     service: () => postgresTinyidService(POSTGRES_URL, table),
-    dropConnections: async () => (await admin.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1', [app])).rowCount ?? 0,
+    dropConnections: async () =>
+      (await admin.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1', [app])).rowCount ?? 0,
     unreachable: () => new PostgresTinyidSegmentStore({ connectionString: 'postgres://postgres@127.0.0.1:1/test', connectTimeoutMs: 1000 }),
     withName: (name) => make(POSTGRES_URL, name),
     snapshot: async (tag) => (await admin.query(`SELECT max_id::text AS m FROM ${table} WHERE biz_type = $1`, [tag])).rows[0]?.m as string,
@@ -167,7 +168,18 @@ for (const b of BACKENDS) {
       await store.createTag({ tag: t, step: 10, description: 'kept aside' });
       await store.allocate(t);
       await store.fence(t, 1000n);
-      expect(await h.columns()).toEqual(['id', 'biz_type', 'begin_id', 'max_id', 'step', 'delta', 'remainder', 'create_time', 'update_time', 'version']);
+      expect(await h.columns()).toEqual([
+        'id',
+        'biz_type',
+        'begin_id',
+        'max_id',
+        'step',
+        'delta',
+        'remainder',
+        'create_time',
+        'update_time',
+        'version',
+      ]);
       expect(await store.getTag(t)).toMatchObject({ fenceEpoch: 1, description: 'kept aside', maxId: 1000n });
     });
 
@@ -246,7 +258,10 @@ for (const b of BACKENDS) {
       }
       const bad = new URL(h.url as string);
       bad.searchParams.set('schema', 'tiny');
-      await expect(createStore(bad.toString())).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', message: /schema must be sequoia, leaf or tinyid/ });
+      await expect(createStore(bad.toString())).rejects.toMatchObject({
+        code: 'INVALID_ARGUMENT',
+        message: /schema must be sequoia, leaf or tinyid/,
+      });
     });
 
     it('refuses to start on a missing Tinyid table, naming it, and creates nothing', async () => {

@@ -44,7 +44,13 @@ export function runWorkerLeaseStoreContract(name: string, factory: LeaseFactory,
       spaces.push(s);
       return s;
     };
-    const req = (s: string, owner: string, more: Partial<AcquireRequest> = {}): AcquireRequest => ({ space: s, owner, ttlMs: 10_000, workerCount: 4, ...more });
+    const req = (s: string, owner: string, more: Partial<AcquireRequest> = {}): AcquireRequest => ({
+      space: s,
+      owner,
+      ttlMs: 10_000,
+      workerCount: 4,
+      ...more,
+    });
 
     beforeAll(async () => {
       h = await factory();
@@ -64,7 +70,9 @@ export function runWorkerLeaseStoreContract(name: string, factory: LeaseFactory,
         for (const o of others) await o.init();
         for (const store of [h.store, ...others]) {
           // The lease survived: another owner is refused that id, and its holder sees the tick it reported.
-          expect(await store.acquire(req(s, 'b', { want: a.workerId }))).toEqual({ refused: expect.stringContaining(`worker id ${a.workerId} is held by a`) });
+          expect(await store.acquire(req(s, 'b', { want: a.workerId }))).toEqual({
+            refused: expect.stringContaining(`worker id ${a.workerId} is held by a`),
+          });
         }
         expect(await take(h.store, req(s, 'a', { want: a.workerId }))).toMatchObject({ workerId: a.workerId, lastTick: 1234 });
       } finally {
@@ -197,7 +205,10 @@ export function runWorkerLeaseStoreContract(name: string, factory: LeaseFactory,
       const s = space();
       const n = await h.store.registerNode(s, 'node-a', 1);
       expect(n.workerId).toBeGreaterThanOrEqual(1);
-      expect(await take(h.store, req(s, 'a', { workerCount: n.workerId + 1, want: n.workerId }))).toMatchObject({ workerId: n.workerId, generation: 1 });
+      expect(await take(h.store, req(s, 'a', { workerCount: n.workerId + 1, want: n.workerId }))).toMatchObject({
+        workerId: n.workerId,
+        generation: 1,
+      });
     });
 
     it('concurrent acquires on one instance never hand out one id twice', async () => {
@@ -225,7 +236,9 @@ export function runWorkerLeaseStoreContract(name: string, factory: LeaseFactory,
     it('independent instances racing in one space never share an id', async () => {
       const s = space();
       await withInstances(async (all) => {
-        const got = await Promise.all(Array.from({ length: 12 }, (_, i) => all[i % all.length]!.acquire(req(s, `p${i}`, { workerCount: 10 }))));
+        const got = await Promise.all(
+          Array.from({ length: 12 }, (_, i) => all[i % all.length]!.acquire(req(s, `p${i}`, { workerCount: 10 }))),
+        );
         const ids = got.filter(isRecord).map((r) => r.workerId);
         expect(ids.sort((x, y) => x - y)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
       });
@@ -268,7 +281,15 @@ export function runWorkerLeaseStoreContract(name: string, factory: LeaseFactory,
           expect(r).toMatchObject({ space: s, workerId: a.workerId, owner: 'host-a/4242/inst-a', holder });
           expect(Math.abs(r.atMs - Date.now())).toBeLessThan(60_000);
         }
-        const held = { workerId: a.workerId, generation: a.generation, began: 'grant', holder, fromTick: 1000, untilTick: 1800, released: true };
+        const held = {
+          workerId: a.workerId,
+          generation: a.generation,
+          began: 'grant',
+          holder,
+          fromTick: 1000,
+          untilTick: 1800,
+          released: true,
+        };
         expect(await h.store.holdings(s)).toEqual([expect.objectContaining(held)]);
         expect(await h.store.holdersAt(s, a.workerId, 1000)).toEqual([expect.objectContaining(held)]);
         expect(await h.store.holdersAt(s, a.workerId, 1800)).toHaveLength(1);
@@ -278,7 +299,7 @@ export function runWorkerLeaseStoreContract(name: string, factory: LeaseFactory,
         expect(await h.store.holdersAt(s, a.workerId + 1, 1500)).toEqual([]);
       });
 
-      it('a lease that ran out is a takeover, starting after the old holder\'s horizon; a stale renewal or release writes nothing', async () => {
+      it("a lease that ran out is a takeover, starting after the old holder's horizon; a stale renewal or release writes nothing", async () => {
         const s = space();
         const a = await take(h.store, req(s, 'a', { ttlMs: 300, nowTick: 10 }));
         await h.store.renew(s, a.workerId, 'a', a.generation, 300, 50);
@@ -311,7 +332,12 @@ export function runWorkerLeaseStoreContract(name: string, factory: LeaseFactory,
         const b = await take(h.store, req(s, 'y/2/two', { nowTick: 90 }));
         expect(b.workerId).toBe(a.workerId);
         const rows = await h.store.entries(s, a.workerId);
-        expect(rows.at(-1)).toMatchObject({ kind: 'grant', owner: 'y/2/two', fromTick: 121, holder: { host: 'y', pid: 2, instance: 'two', version: '' } });
+        expect(rows.at(-1)).toMatchObject({
+          kind: 'grant',
+          owner: 'y/2/two',
+          fromTick: 121,
+          holder: { host: 'y', pid: 2, instance: 'two', version: '' },
+        });
       });
 
       it('a worker-node claim is a grant held for good', async () => {
@@ -338,7 +364,9 @@ export function runWorkerLeaseStoreContract(name: string, factory: LeaseFactory,
         const left = await h.store.entries(s, a.workerId);
         // The newest row still carries the holding's first tick.
         expect(left.map((r) => [r.kind, r.fromTick, r.untilTick])).toEqual([['renew', 5, 60]]);
-        expect(await h.store.holdersAt(s, a.workerId, 30)).toEqual([expect.objectContaining({ fromTick: 5, untilTick: 60, began: undefined })]);
+        expect(await h.store.holdersAt(s, a.workerId, 30)).toEqual([
+          expect.objectContaining({ fromTick: 5, untilTick: 60, began: undefined }),
+        ]);
         expect(await h.store.entries(old, node.workerId)).toHaveLength(1);
       });
     });

@@ -19,35 +19,43 @@ import { describeWithService } from '../helpers/services.js';
 import { MYSQL_URL, POSTGRES_URL, probeMysql, probePostgres, uniqueName } from './backends.js';
 import { runWorkerLeaseStoreContract } from './worker-lease-store-contract.js';
 
-runWorkerLeaseStoreContract('memory', async () => {
-  let ahead = 0;
-  const store = new MemoryWorkerLeaseStore(() => Date.now() + ahead);
-  // Memory keeps no other writer's rows: its clock moves on instead.
-  return { store, cleanup: () => store.close(), backdate: async (_spaces, ms) => void (ahead += ms) };
-}, { shared: false });
+runWorkerLeaseStoreContract(
+  'memory',
+  async () => {
+    let ahead = 0;
+    const store = new MemoryWorkerLeaseStore(() => Date.now() + ahead);
+    // Memory keeps no other writer's rows: its clock moves on instead.
+    return { store, cleanup: () => store.close(), backdate: async (_spaces, ms) => void (ahead += ms) };
+  },
+  { shared: false },
+);
 
-runWorkerLeaseStoreContract('sqlite (file, WAL)', async () => {
-  const dir = mkdtempSync(join(tmpdir(), 'sequoia-lease-sqlite-'));
-  const path = join(dir, 'sequoia.db');
-  const store = new SqliteWorkerLeaseStore(path);
-  return {
-    store,
-    reopen: async () => new SqliteWorkerLeaseStore(path),
-    cleanup: async () => {
-      await store.close();
-      rmSync(dir, { recursive: true, force: true });
-    },
-    backdate: async (spaces, ms) => {
-      const db = new SqliteDatabase(path);
-      try {
-        const stmt = db.prepare('UPDATE sequoia_lease_ledger SET at_ms = at_ms - ? WHERE space = ?');
-        for (const s of spaces) stmt.run(ms, s);
-      } finally {
-        db.close();
-      }
-    },
-  };
-}, { shared: true });
+runWorkerLeaseStoreContract(
+  'sqlite (file, WAL)',
+  async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'sequoia-lease-sqlite-'));
+    const path = join(dir, 'sequoia.db');
+    const store = new SqliteWorkerLeaseStore(path);
+    return {
+      store,
+      reopen: async () => new SqliteWorkerLeaseStore(path),
+      cleanup: async () => {
+        await store.close();
+        rmSync(dir, { recursive: true, force: true });
+      },
+      backdate: async (spaces, ms) => {
+        const db = new SqliteDatabase(path);
+        try {
+          const stmt = db.prepare('UPDATE sequoia_lease_ledger SET at_ms = at_ms - ? WHERE space = ?');
+          for (const s of spaces) stmt.run(ms, s);
+        } finally {
+          db.close();
+        }
+      },
+    };
+  },
+  { shared: true },
+);
 
 it('sqlite: the segment store and the lease store of one URL share one handle, closed when the last closes', async () => {
   // One handle means one database even for :memory: (two handles would be two empty databases).
@@ -57,7 +65,9 @@ it('sqlite: the segment store and the lease store of one URL share one handle, c
   await leases.init();
   const db = (backend.segments as unknown as { db: Database.Database }).db;
   expect((leases as unknown as { db: Database.Database }).db).toBe(db);
-  const tables = (db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").all() as { name: string }[]).map((r) => r.name);
+  const tables = (db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").all() as { name: string }[]).map(
+    (r) => r.name,
+  );
   expect(tables).toEqual(expect.arrayContaining(['sequoia_alloc', 'sequoia_worker_lease']));
   await backend.segments.close();
   expect(db.open).toBe(true);
@@ -73,34 +83,38 @@ it('sqlite: the segment store and the lease store of one URL share one handle, c
 
 const describePg = await describeWithService('PostgreSQL', probePostgres);
 describePg('postgres leases', () => {
-  runWorkerLeaseStoreContract('postgres', async () => {
-    const store = new PostgresWorkerLeaseStore(POSTGRES_URL);
-    return {
-      store,
-      reopen: async () => new PostgresWorkerLeaseStore(POSTGRES_URL),
-      cleanup: async (spaces) => {
-        await store.close();
-        const c = new pg.Client({ connectionString: POSTGRES_URL });
-        await c.connect();
-        try {
-          await c.query('DELETE FROM sequoia_worker_lease WHERE space = ANY($1)', [spaces]);
-          await c.query('DELETE FROM sequoia_worker_node WHERE space = ANY($1)', [spaces]);
-          await c.query('DELETE FROM sequoia_lease_ledger WHERE space = ANY($1)', [spaces]);
-        } finally {
-          await c.end();
-        }
-      },
-      backdate: async (spaces, ms) => {
-        const c = new pg.Client({ connectionString: POSTGRES_URL });
-        await c.connect();
-        try {
-          await c.query('UPDATE sequoia_lease_ledger SET at_ms = at_ms - $1::bigint WHERE space = ANY($2)', [String(ms), spaces]);
-        } finally {
-          await c.end();
-        }
-      },
-    };
-  }, { shared: true });
+  runWorkerLeaseStoreContract(
+    'postgres',
+    async () => {
+      const store = new PostgresWorkerLeaseStore(POSTGRES_URL);
+      return {
+        store,
+        reopen: async () => new PostgresWorkerLeaseStore(POSTGRES_URL),
+        cleanup: async (spaces) => {
+          await store.close();
+          const c = new pg.Client({ connectionString: POSTGRES_URL });
+          await c.connect();
+          try {
+            await c.query('DELETE FROM sequoia_worker_lease WHERE space = ANY($1)', [spaces]);
+            await c.query('DELETE FROM sequoia_worker_node WHERE space = ANY($1)', [spaces]);
+            await c.query('DELETE FROM sequoia_lease_ledger WHERE space = ANY($1)', [spaces]);
+          } finally {
+            await c.end();
+          }
+        },
+        backdate: async (spaces, ms) => {
+          const c = new pg.Client({ connectionString: POSTGRES_URL });
+          await c.connect();
+          try {
+            await c.query('UPDATE sequoia_lease_ledger SET at_ms = at_ms - $1::bigint WHERE space = ANY($2)', [String(ms), spaces]);
+          } finally {
+            await c.end();
+          }
+        },
+      };
+    },
+    { shared: true },
+  );
 
   it('the segment store and the lease store of one URL share one pool, ended when the last closes', async () => {
     const table = uniqueName('sequoia_pool');
@@ -128,33 +142,37 @@ describePg('postgres leases', () => {
 
 const describeMysql = await describeWithService('MySQL/MariaDB', probeMysql);
 describeMysql('mysql leases', () => {
-  runWorkerLeaseStoreContract('mysql', async () => {
-    const store = new MysqlWorkerLeaseStore(MYSQL_URL);
-    return {
-      store,
-      reopen: async () => new MysqlWorkerLeaseStore(MYSQL_URL),
-      cleanup: async (spaces) => {
-        await store.close();
-        if (spaces.length === 0) return;
-        const c = await mysql.createConnection({ uri: MYSQL_URL });
-        try {
-          await c.query('DELETE FROM sequoia_worker_lease WHERE space IN (?)', [spaces]);
-          await c.query('DELETE FROM sequoia_worker_node WHERE space IN (?)', [spaces]);
-          await c.query('DELETE FROM sequoia_lease_ledger WHERE space IN (?)', [spaces]);
-        } finally {
-          await c.end();
-        }
-      },
-      backdate: async (spaces, ms) => {
-        const c = await mysql.createConnection({ uri: MYSQL_URL });
-        try {
-          await c.query('UPDATE sequoia_lease_ledger SET at_ms = at_ms - ? WHERE space IN (?)', [ms, spaces]);
-        } finally {
-          await c.end();
-        }
-      },
-    };
-  }, { shared: true });
+  runWorkerLeaseStoreContract(
+    'mysql',
+    async () => {
+      const store = new MysqlWorkerLeaseStore(MYSQL_URL);
+      return {
+        store,
+        reopen: async () => new MysqlWorkerLeaseStore(MYSQL_URL),
+        cleanup: async (spaces) => {
+          await store.close();
+          if (spaces.length === 0) return;
+          const c = await mysql.createConnection({ uri: MYSQL_URL });
+          try {
+            await c.query('DELETE FROM sequoia_worker_lease WHERE space IN (?)', [spaces]);
+            await c.query('DELETE FROM sequoia_worker_node WHERE space IN (?)', [spaces]);
+            await c.query('DELETE FROM sequoia_lease_ledger WHERE space IN (?)', [spaces]);
+          } finally {
+            await c.end();
+          }
+        },
+        backdate: async (spaces, ms) => {
+          const c = await mysql.createConnection({ uri: MYSQL_URL });
+          try {
+            await c.query('UPDATE sequoia_lease_ledger SET at_ms = at_ms - ? WHERE space IN (?)', [ms, spaces]);
+          } finally {
+            await c.end();
+          }
+        },
+      };
+    },
+    { shared: true },
+  );
 
   it('the segment store and the lease store of one URL share one pool, ended when the last closes', async () => {
     const table = uniqueName('sequoia_pool');

@@ -8,7 +8,10 @@ import { ROOT } from '../helpers/cli.js';
 import { describeWithService } from '../helpers/services.js';
 
 const candidates = [
-  join(process.env.SEQUOIA_TOOLS_DIR ?? join(process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'sequoia-tools'), 'prometheus/usr/bin/promtool'),
+  join(
+    process.env.SEQUOIA_TOOLS_DIR ?? join(process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'sequoia-tools'),
+    'prometheus/usr/bin/promtool',
+  ),
   '/usr/bin/promtool',
   '/usr/local/bin/promtool',
 ];
@@ -20,7 +23,10 @@ const describePromtool = await describeWithService('promtool', async () => {
 
 describePromtool('alert rules (promtool test rules)', () => {
   it('SequoiaBusinessConflict pages on the first report and on any later one', () => {
-    const out = execFileSync(PROMTOOL as string, ['test', 'rules', 'sequoia-alerts.test.yml'], { cwd: join(ROOT, 'ops/prometheus'), encoding: 'utf8' });
+    const out = execFileSync(PROMTOOL as string, ['test', 'rules', 'sequoia-alerts.test.yml'], {
+      cwd: join(ROOT, 'ops/prometheus'),
+      encoding: 'utf8',
+    });
     expect(out).toContain('SUCCESS');
   });
 });

@@ -85,7 +85,9 @@ function containerEnv(c: Obj, image: Record<string, string>): Record<string, str
 }
 
 const image = runtimeImage(parseContainerfile(read('deploy/Containerfile')));
-const k8sObjects = (yamlDoc('deploy/kubernetes/kustomization.yaml').resources as string[]).flatMap((f) => yamlDocs(`deploy/kubernetes/${f}`));
+const k8sObjects = (yamlDoc('deploy/kubernetes/kustomization.yaml').resources as string[]).flatMap((f) =>
+  yamlDocs(`deploy/kubernetes/${f}`),
+);
 const workloads = k8sObjects.filter((o) => o.kind === 'Deployment' || o.kind === 'StatefulSet');
 const compose = yamlDoc('deploy/compose.yaml');
 const composeServers = Object.entries(compose.services as Record<string, Obj>).filter(([n]) => /^sequoia-[0-9]+$/.test(n));
@@ -122,14 +124,19 @@ const isGetRoute = (path: string): boolean => app.hasRoute({ method: 'GET', url:
 describe('names in deploy/ exist in the field table', () => {
   it('finds the names it looks for (the extractors work)', () => {
     expect(envNames('a SEQUOIA_PORT=1 "SEQUOIA_NOPE_X" SEQUOIA_')).toEqual(['SEQUOIA_PORT', 'SEQUOIA_NOPE_X']);
-    expect(serveFlags('ExecStart=node /opt/x/dist/cli/main.js serve --port 1 \\\n  --no-such-flag=2')).toEqual(['--port', '--no-such-flag']);
+    expect(serveFlags('ExecStart=node /opt/x/dist/cli/main.js serve --port 1 \\\n  --no-such-flag=2')).toEqual([
+      '--port',
+      '--no-such-flag',
+    ]);
     expect(serveFlags('ENTRYPOINT ["node", "dist/cli/main.js", "serve", "--host"]')).toEqual(['--host']);
     expect(serveFlags('$ sequoia serve --store postgres://x --config /etc/s.json')).toEqual(['--store', '--config']);
     expect(serveFlags('podman run --read-only image')).toEqual([]);
   });
 
   it.each(texts.map((t) => [t.file, t.text]))('every SEQUOIA_* variable named in %s is a configuration field', (file, text) => {
-    const unknown = envNames(text).filter((n) => !byEnv.has(n) && !EXTRA_ENV.has(n) && !(file === 'docs/deploy.md' && DOCS_ONLY_ENV.has(n)));
+    const unknown = envNames(text).filter(
+      (n) => !byEnv.has(n) && !EXTRA_ENV.has(n) && !(file === 'docs/deploy.md' && DOCS_ONLY_ENV.has(n)),
+    );
     expect(unknown).toEqual([]);
   });
 
@@ -194,7 +201,10 @@ describe('ports, paths and probes in deploy/ match the server', () => {
     for (const job of prometheusConfig.scrape_configs as Obj[]) paths.add((job.metrics_path as string | undefined) ?? '/metrics');
     for (const m of image.healthcheck!.command.join(' ').matchAll(/'(\/[a-z/]+)'/g)) paths.add(m[1]!);
     // Any http://host:port/path on a Sequoia port (the image's, or one compose publishes) in deploy/ and docs/deploy.md.
-    const ports = new Set([effective(image.env, 'port'), ...composeServers.flatMap(([, s]) => (s.ports as string[]).map((p) => p.split(':').at(-2)!))]);
+    const ports = new Set([
+      effective(image.env, 'port'),
+      ...composeServers.flatMap(([, s]) => (s.ports as string[]).map((p) => p.split(':').at(-2)!)),
+    ]);
     expect(ports.size).toBe(4);
     for (const { text } of texts) {
       for (const m of text.matchAll(/https?:\/\/[a-z0-9.-]+:([0-9]+)(\/[a-z0-9_/-]*[a-z0-9])/gi)) if (ports.has(m[1]!)) paths.add(m[2]!);
@@ -224,10 +234,15 @@ describe('ports, paths and probes in deploy/ match the server', () => {
         expect(typeof target === 'string' ? named.get(target) : target).toBe(port);
       }
     }
-    const targets = (prometheusConfig.scrape_configs as { static_configs: { targets: string[] }[] }[]).flatMap((j) => j.static_configs.flatMap((s) => s.targets));
+    const targets = (prometheusConfig.scrape_configs as { static_configs: { targets: string[] }[] }[]).flatMap((j) =>
+      j.static_configs.flatMap((s) => s.targets),
+    );
     for (const [name, s] of composeServers) {
       const port = Number(effective({ ...image.env, ...(s.environment as Record<string, string>) }, 'port'));
-      expect((s.ports as string[]).every((p) => p.endsWith(`:${port}`)), name).toBe(true);
+      expect(
+        (s.ports as string[]).every((p) => p.endsWith(`:${port}`)),
+        name,
+      ).toBe(true);
       expect(targets).toContain(`${name}:${port}`);
     }
   });
@@ -247,7 +262,10 @@ describe('ports, paths and probes in deploy/ match the server', () => {
     }
     for (const [name, s] of composeServers) {
       const env = { ...image.env, ...(s.environment as Record<string, string>) };
-      expect((s.volumes as string[]).map((v) => v.split(':')[1]), name).toEqual([effective(env, 'stateDir')]);
+      expect(
+        (s.volumes as string[]).map((v) => v.split(':')[1]),
+        name,
+      ).toEqual([effective(env, 'stateDir')]);
     }
     // systemd: StateDirectory=NAME is /var/lib/NAME, owned by the service's user.
     expect(unitService.get('StateDirectory')).toEqual(['sequoia']);
@@ -257,14 +275,17 @@ describe('ports, paths and probes in deploy/ match the server', () => {
   it('every stop timeout is above the drain time (SEQUOIA_DRAIN_DELAY_MS + SEQUOIA_SHUTDOWN_TIMEOUT_MS)', () => {
     expect(defaultOf('shutdownTimeoutMs')).toBe('10000');
     expect(defaultOf('drainDelayMs')).toBe('0');
-    const drain = (env: Record<string, string>): number => (Number(effective(env, 'drainDelayMs')) + Number(effective(env, 'shutdownTimeoutMs'))) / 1000;
+    const drain = (env: Record<string, string>): number =>
+      (Number(effective(env, 'drainDelayMs')) + Number(effective(env, 'shutdownTimeoutMs'))) / 1000;
     const margin = 5; // the give-back to the store and closing it, after the drain
     for (const w of workloads) {
       const pod = ((w.spec as Obj).template as { spec: Obj }).spec;
       const c = (pod.containers as Obj[])[0]!;
       const preStop = (((c.lifecycle as Obj | undefined)?.preStop as Obj | undefined)?.exec as { command: string[] } | undefined)?.command;
       const preStopSeconds = preStop && preStop[0] === 'sleep' ? Number(preStop[1]) : 0;
-      expect(pod.terminationGracePeriodSeconds as number).toBeGreaterThanOrEqual(preStopSeconds + drain(containerEnv(c, image.env)) + margin);
+      expect(pod.terminationGracePeriodSeconds as number).toBeGreaterThanOrEqual(
+        preStopSeconds + drain(containerEnv(c, image.env)) + margin,
+      );
     }
     for (const [name, s] of composeServers) {
       expect(s.stop_signal, name).toBe('SIGTERM');
@@ -275,7 +296,8 @@ describe('ports, paths and probes in deploy/ match the server', () => {
     expect(Number(unitService.get('TimeoutStopSec')![0])).toBeGreaterThanOrEqual(drain(Object.fromEntries(envFile.active)) + margin);
     // The run commands shown for the image (Containerfile, docs/deploy.md) pass --stop-timeout above the drain.
     for (const { file, text } of texts) {
-      for (const m of text.matchAll(/--stop-timeout[ =]([0-9]+)/g)) expect(Number(m[1]), file).toBeGreaterThanOrEqual(drain(image.env) + margin);
+      for (const m of text.matchAll(/--stop-timeout[ =]([0-9]+)/g))
+        expect(Number(m[1]), file).toBeGreaterThanOrEqual(drain(image.env) + margin);
     }
     expect(texts.some((t) => /--stop-timeout/.test(t.text))).toBe(true);
   });

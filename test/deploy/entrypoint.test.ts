@@ -31,7 +31,9 @@ const image = runtimeImage(parseContainerfile(read('deploy/Containerfile')));
 const volume = image.volumes[0]!;
 /** The stop timeout the compose file gives (the shortest of deploy/: docs/deploy.md). */
 const stopTimeoutMs =
-  durationSeconds(((yamlDoc('deploy/compose.yaml').services as Record<string, { stop_grace_period?: string }>)['sequoia-1']!.stop_grace_period)!) * 1000;
+  durationSeconds(
+    (yamlDoc('deploy/compose.yaml').services as Record<string, { stop_grace_period?: string }>)['sequoia-1']!.stop_grace_period!,
+  ) * 1000;
 
 const describeRoot = await describeWithService('root with unshare and setpriv (entrypoint test)', async () => {
   if (process.getuid?.() !== 0) throw new Error('not root: a mount namespace and a switch to nobody need root');
@@ -101,8 +103,26 @@ function imageEnv(): string[] {
 }
 
 async function startEntrypoint(state: string): Promise<Running> {
-  const argv = ['--mount', '--propagation', 'private', '--', 'sh', '-c', SCRIPT, 'entrypoint', state, volume, ...imageEnv(), ...image.entrypoint, ...image.cmd];
-  const child = spawn('unshare', argv, { cwd: root, stdio: ['ignore', 'pipe', 'pipe'], env: { PATH: process.env.PATH ?? '/usr/bin:/bin' } });
+  const argv = [
+    '--mount',
+    '--propagation',
+    'private',
+    '--',
+    'sh',
+    '-c',
+    SCRIPT,
+    'entrypoint',
+    state,
+    volume,
+    ...imageEnv(),
+    ...image.entrypoint,
+    ...image.cmd,
+  ];
+  const child = spawn('unshare', argv, {
+    cwd: root,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { PATH: process.env.PATH ?? '/usr/bin:/bin' },
+  });
   children.push(child);
   let out = '';
   const exited = new Promise<{ code: number | null; signal: string | null; at: number }>((resolve) =>

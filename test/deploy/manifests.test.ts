@@ -118,7 +118,10 @@ describe('Kubernetes manifests (deploy/kubernetes)', () => {
     const typo = structuredClone(one('StatefulSet', 'sequoia-snowflake'));
     at<Obj>(typo, 'spec.template.spec.containers.0').readinesProbe = { httpGet: { path: '/readyz', port: 'http' } };
     at<Obj>(typo, 'spec.template.spec').terminationGracePeriodSecond = 30;
-    expect(unknownFields(typo)).toEqual(['spec.template.spec.containers.0.readinesProbe', 'spec.template.spec.terminationGracePeriodSecond']);
+    expect(unknownFields(typo)).toEqual([
+      'spec.template.spec.containers.0.readinesProbe',
+      'spec.template.spec.terminationGracePeriodSecond',
+    ]);
     const dep = structuredClone(one('Deployment', 'sequoia'));
     (dep.spec as Obj).replicas = 'three';
     expect(() => validateManifest(dep)).toThrow();
@@ -229,22 +232,37 @@ describe('Containerfile (static: containers cannot run on these machines)', () =
 
   it('the volume directory is created and owned by the image user', () => {
     const volume = image.volumes[0]!;
-    const runs = stages.at(-1)!.instructions.filter((i) => i.op === 'RUN').map((i) => i.args).join(' ');
+    const runs = stages
+      .at(-1)!
+      .instructions.filter((i) => i.op === 'RUN')
+      .map((i) => i.args)
+      .join(' ');
     const uid = image.user!.split(':')[0]!;
     expect(runs).toContain(`mkdir -p ${volume}`);
     expect(runs).toMatch(new RegExp(`chown ${uid}(:[0-9]+)? ${volume}`));
   });
 
   it('installs production dependencies only in the final image', () => {
-    const build = stages[0]!.instructions.filter((i) => i.op === 'RUN').map((i) => i.args).join(' ');
+    const build = stages[0]!.instructions
+      .filter((i) => i.op === 'RUN')
+      .map((i) => i.args)
+      .join(' ');
     expect(build).toMatch(/npm ci\b/);
     expect(build).toMatch(/npm prune --omit=dev/);
     const last = stages.at(-1)!;
-    expect(last.instructions.filter((i) => i.op === 'RUN').map((i) => i.args).join(' ')).not.toMatch(/npm (ci|install)/);
+    expect(
+      last.instructions
+        .filter((i) => i.op === 'RUN')
+        .map((i) => i.args)
+        .join(' '),
+    ).not.toMatch(/npm (ci|install)/);
   });
 
   it('every COPY source exists: in the build context, or in the stage it copies from', () => {
-    const ignore = read('.dockerignore').split('\n').map((l) => l.trim()).filter((l) => l !== '' && !l.startsWith('#'));
+    const ignore = read('.dockerignore')
+      .split('\n')
+      .map((l) => l.trim())
+      .filter((l) => l !== '' && !l.startsWith('#'));
     expect(ignore[0]).toBe('*');
     const contextAllowed = ignore.filter((l) => l.startsWith('!'));
     const stageNames = new Set(stages.map((s) => s.name).filter(Boolean));
@@ -316,7 +334,9 @@ describe('compose file (deploy/compose.yaml)', () => {
     expect(config).toBeDefined();
     const promConfig = yamlDoc(join('deploy', config![0]!));
     expect(promConfig.rule_files).toEqual([rules![1]]);
-    const targets = at<Obj[]>(promConfig, 'scrape_configs').flatMap((j) => at<Obj[]>(j, 'static_configs').flatMap((t) => t.targets as string[]));
+    const targets = at<Obj[]>(promConfig, 'scrape_configs').flatMap((j) =>
+      at<Obj[]>(j, 'static_configs').flatMap((t) => t.targets as string[]),
+    );
     expect(targets.map((t) => t.split(':')[0]).sort()).toEqual(servers.map(([n]) => n).sort());
   });
 });

@@ -43,8 +43,14 @@ describeSystemd('systemd-analyze on deploy/systemd/sequoia.service', () => {
     const path = join(dir, 'sequoia-bad.service');
     writeFileSync(path, bad);
     const r = verify(path, 'sequoia-bad.service');
-    expect(r.complaints.some((l) => /ProtectSystem|protect system/i.test(l)), r.output).toBe(true);
-    expect(r.complaints.some((l) => l.includes('TimeoutStopSeconds')), r.output).toBe(true);
+    expect(
+      r.complaints.some((l) => /ProtectSystem|protect system/i.test(l)),
+      r.output,
+    ).toBe(true);
+    expect(
+      r.complaints.some((l) => l.includes('TimeoutStopSeconds')),
+      r.output,
+    ).toBe(true);
   });
 
   it('the offline security review rates the unit OK (exposure at most 2.0 of 10)', () => {

@@ -28,7 +28,14 @@ const CHROMIUM = process.env.SEQUOIA_CHROMIUM ?? '/usr/bin/chromium';
 const TOKEN = 'e2e-admin-token';
 const SCREENSHOT = join(ROOT, 'test-artifacts', 'ui.png');
 /** The flags this machine's Chromium needs (no sandbox as root, no network chatter). */
-const CHROMIUM_ARGS = ['--no-sandbox', '--disable-gpu', '--disable-quic', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+const CHROMIUM_ARGS = [
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
 
 const describeChromium = await describeWithService('chromium', async () => {
   if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} not found (apt-get install chromium)`);
@@ -94,7 +101,9 @@ describeChromium('monitoring page in Chromium', () => {
     await expect.poll(() => page.locator('#mode').innerText(), { timeout: 10_000 }).toBe('admin view');
 
     // A busy, healthy tag for contrast, drawn from in the background.
-    expect((await call('/v1/tags', { method: 'POST', headers: admin, body: JSON.stringify({ tag: 'orders', step: 100000 }) })).status).toBe(201);
+    expect((await call('/v1/tags', { method: 'POST', headers: admin, body: JSON.stringify({ tag: 'orders', step: 100000 }) })).status).toBe(
+      201,
+    );
     traffic = setInterval(() => void call('/v1/segment/orders?count=25').catch(() => {}), 100);
 
     // The tag under test, created now.
@@ -125,7 +134,8 @@ describeChromium('monitoring page in Chromium', () => {
     const pill = row('invoices').locator('td.health .pill');
     expect(await pill.innerText()).toBe('CRITICAL');
     // Runs in the page (this project's TypeScript has no DOM types).
-    const background = (e: unknown) => (globalThis as unknown as { getComputedStyle(x: unknown): { backgroundColor: string } }).getComputedStyle(e).backgroundColor;
+    const background = (e: unknown) =>
+      (globalThis as unknown as { getComputedStyle(x: unknown): { backgroundColor: string } }).getComputedStyle(e).backgroundColor;
     expect(await pill.evaluate(background)).toBe('rgb(198, 40, 40)'); // red
     await expect.poll(() => page.locator('#store-card').getAttribute('data-reachable'), { timeout: 10_000 }).toBe('false');
     await expect.poll(() => page.locator('#errors tr[data-code="SEGMENTS_EXHAUSTED"] td.num').innerText(), { timeout: 10_000 }).toBe('1');
@@ -159,20 +169,30 @@ describeChromium('monitoring page in Chromium', () => {
     expect(((await bad.json()) as { error: { code: string } }).error.code).toBe('INVALID_ARGUMENT');
     expect((await call('/v1/segment/orders?count=1&client=x')).status).toBe(400);
     // /v1/status says the same; the addresses only to the admin.
-    const body = (await (await call('/v1/status', { headers: admin })).json()) as { tags: Array<{ tag: string; reserves: Array<{ client: string; address?: string; ids: number }> }> };
-    expect(body.tags.find((t) => t.tag === 'orders')?.reserves.map((r) => [r.client, r.address, r.ids])).toEqual([['-', '127.0.0.1', 200], ['billing-7', '127.0.0.1', 300]]);
+    const body = (await (await call('/v1/status', { headers: admin })).json()) as {
+      tags: Array<{ tag: string; reserves: Array<{ client: string; address?: string; ids: number }> }>;
+    };
+    expect(body.tags.find((t) => t.tag === 'orders')?.reserves.map((r) => [r.client, r.address, r.ids])).toEqual([
+      ['-', '127.0.0.1', 200],
+      ['billing-7', '127.0.0.1', 300],
+    ]);
   });
 
   it('a reported business unique-key conflict turns the tag red with CONFLICT', async () => {
     // The busy tag of the test above is healthy until a client reports a conflict on one of its IDs.
     await expect.poll(() => row('orders').getAttribute('data-health'), { timeout: 10_000 }).not.toBe('critical');
-    const r = await call('/v1/tags/orders/conflicts', { method: 'POST', headers: admin, body: JSON.stringify({ id: '12345', detail: 'orders_pkey' }) });
+    const r = await call('/v1/tags/orders/conflicts', {
+      method: 'POST',
+      headers: admin,
+      body: JSON.stringify({ id: '12345', detail: 'orders_pkey' }),
+    });
     expect(r.status).toBe(202);
     await expect.poll(() => row('orders').getAttribute('data-health'), { timeout: 10_000 }).toBe('critical');
     const pill = row('orders').locator('td.health .pill');
     expect(await pill.innerText()).toBe('CONFLICT 1');
     expect(await row('orders').locator('td.health').getAttribute('title')).toMatch(/business unique-key conflict/);
-    const background = (e: unknown) => (globalThis as unknown as { getComputedStyle(x: unknown): { backgroundColor: string } }).getComputedStyle(e).backgroundColor;
+    const background = (e: unknown) =>
+      (globalThis as unknown as { getComputedStyle(x: unknown): { backgroundColor: string } }).getComputedStyle(e).backgroundColor;
     expect(await pill.evaluate(background)).toBe('rgb(198, 40, 40)'); // red
   });
 });
@@ -199,7 +219,10 @@ describe('the built server (dist/) serves the page and the metrics', () => {
     expect(page.status).toBe(200);
     expect(await page.text()).toContain('/ui/app.js');
     expect((await fetch(`${base}/ui/app.js`)).status).toBe(200);
-    expect((await fetch(`${base}/v1/tags`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"tag":"d","step":10}' })).status).toBe(201);
+    expect(
+      (await fetch(`${base}/v1/tags`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"tag":"d","step":10}' }))
+        .status,
+    ).toBe(201);
     expect((await fetch(`${base}/v1/segment/d?count=3`)).status).toBe(200);
     const metrics = await (await fetch(`${base}/metrics`)).text();
     expect(metrics).toMatch(/^sequoia_ids_issued_total\{generator="segment",tag="d"\} 3$/m);

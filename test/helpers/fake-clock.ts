@@ -13,7 +13,10 @@ const LIB = '/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1';
 /** Why stepped-clock tests cannot run here, or undefined when they can. */
 export function fakeClockMissing(): string | undefined {
   if (!existsSync(LIB)) return `${LIB} is missing (Debian package faketime)`;
-  const r = spawnSync(process.execPath, ['-e', 'console.log(Date.now())'], { env: { ...process.env, LD_PRELOAD: LIB, FAKETIME: '+1d' }, encoding: 'utf8' });
+  const r = spawnSync(process.execPath, ['-e', 'console.log(Date.now())'], {
+    env: { ...process.env, LD_PRELOAD: LIB, FAKETIME: '+1d' },
+    encoding: 'utf8',
+  });
   if (r.status !== 0 || !(Number(r.stdout) > Date.now() + 80_000_000)) return 'libfaketime does not move the clock of node';
   return undefined;
 }

@@ -78,7 +78,8 @@ export function mysqlLeafDao(uri: string, table: string): LeafDao {
   };
   return {
     updateMaxIdAndGetLeafAlloc: (tag) => run(`UPDATE ${table} SET max_id = max_id + step WHERE biz_tag = ?`, [tag], tag),
-    updateMaxIdByCustomStepAndGetLeafAlloc: (tag, step) => run(`UPDATE ${table} SET max_id = max_id + ? WHERE biz_tag = ?`, [step, tag], tag),
+    updateMaxIdByCustomStepAndGetLeafAlloc: (tag, step) =>
+      run(`UPDATE ${table} SET max_id = max_id + ? WHERE biz_tag = ?`, [step, tag], tag),
     close: () => pool.end(),
   };
 }
@@ -105,7 +106,8 @@ export function postgresLeafDao(connectionString: string, table: string): LeafDa
   };
   return {
     updateMaxIdAndGetLeafAlloc: (tag) => run(`UPDATE ${table} SET max_id = max_id + step WHERE biz_tag = $1`, [tag], tag),
-    updateMaxIdByCustomStepAndGetLeafAlloc: (tag, step) => run(`UPDATE ${table} SET max_id = max_id + $2 WHERE biz_tag = $1`, [tag, step], tag),
+    updateMaxIdByCustomStepAndGetLeafAlloc: (tag, step) =>
+      run(`UPDATE ${table} SET max_id = max_id + $2 WHERE biz_tag = $1`, [tag, step], tag),
     close: () => pool.end(),
   };
 }

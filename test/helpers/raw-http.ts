@@ -31,7 +31,11 @@ export function rawExchange(port: number, payload: string | Buffer, opts: RawOpt
     let clientEnded = false;
     const giveUp = setTimeout(() => {
       s.destroy();
-      reject(new Error(`no close from the server within ${opts.timeoutMs ?? 5000} ms; got ${JSON.stringify(Buffer.concat(parts).toString('latin1').slice(0, 500))}`));
+      reject(
+        new Error(
+          `no close from the server within ${opts.timeoutMs ?? 5000} ms; got ${JSON.stringify(Buffer.concat(parts).toString('latin1').slice(0, 500))}`,
+        ),
+      );
     }, opts.timeoutMs ?? 5000);
     const armQuiet = () => {
       if (opts.halfClose) return;
@@ -55,7 +59,8 @@ export function rawExchange(port: number, payload: string | Buffer, opts: RawOpt
       clearTimeout(giveUp);
       clearTimeout(quiet);
       // A reset after the server answered and closed is a close.
-      if (e.code === 'ECONNRESET' || e.code === 'EPIPE') resolve({ raw: Buffer.concat(parts), serverClosed: true, ms: performance.now() - t0 });
+      if (e.code === 'ECONNRESET' || e.code === 'EPIPE')
+        resolve({ raw: Buffer.concat(parts), serverClosed: true, ms: performance.now() - t0 });
       else reject(e);
     });
     s.on('connect', () => {
@@ -132,7 +137,8 @@ export function parseResponses(raw: Buffer): { responses: RawResponse[]; rest: s
  */
 export function contractProblem(r: RawResponse): string | undefined {
   if (r.status < 400) return undefined;
-  if ((r.status === 429 || r.status === 503) && !/^[1-9][0-9]*$/.test(r.headers['retry-after'] ?? '')) return `${r.status} without Retry-After`;
+  if ((r.status === 429 || r.status === 503) && !/^[1-9][0-9]*$/.test(r.headers['retry-after'] ?? ''))
+    return `${r.status} without Retry-After`;
   if (r.body === '') return r.headers['content-length'] === '0' ? `${r.status} with an empty body` : undefined; // HEAD
   const type = r.headers['content-type'] ?? '';
   if (type.startsWith('text/plain')) {
@@ -141,7 +147,8 @@ export function contractProblem(r: RawResponse): string | undefined {
   }
   try {
     const j = JSON.parse(r.body) as { error?: { code?: unknown; message?: unknown } };
-    if (typeof j.error?.code !== 'string' || !(ERROR_CODES as readonly string[]).includes(j.error.code)) return `unknown code in ${r.body.slice(0, 200)}`;
+    if (typeof j.error?.code !== 'string' || !(ERROR_CODES as readonly string[]).includes(j.error.code))
+      return `unknown code in ${r.body.slice(0, 200)}`;
     if (typeof j.error.message !== 'string' || j.error.message === '') return `no message in ${r.body.slice(0, 200)}`;
     if (/\n\s+at .+:\d+:\d+/.test(r.body)) return 'a stack trace';
   } catch {

@@ -13,10 +13,7 @@ export const servicesRequired = process.env.SEQUOIA_REQUIRE_SERVICES === '1';
  * suite when the probe succeeded; otherwise skips it with the reason, or, when
  * services are required, registers a failing suite naming the reason.
  */
-export async function describeWithService(
-  service: string,
-  probe: () => Promise<unknown>,
-): Promise<(name: string, fn: () => void) => void> {
+export async function describeWithService(service: string, probe: () => Promise<unknown>): Promise<(name: string, fn: () => void) => void> {
   let reason: string | undefined;
   try {
     await probe();

@@ -33,7 +33,14 @@ describe('sequoia-pid header', () => {
     const s = await startServe(['--workers', '1', '--store', db, '--state-dir', join(dir, 'state')], { SEQUOIA_ANSWER_PID: '1' });
     running.push(s);
     const pid = String(s.child.pid);
-    for (const path of ['/api/segment/get/order', '/v1/segment/order?count=2', '/v1/snowflake', '/v1/tags', '/v1/segment/nope', '/no/such/route']) {
+    for (const path of [
+      '/api/segment/get/order',
+      '/v1/segment/order?count=2',
+      '/v1/snowflake',
+      '/v1/tags',
+      '/v1/segment/nope',
+      '/no/such/route',
+    ]) {
       expect((await pidOf(s.url + path)).pid, path).toBe(pid);
     }
   });
@@ -45,7 +52,10 @@ describe('sequoia-pid header', () => {
     expect(sequoia(['tag', 'create', 'order', '--store', db]).status).toBe(0);
     const s = await startServe(['--workers', '2', '--store', db, '--state-dir', join(dir, 'state')], { SEQUOIA_ANSWER_PID: '1' });
     running.push(s);
-    const line = s.output().split('\n').find((l) => l.includes('"msg":"listening"')) as string;
+    const line = s
+      .output()
+      .split('\n')
+      .find((l) => l.includes('"msg":"listening"')) as string;
     const workers = (JSON.parse(line) as { workerPids: number[] }).workerPids.map(String);
     const seen = new Set<string>();
     // Fresh connections: cluster's round-robin spreads them over both workers.

@@ -56,7 +56,11 @@ it('a single-ID request is answered ahead of the 40 batches of 10,000 that arriv
   dirs.push(dir);
   const server = await startServe(['--store', `sqlite:${join(dir, 'ids.db')}`, '--state-dir', join(dir, 'state')]);
   running.push(server);
-  const created = await fetch(`${server.url}/v1/tags`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"tag":"lane","step":1000000}' });
+  const created = await fetch(`${server.url}/v1/tags`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: '{"tag":"lane","step":1000000}',
+  });
   expect(created.status).toBe(201);
   // The first range [1, 1000001) holds every ID asked below: no store round trip in the middle.
   expect((await fetch(`${server.url}/v1/segment/lane`)).status).toBe(200);

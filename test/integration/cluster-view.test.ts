@@ -45,7 +45,9 @@ describe('cluster-wide status and metrics', () => {
     }
     expect(perWorker).toBe(2);
     const text = await (await fetch(`${server.url}/metrics`)).text();
-    expect(text).toMatch(/sequoia_segment_remaining\{[^}]*tag="order"[^}]*worker="0"|sequoia_segment_remaining\{[^}]*worker="0"[^}]*tag="order"/);
+    expect(text).toMatch(
+      /sequoia_segment_remaining\{[^}]*tag="order"[^}]*worker="0"|sequoia_segment_remaining\{[^}]*worker="0"[^}]*tag="order"/,
+    );
     expect(text).toMatch(/worker="1"/);
   });
 });

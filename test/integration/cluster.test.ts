@@ -40,7 +40,18 @@ describe('serve --workers 2', () => {
     const dir = mkdtempSync(join(tmpdir(), 'sequoia-cluster-'));
     const db = `sqlite:${join(dir, 'ids.db')}`;
     expect(sequoia(['tag', 'create', 'order', '--step', '8', '--store', db], { SEQUOIA_STATE_DIR: join(dir, 'cli') }).status).toBe(0);
-    const s = await startServe(['--workers', '2', '--store', db, '--state-dir', join(dir, 'state'), '--max-step', '64', '--log-level', 'info']);
+    const s = await startServe([
+      '--workers',
+      '2',
+      '--store',
+      db,
+      '--state-dir',
+      join(dir, 'state'),
+      '--max-step',
+      '64',
+      '--log-level',
+      'info',
+    ]);
     running.push(s);
     expect(lines(s, 'listening')).toHaveLength(1); // once, by the primary
     const listening = lines(s, 'listening')[0]!;
@@ -56,12 +67,15 @@ describe('serve --workers 2', () => {
         const leaf = Math.random() < 0.3;
         try {
           // A fresh connection per request (`connection: close`), so round-robin spreads them over the workers.
-          const res = await fetch(leaf ? `${s.url}/api/segment/get/order` : `${s.url}/v1/segment/order?count=${1 + Math.floor(Math.random() * 20)}`, {
-            headers: { connection: 'close' },
-            // A connection the primary was handing to the worker at the moment it was killed is
-            // never answered (node:cluster round-robin drops it): clients need a timeout, as ours has.
-            signal: AbortSignal.timeout(3000),
-          });
+          const res = await fetch(
+            leaf ? `${s.url}/api/segment/get/order` : `${s.url}/v1/segment/order?count=${1 + Math.floor(Math.random() * 20)}`,
+            {
+              headers: { connection: 'close' },
+              // A connection the primary was handing to the worker at the moment it was killed is
+              // never answered (node:cluster round-robin drops it): clients need a timeout, as ours has.
+              signal: AbortSignal.timeout(3000),
+            },
+          );
           const text = await res.text();
           if (res.status !== 200) errors++;
           else if (leaf) seen.push(text);

@@ -64,13 +64,21 @@ function newDir(): string {
 describe('a file-descriptor flood', () => {
   it('--workers 2 under ulimit -n 256: 400 idle + 200 slow-header connections, all closed, then every request is answered', async () => {
     const dir = newDir();
-    const server = await launchServe('bash', [
-      '-c',
-      `ulimit -n 256 && exec "${process.execPath}" "${BIN}" serve --port 0 --workers 2 --store "sqlite:${join(dir, 'ids.db')}" --state-dir "${join(dir, 'state')}"`,
-    ], { startTimeoutMs: 60_000 }); // two workers start slowly on a loaded machine
+    const server = await launchServe(
+      'bash',
+      [
+        '-c',
+        `ulimit -n 256 && exec "${process.execPath}" "${BIN}" serve --port 0 --workers 2 --store "sqlite:${join(dir, 'ids.db')}" --state-dir "${join(dir, 'state')}"`,
+      ],
+      { startTimeoutMs: 60_000 },
+    ); // two workers start slowly on a loaded machine
     running.push(server);
     const port = Number(new URL(server.url).port);
-    const created = await fetch(`${server.url}/v1/tags`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"tag":"fl","step":1000}' });
+    const created = await fetch(`${server.url}/v1/tags`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{"tag":"fl","step":1000}',
+    });
     expect(created.status).toBe(201);
 
     const flood: Socket[] = [];
@@ -90,7 +98,14 @@ describe('a file-descriptor flood', () => {
 
   it('per address: one address past its bound is closed at once; another address is still served', async () => {
     const dir = newDir();
-    const server = await startServe(['--store', `sqlite:${join(dir, 'ids.db')}`, '--state-dir', join(dir, 'state'), '--max-connections-per-address', '20']);
+    const server = await startServe([
+      '--store',
+      `sqlite:${join(dir, 'ids.db')}`,
+      '--state-dir',
+      join(dir, 'state'),
+      '--max-connections-per-address',
+      '20',
+    ]);
     running.push(server);
     const port = Number(new URL(server.url).port);
     const mine: Socket[] = [];

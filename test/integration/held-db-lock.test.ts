@@ -61,7 +61,10 @@ async function serverWithWarmTag(): Promise<{ server: ServerProcess; dbFile: str
 }
 
 /** For `ms`: /healthz and buffered IDs, one after another, plus one request that needs the locked file; the worst latency of the first two. */
-async function probeWhileLocked(url: string, ms: number): Promise<{ worst: number; answers: number; failures: string[]; cold: { status: number; ms: number } }> {
+async function probeWhileLocked(
+  url: string,
+  ms: number,
+): Promise<{ worst: number; answers: number; failures: string[]; cold: { status: number; ms: number } }> {
   const cold = get(`${url}/v1/segment/cold`, 20_000);
   let worst = 0;
   let answers = 0;

@@ -73,14 +73,20 @@ function get(port: number, path: string, headers: Record<string, string> = {}, l
 }
 
 const bearer = (t: string) => ({ authorization: `Bearer ${t}` });
-const codeOf = (a: Answer): string => (a.body.startsWith('{') ? (JSON.parse(a.body) as { error: { code: string } }).error.code : a.body.split(':')[0] ?? '');
+const codeOf = (a: Answer): string =>
+  a.body.startsWith('{') ? (JSON.parse(a.body) as { error: { code: string } }).error.code : (a.body.split(':')[0] ?? '');
 
 /**
  * Sends `n` requests one after another; returns how many were let through
  * (not 429) and how many a bucket of `burst` refilled at `rate`/s could have
  * let through in the time they took (the machine is shared: timing varies).
  */
-async function drain(n: number, send: (i: number) => Promise<Answer>, burst: number, rate: number): Promise<{ passed: number; allowed: number; statuses: number[] }> {
+async function drain(
+  n: number,
+  send: (i: number) => Promise<Answer>,
+  burst: number,
+  rate: number,
+): Promise<{ passed: number; allowed: number; statuses: number[] }> {
   const t0 = performance.now();
   const statuses: number[] = [];
   for (let i = 0; i < n; i++) statuses.push((await send(i)).status);
@@ -100,10 +106,13 @@ describe('rate limit: no bucket for a made-up token', () => {
 describe('rate limit keyed by an identity the caller cannot mint', () => {
   let port: number;
   beforeAll(async () => {
-    ({ port } = await serve(['t'], ['--rate-limit', '1', '--rate-limit-burst', '5', '--client-tokens', CLIENT_TOKENS, '--admin-token', ADMIN]));
+    ({ port } = await serve(
+      ['t'],
+      ['--rate-limit', '1', '--rate-limit-burst', '5', '--client-tokens', CLIENT_TOKENS, '--admin-token', ADMIN],
+    ));
   });
 
-  it('with client tokens configured, a junk token (403) still drains its address\'s bucket', async () => {
+  it("with client tokens configured, a junk token (403) still drains its address's bucket", async () => {
     const r = await drain(30, (i) => get(port, '/v1/uuid', bearer(`junk-token-${i}-xxxxxxxx`), '127.0.0.11'), 5, 1);
     expect(r.statuses.slice(0, 5)).toEqual(Array(5).fill(403));
     expect(r.passed).toBeLessThanOrEqual(r.allowed);
@@ -171,7 +180,7 @@ describe('unknown-tag look-ups: a per-client share, never a reason to call a rea
     expect(later.body).toBe('1');
   });
 
-  it('with client tokens, the share is the token\'s', async () => {
+  it("with client tokens, the share is the token's", async () => {
     const { port, store } = await serve([], ['--client-tokens', CLIENT_TOKENS]);
     expect(sequoia(['tag', 'create', 'later', '--store', store]).status).toBe(0);
     const flood = await Promise.all(Array.from({ length: 60 }, (_, i) => get(port, `/v1/segment/nope-${i}`, bearer(ORDERS))));
@@ -285,16 +294,27 @@ describe('every request gets one complete answer in the contract shape', () => {
     expect(r.body).toMatch(body);
   });
 
-  it.each([[''], ['Expect: 100-continue\r\n']])('a client that half-closes in the middle of a body (%s) gets 400 in the error shape, not silence', async (expect100) => {
-    const x = await rawExchange(port, `POST /v1/tags HTTP/1.1\r\nHost: x\r\ncontent-type: application/json\r\n${expect100}content-length: 40\r\n\r\n{"tag":"half`, { halfClose: true });
-    const answers = parseResponses(x.raw).responses.filter((r) => r.status >= 200);
-    expect(answers.map((r) => r.status)).toEqual([400]);
-    expect(contractProblem(answers[0] as RawResponse)).toBeUndefined();
-  });
+  it.each([[''], ['Expect: 100-continue\r\n']])(
+    'a client that half-closes in the middle of a body (%s) gets 400 in the error shape, not silence',
+    async (expect100) => {
+      const x = await rawExchange(
+        port,
+        `POST /v1/tags HTTP/1.1\r\nHost: x\r\ncontent-type: application/json\r\n${expect100}content-length: 40\r\n\r\n{"tag":"half`,
+        { halfClose: true },
+      );
+      const answers = parseResponses(x.raw).responses.filter((r) => r.status >= 200);
+      expect(answers.map((r) => r.status)).toEqual([400]);
+      expect(contractProblem(answers[0] as RawResponse)).toBeUndefined();
+    },
+  );
 
   it('pipelined and half-closed: every request answered, in order', async () => {
     const req = (p: string) => `GET ${p} HTTP/1.1\r\nHost: x\r\n\r\n`;
-    const x = await rawExchange(await (clustered ??= serve(['t'], ['--workers', '2']).then((y) => y.port)), req('/metrics') + req('/v1/segment/t') + req('/v1/status') + req('/nope'), { halfClose: true });
+    const x = await rawExchange(
+      await (clustered ??= serve(['t'], ['--workers', '2']).then((y) => y.port)),
+      req('/metrics') + req('/v1/segment/t') + req('/v1/status') + req('/nope'),
+      { halfClose: true },
+    );
     const { responses } = parseResponses(x.raw);
     expect(responses.map((r) => r.status)).toEqual([200, 200, 200, 404]);
     expect(contractProblem(responses[3] as RawResponse)).toBeUndefined();
@@ -312,7 +332,9 @@ describe('shutdown', () => {
     sock.on('error', () => undefined);
     await new Promise((r) => sock.once('connect', r));
     // A request in flight (its body half sent) keeps the server draining ...
-    sock.write(`POST /v1/tags HTTP/1.1\r\nHost: x\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\n\r\n${body.slice(0, 5)}`);
+    sock.write(
+      `POST /v1/tags HTTP/1.1\r\nHost: x\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\n\r\n${body.slice(0, 5)}`,
+    );
     await new Promise((r) => setTimeout(r, 300));
     s.child.kill('SIGTERM');
     await new Promise((r) => setTimeout(r, 500));

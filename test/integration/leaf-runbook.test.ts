@@ -125,7 +125,9 @@ for (const kind of KINDS) {
       const leafRanges = new Map(TAGS.map((t) => [t, [] as Array<[bigint, bigint]>]));
       try {
         // a Leaf table with data: tags that Leaf servers have used for a while
-        await kind.exec(`INSERT INTO ${table} (biz_tag, max_id, step, description) VALUES ('order:pay', 1000001, 30, 'orders'), ('user', 5001, 10, 'users')`);
+        await kind.exec(
+          `INSERT INTO ${table} (biz_tag, max_id, step, description) VALUES ('order:pay', 1000001, 30, 'orders'), ('user', 5001, 10, 'users')`,
+        );
 
         // 1-2. Sequoia beside Leaf on its table
         const onLeaf = await serve(leafUrl.toString(), join(base, 'state-leaf'));
@@ -138,7 +140,8 @@ for (const kind of KINDS) {
         const drawing = draw(onLeaf, ids, () => stop);
         // both sides busy for a while (a start takes seconds on a loaded machine)
         const busyBy = Date.now() + 90_000;
-        while (Date.now() < busyBy && (leafs.some((l) => l.ranges.length < 8) || TAGS.some((t) => (ids.get(t)?.length ?? 0) < 30))) await sleep(200);
+        while (Date.now() < busyBy && (leafs.some((l) => l.ranges.length < 8) || TAGS.some((t) => (ids.get(t)?.length ?? 0) < 30)))
+          await sleep(200);
 
         // 4. retire Leaf, then (5) stop writing to its table: every server stops
         for (const l of leafs) l.child.kill('SIGTERM');
@@ -177,7 +180,9 @@ for (const kind of KINDS) {
           const before = ids.get(t) as string[];
           const after = more.get(t) as string[];
           const ranges = leafRanges.get(t) as Array<[bigint, bigint]>;
-          console.log(`[runbook ${kind.name}] ${t}: ${ranges.length} Leaf segments, ${before.length} Sequoia IDs on Leaf's table, ${after.length} on SQLite`);
+          console.log(
+            `[runbook ${kind.name}] ${t}: ${ranges.length} Leaf segments, ${before.length} Sequoia IDs on Leaf's table, ${after.length} on SQLite`,
+          );
           expect(ranges.length).toBeGreaterThan(5);
           expect(before.length).toBeGreaterThan(20);
           expect(after.length).toBeGreaterThan(20);

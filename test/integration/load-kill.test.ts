@@ -195,7 +195,9 @@ for (const kind of KINDS) {
         await Promise.all(clients);
 
         const unique = new Set(seen);
-        console.log(`[load ${kind.name}] ${seen.length} IDs (${unique.size} distinct), ${kills} SIGKILL + ${terms} SIGTERM restarts, ${failures} failed requests`);
+        console.log(
+          `[load ${kind.name}] ${seen.length} IDs (${unique.size} distinct), ${kills} SIGKILL + ${terms} SIGTERM restarts, ${failures} failed requests`,
+        );
         expect(kills + terms).toBeGreaterThanOrEqual(2);
         // What the kills must not break (speed is BENCHMARKS.md's business, not this test's):
         // IDs were handed out, none twice, every refusal was a stable 503 code, and every

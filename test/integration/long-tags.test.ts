@@ -28,13 +28,21 @@ describe('long tags (serve, SQLite)', () => {
     expect(tag).toHaveLength(128);
     const s = await startServe(args);
     running.push(s);
-    const created = await fetch(`${s.url}/v1/tags`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ tag, step: 10 }) });
+    const created = await fetch(`${s.url}/v1/tags`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ tag, step: 10 }),
+    });
     expect(created.status).toBe(201);
     const one = await fetch(`${s.url}/api/segment/get/${tag}`);
     expect([one.status, await one.text()]).toEqual([200, '1']);
     const many = await fetch(`${s.url}/v1/segment/${tag}?count=30`);
     expect(many.status).toBe(200);
-    const fence = await fetch(`${s.url}/v1/tags/${tag}/fence`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ to: '1000' }) });
+    const fence = await fetch(`${s.url}/v1/tags/${tag}/fence`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ to: '1000' }),
+    });
     expect(fence.status).toBe(200);
     const after = await fetch(`${s.url}/v1/segment/${tag}?count=5`);
     expect(after.status).toBe(200); // from the buffered range (still unique), then from 1000 on

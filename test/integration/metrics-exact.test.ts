@@ -33,7 +33,9 @@ for (const workers of ['1', '2']) {
     it('counts every ID handed out, by generator and tag / layout', async () => {
       const dir = mkdtempSync(join(tmpdir(), 'sequoia-mx-'));
       const store = `sqlite:${join(dir, 'ids.db')}`;
-      expect(sequoia(['tag', 'create', 'order', '--step', '300', '--store', store], { SEQUOIA_STATE_DIR: join(dir, 'cli') }).status).toBe(0);
+      expect(sequoia(['tag', 'create', 'order', '--step', '300', '--store', store], { SEQUOIA_STATE_DIR: join(dir, 'cli') }).status).toBe(
+        0,
+      );
       const s = await startServe(['--workers', workers, '--store', store, '--state-dir', join(dir, 'state'), '--snowflake-layout', 'leaf']);
       servers.push(s);
       const get = async (path: string) => {

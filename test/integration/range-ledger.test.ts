@@ -47,7 +47,11 @@ describe('range ledger, real processes on SQLite', () => {
     const ranges = r.body.ranges as Array<Record<string, unknown>>;
     expect(ranges).toHaveLength(1);
     expect(ranges[0]).toMatchObject({ kind: 'allocate', first: '1', last: '50', stride: 1, step: 50, fenceEpoch: 0 });
-    expect(ranges[0]?.server).toMatchObject({ pid: s.child.pid, version: expect.any(String), instance: expect.stringMatching(/^[0-9a-f]+$/) });
+    expect(ranges[0]?.server).toMatchObject({
+      pid: s.child.pid,
+      version: expect.any(String),
+      instance: expect.stringMatching(/^[0-9a-f]+$/),
+    });
     expect(Math.abs(Date.parse(ranges[0]?.time as string) - Date.now())).toBeLessThan(60_000);
 
     const none = await json(`${s.url}/v1/tags/orders/ranges?containing=123456789`, admin);
@@ -55,7 +59,9 @@ describe('range ledger, real processes on SQLite', () => {
     expect(none.body).toMatchObject({ covered: false, ranges: [] });
     expect(none.body.message).toMatch(/^no range in the ledger covers 123456789 of tag orders/);
 
-    expect((await json(`${s.url}/v1/tags/orders/ranges?containing=abc`, admin)).body).toMatchObject({ error: { code: 'INVALID_ARGUMENT' } });
+    expect((await json(`${s.url}/v1/tags/orders/ranges?containing=abc`, admin)).body).toMatchObject({
+      error: { code: 'INVALID_ARGUMENT' },
+    });
     expect((await json(`${s.url}/v1/tags/orders/ranges`, admin)).status).toBe(400);
     expect((await json(`${s.url}/v1/tags/orders/ranges?containing=9223372036854775808`, admin)).status).toBe(400);
     expect((await json(`${s.url}/v1/tags/orders/ranges?containing=1`)).status).toBe(401);

@@ -31,9 +31,20 @@ beforeAll(async () => {
   const store = `sqlite:${join(dir, 'ids.db')}`;
   for (const t of ['a', '__proto__']) expect(sequoia(['tag', 'create', t, '--store', store]).status).toBe(0);
   server = await startServe([
-    '--workers', '1', '--store', store, '--state-dir', join(dir, 'state'),
-    '--admin-token', ADMIN, '--client-tokens', JSON.stringify([{ token: CLIENT, tags: ['*'], name: 'fuzz' }]),
-    '--max-header-bytes', '8192', '--log-level', 'info',
+    '--workers',
+    '1',
+    '--store',
+    store,
+    '--state-dir',
+    join(dir, 'state'),
+    '--admin-token',
+    ADMIN,
+    '--client-tokens',
+    JSON.stringify([{ token: CLIENT, tags: ['*'], name: 'fuzz' }]),
+    '--max-header-bytes',
+    '8192',
+    '--log-level',
+    'info',
   ]);
   port = Number(new URL(server.url).port);
 });
@@ -49,31 +60,98 @@ const latin1 = (s: string) => Buffer.from(s, 'latin1');
 
 const method = fc.oneof(
   { weight: 6, arbitrary: fc.constantFrom('GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS') },
-  { weight: 2, arbitrary: fc.constantFrom('TRACE', 'CONNECT', 'PROPFIND', 'M-SEARCH', 'PURGE', 'get', 'FOO', 'G\u00c4T', '', 'GET GET', 'PRI') },
+  {
+    weight: 2,
+    arbitrary: fc.constantFrom('TRACE', 'CONNECT', 'PROPFIND', 'M-SEARCH', 'PURGE', 'get', 'FOO', 'G\u00c4T', '', 'GET GET', 'PRI'),
+  },
 );
 const segment = fc.oneof(
-  fc.constantFrom('v1', 'api', 'segment', 'get', 'snowflake', 'uuid', 'tags', 'status', 'a', '__proto__', 'metrics', 'healthz', 'readyz', 'ui', 'fence', 'decode', 'explain'),
+  fc.constantFrom(
+    'v1',
+    'api',
+    'segment',
+    'get',
+    'snowflake',
+    'uuid',
+    'tags',
+    'status',
+    'a',
+    '__proto__',
+    'metrics',
+    'healthz',
+    'readyz',
+    'ui',
+    'fence',
+    'decode',
+    'explain',
+  ),
   fc.constantFrom('%ZZ', '%', '%C3%28', '%FF%FE', '%00', '%2e%2e', '..', '\u00ff\u00fe', '\u00c3\u0028', '*'),
   fc.string({ maxLength: 10 }).map(encodeURIComponent),
 );
 const query = fc.option(
-  fc.array(fc.tuple(fc.constantFrom('count', 'version', 'layout', 'format', 'x'), fc.constantFrom('1', '3', '0', '10001', 'abc', '%ZZ', '7', '4', 'twitter', '')), { maxLength: 3 })
+  fc
+    .array(
+      fc.tuple(
+        fc.constantFrom('count', 'version', 'layout', 'format', 'x'),
+        fc.constantFrom('1', '3', '0', '10001', 'abc', '%ZZ', '7', '4', 'twitter', ''),
+      ),
+      { maxLength: 3 },
+    )
     .map((kv) => kv.map(([k, v]) => `${k}=${v}`).join('&')),
 );
 const target = fc.oneof(
-  { weight: 8, arbitrary: fc.tuple(fc.array(segment, { maxLength: 5 }), query).map(([p, q]) => `/${p.join('/')}${q === null ? '' : `?${q}`}`) },
+  {
+    weight: 8,
+    arbitrary: fc.tuple(fc.array(segment, { maxLength: 5 }), query).map(([p, q]) => `/${p.join('/')}${q === null ? '' : `?${q}`}`),
+  },
   { weight: 1, arbitrary: fc.constantFrom('*', 'http://x/v1/uuid', '', 'v1/uuid', '//v1//uuid', '/v1/segment/a?count=1&count=2') },
   // very long request lines: past the head limit, and just below it
   { weight: 1, arbitrary: fc.constantFrom(`/v1/segment/${'a'.repeat(9000)}`, `/v1/uuid?x=${'b'.repeat(7000)}`, `/${'%41'.repeat(2500)}`) },
 );
-const version = fc.oneof({ weight: 8, arbitrary: fc.constant('HTTP/1.1') }, { weight: 2, arbitrary: fc.constantFrom('HTTP/1.0', 'HTTP/2.0', 'HTTP/1.9', 'HTTX/1.1', 'HTTP/1.1 extra') });
+const version = fc.oneof(
+  { weight: 8, arbitrary: fc.constant('HTTP/1.1') },
+  { weight: 2, arbitrary: fc.constantFrom('HTTP/1.0', 'HTTP/2.0', 'HTTP/1.9', 'HTTX/1.1', 'HTTP/1.1 extra') },
+);
 const host = fc.constantFrom<string[]>(['Host: x'], [], ['Host: x', 'Host: y'], ['Host: '], ['host: 127.0.0.1:1']);
-const auth = fc.constantFrom<string[]>([], [`Authorization: Bearer ${CLIENT}`], [`Authorization: Bearer ${ADMIN}`], ['Authorization: Bearer junk'], ['Authorization: Basic eDp5'], ['Authorization: Bearer \u00ff\u00fe'], [`Authorization: Bearer ${CLIENT}`, 'Authorization: Bearer junk']);
+const auth = fc.constantFrom<string[]>(
+  [],
+  [`Authorization: Bearer ${CLIENT}`],
+  [`Authorization: Bearer ${ADMIN}`],
+  ['Authorization: Bearer junk'],
+  ['Authorization: Basic eDp5'],
+  ['Authorization: Bearer \u00ff\u00fe'],
+  [`Authorization: Bearer ${CLIENT}`, 'Authorization: Bearer junk'],
+);
 const extra = fc.array(
-  fc.constantFrom('Connection: close', 'Connection: keep-alive', 'Expect: 100-continue', 'Content-Type: application/json', 'Content-Type: text/plain', 'Transfer-Encoding: chunked', 'Transfer-Encoding: gzip', 'X-Forwarded-For: 192.0.2.1', 'X-\u00ff: \u00fe', 'Bad Header: 1', ': empty', 'X-Nul: a\u0000b', 'Upgrade: websocket'),
+  fc.constantFrom(
+    'Connection: close',
+    'Connection: keep-alive',
+    'Expect: 100-continue',
+    'Content-Type: application/json',
+    'Content-Type: text/plain',
+    'Transfer-Encoding: chunked',
+    'Transfer-Encoding: gzip',
+    'X-Forwarded-For: 192.0.2.1',
+    'X-\u00ff: \u00fe',
+    'Bad Header: 1',
+    ': empty',
+    'X-Nul: a\u0000b',
+    'Upgrade: websocket',
+  ),
   { maxLength: 3 },
 );
-const body = fc.oneof(fc.constant(''), fc.constantFrom('{"tag":"fz","step":5}', '{"step":1e400}', '{"to":"9"}', '{"__proto__":{"x":1}}', '\u00ff\u00fe\u00c3\u0028', '0\r\n\r\n'), fc.string({ maxLength: 40 }));
+const body = fc.oneof(
+  fc.constant(''),
+  fc.constantFrom(
+    '{"tag":"fz","step":5}',
+    '{"step":1e400}',
+    '{"to":"9"}',
+    '{"__proto__":{"x":1}}',
+    '\u00ff\u00fe\u00c3\u0028',
+    '0\r\n\r\n',
+  ),
+  fc.string({ maxLength: 40 }),
+);
 /** How Content-Length relates to the body: the truth, a lie either way, absent, doubled, nonsense. */
 const length = fc.constantFrom('true', 'true', 'absent', 'more', 'less', 'doubled', 'conflicting', 'negative', 'text');
 
@@ -120,7 +198,10 @@ describe('raw-socket fuzz', () => {
           expect(r.status, r.body).not.toBe(500);
           expect(contractProblem(r), `${r.status} ${JSON.stringify(r.headers)} ${r.body.slice(0, 200)}`).toBeUndefined();
           if (r.body === '' && r.status >= 400 && r.headers['content-length'] !== '0') {
-            expect(c.requests.some((q) => q.head), 'a bodiless answer to a request that was not HEAD').toBe(true);
+            expect(
+              c.requests.some((q) => q.head),
+              'a bodiless answer to a request that was not HEAD',
+            ).toBe(true);
           }
         }
         // the one clean close without an answer: nothing but blank lines was sent

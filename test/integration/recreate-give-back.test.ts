@@ -116,7 +116,7 @@ function repeats(a: bigint[], b: bigint[]): bigint[] {
 }
 
 describe('a give-back never reaches a tag deleted and created again (issue 28, item 1)', () => {
-  it('re-created at --start 101: P restarted hands out none of Q\'s IDs', async () => {
+  it("re-created at --start 101: P restarted hands out none of Q's IDs", async () => {
     const { pBefore, pAfter, qIds, afterStop, generations } = await scenario(101n, 5);
     expect(qIds.slice(0, 5)).toEqual([101n, 102n, 103n, 104n, 105n]);
     expect(repeats(qIds, pAfter)).toEqual([]);

@@ -34,7 +34,17 @@ async function freePort(): Promise<number> {
 
 async function serve(port: number, args: string[]): Promise<ServerProcess> {
   assertBuilt();
-  const s = await launchServe(process.execPath, [BIN, 'serve', '--host', '127.0.0.1', '--port', String(port), '--log-level', 'info', ...args]);
+  const s = await launchServe(process.execPath, [
+    BIN,
+    'serve',
+    '--host',
+    '127.0.0.1',
+    '--port',
+    String(port),
+    '--log-level',
+    'info',
+    ...args,
+  ]);
   running.add(s);
   void s.exited.then(() => running.delete(s));
   return s;
@@ -50,11 +60,17 @@ function lines(s: ServerProcess, msg: string): Record<string, unknown>[] {
 }
 
 async function ready(url: string): Promise<void> {
-  await expect.poll(async () => (await fetch(`${url}/readyz`).catch(() => undefined))?.status, { timeout: 30_000, interval: 100 }).toBe(200);
+  await expect
+    .poll(async () => (await fetch(`${url}/readyz`).catch(() => undefined))?.status, { timeout: 30_000, interval: 100 })
+    .toBe(200);
 }
 
 async function createTag(url: string, tag: string, step: number): Promise<void> {
-  const res = await fetch(`${url}/v1/tags`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ tag, step }) });
+  const res = await fetch(`${url}/v1/tags`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ tag, step }),
+  });
   expect(res.status).toBe(201);
 }
 
@@ -70,7 +86,12 @@ function load(urls: string[], tag: string, clients: number) {
   const sdks: SequoiaClient[] = [];
   const loops = Array.from({ length: clients }, async (_, c) => {
     // No reserve: a call that no server answered would fail here instead of being served from it.
-    const sdk = createClient({ urls: [...urls.slice(c % urls.length), ...urls.slice(0, c % urls.length)], reserve: false, mode: c === clients - 1 ? 'leaf' : 'segment', batch: { initial: 10, min: 1, max: 50, targetMs: 100 } });
+    const sdk = createClient({
+      urls: [...urls.slice(c % urls.length), ...urls.slice(0, c % urls.length)],
+      reserve: false,
+      mode: c === clients - 1 ? 'leaf' : 'segment',
+      batch: { initial: 10, min: 1, max: 50, targetMs: 100 },
+    });
     sdks.push(sdk);
     while (!stopped) {
       try {
@@ -132,7 +153,9 @@ describe('rolling restarts', () => {
     expect(((await during.json()) as { ids: string[] }).ids).toEqual([String(last + 1n)]);
 
     expect(await s.exited).toBe(0);
-    const order = ['draining: /readyz answers 503', 'requests finished', 'ranges given back', 'stopped'].map((msg) => s.output().indexOf(`"msg":"${msg}"`));
+    const order = ['draining: /readyz answers 503', 'requests finished', 'ranges given back', 'stopped'].map((msg) =>
+      s.output().indexOf(`"msg":"${msg}"`),
+    );
     expect(order.every((at) => at >= 0)).toBe(true);
     expect([...order].sort((a, b) => a - b)).toEqual(order);
 
@@ -155,7 +178,9 @@ describe('rolling restarts', () => {
     let answer = '';
     socket.on('data', (d: Buffer) => (answer += d.toString()));
     const ended = new Promise<void>((r) => socket.once('close', () => r()));
-    socket.write(`POST /v1/tags HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\n\r\n${body.slice(0, 5)}`);
+    socket.write(
+      `POST /v1/tags HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\n\r\n${body.slice(0, 5)}`,
+    );
     await sleep(1000);
     s.child.kill('SIGTERM');
     // Not accepting any more, but still waiting for the rest of that request.
@@ -175,7 +200,16 @@ describe('rolling restarts', () => {
     const ports = await Promise.all([0, 1, 2].map(() => freePort()));
     // Round 1 stops with the default (no drain delay): the SDK meets SHUTTING_DOWN and refused connections.
     // The servers it starts drain for 500 ms, so round 2 stops with answers marked draining first.
-    const args = (i: number, drainMs: number) => ['--store', store, '--state-dir', join(dir, `state${i}`), '--max-step', '64', '--drain-delay-ms', String(drainMs)];
+    const args = (i: number, drainMs: number) => [
+      '--store',
+      store,
+      '--state-dir',
+      join(dir, `state${i}`),
+      '--max-step',
+      '64',
+      '--drain-delay-ms',
+      String(drainMs),
+    ];
     const servers = await Promise.all(ports.map((p, i) => serve(p, args(i, 0))));
     await createTag(servers[0]!.url, 'rolling', 16);
     const urls = servers.map((s) => s.url);
@@ -223,7 +257,9 @@ describe('rolling restarts', () => {
           await sleep(300);
           expect(l.count()).toBeGreaterThan(before);
         }
-        pids = lines(s, 'worker replaced').slice(-2).map((x) => x.workerPid as number);
+        pids = lines(s, 'worker replaced')
+          .slice(-2)
+          .map((x) => x.workerPid as number);
       }
       await sleep(500);
     } finally {

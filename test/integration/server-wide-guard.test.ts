@@ -141,7 +141,9 @@ async function untilEveryWorkerServes(url: string, tag: string): Promise<Array<{
 }
 
 function idsOf(answers: Array<{ status: number; body: string }>): string[] {
-  return answers.flatMap((a) => (a.status !== 200 ? [] : a.body.startsWith('{') ? (JSON.parse(a.body) as { ids: string[] }).ids : [a.body]));
+  return answers.flatMap((a) =>
+    a.status !== 200 ? [] : a.body.startsWith('{') ? (JSON.parse(a.body) as { ids: string[] }).ids : [a.body],
+  );
 }
 
 describe('the rollback guard covers the whole server (--workers 2, SQLite)', () => {
@@ -161,7 +163,11 @@ describe('the rollback guard covers the whole server (--workers 2, SQLite)', () 
     }
     // both workers refused on their own (each logged the refusal)
     const refusing = new Set(
-      third.output().split('\n').filter((l) => l.includes('"code":"STORE_ROLLBACK_DETECTED"')).map((l) => (JSON.parse(l) as { pid: number }).pid),
+      third
+        .output()
+        .split('\n')
+        .filter((l) => l.includes('"code":"STORE_ROLLBACK_DETECTED"'))
+        .map((l) => (JSON.parse(l) as { pid: number }).pid),
     );
     expect(refusing).toEqual(new Set(workerPids(third)));
 

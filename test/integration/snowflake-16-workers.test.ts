@@ -68,12 +68,18 @@ describe('16 workers × 200,000 snowflake IDs', () => {
     const gateView = new Int32Array(gate);
     const threads = Array.from(
       { length: WORKERS },
-      (_, k) => new Worker(THREAD, { eval: true, workerData: { urls, db: join(dir, 'leases.db'), ids, gate, offset: k * PER_WORKER, count: PER_WORKER } }),
+      (_, k) =>
+        new Worker(THREAD, {
+          eval: true,
+          workerData: { urls, db: join(dir, 'leases.db'), ids, gate, offset: k * PER_WORKER, count: PER_WORKER },
+        }),
     );
     const results = threads.map(
       (t) =>
         new Promise<number>((resolve, reject) => {
-          t.once('message', (m: { workerId?: number; error?: string }) => (m.error ? reject(new Error(m.error)) : resolve(m.workerId as number)));
+          t.once('message', (m: { workerId?: number; error?: string }) =>
+            m.error ? reject(new Error(m.error)) : resolve(m.workerId as number),
+          );
           t.once('error', reject);
         }),
     );
@@ -110,6 +116,8 @@ describe('16 workers × 200,000 snowflake IDs', () => {
     for (let i = 1; i < sorted.length; i++) if (sorted[i] === sorted[i - 1]) repeats++;
     expect(repeats).toBe(0);
     expect(sorted.length).toBe(WORKERS * PER_WORKER);
-    console.info(`[16 workers] ${sorted.length} IDs issued in ${Math.round(issueMs)} ms, worker ids ${[...workerIds].sort((a, b) => a - b).join(',')}`);
+    console.info(
+      `[16 workers] ${sorted.length} IDs issued in ${Math.round(issueMs)} ms, worker ids ${[...workerIds].sort((a, b) => a - b).join(',')}`,
+    );
   }, 60_000);
 });

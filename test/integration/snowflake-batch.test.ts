@@ -15,20 +15,33 @@ afterAll(() => {
 });
 
 describe('snowflake batches (serve, SQLite lease)', () => {
-  it.each(['twitter', 'sonyflake'])('%s: count=10000 answers exactly 10,000 distinct IDs, every time', async (layout) => {
-    const dir = mkdtempSync(join(tmpdir(), 'sequoia-sfbatch-'));
-    const s = await startServe(['--store', `sqlite:${join(dir, 'ids.db')}`, '--state-dir', join(dir, 'state'), '--log-level', 'info', '--workers', '1']);
-    running.push(s);
-    const all = new Set<string>();
-    for (let i = 0; i < 4; i++) {
-      const r = await fetch(`${s.url}/v1/snowflake?count=10000&layout=${layout}`);
-      expect(r.status).toBe(200);
-      const { ids } = (await r.json()) as { ids: string[] };
-      expect(ids.length).toBe(10_000);
-      for (const id of ids) all.add(id);
-    }
-    expect(all.size).toBe(40_000);
-    s.child.kill('SIGTERM');
-    await s.exited;
-  }, 60_000);
+  it.each(['twitter', 'sonyflake'])(
+    '%s: count=10000 answers exactly 10,000 distinct IDs, every time',
+    async (layout) => {
+      const dir = mkdtempSync(join(tmpdir(), 'sequoia-sfbatch-'));
+      const s = await startServe([
+        '--store',
+        `sqlite:${join(dir, 'ids.db')}`,
+        '--state-dir',
+        join(dir, 'state'),
+        '--log-level',
+        'info',
+        '--workers',
+        '1',
+      ]);
+      running.push(s);
+      const all = new Set<string>();
+      for (let i = 0; i < 4; i++) {
+        const r = await fetch(`${s.url}/v1/snowflake?count=10000&layout=${layout}`);
+        expect(r.status).toBe(200);
+        const { ids } = (await r.json()) as { ids: string[] };
+        expect(ids.length).toBe(10_000);
+        for (const id of ids) all.add(id);
+      }
+      expect(all.size).toBe(40_000);
+      s.child.kill('SIGTERM');
+      await s.exited;
+    },
+    60_000,
+  );
 });

@@ -24,7 +24,18 @@ afterAll(async () => {
 });
 
 async function serve(name: string, provider: string): Promise<ServerProcess> {
-  const s = await startServe(['--store', store, '--state-dir', join(dir, name), '--worker-id-provider', provider, '--workers', '1', '--log-level', 'info']);
+  const s = await startServe([
+    '--store',
+    store,
+    '--state-dir',
+    join(dir, name),
+    '--worker-id-provider',
+    provider,
+    '--workers',
+    '1',
+    '--log-level',
+    'info',
+  ]);
   servers.push(s);
   return s;
 }

@@ -36,9 +36,23 @@ describe('a port in use', () => {
   for (const workers of ['1', '2']) {
     it(`--workers ${workers}: one line naming --port, before the store is opened or a worker id leased`, () => {
       const dir = mkdtempSync(join(tmpdir(), 'sequoia-port-'));
-      const r = run(['serve', '--host', '127.0.0.1', '--port', String(port), '--workers', workers, '--store', `sqlite:${join(dir, 'ids.db')}`, '--state-dir', join(dir, 'state')]);
+      const r = run([
+        'serve',
+        '--host',
+        '127.0.0.1',
+        '--port',
+        String(port),
+        '--workers',
+        workers,
+        '--store',
+        `sqlite:${join(dir, 'ids.db')}`,
+        '--state-dir',
+        join(dir, 'state'),
+      ]);
       expect(r.status).toBe(1);
-      expect(r.stderr).toBe(`sequoia: EADDRINUSE: cannot listen on 127.0.0.1:${port}: the port is in use (another server?); choose another with --port (env SEQUOIA_PORT)\n`);
+      expect(r.stderr).toBe(
+        `sequoia: EADDRINUSE: cannot listen on 127.0.0.1:${port}: the port is in use (another server?); choose another with --port (env SEQUOIA_PORT)\n`,
+      );
       expect(r.stdout).not.toMatch(/worker id acquired/);
       // nothing was opened: no database file, no state
       expect(readdirSync(dir)).toEqual([]);
@@ -47,9 +61,21 @@ describe('a port in use', () => {
   }
 
   it('a host that is not local names --host', () => {
-    const r = run(['serve', '--host', '192.0.2.1', '--port', '0', '--workers', '1', '--store', `sqlite:${join(mkdtempSync(join(tmpdir(), 'sequoia-host-')), 'ids.db')}`]);
+    const r = run([
+      'serve',
+      '--host',
+      '192.0.2.1',
+      '--port',
+      '0',
+      '--workers',
+      '1',
+      '--store',
+      `sqlite:${join(mkdtempSync(join(tmpdir(), 'sequoia-host-')), 'ids.db')}`,
+    ]);
     expect(r.status).toBe(1);
-    expect(r.stderr).toMatch(/^sequoia: EADDRNOTAVAIL: cannot listen on 192\.0\.2\.1:0: no such local address; choose another with --host \(env SEQUOIA_HOST\)\n$/);
+    expect(r.stderr).toMatch(
+      /^sequoia: EADDRNOTAVAIL: cannot listen on 192\.0\.2\.1:0: no such local address; choose another with --host \(env SEQUOIA_HOST\)\n$/,
+    );
   });
 });
 
@@ -69,14 +95,37 @@ describePg('PostgreSQL start-up errors', () => {
   const at = `${u.hostname}:${u.port || 5432}`;
   it('3D000: no such database, naming host, port and database', () => {
     const db = `nope_${suffix}`;
-    const r = run(['serve', '--port', '0', '--workers', '1', '--store', withDb(POSTGRES_URL, db), '--state-dir', mkdtempSync(join(tmpdir(), 'sequoia-pg-'))]);
+    const r = run([
+      'serve',
+      '--port',
+      '0',
+      '--workers',
+      '1',
+      '--store',
+      withDb(POSTGRES_URL, db),
+      '--state-dir',
+      mkdtempSync(join(tmpdir(), 'sequoia-pg-')),
+    ]);
     expect(r.status).toBe(1);
-    expect(r.stderr).toBe(`sequoia: STORE_UNAVAILABLE: PostgreSQL store at ${at}, database ${db}: no such database: create it or fix the database in the store URL (3D000)\n`);
+    expect(r.stderr).toBe(
+      `sequoia: STORE_UNAVAILABLE: PostgreSQL store at ${at}, database ${db}: no such database: create it or fix the database in the store URL (3D000)\n`,
+    );
   });
   it('28000: a role the server refuses', () => {
-    const r = run(['tag', 'list', '--store', withDb(POSTGRES_URL, 'test', `nobody_${suffix}`), '--state-dir', mkdtempSync(join(tmpdir(), 'sequoia-pg-'))]);
+    const r = run([
+      'tag',
+      'list',
+      '--store',
+      withDb(POSTGRES_URL, 'test', `nobody_${suffix}`),
+      '--state-dir',
+      mkdtempSync(join(tmpdir(), 'sequoia-pg-')),
+    ]);
     expect(r.status).toBe(1);
-    expect(r.stderr).toMatch(new RegExp(`^sequoia: STORE_UNAVAILABLE: PostgreSQL store at ${at}, database test: authentication failed: .* \\((28000|28P01)\\)\\n$`));
+    expect(r.stderr).toMatch(
+      new RegExp(
+        `^sequoia: STORE_UNAVAILABLE: PostgreSQL store at ${at}, database test: authentication failed: .* \\((28000|28P01)\\)\\n$`,
+      ),
+    );
     expect(r.stderr).not.toContain(`nobody_${suffix}`);
   });
 });
@@ -87,12 +136,31 @@ describeMy('MySQL start-up errors', () => {
   const at = `${u.hostname}:${u.port || 3306}`;
   it('1049: no such database', () => {
     const db = `nope_${suffix}`;
-    const r = run(['serve', '--port', '0', '--workers', '1', '--store', withDb(MYSQL_URL, db), '--state-dir', mkdtempSync(join(tmpdir(), 'sequoia-my-'))]);
+    const r = run([
+      'serve',
+      '--port',
+      '0',
+      '--workers',
+      '1',
+      '--store',
+      withDb(MYSQL_URL, db),
+      '--state-dir',
+      mkdtempSync(join(tmpdir(), 'sequoia-my-')),
+    ]);
     expect(r.status).toBe(1);
-    expect(r.stderr).toBe(`sequoia: STORE_UNAVAILABLE: MySQL store at ${at}, database ${db}: no such database: create it or fix the database in the store URL (ER_BAD_DB_ERROR 1049)\n`);
+    expect(r.stderr).toBe(
+      `sequoia: STORE_UNAVAILABLE: MySQL store at ${at}, database ${db}: no such database: create it or fix the database in the store URL (ER_BAD_DB_ERROR 1049)\n`,
+    );
   });
   it('1045: access denied', () => {
-    const r = run(['tag', 'list', '--store', withDb(MYSQL_URL, 'test', `nobody_${suffix}`), '--state-dir', mkdtempSync(join(tmpdir(), 'sequoia-my-'))]);
+    const r = run([
+      'tag',
+      'list',
+      '--store',
+      withDb(MYSQL_URL, 'test', `nobody_${suffix}`),
+      '--state-dir',
+      mkdtempSync(join(tmpdir(), 'sequoia-my-')),
+    ]);
     expect(r.status).toBe(1);
     // MariaDB answers 1045 or, for a user given without a password, sometimes 1698: both mean the same here
     expect(r.stderr).toMatch(

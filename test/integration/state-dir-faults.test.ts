@@ -46,11 +46,16 @@ function expectNoPath(body: string, dirs: string[]): void {
 }
 
 async function createTag(url: string, tag: string, step: number): Promise<void> {
-  const r = await get(`${url}/v1/tags`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ tag, step }) });
+  const r = await get(`${url}/v1/tags`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ tag, step }),
+  });
   expect(r.status, r.body).toBe(201);
 }
 
-if (!canMount() && servicesRequired) throw new Error('state-dir fault tests need to mount a small tmpfs (root), and SEQUOIA_REQUIRE_SERVICES=1');
+if (!canMount() && servicesRequired)
+  throw new Error('state-dir fault tests need to mount a small tmpfs (root), and SEQUOIA_REQUIRE_SERVICES=1');
 
 describe.skipIf(!canMount())('a full state directory (a 1 MiB tmpfs): no path in any answer', () => {
   let fs: SmallFs;

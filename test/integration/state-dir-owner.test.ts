@@ -35,7 +35,11 @@ function get(url: string): Promise<{ status: number; body: string }> {
 /** `serve` expected to refuse: its exit status and output. */
 function serveRefused(args: string[]): { status: number | null; output: string } {
   // A server that starts anyway (the bug) is killed after 20 s: status null, the test fails.
-  const r = spawnSync(process.execPath, [BIN, 'serve', '--port', '0', ...args], { encoding: 'utf8', timeout: 20_000, killSignal: 'SIGKILL' });
+  const r = spawnSync(process.execPath, [BIN, 'serve', '--port', '0', ...args], {
+    encoding: 'utf8',
+    timeout: 20_000,
+    killSignal: 'SIGKILL',
+  });
   return { status: r.status, output: r.stdout + r.stderr };
 }
 

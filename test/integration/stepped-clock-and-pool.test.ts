@@ -96,7 +96,16 @@ describeClock('a wall clock stepped back (libfaketime)', () => {
   it('backup-worker: after the clock went a day ahead and back, a clean restart still finds its backup worker id', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'sequoia-backup-step-'));
     const clock = new SteppedClock(dir);
-    const args = ['--store', `sqlite:${join(dir, 'store.db')}`, '--state-dir', join(dir, 'state'), '--clock-policy', 'backup-worker', '--log-level', 'info'];
+    const args = [
+      '--store',
+      `sqlite:${join(dir, 'store.db')}`,
+      '--state-dir',
+      join(dir, 'state'),
+      '--clock-policy',
+      'backup-worker',
+      '--log-level',
+      'info',
+    ];
     const seen = new Set<string>();
     const take = async (s: ServerProcess): Promise<{ status: number; code?: string; message?: string }> => {
       const r = await getJson(`${s.url}/v1/snowflake?count=100`);
@@ -150,7 +159,18 @@ describe('a used-up worker-id pool', () => {
     const store = `sqlite:${join(dir, 'store.db')}`;
     const config = smallLayoutConfig(dir);
     for (let i = 0; i < 3; i++) {
-      const r = sequoia(['gen', 'snowflake', '--layout', 'tiny', '--worker-id-provider', 'worker-node', '--store', store, '--config', config]);
+      const r = sequoia([
+        'gen',
+        'snowflake',
+        '--layout',
+        'tiny',
+        '--worker-id-provider',
+        'worker-node',
+        '--store',
+        store,
+        '--config',
+        config,
+      ]);
       expect(r.status).toBe(2);
       expect(r.stderr).toContain('worker-node');
       expect(r.stdout).toBe('');
@@ -168,7 +188,18 @@ describe('a used-up worker-id pool', () => {
     const store = `sqlite:${join(dir, 'store.db')}`;
     const config = smallLayoutConfig(dir);
     expect(sequoia(['tag', 'create', 'orders', '--store', store]).status).toBe(0);
-    const args = ['--store', store, '--state-dir', join(dir, 'state'), '--config', config, '--snowflake-layout', 'tiny', '--worker-id-provider', 'worker-node'];
+    const args = [
+      '--store',
+      store,
+      '--state-dir',
+      join(dir, 'state'),
+      '--config',
+      config,
+      '--snowflake-layout',
+      'tiny',
+      '--worker-id-provider',
+      'worker-node',
+    ];
     // One start takes the layout's last id for good (worker-node never reuses one).
     const first = await start(args);
     expect((await getJson(`${first.url}/v1/snowflake`)).status).toBe(200);

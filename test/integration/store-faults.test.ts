@@ -212,7 +212,11 @@ for (const kind of KINDS) {
 
     it('(4) /readyz: 503 while the store is unreachable and no IDs are buffered, 200 after; ready on its buffers meanwhile', async () => {
       // A server that has served nothing yet: nothing to live on while the store is down.
-      const fresh = new IdService({ store: kind.make(FaultProxy.rewrite(kind.url, proxy.port), ns), marks: new MemoryHighWaterMarkStore(), refreshIntervalMs: 0 });
+      const fresh = new IdService({
+        store: kind.make(FaultProxy.rewrite(kind.url, proxy.port), ns),
+        marks: new MemoryHighWaterMarkStore(),
+        refreshIntervalMs: 0,
+      });
       await fresh.start();
       const freshApp = await buildApp({ service: fresh });
       try {

@@ -98,7 +98,18 @@ export function orderViolations(answers: readonly Answer[]): string[] {
 async function clusterRun(store: string, tag: string): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'sequoia-strict-order-'));
   expect(sequoia(['tag', 'create', tag, '--step', '1', '--store', store]).status).toBe(0);
-  const argsOf = (i: number, workers: number) => ['--workers', String(workers), '--store', store, '--state-dir', join(dir, `state${i}`), '--strict-tags', tag, '--log-level', 'info'];
+  const argsOf = (i: number, workers: number) => [
+    '--workers',
+    String(workers),
+    '--store',
+    store,
+    '--state-dir',
+    join(dir, `state${i}`),
+    '--strict-tags',
+    tag,
+    '--log-level',
+    'info',
+  ];
   const shape = [2, 2, 1];
   const servers: Array<ServerProcess | undefined> = [];
   for (const [i, w] of shape.entries()) {
@@ -109,7 +120,12 @@ async function clusterRun(store: string, tag: string): Promise<void> {
   const answers: Answer[] = [];
   let errors = 0;
   const until = performance.now() + 8000;
-  const routes = [(t: string) => `/api/segment/get/${t}`, (t: string) => `/v1/segment/${t}?count=1`, (t: string) => `/v1/segment/${t}?count=5`, (t: string) => `/v1/segment/${t}?count=17`];
+  const routes = [
+    (t: string) => `/api/segment/get/${t}`,
+    (t: string) => `/v1/segment/${t}?count=1`,
+    (t: string) => `/v1/segment/${t}?count=5`,
+    (t: string) => `/v1/segment/${t}?count=17`,
+  ];
   const client = async (c: number) => {
     const agents = shape.map(() => new Agent({ keepAlive: true, maxSockets: 1 }));
     let k = c;
@@ -170,7 +186,9 @@ async function clusterRun(store: string, tag: string): Promise<void> {
     for (let j = 1; j < a.ids.length; j++) expect(a.ids[j]).toBe((a.ids[j - 1] as bigint) + 1n); // one consecutive slice
   }
   expect(orderViolations(answers)).toEqual([]);
-  console.log(`strict order on ${store.split(':')[0]}: ${answers.length} answers, ${all.length} IDs, ${errors} requests without an answer (kills)`);
+  console.log(
+    `strict order on ${store.split(':')[0]}: ${answers.length} answers, ${all.length} IDs, ${errors} requests without an answer (kills)`,
+  );
 }
 
 describe('strict tag order across servers and workers, coalesced (real processes)', () => {
@@ -182,9 +200,19 @@ describe('strict tag order across servers and workers, coalesced (real processes
     ];
     expect(orderViolations(ok)).toEqual([]);
     // concurrent answers may come in any order
-    expect(orderViolations([{ sent: 0, got: 10, ids: [2n], asked: 1 }, { sent: 1, got: 9, ids: [1n], asked: 1 }])).toEqual([]);
+    expect(
+      orderViolations([
+        { sent: 0, got: 10, ids: [2n], asked: 1 },
+        { sent: 1, got: 9, ids: [1n], asked: 1 },
+      ]),
+    ).toEqual([]);
     // answered at 10, a later request (sent 11) got a smaller ID
-    expect(orderViolations([{ sent: 0, got: 10, ids: [5n], asked: 1 }, { sent: 11, got: 15, ids: [3n, 4n], asked: 2 }])).toHaveLength(1);
+    expect(
+      orderViolations([
+        { sent: 0, got: 10, ids: [5n], asked: 1 },
+        { sent: 11, got: 15, ids: [3n, 4n], asked: 2 },
+      ]),
+    ).toHaveLength(1);
   });
 
   it('three servers (two --workers 2) on one SQLite file, 40 clients, kills', { timeout: 90_000 }, async () => {

@@ -102,7 +102,20 @@ async function serve(provider: string, dir: string): Promise<ServerProcess> {
   // A start takes ~15 s on a loaded 2-core machine: more than startServe's default wait.
   const s = await launchServe(
     process.execPath,
-    [BIN, 'serve', '--port', '0', '--store', `sqlite:${join(dir, 'ids.db')}`, '--state-dir', join(dir, 'state'), '--snowflake-layout', 'leaf', '--worker-id-provider', provider],
+    [
+      BIN,
+      'serve',
+      '--port',
+      '0',
+      '--store',
+      `sqlite:${join(dir, 'ids.db')}`,
+      '--state-dir',
+      join(dir, 'state'),
+      '--snowflake-layout',
+      'leaf',
+      '--worker-id-provider',
+      provider,
+    ],
     { env: { SEQUOIA_WORKERS: '1' }, startTimeoutMs: 60_000 },
   );
   servers.add(s);

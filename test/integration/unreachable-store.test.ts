@@ -44,20 +44,24 @@ function runAsync(args: string[]): Promise<{ status: number | null; stderr: stri
 }
 
 describe('an unreachable store', () => {
-  it.each(STORES)('%s: tag list and serve exit 1 within the connect timeout, naming 127.0.0.1:1', (store) => {
-    const dir = mkdtempSync(join(tmpdir(), 'sequoia-unreachable-'));
-    for (const args of [
-      ['tag', 'list', '--store', store, '--state-dir', join(dir, 'state')],
-      ['serve', '--port', '0', '--store', store, '--state-dir', join(dir, 'state'), '--log-level', 'warn'],
-    ]) {
-      const r = run(args);
-      expect({ args: args.slice(0, 2), status: r.status }).toEqual({ args: args.slice(0, 2), status: 1 });
-      expect(r.stderr).toContain('STORE_UNAVAILABLE');
-      expect(r.stderr).toContain('127.0.0.1:1');
-      expect(r.stderr).not.toMatch(/\n\s+at /); // no stack trace
-      expect(r.ms).toBeLessThan(10_000); // connect timeout 2 s, plus start-up
-    }
-  }, 60_000);
+  it.each(STORES)(
+    '%s: tag list and serve exit 1 within the connect timeout, naming 127.0.0.1:1',
+    (store) => {
+      const dir = mkdtempSync(join(tmpdir(), 'sequoia-unreachable-'));
+      for (const args of [
+        ['tag', 'list', '--store', store, '--state-dir', join(dir, 'state')],
+        ['serve', '--port', '0', '--store', store, '--state-dir', join(dir, 'state'), '--log-level', 'warn'],
+      ]) {
+        const r = run(args);
+        expect({ args: args.slice(0, 2), status: r.status }).toEqual({ args: args.slice(0, 2), status: 1 });
+        expect(r.stderr).toContain('STORE_UNAVAILABLE');
+        expect(r.stderr).toContain('127.0.0.1:1');
+        expect(r.stderr).not.toMatch(/\n\s+at /); // no stack trace
+        expect(r.ms).toBeLessThan(10_000); // connect timeout 2 s, plus start-up
+      }
+    },
+    60_000,
+  );
 });
 
 const describeRedis = await describeWithService('Redis', probeRedis);
@@ -69,7 +73,19 @@ describeRedis('a start that fails after the store connected (Redis)', () => {
 
   it('a worker-id provider that cannot work exits 2, not hanging on the open store connection', () => {
     const dir = mkdtempSync(join(tmpdir(), 'sequoia-failstart-'));
-    const r = run(['serve', '--port', '0', '--store', store(), '--state-dir', dir, '--worker-id-provider', 'k8s-ordinal', '--log-level', 'warn'], );
+    const r = run([
+      'serve',
+      '--port',
+      '0',
+      '--store',
+      store(),
+      '--state-dir',
+      dir,
+      '--worker-id-provider',
+      'k8s-ordinal',
+      '--log-level',
+      'warn',
+    ]);
     expect(r.stderr).toMatch(/k8s-ordinal: hostname .* does not end in -<ordinal>|INVALID_ARGUMENT/);
     expect(r.status).toBe(2);
   }, 30_000);
@@ -80,7 +96,19 @@ describeRedis('a start that fails after the store connected (Redis)', () => {
     await new Promise<void>((r) => blocker.listen(0, '127.0.0.1', r));
     const port = (blocker.address() as { port: number }).port;
     try {
-      const r = await runAsync(['serve', '--port', String(port), '--store', store(), '--state-dir', dir, '--worker-id-provider', 'static:1', '--log-level', 'warn']);
+      const r = await runAsync([
+        'serve',
+        '--port',
+        String(port),
+        '--store',
+        store(),
+        '--state-dir',
+        dir,
+        '--worker-id-provider',
+        'static:1',
+        '--log-level',
+        'warn',
+      ]);
       expect(r.stderr).toContain(`127.0.0.1:${port}`);
       expect(r.status).toBe(1);
     } finally {

@@ -48,7 +48,10 @@ describe('serve without --workers', () => {
     const { store, stateDir } = fresh();
     const s = await startServe(['--workers', 'auto', '--store', store, '--state-dir', stateDir]);
     running.push(s);
-    const listening = s.output().split('\n').find((l) => l.includes('"msg":"listening"'))!;
+    const listening = s
+      .output()
+      .split('\n')
+      .find((l) => l.includes('"msg":"listening"'))!;
     const n = availableParallelism();
     if (n > 1) expect((JSON.parse(listening) as { workerPids: number[] }).workerPids).toHaveLength(n);
     else expect(listening).not.toContain('workerPids');
@@ -60,7 +63,19 @@ describe('serve without --workers', () => {
 describe('one snowflake worker id per worker process', () => {
   it.each(['k8s-ordinal', 'static:3'])('%s with --workers 2 refuses to start (exit 2), naming the fix', (provider) => {
     const { store, stateDir } = fresh();
-    const r = sequoia(['serve', '--port', '0', '--workers', '2', '--worker-id-provider', provider, '--store', store, '--state-dir', stateDir]);
+    const r = sequoia([
+      'serve',
+      '--port',
+      '0',
+      '--workers',
+      '2',
+      '--worker-id-provider',
+      provider,
+      '--store',
+      store,
+      '--state-dir',
+      stateDir,
+    ]);
     expect(r.status).toBe(2);
     expect(r.stderr).toMatch(/workerIdProvider: .*same snowflake worker id; use --workers 1/);
     expect(r.stderr).not.toMatch(/use .*(static|k8s-ordinal) provider/);

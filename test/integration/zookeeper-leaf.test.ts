@@ -47,14 +47,25 @@ function call<T>(f: (cb: (e: Error | zookeeper.Exception | null, r: T) => void) 
 }
 const getData = (path: string) =>
   new Promise<{ data: Record<string, unknown>; stat: zookeeper.Stat }>((res, rej) =>
-    zk?.getData(path, (e, d, stat) => (e ? rej(new Error(e.toString())) : res({ data: JSON.parse(d.toString()) as Record<string, unknown>, stat }))),
+    zk?.getData(path, (e, d, stat) =>
+      e ? rej(new Error(e.toString())) : res({ data: JSON.parse(d.toString()) as Record<string, unknown>, stat }),
+    ),
   );
 
 async function serve(leafName: string, node: string, stateDir: string): Promise<ServerProcess> {
   const s = await startServe([
-    '--workers', '1', '--log-level', 'info', '--snowflake-layout', 'leaf',
-    '--store', `sqlite:${join(stateDir, 'x.db')}`, '--state-dir', stateDir,
-    '--worker-id-provider', `zookeeper:${ZK}?leaf=${leafName}&node=${node}`,
+    '--workers',
+    '1',
+    '--log-level',
+    'info',
+    '--snowflake-layout',
+    'leaf',
+    '--store',
+    `sqlite:${join(stateDir, 'x.db')}`,
+    '--state-dir',
+    stateDir,
+    '--worker-id-provider',
+    `zookeeper:${ZK}?leaf=${leafName}&node=${node}`,
   ]);
   servers.push(s);
   return s;
@@ -81,7 +92,7 @@ const describeZk = await describeWithService('ZooKeeper', async () => {
   zk = await connectZk();
 });
 
-describeZk("ZooKeeper leaf mode beside Leaf-snowflake", () => {
+describeZk('ZooKeeper leaf mode beside Leaf-snowflake', () => {
   it('Leaf stand-ins and Sequoia servers, started together and restarted, never share a worker id', async () => {
     const leafName = `sequoia_test_${randomUUID().slice(0, 8)}`;
     // A deployed Leaf has its tree already (Leaf's own first start leaves workerID 0 for every
@@ -93,7 +104,10 @@ describeZk("ZooKeeper leaf mode beside Leaf-snowflake", () => {
     const held = new Map<string, Set<number>>();
     const note = (who: string, id: number) => held.set(who, (held.get(who) ?? new Set()).add(id));
 
-    const starting = Promise.all([serve(leafName, nodes[0] as string, dirs[0] as string), serve(leafName, nodes[1] as string, dirs[1] as string)]);
+    const starting = Promise.all([
+      serve(leafName, nodes[0] as string, dirs[0] as string),
+      serve(leafName, nodes[1] as string, dirs[1] as string),
+    ]);
     const leaves = await Promise.all(['10.9.0.1', '10.9.0.2', '10.9.0.3'].map((ip) => holder(leafName, ip)));
     leaves.forEach((h, i) => note(`10.9.0.${i + 1}:8080`, h.workerId));
     const seq = await starting;
@@ -143,7 +157,9 @@ describeZk("ZooKeeper leaf mode beside Leaf-snowflake", () => {
     s.child.kill('SIGKILL');
     await s.exited;
     const path = `/snowflake/${leafName}/forever/127.0.0.1:9003-${String(id).padStart(10, '0')}`;
-    await call<zookeeper.Stat>((cb) => zk?.setData(path, Buffer.from(JSON.stringify({ ip: '127.0.0.1', port: '9003', timestamp: Date.now() + 3_600_000 })), -1, cb));
+    await call<zookeeper.Stat>((cb) =>
+      zk?.setData(path, Buffer.from(JSON.stringify({ ip: '127.0.0.1', port: '9003', timestamp: Date.now() + 3_600_000 })), -1, cb),
+    );
     const refused = await serve(leafName, '127.0.0.1:9003', dir);
     const r = await fetch(`${refused.url}/api/snowflake/get/x`);
     expect(r.status).toBe(503);

@@ -46,7 +46,9 @@ function call<T>(f: (cb: (e: Error | zookeeper.Exception | null, r: T) => void) 
 }
 const getData = (path: string) =>
   new Promise<{ data: Record<string, unknown>; stat: zookeeper.Stat }>((res, rej) =>
-    zk?.getData(path, (e, d, stat) => (e ? rej(new Error(e.toString())) : res({ data: JSON.parse(d.toString()) as Record<string, unknown>, stat }))),
+    zk?.getData(path, (e, d, stat) =>
+      e ? rej(new Error(e.toString())) : res({ data: JSON.parse(d.toString()) as Record<string, unknown>, stat }),
+    ),
   );
 const setData = (path: string, data: object) => call<zookeeper.Stat>((cb) => zk?.setData(path, Buffer.from(JSON.stringify(data)), -1, cb));
 const children = (path: string) => call<string[]>((cb) => zk?.getChildren(path, cb));
@@ -60,7 +62,18 @@ function tmp(): string {
 const root = () => `/sequoia-test/${randomUUID().slice(0, 8)}`;
 
 async function serve(provider: string, stateDir: string): Promise<ServerProcess> {
-  const s = await startServe(['--workers', '1', '--log-level', 'info', '--store', `sqlite:${join(stateDir, 'x.db')}`, '--state-dir', stateDir, '--worker-id-provider', provider]);
+  const s = await startServe([
+    '--workers',
+    '1',
+    '--log-level',
+    'info',
+    '--store',
+    `sqlite:${join(stateDir, 'x.db')}`,
+    '--state-dir',
+    stateDir,
+    '--worker-id-provider',
+    provider,
+  ]);
   servers.push(s);
   return s;
 }
@@ -99,7 +112,8 @@ async function serveWithoutSnowflake(provider: string, stateDir: string, code: s
 const worker = (id: string) => joinWorker(twitter, decompose(twitter, BigInt(id)).values);
 const tick = (id: string) => decompose(twitter, BigInt(id)).tick;
 const cacheFile = (stateDir: string) => join(stateDir, 'zookeeper', `${SPACE}.json`);
-const readCache = (stateDir: string) => JSON.parse(readFileSync(cacheFile(stateDir), 'utf8')) as { path: string; workerId: number; tick: number };
+const readCache = (stateDir: string) =>
+  JSON.parse(readFileSync(cacheFile(stateDir), 'utf8')) as { path: string; workerId: number; tick: number };
 const nowTick = () => Date.now() - twitter.epochMs;
 
 afterAll(async () => {
@@ -222,7 +236,14 @@ describeZk('zookeeper worker-id provider (real ZooKeeper, real processes)', () =
     for (let i = 0; i < 1024; i += 128) {
       await Promise.all(
         Array.from({ length: 128 }, (_, j) =>
-          call<string>((cb) => zk?.create(node(i + j), Buffer.from(JSON.stringify({ tick: i + j === 5 ? deadTick : t0 })), zookeeper.CreateMode.PERSISTENT, cb)),
+          call<string>((cb) =>
+            zk?.create(
+              node(i + j),
+              Buffer.from(JSON.stringify({ tick: i + j === 5 ? deadTick : t0 })),
+              zookeeper.CreateMode.PERSISTENT,
+              cb,
+            ),
+          ),
         ),
       );
     }
@@ -230,7 +251,9 @@ describeZk('zookeeper worker-id provider (real ZooKeeper, real processes)', () =
     // Creating 1,024 nodes can take seconds on a loaded machine: refresh them
     // all, so "silent" is measured from here, with a wide margin (10 s).
     const refresh = (skip?: number) =>
-      Promise.all(Array.from({ length: 1024 }, (_, i) => (i === skip ? undefined : setData(node(i), { tick: i === 5 ? deadTick : nowTick() }))));
+      Promise.all(
+        Array.from({ length: 1024 }, (_, i) => (i === skip ? undefined : setData(node(i), { tick: i === 5 ? deadTick : nowTick() }))),
+      );
     await refresh();
     const silentSince = Date.now();
     // Nothing silent long enough yet: refused, and no id is taken.

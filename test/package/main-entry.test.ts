@@ -19,7 +19,7 @@ function runModule(code: string): { status: number | null; stdout: string; stder
 }
 
 describe("import 'sequoia-id'", () => {
-  it('exports defineLayout, getLayout, compose, decompose and explainId, and they decode Discord\'s example', () => {
+  it("exports defineLayout, getLayout, compose, decompose and explainId, and they decode Discord's example", () => {
     const r = runModule(`
       import * as s from 'sequoia-id';
       const discord = s.defineLayout({ name: 'discord', version: 1, unitMs: 1, ...${JSON.stringify(DISCORD)} });
@@ -34,14 +34,19 @@ describe("import 'sequoia-id'", () => {
     `);
     expect(r.stderr).toBe('');
     expect(r.status).toBe(0);
-    const out = JSON.parse(r.stdout) as { fns: string[]; explain: Record<string, unknown>; values: Record<string, number>; back: string; leaf: string };
+    const out = JSON.parse(r.stdout) as {
+      fns: string[];
+      explain: Record<string, unknown>;
+      values: Record<string, number>;
+      back: string;
+      leaf: string;
+    };
     expect(out.fns).toEqual(Array(7).fill('function'));
     expect(out.explain).toEqual(DISCORD_EXAMPLE);
     expect(out.values).toEqual({ worker: 1, process: 0, increment: 7 });
     expect(out.back).toBe('175928847299117063');
     expect(out.leaf).toBe('leaf');
   });
-
 });
 
 describe("the README's library example, run twice as a new user would", () => {

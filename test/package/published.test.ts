@@ -37,9 +37,12 @@ describe('the package', () => {
 
   it('packs LICENSE, README, docs and dist, and no source maps', () => {
     assertBuilt();
-    const packed = JSON.parse(execFileSync('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], { cwd: ROOT, encoding: 'utf8' })) as { files: { path: string }[] }[];
+    const packed = JSON.parse(
+      execFileSync('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], { cwd: ROOT, encoding: 'utf8' }),
+    ) as { files: { path: string }[] }[];
     const files = packed[0]!.files.map((f) => f.path);
-    for (const f of ['LICENSE', 'README.md', 'package.json', 'docs/library.md', 'dist/pkg/cli.js', 'dist/app/index.d.ts']) expect(files).toContain(f);
+    for (const f of ['LICENSE', 'README.md', 'package.json', 'docs/library.md', 'dist/pkg/cli.js', 'dist/app/index.d.ts'])
+      expect(files).toContain(f);
     expect(files.filter((f) => f.endsWith('.map'))).toEqual([]);
     // every relative link of a shipped page points at a shipped file
     const shipped = new Set(files);
@@ -69,7 +72,9 @@ describe('the package', () => {
   });
 
   it("examples/shortlink's lockfile matches the package it links (npm install there changes nothing)", () => {
-    const lock = JSON.parse(readFileSync(join(ROOT, 'examples', 'shortlink', 'package-lock.json'), 'utf8')) as { packages: Record<string, Record<string, unknown>> };
+    const lock = JSON.parse(readFileSync(join(ROOT, 'examples', 'shortlink', 'package-lock.json'), 'utf8')) as {
+      packages: Record<string, Record<string, unknown>>;
+    };
     const linked = lock.packages['../..']!;
     expect(linked.name).toBe(pkg.name);
     expect(linked.dependencies).toEqual(pkg.dependencies);

@@ -87,7 +87,11 @@ export class Context {
    * Asynchronous: the fault proxies live in this process and must keep forwarding meanwhile.
    */
   async sequoia(args: readonly string[], allowFail = false): Promise<{ status: number | null; stdout: string; stderr: string }> {
-    const child = spawn(process.execPath, [join(this.dist, 'cli', 'main.js'), ...args], { env: cleanEnv(), stdio: ['ignore', 'pipe', 'pipe'], timeout: 30_000 });
+    const child = spawn(process.execPath, [join(this.dist, 'cli', 'main.js'), ...args], {
+      env: cleanEnv(),
+      stdio: ['ignore', 'pipe', 'pipe'],
+      timeout: 30_000,
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
@@ -102,12 +106,18 @@ export class Context {
   }
 
   /** Runs `n` clients at once until `ms` have passed (or their request budget is spent). */
-  async load(n: number, ms: number, o: Omit<LoadOptions, 'dir' | 'name' | 'rng' | 'until'> & { readonly prefix?: string }): Promise<Recorder[]> {
+  async load(
+    n: number,
+    ms: number,
+    o: Omit<LoadOptions, 'dir' | 'name' | 'rng' | 'until'> & { readonly prefix?: string },
+  ): Promise<Recorder[]> {
     const until = Date.now() + ms;
     const prefix = o.prefix ?? 'client';
     let k = 0;
     while (existsSync(join(this.logDir, `${prefix}${k}.jsonl`))) k++;
-    return Promise.all(Array.from({ length: n }, (_, i) => runClient({ ...o, dir: this.logDir, name: `${prefix}${k + i}`, rng: this.rng.fork(), until })));
+    return Promise.all(
+      Array.from({ length: n }, (_, i) => runClient({ ...o, dir: this.logDir, name: `${prefix}${k + i}`, rng: this.rng.fork(), until })),
+    );
   }
 
   /** Copies a SQLite database with its WAL (the server that writes it is stopped). */

@@ -9,7 +9,12 @@ export type ProcessFault = 'kill' | 'term' | 'pause' | 'kill-worker' | 'pause-wo
  * Until `until`: every 300-1200 ms one fault on one server; a server that
  * went down is started again after a short while (same port, same state).
  */
-export async function processFaults(ctx: Context, servers: readonly ServerProcess[], until: number, faults: readonly ProcessFault[]): Promise<void> {
+export async function processFaults(
+  ctx: Context,
+  servers: readonly ServerProcess[],
+  until: number,
+  faults: readonly ProcessFault[],
+): Promise<void> {
   const counts: Record<string, number> = {};
   while (Date.now() < until - 500) {
     await sleep(ctx.rng.int(300, 1200));
@@ -43,5 +48,11 @@ export async function processFaults(ctx: Context, servers: readonly ServerProces
       }
     }
   }
-  ctx.notes.push(`process faults: ${Object.entries(counts).map(([k, v]) => `${k} ×${v}`).join(', ') || 'none'}`);
+  ctx.notes.push(
+    `process faults: ${
+      Object.entries(counts)
+        .map(([k, v]) => `${k} ×${v}`)
+        .join(', ') || 'none'
+    }`,
+  );
 }

@@ -65,11 +65,27 @@ function get(agent: Agent, url: string, path: string, timeoutMs: number): Promis
 }
 
 /** Sends one request and records what came back. */
-export async function call(rec: Recorder, agent: Agent, server: ServerProcess, op: Op, timeoutMs = 5000): Promise<readonly string[] | undefined> {
+export async function call(
+  rec: Recorder,
+  agent: Agent,
+  server: ServerProcess,
+  op: Op,
+  timeoutMs = 5000,
+): Promise<readonly string[] | undefined> {
   const start = now();
   const a = await get(agent, server.url, pathOf(op), timeoutMs);
   const end = now();
-  const base = { server: server.name, pid: a.pid, start, end, route: op.route, generator: generatorOf(op), key: op.key, asked: op.route.startsWith('leaf') ? 1 : (op.count ?? 1), status: a.status };
+  const base = {
+    server: server.name,
+    pid: a.pid,
+    start,
+    end,
+    route: op.route,
+    generator: generatorOf(op),
+    key: op.key,
+    asked: op.route.startsWith('leaf') ? 1 : (op.count ?? 1),
+    status: a.status,
+  };
   if (a.error !== undefined) {
     rec.record({ ...base, error: a.error });
     return undefined;

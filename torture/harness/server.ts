@@ -105,7 +105,16 @@ export class ServerProcess {
 
   /** Starts (on the same port as before after the first start) and waits for `listening`. Throws with the output when it exits first. */
   async start(extraArgs: readonly string[] = []): Promise<void> {
-    const node = [join(this.o.dist, 'cli', 'main.js'), 'serve', '--host', '127.0.0.1', '--port', String(this.port), ...this.o.args, ...extraArgs];
+    const node = [
+      join(this.o.dist, 'cli', 'main.js'),
+      'serve',
+      '--host',
+      '127.0.0.1',
+      '--port',
+      String(this.port),
+      ...this.o.args,
+      ...extraArgs,
+    ];
     // SEQUOIA_ANSWER_PID: the `sequoia-pid` header the checker groups answers by (opt-in).
     const env = { ...cleanEnv(), SEQUOIA_LOG_LEVEL: 'info', SEQUOIA_ANSWER_PID: '1', ...this.o.env, ...this.o.clock?.env() };
     const [cmd, argv] =
@@ -121,14 +130,21 @@ export class ServerProcess {
     const mark = this.out.length;
     this.exitedP = new Promise((resolve) => child.on('exit', (code, sig) => resolve(code ?? sig ?? -1)));
     await new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`${this.name} did not start in 30 s:\n${this.out.slice(mark, mark + 4000)}`)), 30_000);
+      const timer = setTimeout(
+        () => reject(new Error(`${this.name} did not start in 30 s:\n${this.out.slice(mark, mark + 4000)}`)),
+        30_000,
+      );
       const onData = (d: Buffer) => {
         this.out += d.toString();
         const tail = this.out.slice(mark);
         if (this.o.clock !== undefined && /cannot be preloaded/.test(tail)) {
           clearTimeout(timer);
           child.kill('SIGKILL');
-          reject(new Error(`clock fault cannot take effect: ${this.name} ran without libfaketime: ${/^.*cannot be preloaded.*$/m.exec(tail)?.[0] ?? ''}`));
+          reject(
+            new Error(
+              `clock fault cannot take effect: ${this.name} ran without libfaketime: ${/^.*cannot be preloaded.*$/m.exec(tail)?.[0] ?? ''}`,
+            ),
+          );
           return;
         }
         const m = /^.*"msg":"listening".*$/m.exec(tail);
@@ -160,7 +176,8 @@ export class ServerProcess {
   async confirmClock(): Promise<void> {
     const clock = this.o.clock;
     if (clock === undefined) throw new Error(`${this.name} runs without a fake clock`);
-    if (Math.abs(clock.offsetMs) < CONFIRMABLE_MS) throw new Error(`a clock offset of ${clock.offsetMs} ms is too small to confirm (at least ${CONFIRMABLE_MS} ms)`);
+    if (Math.abs(clock.offsetMs) < CONFIRMABLE_MS)
+      throw new Error(`a clock offset of ${clock.offsetMs} ms is too small to confirm (at least ${CONFIRMABLE_MS} ms)`);
     let seen: number | undefined;
     for (let i = 0; i < 8; i++) {
       seen = await this.dateOffset();
@@ -170,7 +187,9 @@ export class ServerProcess {
       }
       await sleep(500);
     }
-    throw new Error(`clock fault did not take effect: ${this.name}'s clock was set ${clock.offsetMs} ms off, its Date header says ${seen === undefined ? 'nothing' : `${seen} ms`}`);
+    throw new Error(
+      `clock fault did not take effect: ${this.name}'s clock was set ${clock.offsetMs} ms off, its Date header says ${seen === undefined ? 'nothing' : `${seen} ms`}`,
+    );
   }
 
   private dateOffset(): Promise<number | undefined> {

@@ -20,8 +20,16 @@ export const SHARED = {
 /** Drops a scenario's own table from the shared PostgreSQL or MariaDB (never anything else). */
 export function dropSharedTable(kind: 'postgres' | 'mysql', table: string): void {
   if (!/^torture_[a-z0-9]+$/.test(table)) throw new Error(`not a torture table: ${table}`);
-  if (kind === 'postgres') execFileSync('psql', ['-h', '127.0.0.1', '-U', 'postgres', '-d', 'test', '-qc', `DROP TABLE IF EXISTS ${table}`], { stdio: 'ignore', timeout: 10_000 });
-  else execFileSync('mariadb', ['-h', '127.0.0.1', '-uroot', 'test', '-e', `DROP TABLE IF EXISTS ${table}`], { stdio: 'ignore', timeout: 10_000 });
+  if (kind === 'postgres')
+    execFileSync('psql', ['-h', '127.0.0.1', '-U', 'postgres', '-d', 'test', '-qc', `DROP TABLE IF EXISTS ${table}`], {
+      stdio: 'ignore',
+      timeout: 10_000,
+    });
+  else
+    execFileSync('mariadb', ['-h', '127.0.0.1', '-uroot', 'test', '-e', `DROP TABLE IF EXISTS ${table}`], {
+      stdio: 'ignore',
+      timeout: 10_000,
+    });
 }
 
 export async function freePort(): Promise<number> {
@@ -155,7 +163,24 @@ export class PrivateRedis extends PrivateStore {
 
   protected spawnIt(): ChildProcess {
     // appendfsync always: a restart (even a crash) keeps every acknowledged INCRBY.
-    return spawn('redis-server', ['--port', String(this.port), '--bind', '127.0.0.1', '--dir', this.dir, '--save', '', '--appendonly', 'yes', '--appendfsync', 'always'], { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+    return spawn(
+      'redis-server',
+      [
+        '--port',
+        String(this.port),
+        '--bind',
+        '127.0.0.1',
+        '--dir',
+        this.dir,
+        '--save',
+        '',
+        '--appendonly',
+        'yes',
+        '--appendfsync',
+        'always',
+      ],
+      { stdio: ['ignore', 'pipe', 'pipe'], detached: true },
+    );
   }
 
   protected ready(): boolean {
@@ -188,13 +213,30 @@ export class PrivatePostgres extends PrivateStore {
   }
 
   protected override async init(): Promise<void> {
-    execFileSync(join(PG_BIN, 'initdb'), ['-D', join(this.dir, 'data'), '-A', 'trust', '-U', 'postgres', '--no-sync'], { stdio: 'ignore', uid: this.uid, cwd: '/tmp' });
+    execFileSync(join(PG_BIN, 'initdb'), ['-D', join(this.dir, 'data'), '-A', 'trust', '-U', 'postgres', '--no-sync'], {
+      stdio: 'ignore',
+      uid: this.uid,
+      cwd: '/tmp',
+    });
   }
 
   protected spawnIt(): ChildProcess {
     return spawn(
       join(PG_BIN, 'postgres'),
-      ['-D', join(this.dir, 'data'), '-p', String(this.port), '-k', this.dir, '-c', 'listen_addresses=127.0.0.1', '-c', 'max_connections=60', '-c', 'shared_buffers=16MB'],
+      [
+        '-D',
+        join(this.dir, 'data'),
+        '-p',
+        String(this.port),
+        '-k',
+        this.dir,
+        '-c',
+        'listen_addresses=127.0.0.1',
+        '-c',
+        'max_connections=60',
+        '-c',
+        'shared_buffers=16MB',
+      ],
       { stdio: ['ignore', 'pipe', 'pipe'], uid: this.uid, cwd: '/tmp', detached: true },
     );
   }
@@ -205,12 +247,18 @@ export class PrivatePostgres extends PrivateStore {
 
   /** pg_dump of the database, custom format. */
   dump(file: string): void {
-    execFileSync('pg_dump', ['-h', '127.0.0.1', '-p', String(this.port), '-U', 'postgres', '-Fc', '-f', file, 'postgres'], { stdio: 'ignore' });
+    execFileSync('pg_dump', ['-h', '127.0.0.1', '-p', String(this.port), '-U', 'postgres', '-Fc', '-f', file, 'postgres'], {
+      stdio: 'ignore',
+    });
   }
 
   /** Restores a pg_dump over the database (--clean drops what the dump holds first). */
   restore(file: string): void {
-    execFileSync('pg_restore', ['-h', '127.0.0.1', '-p', String(this.port), '-U', 'postgres', '--clean', '--if-exists', '-d', 'postgres', file], { stdio: 'ignore' });
+    execFileSync(
+      'pg_restore',
+      ['-h', '127.0.0.1', '-p', String(this.port), '-U', 'postgres', '--clean', '--if-exists', '-d', 'postgres', file],
+      { stdio: 'ignore' },
+    );
   }
 }
 
@@ -220,13 +268,27 @@ export class PrivateMariadb extends PrivateStore {
   }
 
   protected override async init(): Promise<void> {
-    execFileSync('mariadb-install-db', ['--no-defaults', `--datadir=${join(this.dir, 'data')}`, '--user=root', '--auth-root-authentication-method=normal', '--skip-test-db'], { stdio: 'ignore', timeout: 120_000 });
+    execFileSync(
+      'mariadb-install-db',
+      ['--no-defaults', `--datadir=${join(this.dir, 'data')}`, '--user=root', '--auth-root-authentication-method=normal', '--skip-test-db'],
+      { stdio: 'ignore', timeout: 120_000 },
+    );
   }
 
   protected spawnIt(): ChildProcess {
     return spawn(
       'mariadbd',
-      ['--no-defaults', `--datadir=${join(this.dir, 'data')}`, `--port=${this.port}`, '--bind-address=127.0.0.1', `--socket=${join(this.dir, 'sock')}`, '--user=root', '--skip-log-bin', '--innodb-buffer-pool-size=32M', `--pid-file=${join(this.dir, 'pid')}`],
+      [
+        '--no-defaults',
+        `--datadir=${join(this.dir, 'data')}`,
+        `--port=${this.port}`,
+        '--bind-address=127.0.0.1',
+        `--socket=${join(this.dir, 'sock')}`,
+        '--user=root',
+        '--skip-log-bin',
+        '--innodb-buffer-pool-size=32M',
+        `--pid-file=${join(this.dir, 'pid')}`,
+      ],
       { stdio: ['ignore', 'pipe', 'pipe'], detached: true },
     );
   }
@@ -236,6 +298,8 @@ export class PrivateMariadb extends PrivateStore {
   }
 
   protected override async afterStart(): Promise<void> {
-    execFileSync('mariadb', ['-h', '127.0.0.1', '-P', String(this.port), '-uroot', '-e', 'CREATE DATABASE IF NOT EXISTS test'], { stdio: 'ignore' });
+    execFileSync('mariadb', ['-h', '127.0.0.1', '-P', String(this.port), '-uroot', '-e', 'CREATE DATABASE IF NOT EXISTS test'], {
+      stdio: 'ignore',
+    });
   }
 }

@@ -38,7 +38,22 @@ export function clockJumps(policy: Policy, provider: Provider, short: boolean): 
         name: 'A',
         clock,
         hostname: provider === 'k8s-ordinal' ? 'sequoia-6' : undefined,
-        args: ['--store', store, '--state-dir', join(ctx.dir, 'state'), '--workers', '1', '--worker-id-provider', spec, '--clock-policy', policy, '--clock-max-wait-ms', '200', '--worker-lease-ttl-ms', '3000'],
+        args: [
+          '--store',
+          store,
+          '--state-dir',
+          join(ctx.dir, 'state'),
+          '--workers',
+          '1',
+          '--worker-id-provider',
+          spec,
+          '--clock-policy',
+          policy,
+          '--clock-max-wait-ms',
+          '200',
+          '--worker-lease-ttl-ms',
+          '3000',
+        ],
       });
       try {
         await server.start();
@@ -50,9 +65,18 @@ export function clockJumps(policy: Policy, provider: Provider, short: boolean): 
         }
         throw e;
       }
-      const ops = [{ route: 'v1-snowflake' as const, key: 'twitter', count: 20 }, { route: 'leaf-snowflake' as const, key: 'twitter' }];
+      const ops = [
+        { route: 'v1-snowflake' as const, key: 'twitter', count: 20 },
+        { route: 'leaf-snowflake' as const, key: 'twitter' },
+      ];
       let stop = false;
-      const load = ctx.load(2, 10 * 60_000, { servers: () => (server.running ? [server] : []), ops, maxRequests: 1_000_000, sockets: 1, stop: () => stop });
+      const load = ctx.load(2, 10 * 60_000, {
+        servers: () => (server.running ? [server] : []),
+        ops,
+        maxRequests: 1_000_000,
+        sockets: 1,
+        stop: () => stop,
+      });
       try {
         const rounds = ctx.long ? 2 : 1;
         for (let r = 0; r < rounds; r++) {
@@ -72,7 +96,9 @@ export function clockJumps(policy: Policy, provider: Provider, short: boolean): 
           ctx.notes.push(`restart with the clock ${-clock.offsetMs} ms behind: started`);
           await sleep(ctx.ms(2500, 8000));
         } catch (e) {
-          ctx.notes.push(`restart with the clock ${-clock.offsetMs} ms behind: start refused (${(e instanceof Error ? e.message : String(e)).split('\n').slice(1, 3).join(' ').slice(0, 300)})`);
+          ctx.notes.push(
+            `restart with the clock ${-clock.offsetMs} ms behind: start refused (${(e instanceof Error ? e.message : String(e)).split('\n').slice(1, 3).join(' ').slice(0, 300)})`,
+          );
         }
       } finally {
         stop = true;

@@ -51,7 +51,8 @@ function errorsOf(recs: ReadonlyArray<{ records: ReadonlyArray<{ error?: string 
 export const stateDirFull: Scenario = {
   name: 'state-dir-full',
   short: true,
-  about: 'state dir and SQLite store on a 512 KiB tmpfs, step 10: many loads, then the disk filled by another file, a SIGKILL and a restart on the full disk, the file deleted',
+  about:
+    'state dir and SQLite store on a 512 KiB tmpfs, step 10: many loads, then the disk filled by another file, a SIGKILL and a restart on the full disk, the file deleted',
   async run(ctx: Context): Promise<CheckSpec> {
     const disk = join(ctx.dir, 'disk');
     mkdirSync(disk);
@@ -63,10 +64,17 @@ export const stateDirFull: Scenario = {
     const store = `sqlite:${join(disk, 'sequoia.db')}`;
     const tag = `full-${ctx.id}`;
     await ctx.createTag(store, tag, 10);
-    const server = ctx.server({ name: 'A', args: ['--store', store, '--state-dir', join(disk, 'state'), '--max-step', '20', '--load-timeout-ms', '1000'] });
+    const server = ctx.server({
+      name: 'A',
+      args: ['--store', store, '--state-dir', join(disk, 'state'), '--max-step', '20', '--load-timeout-ms', '1000'],
+    });
     await server.start();
     const all = () => (server.running ? [server] : []);
-    const ops = [{ route: 'v1-segment' as const, key: tag, count: 7 }, { route: 'leaf-segment' as const, key: tag }, { route: 'v1-snowflake' as const, key: 'twitter', count: 5 }];
+    const ops = [
+      { route: 'v1-segment' as const, key: tag, count: 7 },
+      { route: 'leaf-segment' as const, key: tag },
+      { route: 'v1-snowflake' as const, key: 'twitter', count: 5 },
+    ];
     const before = await ctx.load(2, ctx.ms(3000, 20_000), { servers: all, ops, maxRequests: 100_000, prefix: 'room' });
     const errorsBefore = errorsOf(before);
     ctx.notes.push(`with room: ${answersWithIds(before)} answers with IDs, errors ${errorsBefore}`);
@@ -140,18 +148,25 @@ async function probeHealth(server: ServerProcess, stop: () => boolean): Promise<
 export const dbLock: Scenario = {
   name: 'db-lock',
   short: true,
-  about: 'SQLite, --workers 2, step 50: another process holds a write lock on state.db, then on the store file, for seconds at a time; /healthz must keep answering; a SIGKILL and a restart while locked',
+  about:
+    'SQLite, --workers 2, step 50: another process holds a write lock on state.db, then on the store file, for seconds at a time; /healthz must keep answering; a SIGKILL and a restart while locked',
   async run(ctx: Context): Promise<CheckSpec> {
     const dbFile = join(ctx.dir, 'sequoia.db');
     const store = `sqlite:${dbFile}`;
     const stateDir = join(ctx.dir, 'state');
     const tags = [`lock-a-${ctx.id}`, `lock-b-${ctx.id}`];
     for (const t of tags) await ctx.createTag(store, t, 50);
-    const server = ctx.server({ name: 'A', args: ['--store', store, '--state-dir', stateDir, '--workers', '2', '--load-timeout-ms', '1500'] });
+    const server = ctx.server({
+      name: 'A',
+      args: ['--store', store, '--state-dir', stateDir, '--workers', '2', '--load-timeout-ms', '1500'],
+    });
     await server.start();
     const all = () => (server.running ? [server] : []);
     const ops = [
-      ...tags.flatMap((t) => [{ route: 'v1-segment' as const, key: t, count: 9 }, { route: 'leaf-segment' as const, key: t }]),
+      ...tags.flatMap((t) => [
+        { route: 'v1-segment' as const, key: t, count: 9 },
+        { route: 'leaf-segment' as const, key: t },
+      ]),
       { route: 'v1-snowflake' as const, key: 'twitter', count: 3 },
     ];
     let done = false;
@@ -183,7 +198,9 @@ export const dbLock: Scenario = {
     const recs = await load;
     done = true;
     const h = await health;
-    ctx.notes.push(`${answersWithIds(recs)} answers with IDs, errors ${errorsOf(recs)}; /healthz: ${h.probes} probes, worst ${Math.round(h.worst)} ms, ${h.missed} unanswered (across a restart)`);
+    ctx.notes.push(
+      `${answersWithIds(recs)} answers with IDs, errors ${errorsOf(recs)}; /healthz: ${h.probes} probes, worst ${Math.round(h.worst)} ms, ${h.missed} unanswered (across a restart)`,
+    );
     // Before the fix: frozen for the busy timeout (2-5 s) at every lock. The bound leaves room for a loaded machine.
     if (h.worst > 2500) throw new Error(`/healthz took ${Math.round(h.worst)} ms while a database lock was held: the event loop waited`);
     return { keys: { ...Object.fromEntries(tags.map((t) => [`segment:${t}`, { min: 1n }])), 'snowflake:twitter': { layout: TWITTER } } };

@@ -14,4 +14,27 @@ import { restorePostgresSkewed, restoreSqlite, restoreSqliteSkewed } from './res
 import { recreatePostgres, recreateSqlite } from './recreate.js';
 import { rollingRestart } from './rolling-restart.js';
 
-export const SCENARIOS: readonly Scenario[] = [segmentKills, snowflakeWorkers, storeFaultsPostgres, storeFaultsMysql, storeFaultsRedis, strictCoalescePostgres, strictCoalesceRedis, ...CLOCK_SCENARIOS, leasePause, leaseSnapshotLease, leaseSnapshotStatic, manyServers, manyServersMixed, multiStoreFrozen, restoreSqlite, restoreSqliteSkewed, restorePostgresSkewed, recreateSqlite, recreatePostgres, stateDirFull, dbLock, rollingRestart];
+export const SCENARIOS: readonly Scenario[] = [
+  segmentKills,
+  snowflakeWorkers,
+  storeFaultsPostgres,
+  storeFaultsMysql,
+  storeFaultsRedis,
+  strictCoalescePostgres,
+  strictCoalesceRedis,
+  ...CLOCK_SCENARIOS,
+  leasePause,
+  leaseSnapshotLease,
+  leaseSnapshotStatic,
+  manyServers,
+  manyServersMixed,
+  multiStoreFrozen,
+  restoreSqlite,
+  restoreSqliteSkewed,
+  restorePostgresSkewed,
+  recreateSqlite,
+  recreatePostgres,
+  stateDirFull,
+  dbLock,
+  rollingRestart,
+];

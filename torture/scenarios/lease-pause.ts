@@ -30,12 +30,17 @@ export const leasePause: Scenario = {
     await sleep(500);
     a.signal('SIGSTOP');
     await sleep(3 * TTL_MS);
-    const b = ctx.server({ name: 'B', args: [...common, '--state-dir', join(ctx.dir, 'stateB'), '--worker-id-provider', `static:${node}`] });
+    const b = ctx.server({
+      name: 'B',
+      args: [...common, '--state-dir', join(ctx.dir, 'stateB'), '--worker-id-provider', `static:${node}`],
+    });
     try {
       await b.start();
       ctx.notes.push(`B took worker id ${node} while A was paused`);
     } catch (e) {
-      ctx.notes.push(`B could not take worker id ${node}: ${(e instanceof Error ? e.message : String(e)).split('\n').slice(1, 2).join(' ').slice(0, 200)}`);
+      ctx.notes.push(
+        `B could not take worker id ${node}: ${(e instanceof Error ? e.message : String(e)).split('\n').slice(1, 2).join(' ').slice(0, 200)}`,
+      );
     }
     const onB = ctx.load(2, ctx.ms(4000, 15_000), { servers: () => (b.running ? [b] : []), ops, maxRequests: 1_000_000, prefix: 'b' });
     await sleep(1000);
@@ -45,8 +50,11 @@ export const leasePause: Scenario = {
     stop = true;
     const recsA = (await onA).flatMap((r) => r.records).filter((r) => r.start >= afterResume);
     const nodesOf = (recs: readonly { ids?: readonly string[] | undefined }[]) =>
-      [...new Set(recs.flatMap((r) => (r.ids ?? []).map((i) => Number((BigInt(i) >> 12n) & 1023n))))].sort((x, y) => x - y).join(', ') || 'none';
-    ctx.notes.push(`worker ids in the IDs: A before the pause ${node}; B ${nodesOf((await onB).flatMap((r) => r.records))}; A after resuming ${nodesOf(recsA)}`);
+      [...new Set(recs.flatMap((r) => (r.ids ?? []).map((i) => Number((BigInt(i) >> 12n) & 1023n))))].sort((x, y) => x - y).join(', ') ||
+      'none';
+    ctx.notes.push(
+      `worker ids in the IDs: A before the pause ${node}; B ${nodesOf((await onB).flatMap((r) => r.records))}; A after resuming ${nodesOf(recsA)}`,
+    );
     ctx.notes.push(
       `A after resuming: ${recsA.filter((r) => r.ids).length} answers with IDs, errors ${JSON.stringify(recsA.filter((r) => r.error).reduce<Record<string, number>>((m, r) => ({ ...m, [r.error as string]: (m[r.error as string] ?? 0) + 1 }), {}))}`,
     );

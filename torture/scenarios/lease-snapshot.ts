@@ -22,7 +22,18 @@ export function leaseSnapshot(provider: 'lease' | 'static', short: boolean): Sce
       const db = join(ctx.dir, 'sequoia.db');
       const store = `sqlite:${db}`;
       const clock = ctx.clock('A');
-      const args = ['--store', store, '--workers', '1', '--state-dir', join(ctx.dir, 'state'), '--worker-lease-ttl-ms', '2000', '--clock-policy', 'reject'];
+      const args = [
+        '--store',
+        store,
+        '--workers',
+        '1',
+        '--state-dir',
+        join(ctx.dir, 'state'),
+        '--worker-lease-ttl-ms',
+        '2000',
+        '--clock-policy',
+        'reject',
+      ];
       if (provider === 'static') args.push('--worker-id-provider', 'static:9');
       const a = ctx.server({ name: 'A', clock, args });
       await a.start();
@@ -45,7 +56,9 @@ export function leaseSnapshot(provider: 'lease' | 'static', short: boolean): Sce
         ctx.notes.push('started on the restored lease store with the clock behind');
         await ctx.load(2, ctx.ms(4000, 10_000), { servers: () => [a], ops, maxRequests: 1_000_000 });
       } catch (e) {
-        ctx.notes.push(`start refused on the restored lease store: ${(e instanceof Error ? e.message : String(e)).split('\n').slice(1, 3).join(' ').slice(0, 300)}`);
+        ctx.notes.push(
+          `start refused on the restored lease store: ${(e instanceof Error ? e.message : String(e)).split('\n').slice(1, 3).join(' ').slice(0, 300)}`,
+        );
       }
       return { keys: { 'snowflake:twitter': { layout: { ...TWITTER, nodes: provider === 'static' ? [9] : undefined } } } };
     },

@@ -31,7 +31,12 @@ async function sdkLoop(ctx: Context, name: string, urls: readonly string[], tags
       const tag = ctx.rng.pick(tags);
       const kind = ctx.rng.int(0, 9);
       const start = now();
-      const base = { server: 'sdk', route: kind === 0 ? 'sdk-snowflake' : 'sdk-segment', generator: kind === 0 ? ('snowflake' as const) : ('segment' as const), key: kind === 0 ? 'twitter' : tag };
+      const base = {
+        server: 'sdk',
+        route: kind === 0 ? 'sdk-snowflake' : 'sdk-segment',
+        generator: kind === 0 ? ('snowflake' as const) : ('segment' as const),
+        key: kind === 0 ? 'twitter' : tag,
+      };
       const asked = kind < 5 ? 1 : ctx.rng.int(2, 60);
       try {
         const ids = kind === 0 ? [await client.snowflake()] : asked === 1 ? [await client.next(tag)] : await client.nextBatch(tag, asked);
@@ -58,7 +63,21 @@ function manyServersScenario(name: string, providers: readonly string[], short: 
       await ctx.createTag(store, plain, 50);
       await ctx.createTag(store, strict, 50);
       const servers = [1, 2, 1, 2, 1].map((w, i) =>
-        ctx.server({ name: `S${i}`, args: ['--store', store, '--state-dir', join(ctx.dir, `state${i}`), '--workers', String(w), '--worker-id-provider', providers[i] ?? 'lease', '--strict-tags', strict] }),
+        ctx.server({
+          name: `S${i}`,
+          args: [
+            '--store',
+            store,
+            '--state-dir',
+            join(ctx.dir, `state${i}`),
+            '--workers',
+            String(w),
+            '--worker-id-provider',
+            providers[i] ?? 'lease',
+            '--strict-tags',
+            strict,
+          ],
+        }),
       );
       for (const s of servers) await s.start();
       const ms = ctx.ms(12_000, 60_000);
@@ -69,7 +88,12 @@ function manyServersScenario(name: string, providers: readonly string[], short: 
         sdkLoop(ctx, 'sdk1', [...urls].reverse(), [plain, strict], until),
         ctx.load(2, ms, {
           servers: () => servers.filter((s) => s.running && !s.stopped),
-          ops: [{ route: 'v1-segment', key: strict, count: 4 }, { route: 'leaf-segment', key: strict }, { route: 'v1-segment', key: plain, count: 10 }, { route: 'v1-snowflake', key: 'twitter', count: 20 }],
+          ops: [
+            { route: 'v1-segment', key: strict, count: 4 },
+            { route: 'leaf-segment', key: strict },
+            { route: 'v1-segment', key: plain, count: 10 },
+            { route: 'v1-snowflake', key: 'twitter', count: 20 },
+          ],
           maxRequests: 100_000,
           sockets: 2,
         }),
@@ -88,4 +112,8 @@ function manyServersScenario(name: string, providers: readonly string[], short: 
 
 export const manyServers = manyServersScenario('many-servers-sdk', ['lease', 'lease', 'lease', 'lease', 'lease'], true);
 /** worker-node rows and leases on one store: two id sources side by side. */
-export const manyServersMixed = manyServersScenario('many-servers-mixed-providers', ['lease', 'lease', 'worker-node', 'lease', 'lease'], false);
+export const manyServersMixed = manyServersScenario(
+  'many-servers-mixed-providers',
+  ['lease', 'lease', 'worker-node', 'lease', 'lease'],
+  false,
+);

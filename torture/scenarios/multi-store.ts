@@ -18,13 +18,20 @@ export const multiStoreFrozen: Scenario = {
   async run(ctx: Context): Promise<CheckSpec> {
     const redis = ctx.store(new PrivateRedis(join(ctx.dir, 'redis')));
     await redis.start();
-    const store = [SHARED.postgres(`torture_${ctx.id}`), SHARED.mysql(`torture_${ctx.id}`), `${redis.url}/?keyPrefix=torture:${ctx.id}:`].join(',');
+    const store = [
+      SHARED.postgres(`torture_${ctx.id}`),
+      SHARED.mysql(`torture_${ctx.id}`),
+      `${redis.url}/?keyPrefix=torture:${ctx.id}:`,
+    ].join(',');
     ctx.onCleanup(() => dropSharedTable('postgres', `torture_${ctx.id}`));
     ctx.onCleanup(() => dropSharedTable('mysql', `torture_${ctx.id}`));
     const tag = `multi-${ctx.id}`;
     await ctx.createTag(store, tag, 30);
     const servers = [1, 2].map((w, i) =>
-      ctx.server({ name: `S${i}`, args: ['--store', store, '--state-dir', join(ctx.dir, `state${i}`), '--workers', String(w), '--load-timeout-ms', '1000'] }),
+      ctx.server({
+        name: `S${i}`,
+        args: ['--store', store, '--state-dir', join(ctx.dir, `state${i}`), '--workers', String(w), '--load-timeout-ms', '1000'],
+      }),
     );
     for (const s of servers) await s.start();
     const ms = ctx.ms(10_000, 45_000);
@@ -41,7 +48,15 @@ export const multiStoreFrozen: Scenario = {
       ctx.notes.push(`Redis member frozen ${n} times`);
     };
     await Promise.all([
-      ctx.load(3, ms, { servers: () => servers, ops: [{ route: 'v1-segment', key: tag, count: 11 }, { route: 'leaf-segment', key: tag }], maxRequests: 100_000, sockets: 2 }),
+      ctx.load(3, ms, {
+        servers: () => servers,
+        ops: [
+          { route: 'v1-segment', key: tag, count: 11 },
+          { route: 'leaf-segment', key: tag },
+        ],
+        maxRequests: 100_000,
+        sockets: 2,
+      }),
       freezes(),
     ]);
     // IDs come from whichever member answers: they are unique, not ordered.

@@ -64,7 +64,8 @@ function recreateScenario(name: string, kind: 'sqlite' | 'postgres', short: bool
       const tag = `recreate-${ctx.id}`;
       await ctx.createTag(store, tag, STEP);
       // --max-step: every range is exactly the step, so the collision of max_id is exact.
-      const serve = (n: string) => ctx.server({ name: n, args: ['--store', store, '--state-dir', join(ctx.dir, `state-${n}`), '--max-step', String(STEP)] });
+      const serve = (n: string) =>
+        ctx.server({ name: n, args: ['--store', store, '--state-dir', join(ctx.dir, `state-${n}`), '--max-step', String(STEP)] });
       const a = serve('A');
       // B is a new server (its own state directory) at every re-creation, as Q in the issue: its own
       // marks may lie above the new start (a range it held and could not give back), and then it
@@ -72,16 +73,31 @@ function recreateScenario(name: string, kind: 'sqlite' | 'postgres', short: bool
       let b = serve('B0');
       await a.start();
       await b.start();
-      const ops = [{ route: 'v1-segment' as const, key: tag, count: 7 }, { route: 'leaf-segment' as const, key: tag }];
+      const ops = [
+        { route: 'v1-segment' as const, key: tag, count: 7 },
+        { route: 'leaf-segment' as const, key: tag },
+      ];
       // Each round starts and stops servers five or six times: keep within the harness's 5 minutes on a busy machine.
       const rounds = ctx.long ? 4 : 2;
       let collided = 0;
       for (let round = 0; round < rounds; round++) {
         // Both serve.
-        await ctx.load(3, ctx.ms(800, 2500), { servers: () => [a, b].filter((s) => s.running), ops, maxRequests: 3000, sockets: 2, prefix: `r${round}-both` });
+        await ctx.load(3, ctx.ms(800, 2500), {
+          servers: () => [a, b].filter((s) => s.running),
+          ops,
+          maxRequests: 3000,
+          sockets: 2,
+          prefix: `r${round}-both`,
+        });
         await b.stop(30_000);
         // A alone for a moment, so its ranges are the last ones the store gave; then idle, and its prefetch settled.
-        await ctx.load(1, 200, { servers: () => [a], ops: [{ route: 'v1-segment', key: tag, count: 15 }], maxRequests: 2, sockets: 1, prefix: `r${round}-a` });
+        await ctx.load(1, 200, {
+          servers: () => [a],
+          ops: [{ route: 'v1-segment', key: tag, count: 15 }],
+          maxRequests: 2,
+          sockets: 1,
+          prefix: `r${round}-a`,
+        });
         let end: bigint | undefined;
         await until('A to settle', async () => {
           const e = await heldEnd(a, tag);
@@ -104,7 +120,13 @@ function recreateScenario(name: string, kind: 'sqlite' | 'postgres', short: bool
         if (j > 0n) {
           // B takes j ranges of the new tag: 10% of a step loads one; one more ID starts the prefetch of the second.
           const first = Math.floor(STEP / 10);
-          await ctx.load(1, 2000, { servers: () => [b], ops: [{ route: 'v1-segment', key: tag, count: j === 1n ? first : first + 1 }], maxRequests: 1, sockets: 1, prefix: `r${round}-b` });
+          await ctx.load(1, 2000, {
+            servers: () => [b],
+            ops: [{ route: 'v1-segment', key: tag, count: j === 1n ? first : first + 1 }],
+            maxRequests: 1,
+            sockets: 1,
+            prefix: `r${round}-b`,
+          });
           await until('B to take its ranges', async () => (await heldEnd(b, tag)) === aEnd);
           collided++;
         }
@@ -113,14 +135,28 @@ function recreateScenario(name: string, kind: 'sqlite' | 'postgres', short: bool
         await a.start();
         // A's first answer after the restart covers every ID from its old cursor past S + 10: had its tail
         // gone back into the new tag, it would now repeat what B handed out there.
-        await ctx.load(1, 5000, { servers: () => [a], ops: [{ route: 'v1-segment', key: tag, count: 300 }], maxRequests: 1, sockets: 1, prefix: `r${round}-a-back` });
-        await ctx.load(3, ctx.ms(800, 2500), { servers: () => [a, b].filter((s) => s.running), ops, maxRequests: 3000, sockets: 2, prefix: `r${round}-after` });
+        await ctx.load(1, 5000, {
+          servers: () => [a],
+          ops: [{ route: 'v1-segment', key: tag, count: 300 }],
+          maxRequests: 1,
+          sockets: 1,
+          prefix: `r${round}-a-back`,
+        });
+        await ctx.load(3, ctx.ms(800, 2500), {
+          servers: () => [a, b].filter((s) => s.running),
+          ops,
+          maxRequests: 3000,
+          sockets: 2,
+          prefix: `r${round}-after`,
+        });
         if (ctx.rng.int(0, 3) === 0) {
           const victim = ctx.rng.int(0, 2) === 0 ? a : b;
           await victim.kill();
           await victim.start();
         }
-        ctx.notes.push(`round ${round}: re-created at ${start} (highest ID handed out ${handedOut}, A held up to ${aEnd}; B's new ranges ended at A's: ${j > 0n ? 'yes' : 'no'})`);
+        ctx.notes.push(
+          `round ${round}: re-created at ${start} (highest ID handed out ${handedOut}, A held up to ${aEnd}; B's new ranges ended at A's: ${j > 0n ? 'yes' : 'no'})`,
+        );
       }
       ctx.notes.push(`${collided} of ${rounds} rounds brought the new tag to A's (max_id, fence epoch) before A's give-back`);
       return { keys: { [`segment:${tag}`]: { min: 1n } } };

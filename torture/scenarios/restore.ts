@@ -40,10 +40,16 @@ function restoreScenario(name: string, kind: 'sqlite' | 'postgres', workers: 1 |
       }
       const tag = `restore-${ctx.id}`;
       await ctx.createTag(store, tag, 100);
-      const server = ctx.server({ name: 'A', args: ['--store', store, '--state-dir', join(ctx.dir, 'state'), '--workers', String(workers)] });
+      const server = ctx.server({
+        name: 'A',
+        args: ['--store', store, '--state-dir', join(ctx.dir, 'state'), '--workers', String(workers)],
+      });
       await server.start();
       const all = () => [server];
-      const ops = [{ route: 'v1-segment' as const, key: tag, count: 7 }, { route: 'leaf-segment' as const, key: tag }];
+      const ops = [
+        { route: 'v1-segment' as const, key: tag, count: 7 },
+        { route: 'leaf-segment' as const, key: tag },
+      ];
       // Phase 1: every worker takes part.
       await ctx.load(2, ctx.ms(1500, 4000), { servers: all, ops, maxRequests: 5000, sockets: 4, prefix: 'before' });
       const snap = join(ctx.dir, 'snapshot');
@@ -69,7 +75,8 @@ function restoreScenario(name: string, kind: 'sqlite' | 'postgres', workers: 1 |
       // A fence below what this server's state directory knows it handed out is refused with the least
       // acceptable bound: take that, as an operator would.
       let fenceTo = maxId(readLog(ctx.logDir)) + 1000n;
-      const fence = () => ctx.sequoia(['fence', tag, '--to', String(fenceTo), '--store', store, '--state-dir', join(ctx.dir, 'state')], true);
+      const fence = () =>
+        ctx.sequoia(['fence', tag, '--to', String(fenceTo), '--store', store, '--state-dir', join(ctx.dir, 'state')], true);
       let f = await fence();
       const least = /to must be at least ([0-9]+)/.exec(f.stderr)?.[1];
       if (f.status === 2 && least !== undefined) {

@@ -71,20 +71,36 @@ async function replaceWorkers(s: ServerProcess): Promise<void> {
       if (Date.now() > until) throw new Error(`${s.name}: worker ${pid} was not replaced within 60 s`);
       await sleep(50);
     }
-    if (/"msg":"worker exited; replacing it"[^\n]*"code":[1-9]/.test(s.output())) throw new Error(`${s.name}: a worker stopped with SIGTERM did not exit 0`);
+    if (/"msg":"worker exited; replacing it"[^\n]*"code":[1-9]/.test(s.output()))
+      throw new Error(`${s.name}: a worker stopped with SIGTERM did not exit 0`);
   }
 }
 
 export const rollingRestart: Scenario = {
   name: 'rolling-restart',
   short: false,
-  about: 'SQLite, 3 servers (one --workers 2), 4 SDK clients without reserve: SIGTERM and restart each one-process server in turn, then replace each worker of the cluster in turn, twice; no call may fail',
+  about:
+    'SQLite, 3 servers (one --workers 2), 4 SDK clients without reserve: SIGTERM and restart each one-process server in turn, then replace each worker of the cluster in turn, twice; no call may fail',
   async run(ctx: Context): Promise<CheckSpec> {
     const store = `sqlite:${join(ctx.dir, 'sequoia.db')}`;
     const tag = `rolling-${ctx.id}`;
     await ctx.createTag(store, tag, 20);
     const servers = [1, 1, 2].map((w, i) =>
-      ctx.server({ name: `S${i}`, args: ['--store', store, '--state-dir', join(ctx.dir, `state${i}`), '--workers', String(w), '--max-step', '64', '--drain-delay-ms', '300'] }),
+      ctx.server({
+        name: `S${i}`,
+        args: [
+          '--store',
+          store,
+          '--state-dir',
+          join(ctx.dir, `state${i}`),
+          '--workers',
+          String(w),
+          '--max-step',
+          '64',
+          '--drain-delay-ms',
+          '300',
+        ],
+      }),
     );
     for (const s of servers) await s.start();
     const urls = servers.map((s) => s.url);
@@ -105,7 +121,8 @@ export const rollingRestart: Scenario = {
       finished = true;
     }
     const failed = (await Promise.all(clients)).flat();
-    if (failed.length > 0) throw new Error(`${failed.length} SDK calls failed during the rolling restarts: ${failed.slice(0, 5).join('; ')}`);
+    if (failed.length > 0)
+      throw new Error(`${failed.length} SDK calls failed during the rolling restarts: ${failed.slice(0, 5).join('; ')}`);
     return { keys: { [`segment:${tag}`]: { min: 1n } } };
   },
 };

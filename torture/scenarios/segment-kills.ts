@@ -24,7 +24,10 @@ export const segmentKills: Scenario = {
     for (const s of servers) await s.start();
     const ms = ctx.ms(10_000, 60_000);
     const until = Date.now() + ms;
-    const ops = tags.flatMap((t) => [{ route: 'v1-segment' as const, key: t, count: 13 }, { route: 'leaf-segment' as const, key: t }]);
+    const ops = tags.flatMap((t) => [
+      { route: 'v1-segment' as const, key: t, count: 13 },
+      { route: 'leaf-segment' as const, key: t },
+    ]);
     await Promise.all([
       ctx.load(4, ms, { servers: () => servers.filter((s) => s.running && !s.stopped), ops, maxRequests: 100_000, sockets: 2 }),
       processFaults(ctx, servers, until, ['kill', 'term', 'pause', 'kill-worker', 'pause-worker']),

@@ -17,11 +17,17 @@ export const snowflakeWorkers: Scenario = {
   async run(ctx: Context): Promise<CheckSpec> {
     const store = `sqlite:${join(ctx.dir, 'sequoia.db')}`;
     const servers = [2, 1].map((w, i) =>
-      ctx.server({ name: `S${i}`, args: ['--store', store, '--state-dir', join(ctx.dir, `state${i}`), '--workers', String(w), '--worker-lease-ttl-ms', '3000'] }),
+      ctx.server({
+        name: `S${i}`,
+        args: ['--store', store, '--state-dir', join(ctx.dir, `state${i}`), '--workers', String(w), '--worker-lease-ttl-ms', '3000'],
+      }),
     );
     for (const s of servers) await s.start();
     const ms = ctx.ms(6000, 40_000);
-    const ops = [{ route: 'v1-snowflake' as const, key: 'twitter', count: 200 }, { route: 'v1-snowflake' as const, key: 'twitter', count: 37 }];
+    const ops = [
+      { route: 'v1-snowflake' as const, key: 'twitter', count: 200 },
+      { route: 'v1-snowflake' as const, key: 'twitter', count: 37 },
+    ];
     await Promise.all([
       ctx.load(4, ms, { servers: () => servers, ops, maxRequests: 100_000, sockets: 1 }),
       processFaults(ctx, servers.slice(0, 1), Date.now() + ms, ['kill-worker']),

@@ -23,7 +23,9 @@ function storeFaults(kind: Kind): Scenario {
     about: `private ${kind} behind the fault proxy: slowed, stalled, cut, answer dropped after commit, restarted, crashed; a server killed mid-load`,
     async run(ctx: Context): Promise<CheckSpec> {
       const dir = join(ctx.dir, kind);
-      const db: PrivateStore = ctx.store(kind === 'postgres' ? new PrivatePostgres(dir) : kind === 'mysql' ? new PrivateMariadb(dir) : new PrivateRedis(dir));
+      const db: PrivateStore = ctx.store(
+        kind === 'postgres' ? new PrivatePostgres(dir) : kind === 'mysql' ? new PrivateMariadb(dir) : new PrivateRedis(dir),
+      );
       await db.start();
       const proxy = await ctx.proxy('127.0.0.1', db.port);
       const store = FaultProxy.rewrite(db.url, proxy.port);
@@ -36,7 +38,19 @@ function storeFaults(kind: Kind): Scenario {
       const servers = (kind === 'redis' ? [1, 1] : [1, 2]).map((w, i) =>
         ctx.server({
           name: `S${i}`,
-          args: ['--store', store, '--state-dir', join(ctx.dir, `state${i}`), '--workers', String(w), '--strict-tags', strict, '--load-timeout-ms', '1500', ...provider(i)],
+          args: [
+            '--store',
+            store,
+            '--state-dir',
+            join(ctx.dir, `state${i}`),
+            '--workers',
+            String(w),
+            '--strict-tags',
+            strict,
+            '--load-timeout-ms',
+            '1500',
+            ...provider(i),
+          ],
         }),
       );
       for (const s of servers) await s.start();
@@ -100,7 +114,16 @@ function storeFaults(kind: Kind): Scenario {
         ctx.notes.push(`store faults: ${done.join(', ')}`);
         faultsDone = true;
       };
-      await Promise.all([ctx.load(4, 5 * ms, { servers: () => servers.filter((s) => s.running), ops, maxRequests: 200_000, sockets: 2, stop: () => faultsDone }), faults()]);
+      await Promise.all([
+        ctx.load(4, 5 * ms, {
+          servers: () => servers.filter((s) => s.running),
+          ops,
+          maxRequests: 200_000,
+          sockets: 2,
+          stop: () => faultsDone,
+        }),
+        faults(),
+      ]);
       return { keys: { [`segment:${plain}`]: { min: 1n }, [`segment:${strict}`]: { min: 1n, order: 'global' } } };
     },
   };

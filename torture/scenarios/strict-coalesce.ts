@@ -37,7 +37,17 @@ function strictCoalesce(kind: Kind): Scenario {
       const servers = shape.map((w, i) =>
         ctx.server({
           name: `S${i}`,
-          args: ['--store', store, '--state-dir', join(ctx.dir, `state${i}`), '--workers', String(w), '--strict-tags', strict, ...(kind === 'redis' ? ['--worker-id-provider', `static:${3 + i}`] : [])],
+          args: [
+            '--store',
+            store,
+            '--state-dir',
+            join(ctx.dir, `state${i}`),
+            '--workers',
+            String(w),
+            '--strict-tags',
+            strict,
+            ...(kind === 'redis' ? ['--worker-id-provider', `static:${3 + i}`] : []),
+          ],
         }),
       );
       for (const s of servers) await s.start();
@@ -50,7 +60,8 @@ function strictCoalesce(kind: Kind): Scenario {
       const faults = async () => {
         const done: string[] = [];
         const storeKinds = ['slow', 'stall', 'cut', 'drop-answer', 'restart', 'crash'] as const;
-        const processKinds = kind === 'redis' ? (['kill', 'term', 'pause'] as const) : (['kill', 'term', 'pause', 'kill-worker', 'pause-worker'] as const);
+        const processKinds =
+          kind === 'redis' ? (['kill', 'term', 'pause'] as const) : (['kill', 'term', 'pause', 'kill-worker', 'pause-worker'] as const);
         const all = [...storeKinds, ...processKinds];
         const order = [...all].sort(() => ctx.rng.next() - 0.5);
         for (let i = 0; (i < order.length && Date.now() < hardStop) || Date.now() < until - 2500; i++) {
@@ -121,7 +132,16 @@ function strictCoalesce(kind: Kind): Scenario {
         { route: 'v1-segment' as const, key: strict, count: 3 },
         { route: 'v1-segment' as const, key: strict, count: 17 },
       ];
-      await Promise.all([ctx.load(48, 3 * ms, { servers: () => servers.filter((s) => s.running && !s.stopped), ops, maxRequests: 100_000, sockets: 1, stop: () => faultsDone }), faults()]);
+      await Promise.all([
+        ctx.load(48, 3 * ms, {
+          servers: () => servers.filter((s) => s.running && !s.stopped),
+          ops,
+          maxRequests: 100_000,
+          sockets: 1,
+          stop: () => faultsDone,
+        }),
+        faults(),
+      ]);
       return { keys: { [`segment:${strict}`]: { min: 1n, order: 'global' } } };
     },
   };

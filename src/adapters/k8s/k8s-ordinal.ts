@@ -7,6 +7,7 @@ import { InvalidArgumentError } from '../../core/errors.js';
 
 export function k8sOrdinal(host: string, offset = 0): number {
   const m = /-([0-9]{1,9})$/.exec(host);
-  if (!m) throw new InvalidArgumentError(`k8s-ordinal: hostname ${JSON.stringify(host)} does not end in -<ordinal> (is this a StatefulSet pod?)`);
+  if (!m)
+    throw new InvalidArgumentError(`k8s-ordinal: hostname ${JSON.stringify(host)} does not end in -<ordinal> (is this a StatefulSet pod?)`);
   return Number(m[1]) + offset;
 }

@@ -38,10 +38,14 @@ export class DiskReserve {
     } catch (e) {
       rmSync(this.path, { force: true });
       const code = (e as { code?: string }).code ?? 'ENOSPC';
-      throw new UnavailableError('STORE_UNAVAILABLE', `the disk of the ${this.what} is full (${code}): no room for its ${this.bytes / 1024} KiB reserve`, {
-        cause: e,
-        retryAfterMs: 1000,
-      });
+      throw new UnavailableError(
+        'STORE_UNAVAILABLE',
+        `the disk of the ${this.what} is full (${code}): no room for its ${this.bytes / 1024} KiB reserve`,
+        {
+          cause: e,
+          retryAfterMs: 1000,
+        },
+      );
     }
   }
 

@@ -255,7 +255,8 @@ export class OffLoopHost {
   }
 
   private runCallback(m: Extract<FromWorker, { t: 'cb' }>): void {
-    const reply = (r: Omit<Extract<ToWorker, { t: 'cbr' }>, 't' | 'id'>) => this.worker.postMessage({ t: 'cbr', id: m.id, ...r } satisfies ToWorker);
+    const reply = (r: Omit<Extract<ToWorker, { t: 'cbr' }>, 't' | 'id'>) =>
+      this.worker.postMessage({ t: 'cbr', id: m.id, ...r } satisfies ToWorker);
     const fn = this.callbacks.get(m.cb);
     if (!fn) return reply({ ok: false, error: toWire(new Error('off-loop: the callback is gone')) });
     Promise.resolve()

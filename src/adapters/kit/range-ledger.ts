@@ -88,7 +88,21 @@ export function ledgerValues(
   fenceEpoch: number,
   generation: string,
 ): unknown[] {
-  return [tag, kind, range.first.toString(), range.last.toString(), 1, step, who.host, who.pid, who.instance, who.version, atMs, fenceEpoch, generation];
+  return [
+    tag,
+    kind,
+    range.first.toString(),
+    range.last.toString(),
+    1,
+    step,
+    who.host,
+    who.pid,
+    who.instance,
+    who.version,
+    atMs,
+    fenceEpoch,
+    generation,
+  ];
 }
 
 /** The ledger table beside a SQL store's table: `sequoia_ledger` beside the default, `<table>_ledger` beside another. */

@@ -21,7 +21,11 @@ export const WAL_LIMIT_BYTES = 64 * 1024;
 /** SQLite or the OS saying the disk is full. */
 export function isDiskFull(e: unknown): boolean {
   const code = (e as { code?: unknown } | null)?.code;
-  return code === 'SQLITE_FULL' || code === 'ENOSPC' || (typeof code === 'string' && code.startsWith('SQLITE_IOERR') && /full|space/i.test(String((e as Error).message)));
+  return (
+    code === 'SQLITE_FULL' ||
+    code === 'ENOSPC' ||
+    (typeof code === 'string' && code.startsWith('SQLITE_IOERR') && /full|space/i.test(String((e as Error).message)))
+  );
 }
 
 function isBusy(e: unknown): boolean {

@@ -53,10 +53,14 @@ export function storeError(backend: string, e: unknown, target?: string): Sequoi
   // Where: from the store's URL, else where a connection failure tried (host and port only, never credentials).
   const at =
     target ??
-    (typeof err.address === 'string' && typeof err.port === 'number' ? `${err.address.includes(':') ? `[${err.address}]` : err.address}:${err.port}` : undefined);
+    (typeof err.address === 'string' && typeof err.port === 'number'
+      ? `${err.address.includes(':') ? `[${err.address}]` : err.address}:${err.port}`
+      : undefined);
   const where = at ? ` at ${at}` : '';
   const explained = EXPLAINED[key];
-  const message = explained ? `${backend}${where}: ${explained} (${key === code ? code : `${code} ${key}`})` : `${backend}${where} error (${code})`;
+  const message = explained
+    ? `${backend}${where}: ${explained} (${key === code ? code : `${code} ${key}`})`
+    : `${backend}${where} error (${code})`;
   return new UnavailableError('STORE_UNAVAILABLE', message, { cause: e, retryAfterMs: 1000 });
 }
 

@@ -114,7 +114,13 @@ export function nextMaxId(b: bigint, r: TinyidRow, c: Residue, step: number | un
 }
 
 /** Sequoia's answer for Tinyid's segment (b, next]: its IDs of the class, as a range of stride delta. */
-export function allocationOf(b: bigint, next: bigint, r: TinyidRow, c: Residue, side: { fenceEpoch: number; generation: string }): Allocation {
+export function allocationOf(
+  b: bigint,
+  next: bigint,
+  r: TinyidRow,
+  c: Residue,
+  side: { fenceEpoch: number; generation: string },
+): Allocation {
   const first = endAfter(b, c);
   const end = endAfter(next, c);
   const count = Number((end - first) / c.delta);

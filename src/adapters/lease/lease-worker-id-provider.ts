@@ -108,7 +108,10 @@ export class LeaseWorkerIdProvider implements WorkerIdProvider {
     await this.initialised;
     const until = this.mono() + this.acquireWaitMs;
     if (this.fixed !== undefined && (this.fixed < 0 || this.fixed >= space.workerCount)) {
-      throw new UnavailableError('LEASE_LOST', `worker id ${this.fixed} is outside layout ${space.label}'s range 0..${space.workerCount - 1}`);
+      throw new UnavailableError(
+        'LEASE_LOST',
+        `worker id ${this.fixed} is outside layout ${space.label}'s range 0..${space.workerCount - 1}`,
+      );
     }
     for (;;) {
       const t0 = this.mono();
@@ -124,9 +127,18 @@ export class LeaseWorkerIdProvider implements WorkerIdProvider {
         holder: this.holder,
       });
       if (!('refused' in r)) {
-        return { workerId: r.workerId, generation: r.generation, afterTick: r.lastTick, validUntil: t0 + this.ttlMs - this.margin, expiresAtMs: wall0 + this.ttlMs };
+        return {
+          workerId: r.workerId,
+          generation: r.generation,
+          afterTick: r.lastTick,
+          validUntil: t0 + this.ttlMs - this.margin,
+          expiresAtMs: wall0 + this.ttlMs,
+        };
       }
-      if (this.mono() >= until) throw new UnavailableError('LEASE_LOST', `cannot lease a worker id for layout ${space.label}: ${r.refused}`, { retryAfterMs: this.ttlMs });
+      if (this.mono() >= until)
+        throw new UnavailableError('LEASE_LOST', `cannot lease a worker id for layout ${space.label}: ${r.refused}`, {
+          retryAfterMs: this.ttlMs,
+        });
       await new Promise((res) => setTimeout(res, Math.min(500, this.ttlMs / 4)));
     }
   }
@@ -136,7 +148,11 @@ export class LeaseWorkerIdProvider implements WorkerIdProvider {
     const wall0 = this.wall();
     const r = await this.store.renew(space.key, grant.workerId, this.owner, grant.generation, this.ttlMs, ceilingTick);
     if (!r) {
-      throw new UnavailableError('LEASE_LOST', `the lease on worker id ${grant.workerId} (layout ${space.label}) passed to another holder`, { retryAfterMs: 1000 });
+      throw new UnavailableError(
+        'LEASE_LOST',
+        `the lease on worker id ${grant.workerId} (layout ${space.label}) passed to another holder`,
+        { retryAfterMs: 1000 },
+      );
     }
     this.pruneSoon();
     return { ...grant, validUntil: t0 + this.ttlMs - this.margin, expiresAtMs: wall0 + this.ttlMs };

@@ -50,7 +50,10 @@ export class UidWorkerNodeProvider implements WorkerIdProvider {
 
   async acquire(space: IdSpace): Promise<WorkerGrant> {
     // The table's ids only grow: once one was past the layout, every later one is; retries insert no more rows.
-    const id = this.lastTooLarge !== undefined && this.lastTooLarge >= BigInt(space.workerCount) ? this.lastTooLarge : BigInt(await this.table.addWorkerNode(this.row()));
+    const id =
+      this.lastTooLarge !== undefined && this.lastTooLarge >= BigInt(space.workerCount)
+        ? this.lastTooLarge
+        : BigInt(await this.table.addWorkerNode(this.row()));
     if (id >= BigInt(space.workerCount)) {
       this.lastTooLarge = id;
       throw new UnavailableError(

@@ -131,7 +131,17 @@ export class MemorySegmentStore implements SegmentStore {
   }
 
   private record(tag: string, kind: LedgerKind, range: { first: bigint; last: bigint }, step: number, row: Row): void {
-    this.ledger.push({ tag, kind, ...range, stride: 1, step, ...this.who, atMs: Date.now(), fenceEpoch: row.fenceEpoch, generation: row.generation });
+    this.ledger.push({
+      tag,
+      kind,
+      ...range,
+      stride: 1,
+      step,
+      ...this.who,
+      atMs: Date.now(),
+      fenceEpoch: row.fenceEpoch,
+      generation: row.generation,
+    });
   }
 
   async ping(): Promise<void> {}

@@ -33,7 +33,14 @@ export class MemoryWorkerLeaseStore implements WorkerLeaseStore {
     return { workerId: row.workerId, generation: row.generation, lastTick: row.lastTick, expiresAtMs: row.expiresAtMs };
   }
 
-  async renew(space: string, workerId: number, owner: string, generation: number, ttlMs: number, lastTick: number): Promise<LeaseRecord | undefined> {
+  async renew(
+    space: string,
+    workerId: number,
+    owner: string,
+    generation: number,
+    ttlMs: number,
+    lastTick: number,
+  ): Promise<LeaseRecord | undefined> {
     const r = this.rows(space).get(workerId);
     if (!r || r.owner !== owner || r.generation !== generation) return undefined;
     r.expiresAtMs = this.now() + ttlMs;
@@ -104,7 +111,17 @@ export class MemoryWorkerLeaseStore implements WorkerLeaseStore {
   }
 
   private record(space: string, r: Row, kind: LeaseEventKind, holder: LeaseHolder, fromTick: number, untilTick: number): void {
-    this.ledger.push({ space, workerId: r.workerId, generation: r.generation, kind, owner: r.owner, holder, fromTick, untilTick, atMs: this.now() });
+    this.ledger.push({
+      space,
+      workerId: r.workerId,
+      generation: r.generation,
+      kind,
+      owner: r.owner,
+      holder,
+      fromTick,
+      untilTick,
+      atMs: this.now(),
+    });
   }
 
   private recordAfter(space: string, r: Row, kind: LeaseEventKind, untilTick: number): void {

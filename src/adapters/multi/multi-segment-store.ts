@@ -113,7 +113,10 @@ export class MultiSegmentStore implements SegmentStore {
       // At start, say where each store failed (host and port in the members' own messages).
       const failed = results.flatMap((r, i) => (r.ok ? [] : [{ i, error: r.error }]));
       const why = failed.map((f) => `#${f.i + 1}: ${f.error.message}`).join('; ');
-      throw new UnavailableError('STORE_UNAVAILABLE', `no store of the multi-store set could be initialised (${why})`, { cause: failed[0]?.error, retryAfterMs: 1000 });
+      throw new UnavailableError('STORE_UNAVAILABLE', `no store of the multi-store set could be initialised (${why})`, {
+        cause: failed[0]?.error,
+        retryAfterMs: 1000,
+      });
     }
   }
 
@@ -295,9 +298,7 @@ export class MultiSegmentStore implements SegmentStore {
     });
     const failed = results.find((r) => !r.ok);
     if (failed && !failed.ok) throw failed.error;
-    return results
-      .flatMap((r) => (r.ok ? r.value : []))
-      .sort((a, b) => (a.first < b.first ? -1 : a.first > b.first ? 1 : 0));
+    return results.flatMap((r) => (r.ok ? r.value : [])).sort((a, b) => (a.first < b.first ? -1 : a.first > b.first ? 1 : 0));
   }
 
   /** On every reachable member, up to `limit` each (pruning is best effort: the next round takes the rest). */
@@ -471,9 +472,7 @@ async function settle<T>(fn: () => Promise<T>): Promise<Settled<T>> {
 }
 
 function asSequoia(e: unknown): SequoiaError {
-  return e instanceof SequoiaError
-    ? e
-    : new UnavailableError('STORE_UNAVAILABLE', 'store error', { cause: e, retryAfterMs: 1000 });
+  return e instanceof SequoiaError ? e : new UnavailableError('STORE_UNAVAILABLE', 'store error', { cause: e, retryAfterMs: 1000 });
 }
 
 /** Rethrows the first error that is not about reachability (a misconfiguration, a bug). */

@@ -23,7 +23,15 @@ import type { PoolConnection, ResultSetHeader, RowDataPacket } from 'mysql2/prom
 import { InvalidArgumentError, type SequoiaError, TagExistsError, TagNotFoundError, UnavailableError } from '../../core/errors.js';
 import type { Allocation, NewTag, SegmentStore, TagInfo, TagUpdate } from '../../ports/segment-store.js';
 import { isBigintOverflow, type LeafRow, type LeafTableOptions, leafTableNames, tagInfoFromLeafRow } from '../kit/leaf-table.js';
-import { assertGiveBack, assertStoredId, DEFAULT_START, DEFAULT_STEP, exhausted, LEGACY_GENERATION, newGeneration } from '../kit/segment-rules.js';
+import {
+  assertGiveBack,
+  assertStoredId,
+  DEFAULT_START,
+  DEFAULT_STEP,
+  exhausted,
+  LEGACY_GENERATION,
+  newGeneration,
+} from '../kit/segment-rules.js';
 import { positiveSetting, storeError } from '../kit/store-boundary.js';
 import { MysqlConnection, type MysqlConnectionOptions } from './mysql-connection.js';
 
@@ -95,7 +103,10 @@ export class MysqlLeafSegmentStore implements SegmentStore {
         throw e;
       }
       if (upd.affectedRows !== 1) throw new TagNotFoundError(tag);
-      const [rows] = await c.query<RowDataPacket[]>({ sql: `SELECT biz_tag, max_id, step FROM ${this.table} WHERE biz_tag = ?`, timeout: this.timeout }, [tag]);
+      const [rows] = await c.query<RowDataPacket[]>(
+        { sql: `SELECT biz_tag, max_id, step FROM ${this.table} WHERE biz_tag = ?`, timeout: this.timeout },
+        [tag],
+      );
       const row = rows[0];
       if (!row) throw new TagNotFoundError(tag);
       const storedStep = Number(row.step);
@@ -141,11 +152,10 @@ export class MysqlLeafSegmentStore implements SegmentStore {
   }
 
   async updateTag(tag: string, update: TagUpdate): Promise<TagInfo> {
-    const r = await this.exec(`UPDATE ${this.table} SET step = COALESCE(?, step), description = COALESCE(?, description) WHERE biz_tag = ?`, [
-      update.step ?? null,
-      update.description ?? null,
-      tag,
-    ]);
+    const r = await this.exec(
+      `UPDATE ${this.table} SET step = COALESCE(?, step), description = COALESCE(?, description) WHERE biz_tag = ?`,
+      [update.step ?? null, update.description ?? null, tag],
+    );
     if (r.affectedRows === 0) throw new TagNotFoundError(tag);
     return this.mustGet(tag);
   }
@@ -184,7 +194,10 @@ export class MysqlLeafSegmentStore implements SegmentStore {
     assertGiveBack(expectedMaxId, newMaxId);
     return this.tx(async (c) => {
       // The Leaf row's lock first (every allocator and every fence takes it), then the side row (a locking read sees the latest commit).
-      const [rows] = await c.query<RowDataPacket[]>({ sql: `SELECT max_id FROM ${this.table} WHERE biz_tag = ? FOR UPDATE`, timeout: this.timeout }, [tag]);
+      const [rows] = await c.query<RowDataPacket[]>(
+        { sql: `SELECT max_id FROM ${this.table} WHERE biz_tag = ? FOR UPDATE`, timeout: this.timeout },
+        [tag],
+      );
       const row = rows[0];
       if (!row || BigInt(String(row.max_id)) !== expectedMaxId) return false;
       const side = await this.sideOf(c, tag, true);

@@ -11,7 +11,16 @@
 import mysql, { type Pool, type RowDataPacket } from 'mysql2/promise';
 import { InvalidArgumentError, SequoiaError } from '../../core/errors.js';
 import type { PkBenchTarget, PkCounters, PkKindSpec, PkRow, PkTableShape, PkTableSize, PkTargetInfo } from '../../ports/pk-bench-target.js';
-import { checkScratchName, intColumns, newRunId, PK_KIND_TABLES, PK_MARKER_TABLE, PK_MARKER_TOOL, pkTableName, refuseExisting } from '../kit/pk-bench-kit.js';
+import {
+  checkScratchName,
+  intColumns,
+  newRunId,
+  PK_KIND_TABLES,
+  PK_MARKER_TABLE,
+  PK_MARKER_TOOL,
+  pkTableName,
+  refuseExisting,
+} from '../kit/pk-bench-kit.js';
 import { storeError, storeTarget } from '../kit/store-boundary.js';
 
 const BACKEND = 'bench pk (MySQL)';
@@ -38,7 +47,13 @@ export class MysqlPkBenchTarget implements PkBenchTarget {
   constructor(options: MysqlPkBenchOptions) {
     this.scratch = checkScratchName(options.scratch);
     this.target = storeTarget(options.uri, 3306);
-    this.pool = mysql.createPool({ uri: options.uri, connectionLimit: options.concurrency + 1, supportBigNumbers: true, bigNumberStrings: true, connectTimeout: 5000 });
+    this.pool = mysql.createPool({
+      uri: options.uri,
+      connectionLimit: options.concurrency + 1,
+      supportBigNumbers: true,
+      bigNumberStrings: true,
+      connectTimeout: 5000,
+    });
     this.pool.on('connection', (conn) => {
       const target = ((conn as { connection?: unknown }).connection ?? conn) as { on?: (e: string, f: () => void) => void };
       target.on?.('error', () => {});
@@ -59,7 +74,10 @@ export class MysqlPkBenchTarget implements PkBenchTarget {
   }
 
   private async marker(): Promise<{ tool: string; run_id: string } | undefined> {
-    const t = await this.q('SELECT 1 FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?', [this.scratch, PK_MARKER_TABLE]);
+    const t = await this.q('SELECT 1 FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?', [
+      this.scratch,
+      PK_MARKER_TABLE,
+    ]);
     if (t.length === 0) return undefined;
     return (await this.q<{ tool: string; run_id: string }>(`SELECT tool, run_id FROM ${this.d}.${PK_MARKER_TABLE} LIMIT 1`))[0];
   }
@@ -68,11 +86,14 @@ export class MysqlPkBenchTarget implements PkBenchTarget {
     try {
       await this.pool.query(`CREATE DATABASE ${this.d}`);
     } catch (e) {
-      if ((e as { errno?: number }).errno === 1007) throw refuseExisting(`MySQL database ${this.scratch}`, (await this.marker())?.tool === PK_MARKER_TOOL);
+      if ((e as { errno?: number }).errno === 1007)
+        throw refuseExisting(`MySQL database ${this.scratch}`, (await this.marker())?.tool === PK_MARKER_TOOL);
       throw storeError(BACKEND, e, this.target);
     }
     this.created = true;
-    await this.q(`CREATE TABLE ${this.d}.${PK_MARKER_TABLE} (tool VARCHAR(64) NOT NULL, run_id VARCHAR(128) NOT NULL, created_at TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP) ENGINE=InnoDB`);
+    await this.q(
+      `CREATE TABLE ${this.d}.${PK_MARKER_TABLE} (tool VARCHAR(64) NOT NULL, run_id VARCHAR(128) NOT NULL, created_at TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP) ENGINE=InnoDB`,
+    );
     await this.q(`INSERT INTO ${this.d}.${PK_MARKER_TABLE} (tool, run_id) VALUES (?, ?)`, [PK_MARKER_TOOL, this.runId]);
 
     const notes: string[] = [];
@@ -84,7 +105,9 @@ export class MysqlPkBenchTarget implements PkBenchTarget {
     if (this.lsnName === undefined) notes.push('redo bytes: no InnoDB LSN counter readable');
     else notes.push(`redo bytes: global status ${this.lsnName}, server-wide, so other sessions writing at the same time add to it`);
 
-    const metric = await this.q<Record<string, unknown>>("SELECT * FROM information_schema.INNODB_METRICS WHERE NAME = 'index_page_splits'");
+    const metric = await this.q<Record<string, unknown>>(
+      "SELECT * FROM information_schema.INNODB_METRICS WHERE NAME = 'index_page_splits'",
+    );
     if (metric.length === 0) notes.push('page splits: INNODB_METRICS has no index_page_splits');
     else {
       const m = metric[0]!;
@@ -95,7 +118,9 @@ export class MysqlPkBenchTarget implements PkBenchTarget {
           this.enabledSplits = true;
           notes.push('page splits: index_page_splits was off; enabled for the run and switched off afterwards');
         } catch {
-          notes.push('page splits: index_page_splits is off and this user may not enable it (SET GLOBAL innodb_monitor_enable needs SUPER or SYSTEM_VARIABLES_ADMIN)');
+          notes.push(
+            'page splits: index_page_splits is off and this user may not enable it (SET GLOBAL innodb_monitor_enable needs SUPER or SYSTEM_VARIABLES_ADMIN)',
+          );
         }
       }
       this.splitsReadable = on || this.enabledSplits;
@@ -182,10 +207,10 @@ export class MysqlPkBenchTarget implements PkBenchTarget {
       }
       return { tableBytes, indexBytes };
     }
-    const [t] = await this.q<{ d: string; i: string }>('SELECT DATA_LENGTH AS d, INDEX_LENGTH AS i FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?', [
-      this.scratch,
-      name,
-    ]);
+    const [t] = await this.q<{ d: string; i: string }>(
+      'SELECT DATA_LENGTH AS d, INDEX_LENGTH AS i FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?',
+      [this.scratch, name],
+    );
     return { tableBytes: Number(t?.d ?? 0), indexBytes: Number(t?.i ?? 0) };
   }
 
@@ -194,7 +219,8 @@ export class MysqlPkBenchTarget implements PkBenchTarget {
     this.created = false;
     try {
       const m = await this.marker();
-      if (m?.run_id !== this.runId) throw new SequoiaError('INTERNAL', `database ${this.scratch} no longer carries this run's marker: left untouched`);
+      if (m?.run_id !== this.runId)
+        throw new SequoiaError('INTERNAL', `database ${this.scratch} no longer carries this run's marker: left untouched`);
       await this.dropOwn([...this.tables]);
     } finally {
       if (this.enabledSplits) {
@@ -207,12 +233,15 @@ export class MysqlPkBenchTarget implements PkBenchTarget {
   /** Drops the kind tables named and the marker; the database only when nothing else is left in it. */
   private async dropOwn(tables: readonly string[]): Promise<void> {
     for (const t of tables) await this.q(`DROP TABLE IF EXISTS ${this.d}.${t}`);
-    const others = await this.q<{ n: string }>('SELECT TABLE_NAME AS n FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME <> ?', [
-      this.scratch,
-      PK_MARKER_TABLE,
-    ]);
+    const others = await this.q<{ n: string }>(
+      'SELECT TABLE_NAME AS n FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME <> ?',
+      [this.scratch, PK_MARKER_TABLE],
+    );
     if (others.length > 0) {
-      throw new SequoiaError('INTERNAL', `database ${this.scratch} holds tables this tool did not create (${others.map((o) => o.n).join(', ')}): its own tables are dropped, the database is left`);
+      throw new SequoiaError(
+        'INTERNAL',
+        `database ${this.scratch} holds tables this tool did not create (${others.map((o) => o.n).join(', ')}): its own tables are dropped, the database is left`,
+      );
     }
     await this.q(`DROP DATABASE ${this.d}`);
   }
@@ -222,7 +251,9 @@ export class MysqlPkBenchTarget implements PkBenchTarget {
     if (exists.length === 0) throw new InvalidArgumentError(`MySQL database ${this.scratch} does not exist: nothing to drop`);
     const m = await this.marker();
     if (m?.tool !== PK_MARKER_TOOL) throw refuseExisting(`MySQL database ${this.scratch}`, false);
-    const tables = (await this.q<{ n: string }>('SELECT TABLE_NAME AS n FROM information_schema.TABLES WHERE TABLE_SCHEMA = ?', [this.scratch]))
+    const tables = (
+      await this.q<{ n: string }>('SELECT TABLE_NAME AS n FROM information_schema.TABLES WHERE TABLE_SCHEMA = ?', [this.scratch])
+    )
       .map((r) => r.n)
       .filter((t) => PK_KIND_TABLES.includes(t));
     await this.dropOwn(tables);

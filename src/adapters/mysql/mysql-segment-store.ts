@@ -108,7 +108,10 @@ export class MysqlSegmentStore implements SegmentStore {
             version INT NOT NULL
           ) ENGINE=InnoDB`,
         );
-        const [rows] = await c.query<RowDataPacket[]>({ sql: 'SELECT version FROM sequoia_schema WHERE component = ?', timeout: this.timeout }, [t]);
+        const [rows] = await c.query<RowDataPacket[]>(
+          { sql: 'SELECT version FROM sequoia_schema WHERE component = ?', timeout: this.timeout },
+          [t],
+        );
         const version = rows[0] ? Number(rows[0].version) : 0;
         if (version < 1) {
           await this.run(
@@ -181,17 +184,26 @@ export class MysqlSegmentStore implements SegmentStore {
            WHERE tag = ? AND max_id <= 9223372036854775807 - COALESCE(?, step)`,
           [s, tag, s],
         )) as ResultSetHeader;
-        const [rows] = await c.query<Row[]>(
-          { sql: `SELECT ${COLUMNS} FROM ${this.table} WHERE tag = ?`, timeout: this.timeout },
-          [tag],
-        );
+        const [rows] = await c.query<Row[]>({ sql: `SELECT ${COLUMNS} FROM ${this.table} WHERE tag = ?`, timeout: this.timeout }, [tag]);
         const row = rows[0];
         if (!row) throw new TagNotFoundError(tag);
         if (upd.affectedRows !== 1) throw exhausted(tag);
         const storedStep = Number(row.step);
         const applied = step ?? storedStep;
         // In the transaction: the ledger row commits with the range or not at all.
-        await this.recordOn(c, ledgerValues(tag, 'allocate', allocatedRange(BigInt(row.max_id), applied), applied, this.who, 0, Number(row.fence_epoch), String(row.generation)));
+        await this.recordOn(
+          c,
+          ledgerValues(
+            tag,
+            'allocate',
+            allocatedRange(BigInt(row.max_id), applied),
+            applied,
+            this.who,
+            0,
+            Number(row.fence_epoch),
+            String(row.generation),
+          ),
+        );
         await this.run(c, 'COMMIT');
         return {
           maxId: BigInt(row.max_id),
@@ -255,7 +267,9 @@ export class MysqlSegmentStore implements SegmentStore {
     const found = await this.withConnection(async (c) => {
       await this.run(c, 'START TRANSACTION');
       try {
-        const [old] = await c.query<Row[]>({ sql: `SELECT max_id FROM ${this.table} WHERE tag = ? FOR UPDATE`, timeout: this.timeout }, [tag]);
+        const [old] = await c.query<Row[]>({ sql: `SELECT max_id FROM ${this.table} WHERE tag = ? FOR UPDATE`, timeout: this.timeout }, [
+          tag,
+        ]);
         const before = old[0];
         if (!before) {
           await this.run(c, 'COMMIT');
@@ -272,7 +286,10 @@ export class MysqlSegmentStore implements SegmentStore {
         if (jumped) {
           const [rows] = await c.query<Row[]>({ sql: `SELECT ${COLUMNS} FROM ${this.table} WHERE tag = ?`, timeout: this.timeout }, [tag]);
           const row = rows[0] as Row;
-          await this.recordOn(c, ledgerValues(tag, 'fence', jumped, rangeLength(jumped), this.who, 0, Number(row.fence_epoch), String(row.generation)));
+          await this.recordOn(
+            c,
+            ledgerValues(tag, 'fence', jumped, rangeLength(jumped), this.who, 0, Number(row.fence_epoch), String(row.generation)),
+          );
         }
         await this.run(c, 'COMMIT');
         return true;
@@ -316,7 +333,10 @@ export class MysqlSegmentStore implements SegmentStore {
         if (r.affectedRows === 1 && range) {
           const [rows] = await c.query<Row[]>({ sql: `SELECT ${COLUMNS} FROM ${this.table} WHERE tag = ?`, timeout: this.timeout }, [tag]);
           const row = rows[0] as Row;
-          await this.recordOn(c, ledgerValues(tag, 'give-back', range, rangeLength(range), this.who, 0, Number(row.fence_epoch), String(row.generation)));
+          await this.recordOn(
+            c,
+            ledgerValues(tag, 'give-back', range, rangeLength(range), this.who, 0, Number(row.fence_epoch), String(row.generation)),
+          );
         }
         await this.run(c, 'COMMIT');
         return r.affectedRows === 1;

@@ -124,9 +124,13 @@ export class MysqlTinyidSegmentStore implements SegmentStore {
         if (upd.affectedRows === 1) return allocationOf(b, next, row, residue, await this.sideOf(c, tag, false));
         await raceBackoff(i);
       }
-      throw new UnavailableError('STORE_UNAVAILABLE', `tag ${JSON.stringify(tag)}: lost the race for the Tinyid row ${TINYID_RETRIES} times`, {
-        retryAfterMs: 100,
-      });
+      throw new UnavailableError(
+        'STORE_UNAVAILABLE',
+        `tag ${JSON.stringify(tag)}: lost the race for the Tinyid row ${TINYID_RETRIES} times`,
+        {
+          retryAfterMs: 100,
+        },
+      );
     }, true);
   }
 
@@ -224,7 +228,10 @@ export class MysqlTinyidSegmentStore implements SegmentStore {
     assertGiveBack(expectedMaxId, newMaxId);
     return this.tx(async (c) => {
       const [rows] = await c.query<RowDataPacket[]>(
-        { sql: `SELECT id, biz_type, max_id, step, delta, remainder, version FROM ${this.table} WHERE biz_type = ? FOR UPDATE`, timeout: this.timeout },
+        {
+          sql: `SELECT id, biz_type, max_id, step, delta, remainder, version FROM ${this.table} WHERE biz_type = ? FOR UPDATE`,
+          timeout: this.timeout,
+        },
         [tag],
       );
       const row = rows[0] as (TinyidRow & RowDataPacket) | undefined;
@@ -233,10 +240,11 @@ export class MysqlTinyidSegmentStore implements SegmentStore {
       if (expectedFenceEpoch !== undefined && side.fenceEpoch !== expectedFenceEpoch) return false;
       if (expectedGeneration !== undefined && side.generation !== expectedGeneration) return false;
       if (newMaxId === expectedMaxId) return true;
-      await this.run(c, `UPDATE ${this.table} SET max_id = CAST(? AS SIGNED), update_time = now(), version = version + 1 WHERE biz_type = ?`, [
-        maxIdBelow(newMaxId).toString(),
-        tag,
-      ]);
+      await this.run(
+        c,
+        `UPDATE ${this.table} SET max_id = CAST(? AS SIGNED), update_time = now(), version = version + 1 WHERE biz_type = ?`,
+        [maxIdBelow(newMaxId).toString(), tag],
+      );
       return true;
     });
   }

@@ -83,7 +83,10 @@ export class MysqlWorkerLeaseStore implements WorkerLeaseStore {
     return this.inSpace(req.space, async (c) => {
       const [nowRows] = await c.query<RowDataPacket[]>(`SELECT ${NOW_MS} AS now`);
       const now = Number(nowRows[0]?.now);
-      const [rs] = await c.query<RowDataPacket[]>('SELECT worker_id, owner, expires_at FROM sequoia_worker_lease WHERE space = ? AND worker_id >= 0', [req.space]);
+      const [rs] = await c.query<RowDataPacket[]>(
+        'SELECT worker_id, owner, expires_at FROM sequoia_worker_lease WHERE space = ? AND worker_id >= 0',
+        [req.space],
+      );
       const rows = rs.map((r): LeaseRow => ({ workerId: Number(r.worker_id), owner: String(r.owner), expiresAtMs: Number(r.expires_at) }));
       const choice = chooseWorker(rows, now, req);
       if ('refused' in choice) return choice;
@@ -95,7 +98,14 @@ export class MysqlWorkerLeaseStore implements WorkerLeaseStore {
     });
   }
 
-  async renew(space: string, workerId: number, owner: string, generation: number, ttlMs: number, lastTick: number): Promise<LeaseRecord | undefined> {
+  async renew(
+    space: string,
+    workerId: number,
+    owner: string,
+    generation: number,
+    ttlMs: number,
+    lastTick: number,
+  ): Promise<LeaseRecord | undefined> {
     return this.inTransaction(async (c) => {
       const [r] = await c.query<ResultSetHeader>(
         `UPDATE sequoia_worker_lease SET expires_at = ${NOW_MS} + ?, last_tick = GREATEST(last_tick, ?), updated_at = NOW(3)
@@ -103,7 +113,10 @@ export class MysqlWorkerLeaseStore implements WorkerLeaseStore {
         [ttlMs, String(lastTick), space, workerId, owner, generation],
       );
       if (r.affectedRows !== 1) return undefined;
-      const [rows] = await c.query<RowDataPacket[]>('SELECT last_tick, expires_at FROM sequoia_worker_lease WHERE space = ? AND worker_id = ?', [space, workerId]);
+      const [rows] = await c.query<RowDataPacket[]>(
+        'SELECT last_tick, expires_at FROM sequoia_worker_lease WHERE space = ? AND worker_id = ?',
+        [space, workerId],
+      );
       const horizon = Number(rows[0]?.last_tick);
       await recordAfter(c, space, workerId, generation, 'renew', owner, horizon);
       return { workerId, generation, lastTick: horizon, expiresAtMs: Number(rows[0]?.expires_at) };
@@ -124,16 +137,32 @@ export class MysqlWorkerLeaseStore implements WorkerLeaseStore {
   async registerNode(space: string, host: string, workerCount: number): Promise<NodeClaim> {
     return this.inSpace(space, async (c) => {
       for (;;) {
-        const [r] = await c.query<ResultSetHeader>('INSERT INTO sequoia_worker_node (space, host, started_at) VALUES (?, ?, NOW(3))', [space, host]);
+        const [r] = await c.query<ResultSetHeader>('INSERT INTO sequoia_worker_node (space, host, started_at) VALUES (?, ?, NOW(3))', [
+          space,
+          host,
+        ]);
         const id = Number(r.insertId);
         if (id >= workerCount) return { workerId: id, lastTick: -1 };
-        const [prev] = await c.query<RowDataPacket[]>(`SELECT expires_at, expires_at > ${NOW_MS} AS live FROM sequoia_worker_lease WHERE space = ? AND worker_id = ?`, [space, id]);
+        const [prev] = await c.query<RowDataPacket[]>(
+          `SELECT expires_at, expires_at > ${NOW_MS} AS live FROM sequoia_worker_lease WHERE space = ? AND worker_id = ?`,
+          [space, id],
+        );
         const p = prev[0];
         if (p && Number(p.live) === 1) continue;
         const owner = nodeOwner(host);
         const got = await take(c, space, id, owner, CLAIMED_FOR_GOOD_MS);
         const kind = takeKind(p && { expiresAtMs: Number(p.expires_at) });
-        await record(c, space, id, got.generation, kind, owner, holderOf(owner, undefined), firstTick(undefined, got.lastTick), HELD_FOR_GOOD_TICK);
+        await record(
+          c,
+          space,
+          id,
+          got.generation,
+          kind,
+          owner,
+          holderOf(owner, undefined),
+          firstTick(undefined, got.lastTick),
+          HELD_FOR_GOOD_TICK,
+        );
         return { workerId: id, lastTick: got.lastTick };
       }
     });
@@ -149,18 +178,20 @@ export class MysqlWorkerLeaseStore implements WorkerLeaseStore {
 
   async entries(space: string, workerId: number): Promise<readonly LeaseLedgerEntry[]> {
     return this.withConnection(async (c) => {
-      const [rows] = await c.query<RowDataPacket[]>(`SELECT ${ENTRY_COLUMNS} FROM sequoia_lease_ledger WHERE space = ? AND worker_id = ? ORDER BY seq`, [space, workerId]);
+      const [rows] = await c.query<RowDataPacket[]>(
+        `SELECT ${ENTRY_COLUMNS} FROM sequoia_lease_ledger WHERE space = ? AND worker_id = ? ORDER BY seq`,
+        [space, workerId],
+      );
       return rows.map((r) => toEntry(space, r as unknown as EntryRow));
     });
   }
 
   async pruneLedger(retentionMs: number, limit: number): Promise<number> {
     return this.withConnection(async (c) => {
-      const [r] = await c.query<ResultSetHeader>(`DELETE FROM sequoia_lease_ledger WHERE at_ms < ${NOW_MS} - ? AND until_tick < ? ORDER BY seq LIMIT ?`, [
-        String(retentionMs),
-        String(HELD_FOR_GOOD_TICK),
-        limit,
-      ]);
+      const [r] = await c.query<ResultSetHeader>(
+        `DELETE FROM sequoia_lease_ledger WHERE at_ms < ${NOW_MS} - ? AND until_tick < ? ORDER BY seq LIMIT ?`,
+        [String(retentionMs), String(HELD_FOR_GOOD_TICK), limit],
+      );
       return r.affectedRows;
     });
   }
@@ -223,14 +254,23 @@ export class MysqlWorkerLeaseStore implements WorkerLeaseStore {
 }
 
 /** Gives the id to `owner` (a new generation), keeping the last tick; inside the caller's transaction. */
-async function take(c: PoolConnection, space: string, workerId: number, owner: string, expiresAt: number): Promise<{ generation: number; lastTick: number }> {
+async function take(
+  c: PoolConnection,
+  space: string,
+  workerId: number,
+  owner: string,
+  expiresAt: number,
+): Promise<{ generation: number; lastTick: number }> {
   await c.query(
     `INSERT INTO sequoia_worker_lease (space, worker_id, owner, generation, expires_at, last_tick, updated_at)
      VALUES (?, ?, ?, 1, ?, -1, NOW(3))
      ON DUPLICATE KEY UPDATE owner = VALUES(owner), generation = generation + 1, expires_at = VALUES(expires_at), updated_at = NOW(3)`,
     [space, workerId, owner, String(expiresAt)],
   );
-  const [got] = await c.query<RowDataPacket[]>('SELECT generation, last_tick FROM sequoia_worker_lease WHERE space = ? AND worker_id = ?', [space, workerId]);
+  const [got] = await c.query<RowDataPacket[]>('SELECT generation, last_tick FROM sequoia_worker_lease WHERE space = ? AND worker_id = ?', [
+    space,
+    workerId,
+  ]);
   return { generation: Number(got[0]?.generation), lastTick: Number(got[0]?.last_tick) };
 }
 
@@ -254,7 +294,15 @@ async function record(
 }
 
 /** A renewal or release: the holding's first tick and holder come from its latest row (only the horizon, before the ledger existed). */
-async function recordAfter(c: PoolConnection, space: string, workerId: number, generation: number, kind: LeaseEventKind, owner: string, untilTick: number): Promise<void> {
+async function recordAfter(
+  c: PoolConnection,
+  space: string,
+  workerId: number,
+  generation: number,
+  kind: LeaseEventKind,
+  owner: string,
+  untilTick: number,
+): Promise<void> {
   const [rows] = await c.query<RowDataPacket[]>(
     `SELECT ${ENTRY_COLUMNS} FROM sequoia_lease_ledger WHERE space = ? AND worker_id = ? AND generation = ? ORDER BY seq DESC LIMIT 1`,
     [space, workerId, generation],

@@ -23,7 +23,15 @@
 import { type SequoiaError, TagExistsError, TagNotFoundError, UnavailableError } from '../../core/errors.js';
 import type { Allocation, NewTag, SegmentStore, TagInfo, TagUpdate } from '../../ports/segment-store.js';
 import { isBigintOverflow, type LeafRow, type LeafTableOptions, leafTableNames, tagInfoFromLeafRow } from '../kit/leaf-table.js';
-import { assertGiveBack, assertStoredId, DEFAULT_START, DEFAULT_STEP, exhausted, LEGACY_GENERATION, newGeneration } from '../kit/segment-rules.js';
+import {
+  assertGiveBack,
+  assertStoredId,
+  DEFAULT_START,
+  DEFAULT_STEP,
+  exhausted,
+  LEGACY_GENERATION,
+  newGeneration,
+} from '../kit/segment-rules.js';
 import { storeError } from '../kit/store-boundary.js';
 import { type PgClientLike, PostgresConnection, type PostgresConnectionOptions } from './postgres-connection.js';
 

@@ -9,7 +9,16 @@ import pg from 'pg';
 import { InvalidArgumentError, SequoiaError } from '../../core/errors.js';
 import { formatUuid } from '../../core/uuid/uuid-text.js';
 import type { PkBenchTarget, PkCounters, PkKindSpec, PkRow, PkTableShape, PkTableSize, PkTargetInfo } from '../../ports/pk-bench-target.js';
-import { checkScratchName, intColumns, newRunId, PK_MARKER_TABLE, PK_KIND_TABLES, PK_MARKER_TOOL, pkTableName, refuseExisting } from '../kit/pk-bench-kit.js';
+import {
+  checkScratchName,
+  intColumns,
+  newRunId,
+  PK_MARKER_TABLE,
+  PK_KIND_TABLES,
+  PK_MARKER_TOOL,
+  pkTableName,
+  refuseExisting,
+} from '../kit/pk-bench-kit.js';
 import { storeError, storeTarget } from '../kit/store-boundary.js';
 
 const BACKEND = 'bench pk (PostgreSQL)';
@@ -62,7 +71,9 @@ export class PostgresPkBenchTarget implements PkBenchTarget {
     try {
       await c.query('BEGIN');
       await c.query(`CREATE SCHEMA ${this.s}`);
-      await c.query(`CREATE TABLE ${this.s}.${PK_MARKER_TABLE} (tool text NOT NULL, run_id text NOT NULL, created_at timestamptz NOT NULL DEFAULT now())`);
+      await c.query(
+        `CREATE TABLE ${this.s}.${PK_MARKER_TABLE} (tool text NOT NULL, run_id text NOT NULL, created_at timestamptz NOT NULL DEFAULT now())`,
+      );
       await c.query(`INSERT INTO ${this.s}.${PK_MARKER_TABLE} (tool, run_id) VALUES ($1, $2)`, [PK_MARKER_TOOL, this.runId]);
       await c.query(`COMMENT ON SCHEMA ${this.s} IS 'scratch schema of ${PK_MARKER_TOOL} run ${this.runId}: dropped when the run ends'`);
       await c.query('COMMIT');
@@ -88,7 +99,10 @@ export class PostgresPkBenchTarget implements PkBenchTarget {
       version: `PostgreSQL ${version}`,
       scratch: `schema ${this.scratch}`,
       settings,
-      notes: ['page splits: PostgreSQL keeps no counter of B-tree page splits', 'WAL bytes: pg_current_wal_lsn() is server-wide, so other sessions writing at the same time add to it'],
+      notes: [
+        'page splits: PostgreSQL keeps no counter of B-tree page splits',
+        'WAL bytes: pg_current_wal_lsn() is server-wide, so other sessions writing at the same time add to it',
+      ],
       maxConcurrency: 64,
     };
   }
@@ -96,7 +110,13 @@ export class PostgresPkBenchTarget implements PkBenchTarget {
   async createTable(kind: PkKindSpec, shape: PkTableShape): Promise<string> {
     const t = `${this.s}.${pkTableName(kind)}`;
     const type =
-      kind.keyType === 'sequence' ? 'bigint GENERATED ALWAYS AS IDENTITY' : kind.keyType === 'int64' ? 'bigint' : kind.keyType === 'uuid' ? 'uuid' : 'text';
+      kind.keyType === 'sequence'
+        ? 'bigint GENERATED ALWAYS AS IDENTITY'
+        : kind.keyType === 'int64'
+          ? 'bigint'
+          : kind.keyType === 'uuid'
+            ? 'uuid'
+            : 'text';
     const ints = intColumns(shape).map((k) => `${k} integer NOT NULL`);
     this.tables.add(pkTableName(kind));
     await this.q(`CREATE TABLE ${t} (id ${type} PRIMARY KEY, ${[...ints, 'payload text NOT NULL'].join(', ')})`);
@@ -132,9 +152,10 @@ export class PostgresPkBenchTarget implements PkBenchTarget {
   }
 
   async size(kind: PkKindSpec): Promise<PkTableSize> {
-    const [r] = await this.q<{ t: string; i: string }>('SELECT pg_table_size($1::regclass)::text AS t, pg_indexes_size($1::regclass)::text AS i', [
-      `${this.s}.${pkTableName(kind)}`,
-    ]);
+    const [r] = await this.q<{ t: string; i: string }>(
+      'SELECT pg_table_size($1::regclass)::text AS t, pg_indexes_size($1::regclass)::text AS i',
+      [`${this.s}.${pkTableName(kind)}`],
+    );
     return { tableBytes: Number(r!.t), indexBytes: Number(r!.i) };
   }
 
@@ -156,9 +177,13 @@ export class PostgresPkBenchTarget implements PkBenchTarget {
     try {
       await this.q(`DROP SCHEMA ${this.s} RESTRICT`);
     } catch (e) {
-      throw new SequoiaError('INTERNAL', `schema ${this.scratch} holds objects this tool did not create: its own tables are dropped, the schema is left`, {
-        cause: e,
-      });
+      throw new SequoiaError(
+        'INTERNAL',
+        `schema ${this.scratch} holds objects this tool did not create: its own tables are dropped, the schema is left`,
+        {
+          cause: e,
+        },
+      );
     }
   }
 

@@ -24,7 +24,15 @@ import { assertGiveBack, assertStoredId, DEFAULT_START, DEFAULT_STEP, exhausted,
 import { storeError, tagInfoFromTextRow } from '../kit/store-boundary.js';
 import { type PgPoolLike, PostgresConnection, type PostgresConnectionOptions } from './postgres-connection.js';
 import type { LedgerEntry, ServerIdentity } from '../../ports/range-ledger.js';
-import { entryFromRow, fencedRange, LEDGER_COLUMNS, ledgerTable, type LedgerRowText, processIdentity, rangeLength } from '../kit/range-ledger.js';
+import {
+  entryFromRow,
+  fencedRange,
+  LEDGER_COLUMNS,
+  ledgerTable,
+  type LedgerRowText,
+  processIdentity,
+  rangeLength,
+} from '../kit/range-ledger.js';
 
 /** 1: the table; 2: its `generation` column (see TagInfo.generation); 3: the range ledger beside it. */
 const SCHEMA_VERSION = 3;
@@ -79,9 +87,7 @@ export class PostgresSegmentStore implements SegmentStore {
       // Several processes may start at once: CREATE TABLE IF NOT EXISTS alone
       // can still race on the catalog, so migrations run one at a time.
       await c.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK_KEY]);
-      await c.query(
-        `CREATE TABLE IF NOT EXISTS sequoia_schema (component TEXT PRIMARY KEY, version INTEGER NOT NULL)`,
-      );
+      await c.query(`CREATE TABLE IF NOT EXISTS sequoia_schema (component TEXT PRIMARY KEY, version INTEGER NOT NULL)`);
       const r = await c.query('SELECT version FROM sequoia_schema WHERE component = $1', [t]);
       const version = (r.rows[0] as { version: number } | undefined)?.version ?? 0;
       if (version < 1) {
@@ -143,7 +149,13 @@ export class PostgresSegmentStore implements SegmentStore {
     );
     const row = r.rows[0] as { max_id: string; step: number; fence_epoch: number; generation: string; applied: number } | undefined;
     if (row) {
-      return { maxId: BigInt(row.max_id), step: row.applied, storedStep: row.step, fenceEpoch: row.fence_epoch, generation: row.generation };
+      return {
+        maxId: BigInt(row.max_id),
+        step: row.applied,
+        storedStep: row.step,
+        fenceEpoch: row.fence_epoch,
+        generation: row.generation,
+      };
     }
     // No row matched: either the tag is missing or the sum would pass 2^63-1.
     if ((await this.getTag(tag)) === undefined) throw new TagNotFoundError(tag);
@@ -200,8 +212,7 @@ export class PostgresSegmentStore implements SegmentStore {
     // One transaction: the row lock taken by the first read holds allocators off until the ledger row is written.
     const r = await this.connection.transaction(BACKEND, async (c) => {
       const old = (await c.query(`SELECT max_id::text AS max_id FROM ${this.table} WHERE tag = $1 FOR UPDATE`, [tag])).rows[0] as
-        | { max_id: string }
-        | undefined;
+        { max_id: string } | undefined;
       if (!old) return { rows: [] };
       const u = await c.query(
         `UPDATE ${this.table}
@@ -215,7 +226,15 @@ export class PostgresSegmentStore implements SegmentStore {
         await c.query(
           `INSERT INTO ${this.ledger} (${LEDGER_COLUMNS})
            VALUES ($1, 'fence', $2::bigint, $3::bigint, 1, $4, $5, $6, $7, $8, (extract(epoch FROM now()) * 1000)::bigint, $9, $10::bigint)`,
-          [tag, jumped.first.toString(), jumped.last.toString(), rangeLength(jumped), ...this.identityValues(), row.fence_epoch, row.generation],
+          [
+            tag,
+            jumped.first.toString(),
+            jumped.last.toString(),
+            rangeLength(jumped),
+            ...this.identityValues(),
+            row.fence_epoch,
+            row.generation,
+          ],
         );
       }
       return u;

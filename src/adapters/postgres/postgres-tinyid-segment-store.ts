@@ -116,9 +116,13 @@ export class PostgresTinyidSegmentStore implements SegmentStore {
         if (upd.rowCount === 1) return allocationOf(b, next, row, residue, await this.sideOf(c, tag));
         await raceBackoff(i);
       }
-      throw new UnavailableError('STORE_UNAVAILABLE', `tag ${JSON.stringify(tag)}: lost the race for the Tinyid row ${TINYID_RETRIES} times`, {
-        retryAfterMs: 100,
-      });
+      throw new UnavailableError(
+        'STORE_UNAVAILABLE',
+        `tag ${JSON.stringify(tag)}: lost the race for the Tinyid row ${TINYID_RETRIES} times`,
+        {
+          retryAfterMs: 100,
+        },
+      );
     });
   }
 
@@ -162,10 +166,10 @@ export class PostgresTinyidSegmentStore implements SegmentStore {
   /** The step counts IDs, as everywhere in Sequoia: Tinyid's row gets `step * delta`. */
   async updateTag(tag: string, update: TagUpdate): Promise<TagInfo> {
     await this.tx(async (c) => {
-      const r = await c.query(`UPDATE ${this.table} SET step = COALESCE($2::integer * delta, step), update_time = now() WHERE biz_type = $1`, [
-        tag,
-        update.step ?? null,
-      ]);
+      const r = await c.query(
+        `UPDATE ${this.table} SET step = COALESCE($2::integer * delta, step), update_time = now() WHERE biz_type = $1`,
+        [tag, update.step ?? null],
+      );
       if (!r.rowCount) throw new TagNotFoundError(tag);
       if (update.description !== undefined) {
         await c.query(

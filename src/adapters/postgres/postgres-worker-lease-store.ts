@@ -39,7 +39,9 @@ export class PostgresWorkerLeaseStore implements WorkerLeaseStore {
 
   /** A connection string opens a pool of its own; a connection is shared with the segment store. */
   constructor(connection: string | PostgresConnection) {
-    this.connection = (typeof connection === 'string' ? new PostgresConnection({ connectionString: connection, maxConnections: 3 }) : connection).retain();
+    this.connection = (
+      typeof connection === 'string' ? new PostgresConnection({ connectionString: connection, maxConnections: 3 }) : connection
+    ).retain();
     this.pool = this.connection.pool;
   }
 
@@ -102,7 +104,14 @@ export class PostgresWorkerLeaseStore implements WorkerLeaseStore {
     });
   }
 
-  async renew(space: string, workerId: number, owner: string, generation: number, ttlMs: number, lastTick: number): Promise<LeaseRecord | undefined> {
+  async renew(
+    space: string,
+    workerId: number,
+    owner: string,
+    generation: number,
+    ttlMs: number,
+    lastTick: number,
+  ): Promise<LeaseRecord | undefined> {
     return this.tx(async (c) => {
       const r = await c.query(
         `UPDATE sequoia_worker_lease SET expires_at = ${NOW_MS} + $5::bigint, last_tick = GREATEST(last_tick, $6::bigint), updated_at = now()
@@ -135,13 +144,26 @@ export class PostgresWorkerLeaseStore implements WorkerLeaseStore {
         const r = await c.query('INSERT INTO sequoia_worker_node (space, host) VALUES ($1, $2) RETURNING id::text AS id', [space, host]);
         const id = Number((r.rows[0] as { id: string }).id);
         if (id >= workerCount) return { workerId: id, lastTick: -1 };
-        const prev = await c.query(`SELECT expires_at::text AS e, (expires_at > ${NOW_MS}) AS live FROM sequoia_worker_lease WHERE space = $1 AND worker_id = $2`, [space, id]);
+        const prev = await c.query(
+          `SELECT expires_at::text AS e, (expires_at > ${NOW_MS}) AS live FROM sequoia_worker_lease WHERE space = $1 AND worker_id = $2`,
+          [space, id],
+        );
         const p = prev.rows[0] as { e: string; live: boolean } | undefined;
         if (p?.live) continue;
         const owner = nodeOwner(host);
         const row = await take(c, space, id, owner, CLAIMED_FOR_GOOD_MS);
         const kind = takeKind(p && { expiresAtMs: Number(p.e) });
-        await record(c, space, id, row.generation, kind, owner, holderOf(owner, undefined), firstTick(undefined, row.lastTick), HELD_FOR_GOOD_TICK);
+        await record(
+          c,
+          space,
+          id,
+          row.generation,
+          kind,
+          owner,
+          holderOf(owner, undefined),
+          firstTick(undefined, row.lastTick),
+          HELD_FOR_GOOD_TICK,
+        );
         return { workerId: id, lastTick: row.lastTick };
       }
     });
@@ -156,7 +178,10 @@ export class PostgresWorkerLeaseStore implements WorkerLeaseStore {
   }
 
   async entries(space: string, workerId: number): Promise<readonly LeaseLedgerEntry[]> {
-    const r = await this.q(`SELECT ${ENTRY_COLUMNS} FROM sequoia_lease_ledger WHERE space = $1 AND worker_id = $2 ORDER BY seq`, [space, workerId]);
+    const r = await this.q(`SELECT ${ENTRY_COLUMNS} FROM sequoia_lease_ledger WHERE space = $1 AND worker_id = $2 ORDER BY seq`, [
+      space,
+      workerId,
+    ]);
     return (r.rows as EntryRow[]).map((row) => toEntry(space, row));
   }
 
@@ -200,7 +225,13 @@ async function lockSpace(c: PgClientLike, space: string): Promise<void> {
 }
 
 /** Gives the id to `owner` (a new generation), keeping the last tick; inside the caller's transaction. */
-async function take(c: PgClientLike, space: string, workerId: number, owner: string, expiresAt: number): Promise<{ generation: number; lastTick: number }> {
+async function take(
+  c: PgClientLike,
+  space: string,
+  workerId: number,
+  owner: string,
+  expiresAt: number,
+): Promise<{ generation: number; lastTick: number }> {
   const r = await c.query(
     `INSERT INTO sequoia_worker_lease (space, worker_id, owner, generation, expires_at, last_tick)
      VALUES ($1, $2, $3, 1, $4::bigint, -1)
@@ -233,7 +264,15 @@ async function record(
 }
 
 /** A renewal or release: the holding's first tick and holder come from its latest row (only the horizon, before the ledger existed). */
-async function recordAfter(c: PgClientLike, space: string, workerId: number, generation: number, kind: LeaseEventKind, owner: string, untilTick: number): Promise<void> {
+async function recordAfter(
+  c: PgClientLike,
+  space: string,
+  workerId: number,
+  generation: number,
+  kind: LeaseEventKind,
+  owner: string,
+  untilTick: number,
+): Promise<void> {
   const r = await c.query(
     `SELECT ${ENTRY_COLUMNS} FROM sequoia_lease_ledger WHERE space = $1 AND worker_id = $2 AND generation = $3 ORDER BY seq DESC LIMIT 1`,
     [space, workerId, generation],

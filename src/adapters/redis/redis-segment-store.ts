@@ -41,7 +41,15 @@ import { createHash } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { InvalidArgumentError, SequoiaError, TagExistsError, TagNotFoundError, UnavailableError } from '../../core/errors.js';
 import type { Allocation, NewTag, SegmentStore, TagInfo, TagUpdate } from '../../ports/segment-store.js';
-import { assertGiveBack, assertStoredId, DEFAULT_START, DEFAULT_STEP, exhausted, LEGACY_GENERATION, newGeneration } from '../kit/segment-rules.js';
+import {
+  assertGiveBack,
+  assertStoredId,
+  DEFAULT_START,
+  DEFAULT_STEP,
+  exhausted,
+  LEGACY_GENERATION,
+  newGeneration,
+} from '../kit/segment-rules.js';
 import type { LedgerEntry, ServerIdentity } from '../../ports/range-ledger.js';
 import { covers, processIdentity, rangeLength } from '../kit/range-ledger.js';
 
@@ -202,7 +210,11 @@ export class RedisSegmentStore implements SegmentStore {
 
   async allocate(tag: string, step?: number): Promise<Allocation> {
     if (step !== undefined && (!Number.isSafeInteger(step) || step < 1)) throw new InvalidArgumentError('step must be a positive integer');
-    const r = (await this.script(ALLOCATE, [this.key(tag), this.ledgerKey(tag)], [step === undefined ? '' : String(step), String(Date.now()), ...this.identityArgs()])) as string[];
+    const r = (await this.script(
+      ALLOCATE,
+      [this.key(tag), this.ledgerKey(tag)],
+      [step === undefined ? '' : String(step), String(Date.now()), ...this.identityArgs()],
+    )) as string[];
     if (r[0] === 'NOT_FOUND') throw new TagNotFoundError(tag);
     if (r[0] === 'EXHAUSTED') throw exhausted(tag);
     const [, maxId, applied, stored, epoch, generation] = r;
@@ -283,15 +295,19 @@ export class RedisSegmentStore implements SegmentStore {
     expectedGeneration?: string,
   ): Promise<boolean> {
     assertGiveBack(expectedMaxId, newMaxId);
-    const ok = await this.script(GIVE_BACK, [this.key(tag), this.ledgerKey(tag)], [
-      expectedMaxId.toString(),
-      newMaxId.toString(),
-      String(Date.now()),
-      expectedFenceEpoch === undefined ? '' : String(expectedFenceEpoch),
-      expectedGeneration ?? '',
-      (expectedMaxId - newMaxId).toString(),
-      ...this.identityArgs(),
-    ]);
+    const ok = await this.script(
+      GIVE_BACK,
+      [this.key(tag), this.ledgerKey(tag)],
+      [
+        expectedMaxId.toString(),
+        newMaxId.toString(),
+        String(Date.now()),
+        expectedFenceEpoch === undefined ? '' : String(expectedFenceEpoch),
+        expectedGeneration ?? '',
+        (expectedMaxId - newMaxId).toString(),
+        ...this.identityArgs(),
+      ],
+    );
     return Number(ok) === 1;
   }
 

@@ -26,7 +26,8 @@ export class SqlitePkBenchTarget implements PkBenchTarget {
   private readonly statements = new Map<string, Database.Statement>();
 
   constructor(private readonly path: string) {
-    if (path === '' || path === ':memory:') throw new InvalidArgumentError('--db sqlite:PATH needs the path of a new file (it is created, measured and deleted)');
+    if (path === '' || path === ':memory:')
+      throw new InvalidArgumentError('--db sqlite:PATH needs the path of a new file (it is created, measured and deleted)');
   }
 
   private get handle(): Database.Database {
@@ -69,7 +70,9 @@ export class SqlitePkBenchTarget implements PkBenchTarget {
       db.pragma('journal_mode = WAL');
       db.pragma('synchronous = NORMAL');
       db.pragma('wal_autocheckpoint = 0');
-      db.exec(`CREATE TABLE ${PK_MARKER_TABLE} (tool TEXT NOT NULL, run_id TEXT NOT NULL, created_at TEXT NOT NULL DEFAULT (datetime('now')))`);
+      db.exec(
+        `CREATE TABLE ${PK_MARKER_TABLE} (tool TEXT NOT NULL, run_id TEXT NOT NULL, created_at TEXT NOT NULL DEFAULT (datetime('now')))`,
+      );
       db.prepare(`INSERT INTO ${PK_MARKER_TABLE} (tool, run_id) VALUES (?, ?)`).run(PK_MARKER_TOOL, this.runId);
       const version = (db.prepare('SELECT sqlite_version() AS v').get() as { v: string }).v;
       return {
@@ -94,7 +97,9 @@ export class SqlitePkBenchTarget implements PkBenchTarget {
     const name = pkTableName(kind);
     const cols = intColumns(shape);
     this.run(() => {
-      this.handle.exec(`CREATE TABLE ${name} (id ${type} PRIMARY KEY, ${[...cols.map((k) => `${k} INTEGER NOT NULL`), 'payload TEXT NOT NULL'].join(', ')})`);
+      this.handle.exec(
+        `CREATE TABLE ${name} (id ${type} PRIMARY KEY, ${[...cols.map((k) => `${k} INTEGER NOT NULL`), 'payload TEXT NOT NULL'].join(', ')})`,
+      );
       for (const k of cols) this.handle.exec(`CREATE INDEX ${name}_${k} ON ${name} (${k})`);
     });
     return type;
@@ -108,14 +113,18 @@ export class SqlitePkBenchTarget implements PkBenchTarget {
     let st = this.statements.get(cacheKey);
     if (st === undefined) {
       const tuple = `(${cols.map(() => '?').join(',')})`;
-      st = this.run(() => this.handle.prepare(`INSERT INTO ${pkTableName(kind)} (${cols.join(',')}) VALUES ${Array(rows.length).fill(tuple).join(',')}`));
+      st = this.run(() =>
+        this.handle.prepare(`INSERT INTO ${pkTableName(kind)} (${cols.join(',')}) VALUES ${Array(rows.length).fill(tuple).join(',')}`),
+      );
       this.statements.set(cacheKey, st);
     }
     const values: unknown[] = [];
     for (const row of rows) {
       if (withKey) {
         const k = row.key;
-        values.push(k instanceof Uint8Array ? Buffer.from(k.buffer, k.byteOffset, k.byteLength) : kind.keyType === 'int64' ? BigInt(k as string) : k);
+        values.push(
+          k instanceof Uint8Array ? Buffer.from(k.buffer, k.byteOffset, k.byteLength) : kind.keyType === 'int64' ? BigInt(k as string) : k,
+        );
       }
       for (const v of row.ints) values.push(v);
       values.push(row.payload);
@@ -147,7 +156,9 @@ export class SqlitePkBenchTarget implements PkBenchTarget {
     const rows = this.run(
       () =>
         this.handle
-          .prepare("SELECT d.name AS name, SUM(d.pgsize) AS bytes FROM dbstat d JOIN sqlite_schema s ON s.name = d.name WHERE s.tbl_name = ? GROUP BY d.name")
+          .prepare(
+            'SELECT d.name AS name, SUM(d.pgsize) AS bytes FROM dbstat d JOIN sqlite_schema s ON s.name = d.name WHERE s.tbl_name = ? GROUP BY d.name',
+          )
           .all(name) as { name: string; bytes: number }[],
     );
     let tableBytes = 0;
@@ -164,13 +175,16 @@ export class SqlitePkBenchTarget implements PkBenchTarget {
     this.created = false;
     let marker: { run_id: string } | undefined;
     try {
-      marker = this.db?.open ? (this.db.prepare(`SELECT tool, run_id FROM ${PK_MARKER_TABLE} LIMIT 1`).get() as { run_id: string } | undefined) : this.readMarker();
+      marker = this.db?.open
+        ? (this.db.prepare(`SELECT tool, run_id FROM ${PK_MARKER_TABLE} LIMIT 1`).get() as { run_id: string } | undefined)
+        : this.readMarker();
     } catch {
       marker = undefined; // no marker table any more: not provably ours
     }
     this.db?.close();
     this.db = undefined;
-    if (marker?.run_id !== this.runId) throw new SequoiaError('INTERNAL', `file ${this.path} no longer carries this run's marker: left untouched`);
+    if (marker?.run_id !== this.runId)
+      throw new SequoiaError('INTERNAL', `file ${this.path} no longer carries this run's marker: left untouched`);
     this.remove();
   }
 

@@ -16,7 +16,17 @@ import { storeError } from '../kit/store-boundary.js';
 import { assertGiveBack, DEFAULT_START, DEFAULT_STEP, exhausted, newGeneration } from '../kit/segment-rules.js';
 import { SqliteConnection } from './sqlite-connection.js';
 import type { LedgerEntry, ServerIdentity } from '../../ports/range-ledger.js';
-import { allocatedRange, entryFromRow, fencedRange, givenBackRange, rangeLength, LEDGER_COLUMNS, type LedgerRowText, ledgerValues, processIdentity } from '../kit/range-ledger.js';
+import {
+  allocatedRange,
+  entryFromRow,
+  fencedRange,
+  givenBackRange,
+  rangeLength,
+  LEDGER_COLUMNS,
+  type LedgerRowText,
+  ledgerValues,
+  processIdentity,
+} from '../kit/range-ledger.js';
 
 export type SqliteSegmentStoreOptions = (
   | {
@@ -115,9 +125,13 @@ export class SqliteSegmentStore implements SegmentStore {
       this.db = db;
     } catch (e) {
       if (e instanceof SequoiaError) throw e;
-      throw new UnavailableError('STORE_UNAVAILABLE', `cannot open SQLite file ${this.path} (${(e as { code?: string }).code ?? String(e)})`, {
-        cause: e,
-      });
+      throw new UnavailableError(
+        'STORE_UNAVAILABLE',
+        `cannot open SQLite file ${this.path} (${(e as { code?: string }).code ?? String(e)})`,
+        {
+          cause: e,
+        },
+      );
     }
   }
 
@@ -127,8 +141,7 @@ export class SqliteSegmentStore implements SegmentStore {
       return db
         .transaction((): Allocation => {
           const row = this.prepare('SELECT max_id, step, fence_epoch, generation FROM sequoia_alloc WHERE tag = ?').get(tag) as
-            | Pick<Row, 'max_id' | 'step' | 'fence_epoch' | 'generation'>
-            | undefined;
+            Pick<Row, 'max_id' | 'step' | 'fence_epoch' | 'generation'> | undefined;
           if (!row) throw new TagNotFoundError(tag);
           const storedStep = Number(row.step);
           const s = step ?? storedStep;
@@ -136,7 +149,9 @@ export class SqliteSegmentStore implements SegmentStore {
           if (next > MAX_ID) throw exhausted(tag);
           const now = Date.now();
           this.prepare('UPDATE sequoia_alloc SET max_id = ?, updated_at = ? WHERE tag = ?').run(next, BigInt(now), tag);
-          this.record(ledgerValues(tag, 'allocate', allocatedRange(next, s), s, this.who, now, Number(row.fence_epoch), String(row.generation)));
+          this.record(
+            ledgerValues(tag, 'allocate', allocatedRange(next, s), s, this.who, now, Number(row.fence_epoch), String(row.generation)),
+          );
           return { maxId: next, step: s, storedStep, fenceEpoch: Number(row.fence_epoch), generation: String(row.generation) };
         })
         .immediate();
@@ -159,7 +174,14 @@ export class SqliteSegmentStore implements SegmentStore {
     try {
       this.prepare(
         'INSERT INTO sequoia_alloc (tag, max_id, step, description, updated_at, fence_epoch, generation) VALUES (?, ?, ?, ?, ?, 0, ?)',
-      ).run(t.tag, t.start ?? DEFAULT_START, BigInt(t.step ?? DEFAULT_STEP), t.description ?? '', BigInt(Date.now()), BigInt(newGeneration()));
+      ).run(
+        t.tag,
+        t.start ?? DEFAULT_START,
+        BigInt(t.step ?? DEFAULT_STEP),
+        t.description ?? '',
+        BigInt(Date.now()),
+        BigInt(newGeneration()),
+      );
     } catch (e) {
       if ((e as { code?: string }).code === 'SQLITE_CONSTRAINT_PRIMARYKEY') throw new TagExistsError(t.tag);
       throw wrap(e);
@@ -170,11 +192,9 @@ export class SqliteSegmentStore implements SegmentStore {
   async updateTag(tag: string, update: TagUpdate): Promise<TagInfo> {
     const changes = this.run(
       () =>
-        this
-          .prepare(
-            'UPDATE sequoia_alloc SET step = COALESCE(?, step), description = COALESCE(?, description), updated_at = ? WHERE tag = ?',
-          )
-          .run(update.step === undefined ? null : BigInt(update.step), update.description ?? null, BigInt(Date.now()), tag).changes,
+        this.prepare(
+          'UPDATE sequoia_alloc SET step = COALESCE(?, step), description = COALESCE(?, description), updated_at = ? WHERE tag = ?',
+        ).run(update.step === undefined ? null : BigInt(update.step), update.description ?? null, BigInt(Date.now()), tag).changes,
     );
     if (changes === 0) throw new TagNotFoundError(tag);
     return this.mustGet(tag);
@@ -197,7 +217,10 @@ export class SqliteSegmentStore implements SegmentStore {
              RETURNING fence_epoch, generation`,
           ).get(to, BigInt(now), tag) as Pick<Row, 'fence_epoch' | 'generation'>;
           const jumped = fencedRange(old.max_id, to);
-          if (jumped) this.record(ledgerValues(tag, 'fence', jumped, rangeLength(jumped), this.who, now, Number(row.fence_epoch), String(row.generation)));
+          if (jumped)
+            this.record(
+              ledgerValues(tag, 'fence', jumped, rangeLength(jumped), this.who, now, Number(row.fence_epoch), String(row.generation)),
+            );
           return true;
         })
         .immediate(),
@@ -225,12 +248,13 @@ export class SqliteSegmentStore implements SegmentStore {
              WHERE tag = ? AND max_id = ? AND (? IS NULL OR fence_epoch = ?) AND (? IS NULL OR generation = ?)
              RETURNING step, fence_epoch, generation`,
           ).get(newMaxId, BigInt(now), tag, expectedMaxId, epoch, epoch, generation, generation) as
-            | Pick<Row, 'fence_epoch' | 'generation'>
-            | undefined;
+            Pick<Row, 'fence_epoch' | 'generation'> | undefined;
           if (!row) return 0;
           const range = givenBackRange(expectedMaxId, newMaxId);
           if (range) {
-            this.record(ledgerValues(tag, 'give-back', range, rangeLength(range), this.who, now, Number(row.fence_epoch), String(row.generation)));
+            this.record(
+              ledgerValues(tag, 'give-back', range, rangeLength(range), this.who, now, Number(row.fence_epoch), String(row.generation)),
+            );
           }
           return 1;
         })
@@ -259,10 +283,9 @@ export class SqliteSegmentStore implements SegmentStore {
   async pruneLedger(beforeMs: number, limit: number): Promise<number> {
     return this.run(
       () =>
-        this.prepare('DELETE FROM sequoia_ledger WHERE rowid IN (SELECT rowid FROM sequoia_ledger WHERE at_ms < ? ORDER BY at_ms LIMIT ?)').run(
-          BigInt(beforeMs),
-          limit,
-        ).changes,
+        this.prepare(
+          'DELETE FROM sequoia_ledger WHERE rowid IN (SELECT rowid FROM sequoia_ledger WHERE at_ms < ? ORDER BY at_ms LIMIT ?)',
+        ).run(BigInt(beforeMs), limit).changes,
     );
   }
 

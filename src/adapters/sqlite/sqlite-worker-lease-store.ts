@@ -116,7 +116,14 @@ export class SqliteWorkerLeaseStore implements WorkerLeaseStore {
     }
   }
 
-  async renew(space: string, workerId: number, owner: string, generation: number, ttlMs: number, lastTick: number): Promise<LeaseRecord | undefined> {
+  async renew(
+    space: string,
+    workerId: number,
+    owner: string,
+    generation: number,
+    ttlMs: number,
+    lastTick: number,
+  ): Promise<LeaseRecord | undefined> {
     const db = this.open();
     try {
       return db
@@ -163,14 +170,29 @@ export class SqliteWorkerLeaseStore implements WorkerLeaseStore {
         .transaction((): NodeClaim => {
           const now = this.now();
           for (;;) {
-            const id = Number(db.prepare('INSERT INTO sequoia_worker_node (space, host, started_at) VALUES (?, ?, ?)').run(space, host, now).lastInsertRowid);
+            const id = Number(
+              db.prepare('INSERT INTO sequoia_worker_node (space, host, started_at) VALUES (?, ?, ?)').run(space, host, now)
+                .lastInsertRowid,
+            );
             if (id >= workerCount) return { workerId: id, lastTick: -1 };
-            const prev = db.prepare('SELECT expires_at FROM sequoia_worker_lease WHERE space = ? AND worker_id = ?').get(space, id) as { expires_at: number } | undefined;
+            const prev = db.prepare('SELECT expires_at FROM sequoia_worker_lease WHERE space = ? AND worker_id = ?').get(space, id) as
+              { expires_at: number } | undefined;
             if (prev && prev.expires_at > now) continue;
             const owner = nodeOwner(host);
             const row = take(db, space, id, owner, CLAIMED_FOR_GOOD_MS, now);
             const kind = takeKind(prev && { expiresAtMs: prev.expires_at });
-            record(db, space, id, row.generation, kind, owner, holderOf(owner, undefined), firstTick(undefined, row.last_tick), HELD_FOR_GOOD_TICK, now);
+            record(
+              db,
+              space,
+              id,
+              row.generation,
+              kind,
+              owner,
+              holderOf(owner, undefined),
+              firstTick(undefined, row.last_tick),
+              HELD_FOR_GOOD_TICK,
+              now,
+            );
             return { workerId: id, lastTick: row.last_tick };
           }
         })
@@ -215,7 +237,9 @@ export class SqliteWorkerLeaseStore implements WorkerLeaseStore {
   private async holdingsOf(space: string, workerId: number | undefined): Promise<LeaseHolding[]> {
     try {
       const rows = this.open()
-        .prepare(`SELECT ${HOLDING_COLUMNS} FROM sequoia_lease_ledger WHERE space = ?${workerId === undefined ? '' : ' AND worker_id = ?'} ${HOLDING_GROUP}`)
+        .prepare(
+          `SELECT ${HOLDING_COLUMNS} FROM sequoia_lease_ledger WHERE space = ?${workerId === undefined ? '' : ' AND worker_id = ?'} ${HOLDING_GROUP}`,
+        )
         .all(...(workerId === undefined ? [space] : [space, workerId])) as HoldingRow[];
       return rows.map(toHolding);
     } catch (e) {
@@ -235,7 +259,14 @@ export class SqliteWorkerLeaseStore implements WorkerLeaseStore {
 }
 
 /** Gives the id to `owner` (a new generation), keeping the last tick; inside the caller's transaction. */
-function take(db: Database.Database, space: string, workerId: number, owner: string, expiresAt: number, now: number): { generation: number; last_tick: number } {
+function take(
+  db: Database.Database,
+  space: string,
+  workerId: number,
+  owner: string,
+  expiresAt: number,
+  now: number,
+): { generation: number; last_tick: number } {
   return db
     .prepare(
       `INSERT INTO sequoia_worker_lease (space, worker_id, owner, generation, expires_at, last_tick, updated_at)
@@ -267,9 +298,20 @@ function record(
 }
 
 /** A renewal or release: the holding's first tick and holder come from its latest row (only the horizon, before the ledger existed). */
-function recordAfter(db: Database.Database, space: string, workerId: number, generation: number, kind: LeaseEventKind, owner: string, untilTick: number, now: number): void {
+function recordAfter(
+  db: Database.Database,
+  space: string,
+  workerId: number,
+  generation: number,
+  kind: LeaseEventKind,
+  owner: string,
+  untilTick: number,
+  now: number,
+): void {
   const prev = db
-    .prepare(`SELECT ${ENTRY_COLUMNS} FROM sequoia_lease_ledger WHERE space = ? AND worker_id = ? AND generation = ? ORDER BY seq DESC LIMIT 1`)
+    .prepare(
+      `SELECT ${ENTRY_COLUMNS} FROM sequoia_lease_ledger WHERE space = ? AND worker_id = ? AND generation = ? ORDER BY seq DESC LIMIT 1`,
+    )
     .get(space, workerId, generation) as EntryRow | undefined;
   const p = prev && toEntry(space, prev);
   record(db, space, workerId, generation, kind, owner, p?.holder ?? holderOf(owner, undefined), p?.fromTick ?? untilTick, untilTick, now);

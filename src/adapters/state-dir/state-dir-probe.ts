@@ -23,6 +23,9 @@ export async function probeStateDir(stateDir: string): Promise<void> {
   // reserve is given up (a full disk): a probe file may still fit in the room the reserve left.
   const reserve = await stat(join(stateDir, 'reserve')).catch(() => undefined);
   if (reserve === undefined || reserve.size < RESERVE_BYTES) {
-    throw Object.assign(new Error('the state directory has given up its disk reserve (the disk is full): its writes are refused until space returns'), { code: 'ENOSPC' });
+    throw Object.assign(
+      new Error('the state directory has given up its disk reserve (the disk is full): its writes are refused until space returns'),
+      { code: 'ENOSPC' },
+    );
   }
 }

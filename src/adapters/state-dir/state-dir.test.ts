@@ -61,7 +61,8 @@ describe('StateDir (a real SQLite file)', () => {
 
   it('runs one change at a time, even when a change awaits (as across threads)', async () => {
     const s = new StateDir(mkdtempSync(join(tmpdir(), 'sequoia-state-')));
-    const slowly = (cur: { mark: bigint } | undefined) => new Promise<{ mark: bigint }>((r) => setTimeout(() => r({ mark: (cur?.mark ?? 0n) + 1n }), 5));
+    const slowly = (cur: { mark: bigint } | undefined) =>
+      new Promise<{ mark: bigint }>((r) => setTimeout(() => r({ mark: (cur?.mark ?? 0n) + 1n }), 5));
     await Promise.all(Array.from({ length: 10 }, () => s.update('t', slowly)));
     expect((await s.get('t'))?.mark).toBe(10n);
     // a change that throws leaves nothing behind, and the next one runs

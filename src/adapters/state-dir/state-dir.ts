@@ -68,7 +68,9 @@ export class StateDir implements HighWaterMarkStore {
           db.defaultSafeIntegers(true);
           db.transaction(() => {
             db.exec(`CREATE TABLE IF NOT EXISTS marks (tag TEXT PRIMARY KEY NOT NULL, mark TEXT NOT NULL, tripped_at_epoch INTEGER)`);
-            db.exec(`CREATE TABLE IF NOT EXISTS ticks (space TEXT NOT NULL, worker_id INTEGER NOT NULL, tick INTEGER NOT NULL, PRIMARY KEY (space, worker_id))`);
+            db.exec(
+              `CREATE TABLE IF NOT EXISTS ticks (space TEXT NOT NULL, worker_id INTEGER NOT NULL, tick INTEGER NOT NULL, PRIMARY KEY (space, worker_id))`,
+            );
             db.exec(`CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL)`);
           }).immediate();
         });
@@ -87,9 +89,13 @@ export class StateDir implements HighWaterMarkStore {
         // a full disk: the server starts, and writes refuse until space returns
       }
       this.getMark = db.prepare('SELECT mark, tripped_at_epoch FROM marks WHERE tag = ?');
-      this.putMark = db.prepare('INSERT INTO marks (tag, mark, tripped_at_epoch) VALUES (?, ?, ?) ON CONFLICT (tag) DO UPDATE SET mark = excluded.mark, tripped_at_epoch = excluded.tripped_at_epoch');
+      this.putMark = db.prepare(
+        'INSERT INTO marks (tag, mark, tripped_at_epoch) VALUES (?, ?, ?) ON CONFLICT (tag) DO UPDATE SET mark = excluded.mark, tripped_at_epoch = excluded.tripped_at_epoch',
+      );
       this.getTick = db.prepare('SELECT tick FROM ticks WHERE space = ? AND worker_id = ?');
-      this.putTick = db.prepare('INSERT INTO ticks (space, worker_id, tick) VALUES (?, ?, ?) ON CONFLICT (space, worker_id) DO UPDATE SET tick = excluded.tick');
+      this.putTick = db.prepare(
+        'INSERT INTO ticks (space, worker_id, tick) VALUES (?, ?, ?) ON CONFLICT (space, worker_id) DO UPDATE SET tick = excluded.tick',
+      );
       this.takeOverLegacyMarks(stateDir);
     } catch (e) {
       throw stateError(`cannot open the state directory ${stateDir}`, e);

@@ -19,9 +19,13 @@ export class StaticWorkerIdProvider implements WorkerIdProvider {
 
   async acquire(space: IdSpace, exclude: readonly number[] = []): Promise<WorkerGrant> {
     if (this.workerId >= space.workerCount) {
-      throw new UnavailableError('LEASE_LOST', `worker id ${this.workerId} is outside layout ${space.label}'s range 0..${space.workerCount - 1}`);
+      throw new UnavailableError(
+        'LEASE_LOST',
+        `worker id ${this.workerId} is outside layout ${space.label}'s range 0..${space.workerCount - 1}`,
+      );
     }
-    if (exclude.includes(this.workerId)) throw new UnavailableError('LEASE_LOST', 'a static worker id has no backup ids; use sql-lease for backup-worker');
+    if (exclude.includes(this.workerId))
+      throw new UnavailableError('LEASE_LOST', 'a static worker id has no backup ids; use sql-lease for backup-worker');
     return { workerId: this.workerId, generation: 0, afterTick: -1, validUntil: Number.POSITIVE_INFINITY };
   }
 

@@ -25,7 +25,13 @@ export function readCache(file: string, identity: string, root: string, space: s
     return undefined;
   }
   if (c.identity !== identity || c.root !== root || c.space !== space) return undefined;
-  if (typeof c.path !== 'string' || !Number.isSafeInteger(c.workerId) || !Number.isSafeInteger(c.tick) || typeof c.reportedAtMs !== 'number') return undefined;
+  if (
+    typeof c.path !== 'string' ||
+    !Number.isSafeInteger(c.workerId) ||
+    !Number.isSafeInteger(c.tick) ||
+    typeof c.reportedAtMs !== 'number'
+  )
+    return undefined;
   return c as CacheFile;
 }
 

@@ -55,7 +55,13 @@ export class ZookeeperClaimer {
   constructor(private readonly o: ZookeeperClaimerOptions) {}
 
   /** Finds or takes a worker id for `identity` (one per backup slot), refusing while another live process holds the identity. */
-  async claim(client: zookeeper.Client, space: IdSpace, identity: string, exclude: readonly number[], cached: CacheFile | undefined): Promise<Claim> {
+  async claim(
+    client: zookeeper.Client,
+    space: IdSpace,
+    identity: string,
+    exclude: readonly number[],
+    cached: CacheFile | undefined,
+  ): Promise<Claim> {
     const s = this.o.session;
     const spaceDir = `${this.o.root}/${safe(space.key)}`;
     const forever = `${spaceDir}/forever`;
@@ -88,7 +94,9 @@ export class ZookeeperClaimer {
   async leave(space: IdSpace, identity: string): Promise<void> {
     const client = this.o.session.currentIfConnected();
     if (!client) return;
-    await this.o.session.call<void>((cb) => client.remove(`${this.o.root}/${safe(space.key)}/live/${identity}`, -1, (e) => cb(e, undefined))).catch(() => {});
+    await this.o.session
+      .call<void>((cb) => client.remove(`${this.o.root}/${safe(space.key)}/live/${identity}`, -1, (e) => cb(e, undefined)))
+      .catch(() => {});
   }
 
   /** The ephemeral `live` node: refuses while another session (a live process with this identity) holds it. */
@@ -105,18 +113,29 @@ export class ZookeeperClaimer {
       const stat = await s.call<zookeeper.Stat | undefined>((cb) => client.exists(path, (e, st) => cb(e, st ?? undefined)));
       if (stat && stat.ephemeralOwner.equals(client.getSessionId())) return;
       if (stat && this.o.mono() >= until) {
-        throw new UnavailableError('LEASE_LOST', `another live process runs as ${path.slice(path.lastIndexOf('/') + 1)} (same host, port and state directory?); it would share the worker id`, {
-          retryAfterMs: this.o.sessionTimeoutMs,
-        });
+        throw new UnavailableError(
+          'LEASE_LOST',
+          `another live process runs as ${path.slice(path.lastIndexOf('/') + 1)} (same host, port and state directory?); it would share the worker id`,
+          {
+            retryAfterMs: this.o.sessionTimeoutMs,
+          },
+        );
       }
       if (stat) await sleep(250);
     }
   }
 
-  private async createSequential(client: zookeeper.Client, forever: string, identity: string, space: IdSpace): Promise<{ workerId: number; path: string } | undefined> {
+  private async createSequential(
+    client: zookeeper.Client,
+    forever: string,
+    identity: string,
+    space: IdSpace,
+  ): Promise<{ workerId: number; path: string } | undefined> {
     const s = this.o.session;
     const data: NodeData = { tick: -1, atMs: this.o.startClock.clock.now(), identity };
-    const path = await s.call<string>((cb) => client.create(`${forever}/${identity}-`, Buffer.from(JSON.stringify(data)), zookeeper.CreateMode.PERSISTENT_SEQUENTIAL, cb));
+    const path = await s.call<string>((cb) =>
+      client.create(`${forever}/${identity}-`, Buffer.from(JSON.stringify(data)), zookeeper.CreateMode.PERSISTENT_SEQUENTIAL, cb),
+    );
     const id = Number(path.slice(-SEQ_DIGITS));
     if (id < space.workerCount) return { workerId: id, path };
     // Raced past the last id: this node is useless; the id space is full.
@@ -150,13 +169,25 @@ export class ZookeeperClaimer {
       );
       return { workerId: c.id, ...taken };
     }
-    throw new UnavailableError('ID_SPACE_EXHAUSTED', `every worker id of layout ${space.label} is in use and none was silent for more than ${r / 1000} s`, {
-      retryAfterMs: 10_000,
-    });
+    throw new UnavailableError(
+      'ID_SPACE_EXHAUSTED',
+      `every worker id of layout ${space.label} is in use and none was silent for more than ${r / 1000} s`,
+      {
+        retryAfterMs: 10_000,
+      },
+    );
   }
 
   /** Other identities' nodes not reported for longer than `r` by ZooKeeper's clock, silent longest first. */
-  private async silentNodes(client: zookeeper.Client, spaceDir: string, identity: string, space: IdSpace, exclude: readonly number[], children: readonly string[], r: number) {
+  private async silentNodes(
+    client: zookeeper.Client,
+    spaceDir: string,
+    identity: string,
+    space: IdSpace,
+    exclude: readonly number[],
+    children: readonly string[],
+    r: number,
+  ) {
     const s = this.o.session;
     await s.call<string>((cb) => client.mkdirp(`${spaceDir}/clock`, cb));
     const clockStat = await s.call<zookeeper.Stat>((cb) => client.setData(`${spaceDir}/clock`, Buffer.from(identity), -1, cb));
@@ -215,12 +246,17 @@ export async function checkStartClock(sc: StartClock, space: IdSpace, tick: numb
   if (gapMs <= 0) return;
   if (gapMs > sc.maxStartWaitMs) {
     sc.log.error({ layout: space.label, tick, gapMs, source }, 'snowflake start refused: the clock is behind the reported tick');
-    throw new ClockError(`the clock is ${gapMs} ms behind the tick reported in ${source} (tick ${tick}); start refused until the clock passes it`, { retryAfterMs: gapMs });
+    throw new ClockError(
+      `the clock is ${gapMs} ms behind the tick reported in ${source} (tick ${tick}); start refused until the clock passes it`,
+      { retryAfterMs: gapMs },
+    );
   }
   sc.log.warn({ layout: space.label, tick, gapMs, source }, 'clock behind the reported tick at start: waiting');
   await sleep(gapMs);
   if (sc.clock.now() < epoch + (tick + 1) * space.unitMs) {
-    throw new ClockError(`the clock is still behind the tick reported in ${source} after waiting ${gapMs} ms; start refused`, { retryAfterMs: gapMs });
+    throw new ClockError(`the clock is still behind the tick reported in ${source} after waiting ${gapMs} ms; start refused`, {
+      retryAfterMs: gapMs,
+    });
   }
 }
 

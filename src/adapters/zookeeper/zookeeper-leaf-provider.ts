@@ -80,10 +80,13 @@ export class LeafZookeeperWorkerIdProvider implements WorkerIdProvider {
     this.ttlMs = 3 * interval;
     this.maxStartWaitMs = 2 * interval + 2000;
     if (o.identity === undefined && !o.port) {
-      throw new InvalidArgumentError('zookeeper leaf=NAME names its node {ip}:{port} as Leaf does: the server needs a fixed --port, or give ?node=IP:PORT');
+      throw new InvalidArgumentError(
+        'zookeeper leaf=NAME names its node {ip}:{port} as Leaf does: the server needs a fixed --port, or give ?node=IP:PORT',
+      );
     }
     this.identity = o.identity ?? `${localIp()}:${o.port}`;
-    if (!LEAF_IDENTITY.test(this.identity)) throw new InvalidArgumentError(`zookeeper leaf node name ${JSON.stringify(this.identity)} must be IP:PORT (Leaf splits names at -)`);
+    if (!LEAF_IDENTITY.test(this.identity))
+      throw new InvalidArgumentError(`zookeeper leaf node name ${JSON.stringify(this.identity)} must be IP:PORT (Leaf splits names at -)`);
     const colon = this.identity.lastIndexOf(':');
     this.ip = this.identity.slice(0, colon);
     this.port = this.identity.slice(colon + 1);
@@ -95,9 +98,15 @@ export class LeafZookeeperWorkerIdProvider implements WorkerIdProvider {
   }
 
   async acquire(space: IdSpace, exclude: readonly number[] = []): Promise<WorkerGrant> {
-    if (exclude.length > 0) throw new InvalidArgumentError('zookeeper leaf=NAME holds one worker id per {ip}:{port}, as Leaf: no backup worker id (use another clock policy)');
+    if (exclude.length > 0)
+      throw new InvalidArgumentError(
+        'zookeeper leaf=NAME holds one worker id per {ip}:{port}, as Leaf: no backup worker id (use another clock policy)',
+      );
     const client = await this.session.connected(this.connectTimeoutMs);
-    if (!client) throw new UnavailableError('LEASE_LOST', `ZooKeeper ${this.session.connect} is unreachable; a start in leaf mode needs it`, { retryAfterMs: 1000 });
+    if (!client)
+      throw new UnavailableError('LEASE_LOST', `ZooKeeper ${this.session.connect} is unreachable; a start in leaf mode needs it`, {
+        retryAfterMs: 1000,
+      });
     const s = this.session;
     let path: string;
     let afterTick = -1;
@@ -122,8 +131,14 @@ export class LeafZookeeperWorkerIdProvider implements WorkerIdProvider {
           now = this.clock.now();
         }
         if (ts > now) {
-          this.log.error({ layout: space.label, node: path, timestamp: ts, now }, 'snowflake start refused: the clock is behind the Leaf node timestamp');
-          throw new ClockError(`the clock is ${ts - now} ms behind the timestamp of Leaf node ${path}; start refused until the clock passes it (Leaf's check)`, { retryAfterMs: ts - now });
+          this.log.error(
+            { layout: space.label, node: path, timestamp: ts, now },
+            'snowflake start refused: the clock is behind the Leaf node timestamp',
+          );
+          throw new ClockError(
+            `the clock is ${ts - now} ms behind the timestamp of Leaf node ${path}; start refused until the clock passes it (Leaf's check)`,
+            { retryAfterMs: ts - now },
+          );
         }
         const epoch = space.epochMs ?? 0;
         afterTick = Math.floor((ts - epoch) / space.unitMs);
@@ -141,7 +156,10 @@ export class LeafZookeeperWorkerIdProvider implements WorkerIdProvider {
     }
     const workerId = Number(path.slice(path.lastIndexOf('-') + 1));
     if (workerId >= space.workerCount) {
-      throw new UnavailableError('ID_SPACE_EXHAUSTED', `Leaf node ${path} has worker id ${workerId}, beyond layout ${space.label}'s worker ids 0..${space.workerCount - 1} (Leaf refuses it too; ids are never reused)`);
+      throw new UnavailableError(
+        'ID_SPACE_EXHAUSTED',
+        `Leaf node ${path} has worker id ${workerId}, beyond layout ${space.label}'s worker ids 0..${space.workerCount - 1} (Leaf refuses it too; ids are never reused)`,
+      );
     }
     this.held.set(space.key, { path, workerId });
     this.log.info({ layout: space.label, workerId, afterTick, node: path, how }, 'zookeeper (leaf) worker id taken');
@@ -175,7 +193,10 @@ export class LeafZookeeperWorkerIdProvider implements WorkerIdProvider {
     try {
       await this.session.call<zookeeper.Stat>((cb) => client.setData(h.path, this.data(timestamp), -1, cb));
     } catch (e) {
-      this.log.warn({ layout: space.label, node: h.path, err: e instanceof Error ? e.message : String(e) }, 'zookeeper (leaf) timestamp report failed');
+      this.log.warn(
+        { layout: space.label, node: h.path, err: e instanceof Error ? e.message : String(e) },
+        'zookeeper (leaf) timestamp report failed',
+      );
     }
   }
 }

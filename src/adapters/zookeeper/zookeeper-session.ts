@@ -67,7 +67,10 @@ export class ZookeeperSession {
   /** One request: rejects with LEASE_LOST when ZooKeeper does not answer within the request timeout. */
   call<T>(f: (cb: Callback<T>) => void): Promise<T> {
     return new Promise<T>((res, rej) => {
-      const timer = setTimeout(() => rej(new UnavailableError('LEASE_LOST', `ZooKeeper ${this.o.connect} did not answer within ${this.o.requestTimeoutMs} ms`)), this.o.requestTimeoutMs);
+      const timer = setTimeout(
+        () => rej(new UnavailableError('LEASE_LOST', `ZooKeeper ${this.o.connect} did not answer within ${this.o.requestTimeoutMs} ms`)),
+        this.o.requestTimeoutMs,
+      );
       f((e, r) => {
         clearTimeout(timer);
         if (e) rej(e);
@@ -105,5 +108,9 @@ export function isZookeeperError(e: unknown, code: number): boolean {
 
 export function unavailable(e: unknown): UnavailableError {
   if (e instanceof UnavailableError) return e;
-  return new UnavailableError('LEASE_LOST', `ZooKeeper failed: ${e instanceof Error || e instanceof zookeeper.Exception ? e.toString() : String(e)}`, { cause: e, retryAfterMs: 1000 });
+  return new UnavailableError(
+    'LEASE_LOST',
+    `ZooKeeper failed: ${e instanceof Error || e instanceof zookeeper.Exception ? e.toString() : String(e)}`,
+    { cause: e, retryAfterMs: 1000 },
+  );
 }

@@ -27,13 +27,17 @@ export const IDENTITY = /^[A-Za-z0-9._:@~-]{1,200}$/;
  */
 export function parseZookeeperSpec(spec: string): ZookeeperSpec {
   const m = /^zookeeper:([^/?]+)(\/[^?]*)?(?:\?(.*))?$/.exec(spec.trim());
-  const bad = (why: string) => new InvalidArgumentError(`worker id provider ${JSON.stringify(spec)}: ${why}; expected zookeeper:HOST:PORT[,HOST:PORT…][/ROOT][?reclaim-after=SECONDS&node=NAME&leaf=NAME]`);
+  const bad = (why: string) =>
+    new InvalidArgumentError(
+      `worker id provider ${JSON.stringify(spec)}: ${why}; expected zookeeper:HOST:PORT[,HOST:PORT…][/ROOT][?reclaim-after=SECONDS&node=NAME&leaf=NAME]`,
+    );
   if (!m) throw bad('malformed');
   const hosts = (m[1] as string).split(',');
   if (!hosts.every((h) => HOST_PORT.test(h))) throw bad('each server must be HOST:PORT');
   let root = m[2] ?? DEFAULT_ZOOKEEPER_ROOT;
   if (root.length > 1 && root.endsWith('/')) root = root.slice(0, -1);
-  if (root === '/' || !/^(\/[A-Za-z0-9._-]+)+$/.test(root) || root.split('/').some((p) => p === '.' || p === '..')) throw bad('the root must be a path like /sequoia/snowflake');
+  if (root === '/' || !/^(\/[A-Za-z0-9._-]+)+$/.test(root) || root.split('/').some((p) => p === '.' || p === '..'))
+    throw bad('the root must be a path like /sequoia/snowflake');
   let reclaimAfterMs: number | undefined;
   let identity: string | undefined;
   let reportIntervalMs: number | undefined;
@@ -57,7 +61,8 @@ export function parseZookeeperSpec(spec: string): ZookeeperSpec {
     // Leaf's tree is fixed, and Leaf never gives an id up: taking a silent node's id would hand a Leaf server's id to Sequoia.
     if (m[2] !== undefined) throw bad("with leaf=NAME the tree is Leaf's /snowflake/NAME: give no /ROOT");
     if (reclaimAfterMs !== undefined) throw bad('leaf=NAME never reclaims ids (a Leaf server keeps its node for good): drop reclaim-after');
-    if (identity !== undefined && !LEAF_IDENTITY.test(identity)) throw bad('with leaf=NAME, node must be IP:PORT as Leaf names its nodes (no -)');
+    if (identity !== undefined && !LEAF_IDENTITY.test(identity))
+      throw bad('with leaf=NAME, node must be IP:PORT as Leaf names its nodes (no -)');
     return { connect: hosts.join(','), root: `/snowflake/${leafName}`, reclaimAfterMs, identity, reportIntervalMs, leafName };
   }
   return { connect: hosts.join(','), root, reclaimAfterMs, identity, reportIntervalMs };

@@ -3,7 +3,13 @@ import { DEFAULT_ZOOKEEPER_ROOT, ZookeeperWorkerIdProvider, defaultIdentity, par
 
 describe('parseZookeeperSpec', () => {
   it('reads servers, root and options', () => {
-    expect(parseZookeeperSpec('zookeeper:127.0.0.1:2181')).toEqual({ connect: '127.0.0.1:2181', root: DEFAULT_ZOOKEEPER_ROOT, reclaimAfterMs: undefined, identity: undefined, reportIntervalMs: undefined });
+    expect(parseZookeeperSpec('zookeeper:127.0.0.1:2181')).toEqual({
+      connect: '127.0.0.1:2181',
+      root: DEFAULT_ZOOKEEPER_ROOT,
+      reclaimAfterMs: undefined,
+      identity: undefined,
+      reportIntervalMs: undefined,
+    });
     expect(parseZookeeperSpec('zookeeper:zk1:2181,zk2:2182/ids/sf/?reclaim-after=86400&node=web-1:8080&report-interval=1000')).toEqual({
       connect: 'zk1:2181,zk2:2182',
       root: '/ids/sf',
@@ -13,12 +19,17 @@ describe('parseZookeeperSpec', () => {
     });
   });
 
-  it.each(['zookeeper:', 'zookeeper:host', 'zookeeper:h:1/', 'zookeeper:h:1/a/../b', 'zookeeper:h:1?reclaim-after=1', 'zookeeper:h:1?x=1', 'zookeeper:h:1?node=a/b'])(
-    'refuses %s',
-    (spec) => {
-      expect(() => parseZookeeperSpec(spec)).toThrow(/INVALID_ARGUMENT|expected zookeeper:/);
-    },
-  );
+  it.each([
+    'zookeeper:',
+    'zookeeper:host',
+    'zookeeper:h:1/',
+    'zookeeper:h:1/a/../b',
+    'zookeeper:h:1?reclaim-after=1',
+    'zookeeper:h:1?x=1',
+    'zookeeper:h:1?node=a/b',
+  ])('refuses %s', (spec) => {
+    expect(() => parseZookeeperSpec(spec)).toThrow(/INVALID_ARGUMENT|expected zookeeper:/);
+  });
 
   it('refuses a reclaim period a holder could not report within', () => {
     expect(() => new ZookeeperWorkerIdProvider({ connect: 'h:1', stateDir: '/tmp/x', reclaimAfterMs: 10_000 })).toThrow(/at least 18 s/);

@@ -112,20 +112,24 @@ export class ZookeeperWorkerIdProvider implements WorkerIdProvider {
 
   constructor(o: ZookeeperWorkerIdProviderOptions) {
     const interval = o.reportIntervalMs ?? 3000;
-    if (!Number.isSafeInteger(interval) || interval < 100) throw new InvalidArgumentError('zookeeper report interval must be an integer of at least 100 ms');
+    if (!Number.isSafeInteger(interval) || interval < 100)
+      throw new InvalidArgumentError('zookeeper report interval must be an integer of at least 100 ms');
     // The service renews every ttl/3 and reserves 2·ttl/3 ahead: report every interval, reserve two ahead.
     this.ttlMs = 3 * interval;
     this.root = o.root ?? DEFAULT_ZOOKEEPER_ROOT;
     this.stateDir = o.stateDir;
     this.identity = o.identity ?? defaultIdentity(o.hostname ?? hostname(), o.port ?? 0, o.stateDir);
-    if (!IDENTITY.test(this.identity)) throw new InvalidArgumentError(`zookeeper node identity ${JSON.stringify(this.identity)} has characters ZooKeeper paths cannot hold`);
+    if (!IDENTITY.test(this.identity))
+      throw new InvalidArgumentError(`zookeeper node identity ${JSON.stringify(this.identity)} has characters ZooKeeper paths cannot hold`);
     this.reclaimAfterMs = o.reclaimAfterMs;
     const r = this.reclaimAfterMs;
     // A holder stops `margin` before a reclaimer may act: room for clock-rate drift, a late timer and
     // ticks reserved ahead (logical policy) — bounded by half the period when the period is short (tests).
     this.margin = r === undefined ? 0 : Math.min(r / 2, Math.max(r / 5, 2 * interval + 5000));
     if (r !== undefined && r - this.margin < 3 * interval) {
-      throw new InvalidArgumentError(`reclaim-after must be at least ${Math.ceil((6 * interval) / 1000)} s with a ${interval} ms report interval (a holder stops when it cannot report for half of it)`);
+      throw new InvalidArgumentError(
+        `reclaim-after must be at least ${Math.ceil((6 * interval) / 1000)} s with a ${interval} ms report interval (a holder stops when it cannot report for half of it)`,
+      );
     }
     this.connectTimeoutMs = o.connectTimeoutMs ?? 3000;
     const sessionTimeoutMs = o.sessionTimeoutMs ?? 6000;
@@ -134,7 +138,15 @@ export class ZookeeperWorkerIdProvider implements WorkerIdProvider {
     this.log = o.logger ?? silentLogger;
     this.startClock = { clock: this.clock, maxStartWaitMs: o.maxStartWaitMs ?? 2 * interval + 2000, log: this.log };
     this.session = new ZookeeperSession({ connect: o.connect, sessionTimeoutMs, requestTimeoutMs: o.requestTimeoutMs ?? 3000 });
-    this.claimer = new ZookeeperClaimer({ session: this.session, root: this.root, identity: this.identity, reclaimAfterMs: r, sessionTimeoutMs, mono: this.mono, startClock: this.startClock });
+    this.claimer = new ZookeeperClaimer({
+      session: this.session,
+      root: this.root,
+      identity: this.identity,
+      reclaimAfterMs: r,
+      sessionTimeoutMs,
+      mono: this.mono,
+      startClock: this.startClock,
+    });
   }
 
   async acquire(space: IdSpace, exclude: readonly number[] = []): Promise<WorkerGrant> {
@@ -147,7 +159,16 @@ export class ZookeeperWorkerIdProvider implements WorkerIdProvider {
     if (!client) return this.acquireCached(space, exclude, identity, cacheFile, cached);
 
     const { workerId, path, tick, how } = await this.claimer.claim(client, space, identity, exclude, cached);
-    const h: Held = { path, startTick: tick, identity, cacheFile, tick, reportedMono: this.mono(), reportedAtMs: this.clock.now(), reportFailing: false };
+    const h: Held = {
+      path,
+      startTick: tick,
+      identity,
+      cacheFile,
+      tick,
+      reportedMono: this.mono(),
+      reportedAtMs: this.clock.now(),
+      reportFailing: false,
+    };
     this.saveCache(space, workerId, h);
     this.held.set(heldKey(space, workerId), h);
     this.log.info({ layout: space.label, workerId, afterTick: tick, node: path, how }, 'zookeeper worker id taken');
@@ -181,13 +202,24 @@ export class ZookeeperWorkerIdProvider implements WorkerIdProvider {
   }
 
   /** ZooKeeper is unreachable: start from the cached id, unless it may have been reclaimed meanwhile. */
-  private async acquireCached(space: IdSpace, exclude: readonly number[], identity: string, cacheFile: string, cached: CacheFile | undefined): Promise<WorkerGrant> {
+  private async acquireCached(
+    space: IdSpace,
+    exclude: readonly number[],
+    identity: string,
+    cacheFile: string,
+    cached: CacheFile | undefined,
+  ): Promise<WorkerGrant> {
     if (!cached) {
-      throw new UnavailableError('LEASE_LOST', `ZooKeeper ${this.session.connect} is unreachable and ${cacheFile} holds no worker id for ${identity}; a first start needs ZooKeeper`, {
-        retryAfterMs: 1000,
-      });
+      throw new UnavailableError(
+        'LEASE_LOST',
+        `ZooKeeper ${this.session.connect} is unreachable and ${cacheFile} holds no worker id for ${identity}; a first start needs ZooKeeper`,
+        {
+          retryAfterMs: 1000,
+        },
+      );
     }
-    if (exclude.includes(cached.workerId) || cached.workerId >= space.workerCount) throw new UnavailableError('LEASE_LOST', `the cached worker id ${cached.workerId} cannot be used here`);
+    if (exclude.includes(cached.workerId) || cached.workerId >= space.workerCount)
+      throw new UnavailableError('LEASE_LOST', `the cached worker id ${cached.workerId} cannot be used here`);
     await checkStartClock(this.startClock, space, cached.tick, `the cached file ${cacheFile}`);
     const silentMs = this.clock.now() - cached.reportedAtMs;
     if (this.reclaimAfterMs !== undefined && silentMs >= this.reclaimAfterMs - this.margin) {
@@ -197,14 +229,34 @@ export class ZookeeperWorkerIdProvider implements WorkerIdProvider {
         { retryAfterMs: 1000 },
       );
     }
-    const h: Held = { path: cached.path, startTick: cached.tick, identity, cacheFile, tick: cached.tick, reportedMono: this.mono() - Math.max(0, silentMs), reportedAtMs: cached.reportedAtMs, reportFailing: true };
+    const h: Held = {
+      path: cached.path,
+      startTick: cached.tick,
+      identity,
+      cacheFile,
+      tick: cached.tick,
+      reportedMono: this.mono() - Math.max(0, silentMs),
+      reportedAtMs: cached.reportedAtMs,
+      reportFailing: true,
+    };
     this.held.set(heldKey(space, cached.workerId), h);
-    this.log.warn({ layout: space.label, workerId: cached.workerId, afterTick: cached.tick, cacheFile, zookeeper: this.session.connect }, 'zookeeper unreachable: starting from the cached worker id');
+    this.log.warn(
+      { layout: space.label, workerId: cached.workerId, afterTick: cached.tick, cacheFile, zookeeper: this.session.connect },
+      'zookeeper unreachable: starting from the cached worker id',
+    );
     return this.grant(cached.workerId, h);
   }
 
   private saveCache(space: IdSpace, workerId: number, h: Held): void {
-    writeCache(h.cacheFile, { identity: h.identity, root: this.root, space: space.key, path: h.path, workerId, tick: h.tick, reportedAtMs: h.reportedAtMs });
+    writeCache(h.cacheFile, {
+      identity: h.identity,
+      root: this.root,
+      space: space.key,
+      path: h.path,
+      workerId,
+      tick: h.tick,
+      reportedAtMs: h.reportedAtMs,
+    });
   }
 
   private grant(workerId: number, h: Held): WorkerGrant {
@@ -229,13 +281,26 @@ export class ZookeeperWorkerIdProvider implements WorkerIdProvider {
       await this.session.call<zookeeper.Stat>((cb) => client.setData(h.path, Buffer.from(JSON.stringify(data)), -1, cb));
     } catch (e) {
       if (isZookeeperError(e, zookeeper.Exception.NO_NODE)) {
-        this.log.error({ layout: space.label, workerId, node: h.path }, 'zookeeper node of this worker id is gone (reclaimed?); issuing stopped');
-        throw new UnavailableError('LEASE_LOST', `ZooKeeper node ${h.path} of worker id ${workerId} is gone (reclaimed by another host?)`, { cause: e, retryAfterMs: 1000 });
+        this.log.error(
+          { layout: space.label, workerId, node: h.path },
+          'zookeeper node of this worker id is gone (reclaimed?); issuing stopped',
+        );
+        throw new UnavailableError('LEASE_LOST', `ZooKeeper node ${h.path} of worker id ${workerId} is gone (reclaimed by another host?)`, {
+          cause: e,
+          retryAfterMs: 1000,
+        });
       }
       if (!h.reportFailing) {
         h.reportFailing = true;
         this.log.warn(
-          { layout: space.label, workerId, node: h.path, err: e instanceof Error ? e.message : String(e), stopsInMs: this.reclaimAfterMs === undefined ? undefined : Math.round(h.reportedMono + this.reclaimAfterMs - this.margin - this.mono()) },
+          {
+            layout: space.label,
+            workerId,
+            node: h.path,
+            err: e instanceof Error ? e.message : String(e),
+            stopsInMs:
+              this.reclaimAfterMs === undefined ? undefined : Math.round(h.reportedMono + this.reclaimAfterMs - this.margin - this.mono()),
+          },
           'zookeeper tick report failed; the tick is kept in the cache file',
         );
       }

@@ -80,7 +80,13 @@ export class AuditAnalysis {
     if (this.target.kind === 'snowflake') this.snowflake(hi, lo, count, this.target.layout, this.target.held);
   };
 
-  private snowflake(hi: number, lo: number, count: number, l: Layout, held: ((workerId: number, tick: number) => boolean) | undefined): void {
+  private snowflake(
+    hi: number,
+    lo: number,
+    count: number,
+    l: Layout,
+    held: ((workerId: number, tick: number) => boolean) | undefined,
+  ): void {
     // The tick from the halves without a BigInt: exact while the tick is below 2^53.
     const tick = l.lowBits >= 32 ? Math.floor(hi / 2 ** (l.lowBits - 32)) : hi * (TWO32 / this.tickDiv) + Math.floor(lo / this.tickDiv);
     if (tick > l.maxTick) {
@@ -117,7 +123,9 @@ export class AuditAnalysis {
   }
 
   perDayCounts(): Array<{ day: string; count: number }> {
-    return [...this.perDay.entries()].sort((a, b) => a[0] - b[0]).map(([d, c]) => ({ day: new Date(d * DAY_MS).toISOString().slice(0, 10), count: c }));
+    return [...this.perDay.entries()]
+      .sort((a, b) => a[0] - b[0])
+      .map(([d, c]) => ({ day: new Date(d * DAY_MS).toISOString().slice(0, 10), count: c }));
   }
 }
 
@@ -176,7 +184,8 @@ export class ForeignIds {
       this.beforeLedger += count;
       return;
     }
-    while (this.next < this.ranges.length && (this.ranges[this.next] as CoveringRange).first <= id) this.open.push(this.ranges[this.next++] as CoveringRange);
+    while (this.next < this.ranges.length && (this.ranges[this.next] as CoveringRange).first <= id)
+      this.open.push(this.ranges[this.next++] as CoveringRange);
     if (this.open.some((r) => r.last < id)) this.open = this.open.filter((r) => r.last >= id);
     if (this.open.some((r) => r.stride <= 1 || (id - r.first) % BigInt(r.stride) === 0n)) return;
     this.count += count;

@@ -291,7 +291,9 @@ export class LineParser {
   private endLine(): void {
     if (this.skipLine) this.skipLine = false;
     else if (this.bad || (this.digits === 0 && this.nonblank)) {
-      throw new InvalidArgumentError(`line ${this.line}: not an ID from 0 to 2^63-1${this.column > 0 ? ` in column ${this.column + 1}` : ''}`);
+      throw new InvalidArgumentError(
+        `line ${this.line}: not an ID from 0 to 2^63-1${this.column > 0 ? ` in column ${this.column + 1}` : ''}`,
+      );
     } else if (this.digits > 0) this.sorter.addHalves(this.hi, this.lo);
     this.line++;
     this.field = 0;

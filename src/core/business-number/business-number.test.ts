@@ -45,7 +45,9 @@ describe('validateBusinessNumberFormat', () => {
     expect(thrownMessage(() => validateBusinessNumberFormat({ ...ORDER, rounds: 4 }))).toMatch(/^format\.rounds /);
     expect(thrownMessage(() => validateBusinessNumberFormat({ ...ORDER, max: '1e9' }))).toMatch(/^format\.max /);
     expect(thrownMessage(() => validateBusinessNumberFormat({ ...ORDER, max: (1n << 61n).toString() }))).toMatch(/^format\.max /);
-    expect(thrownMessage(() => validateBusinessNumberFormat({ kind: 'hex', width: 99 }, 'tags.order.format'))).toMatch(/^tags\.order\.format\.width /);
+    expect(thrownMessage(() => validateBusinessNumberFormat({ kind: 'hex', width: 99 }, 'tags.order.format'))).toMatch(
+      /^tags\.order\.format\.width /,
+    );
   });
 });
 
@@ -128,7 +130,18 @@ describe('resolveBusinessNumberFormat', () => {
   });
 
   it('rejects the rest with INVALID_ARGUMENT', () => {
-    for (const bad of ['', 'order', 'permuted-base32', 'base62:0', 'base62:12', 'decimal:3', 'hex:check', 'BASE62', '__proto__', 'constructor']) {
+    for (const bad of [
+      '',
+      'order',
+      'permuted-base32',
+      'base62:0',
+      'base62:12',
+      'decimal:3',
+      'hex:check',
+      'BASE62',
+      '__proto__',
+      'constructor',
+    ]) {
       expect(() => resolveBusinessNumberFormat(bad, new Map())).toThrow(InvalidArgumentError);
     }
     expect(thrownMessage(() => resolveBusinessNumberFormat('x', new Map([['order', ORDER]]), 'query.format'))).toMatch(

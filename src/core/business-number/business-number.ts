@@ -290,9 +290,7 @@ export function resolveBusinessNumberFormat(
   const m = SPEC.exec(spec);
   if (m === null || (m[3] !== undefined && m[1] !== 'crockford32') || (m[2] !== undefined && m[1] === 'decimal')) {
     const names = named === undefined || named.size === 0 ? '' : ` or one of ${[...named.keys()].join(', ')}`;
-    throw new InvalidArgumentError(
-      `${field} must be decimal, hex[:width], base62[:width] or crockford32[:width][:check]${names}`,
-    );
+    throw new InvalidArgumentError(`${field} must be decimal, hex[:width], base62[:width] or crockford32[:width][:check]${names}`);
   }
   const kind = m[1] as 'decimal' | 'hex' | 'base62' | 'crockford32';
   const candidate: Record<string, unknown> = { kind };

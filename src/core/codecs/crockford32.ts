@@ -29,7 +29,14 @@ for (let i = 0; i < 37; i++) {
     CHECK_VALUE[c.charCodeAt(0)] = i;
   }
 }
-for (const [alias, v] of [['I', 1], ['i', 1], ['L', 1], ['l', 1], ['O', 0], ['o', 0]] as const) {
+for (const [alias, v] of [
+  ['I', 1],
+  ['i', 1],
+  ['L', 1],
+  ['l', 1],
+  ['O', 0],
+  ['o', 0],
+] as const) {
   VALUE[alias.charCodeAt(0)] = v;
   CHECK_VALUE[alias.charCodeAt(0)] = v;
 }
@@ -62,9 +69,7 @@ export function crockford32CheckSymbol(value: bigint | number): string {
  */
 export function encodeCrockford32Parts(hi: number, lo: number, width: number, check: boolean): string {
   // (hi·2^32 + lo) mod 37 from 16-bit pieces (2^16 ≡ 9, 2^32 ≡ 7, 2^48 ≡ 26 mod 37): small-integer arithmetic only.
-  let s = check
-    ? CHECK_SYMBOLS[((hi >>> 16) * 26 + (hi & 0xffff) * 7 + (lo >>> 16) * 9 + (lo & 0xffff)) % 37]!
-    : '';
+  let s = check ? CHECK_SYMBOLS[((hi >>> 16) * 26 + (hi & 0xffff) * 7 + (lo >>> 16) * 9 + (lo & 0xffff)) % 37]! : '';
   let i = width;
   // Two symbols (10 bits) per step: half the string concatenations.
   for (; i >= 2; i -= 2) {

@@ -36,7 +36,8 @@ export function fallbackLeaseSpace(tag: string): string {
 /** A fallback ID from a wall-clock millisecond, worker id and sequence. */
 export function encodeFallbackId(ms: number, workerId: number, sequence: number): bigint {
   const t = ms - FALLBACK_EPOCH_MS;
-  if (!Number.isInteger(t) || t < 0 || t > TIME_MAX) throw new UnavailableError('ID_SPACE_EXHAUSTED', `fallback time ${ms} is outside the fallback layout's 41 bits from 2025-01-01`);
+  if (!Number.isInteger(t) || t < 0 || t > TIME_MAX)
+    throw new UnavailableError('ID_SPACE_EXHAUSTED', `fallback time ${ms} is outside the fallback layout's 41 bits from 2025-01-01`);
   return FALLBACK_FLOOR | (BigInt(t) << 21n) | (BigInt(workerId) << 11n) | BigInt(sequence);
 }
 

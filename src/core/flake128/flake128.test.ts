@@ -14,9 +14,7 @@ describe('Boundary flake 128', () => {
     const g = new Flake128Generator({ clock, worker: 0x0242ac120002 });
     const id = g.next();
     expect(typeof id).toBe('bigint');
-    expect(formatFlake128(id as bigint)).toBe(
-      (1_700_000_000_000).toString(16).padStart(16, '0') + '0242ac120002' + '0000',
-    );
+    expect(formatFlake128(id as bigint)).toBe((1_700_000_000_000).toString(16).padStart(16, '0') + '0242ac120002' + '0000');
     expect(decomposeFlake128(id as bigint)).toEqual({ timestampMs: 1_700_000_000_000n, worker: 0x0242ac120002n, sequence: 0 });
     expect(g.nextHex()).toBe((1_700_000_000_000).toString(16).padStart(16, '0') + '0242ac120002' + '0001');
   });

@@ -34,7 +34,9 @@ describe('bench pk keys', () => {
     expect(v7[6]! >> 4).toBe(7);
     const v4 = pkKeySource(PK_KINDS.uuidv4, o).next(0) as Uint8Array;
     expect(v4[6]! >> 4).toBe(4);
-    expect(pkKeySource(PK_KINDS['uuidv4-text'], o).next(0)).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    expect(pkKeySource(PK_KINDS['uuidv4-text'], o).next(0)).toMatch(
+      /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/,
+    );
     expect(pkKeySource(PK_KINDS.ulid, o).next(0)).toMatch(/^[0-7][0-9A-HJKMNP-TV-Z]{25}$/);
     // snowflakes of different servers differ (worker bits) even in the same ms
     const sf = pkKeySource(PK_KINDS.snowflake, o);
@@ -65,7 +67,12 @@ describe('bench pk keys', () => {
 
   it('quantile: nearest rank', () => {
     expect(quantile([5, 1, 3, 2, 4], 0.5)).toBe(3);
-    expect(quantile(Float64Array.from({ length: 100 }, (_, i) => 100 - i), 0.99)).toBe(99);
+    expect(
+      quantile(
+        Float64Array.from({ length: 100 }, (_, i) => 100 - i),
+        0.99,
+      ),
+    ).toBe(99);
     expect(quantile([], 0.5)).toBe(0);
   });
 });

@@ -35,7 +35,6 @@ export interface PkKind {
   readonly description: string;
 }
 
-
 export const PK_KINDS: Readonly<Record<PkKindName, PkKind>> = {
   sequence: { name: 'sequence', keyType: 'sequence', description: "the database's own sequence / AUTO_INCREMENT (baseline)" },
   segment: { name: 'segment', keyType: 'int64', description: 'segment IDs from several servers interleaving, bigint' },
@@ -49,7 +48,10 @@ export const PK_KINDS: Readonly<Record<PkKindName, PkKind>> = {
 /** Parses `--kinds a,b,c` (or `all`); the baseline is always included and first. */
 export function parsePkKinds(list: string | undefined): PkKind[] {
   if (list === undefined || list === 'all') return PK_KIND_NAMES.map((n) => PK_KINDS[n]);
-  const names = list.split(',').map((s) => s.trim()).filter((s) => s !== '');
+  const names = list
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '');
   const out: PkKind[] = [PK_KINDS.sequence];
   for (const n of names) {
     if (!(PK_KIND_NAMES as readonly string[]).includes(n)) {

@@ -17,20 +17,13 @@ export interface HighWaterMark {
 }
 
 export type GuardVerdict =
-  | { readonly ok: true; readonly record: HighWaterMark }
-  | { readonly ok: false; readonly record: HighWaterMark; readonly reason: string };
+  { readonly ok: true; readonly record: HighWaterMark } | { readonly ok: false; readonly record: HighWaterMark; readonly reason: string };
 
 /**
  * `where`: where the marks are kept (e.g. `state dir ./data`), so a refusal
  * names it, whether a server or a CLI command holds them.
  */
-export function checkAnswer(
-  previous: HighWaterMark | undefined,
-  start: bigint,
-  end: bigint,
-  epoch: number,
-  where?: string,
-): GuardVerdict {
+export function checkAnswer(previous: HighWaterMark | undefined, start: bigint, end: bigint, epoch: number, where?: string): GuardVerdict {
   const kept = where === undefined ? '' : ` kept in ${where}`;
   if (previous === undefined) return { ok: true, record: { mark: end } };
   if (previous.trippedAtEpoch !== undefined && epoch <= previous.trippedAtEpoch) {

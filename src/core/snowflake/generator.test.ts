@@ -239,7 +239,13 @@ describe.each(POLICIES)('clock policy %s', (policy) => {
 describe('backup-worker', () => {
   it('refuses once every worker id is behind', () => {
     const clock = new ManualClock();
-    const g = new SnowflakeGenerator({ layout: twitter, clock, clockPolicy: 'backup-worker', worker: { workerId: 1 }, backups: [{ workerId: 2 }] });
+    const g = new SnowflakeGenerator({
+      layout: twitter,
+      clock,
+      clockPolicy: 'backup-worker',
+      worker: { workerId: 1 },
+      backups: [{ workerId: 2 }],
+    });
     g.take();
     clock.advance(-10);
     g.take();
@@ -269,7 +275,14 @@ describe('clock events', () => {
     const clock = new ManualClock();
     const t0 = clock.t - twitter.epochMs;
     const onClockEvent = (e: ClockEvent) => events.push(e);
-    const g = new SnowflakeGenerator({ layout: twitter, clock, clockPolicy: 'backup-worker', worker: { workerId: 1 }, backups: [{ workerId: 2 }], onClockEvent });
+    const g = new SnowflakeGenerator({
+      layout: twitter,
+      clock,
+      clockPolicy: 'backup-worker',
+      worker: { workerId: 1 },
+      backups: [{ workerId: 2 }],
+      onClockEvent,
+    });
     g.take();
     clock.advance(-10);
     g.take();

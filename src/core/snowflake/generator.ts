@@ -190,7 +190,8 @@ export class SnowflakeGenerator {
     if (this.clockPolicy === 'backup-worker' && slots.length < 2) {
       throw new InvalidArgumentError('clock policy backup-worker needs at least one reserved backup worker id');
     }
-    if (this.sharded && slots.length > 1) throw new InvalidArgumentError(`layout ${l.name} has a per-request shard: backup workers do not apply`);
+    if (this.sharded && slots.length > 1)
+      throw new InvalidArgumentError(`layout ${l.name} has a per-request shard: backup workers do not apply`);
     const seen = new Set<number>();
     this.workerIds = [];
     this.nodeBase = [];
@@ -370,9 +371,12 @@ export class SnowflakeGenerator {
   /** Policy wait: retry after the gap, unless it is longer than `maxWaitMs`. */
   private waitForClock(gapMs: number): Wait {
     if (gapMs > this.maxWaitMs) {
-      throw new ClockError(`the clock is ${gapMs} ms behind the last issued tick, more than the ${this.maxWaitMs} ms the wait policy allows`, {
-        retryAfterMs: gapMs,
-      });
+      throw new ClockError(
+        `the clock is ${gapMs} ms behind the last issued tick, more than the ${this.maxWaitMs} ms the wait policy allows`,
+        {
+          retryAfterMs: gapMs,
+        },
+      );
     }
     return { reason: 'clock', waitMs: gapMs };
   }
@@ -399,7 +403,14 @@ export class SnowflakeGenerator {
       });
     }
     if (s !== this.cur) {
-      this.onClockEvent?.({ kind: 'backup-switch', policy: this.clockPolicy, gapMs, tick: t, fromWorker: this.workerIds[this.cur], toWorker: this.workerIds[s] });
+      this.onClockEvent?.({
+        kind: 'backup-switch',
+        policy: this.clockPolicy,
+        gapMs,
+        tick: t,
+        fromWorker: this.workerIds[this.cur],
+        toWorker: this.workerIds[s],
+      });
     }
     this.cur = s;
     this.behind = false;

@@ -1,6 +1,17 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { PRESETS, TWITTER_EPOCH_MS, compose, decompose, defineLayout, getLayout, joinWorker, lifetimeYears, remainingSeconds, splitWorker } from './layout.js';
+import {
+  PRESETS,
+  TWITTER_EPOCH_MS,
+  compose,
+  decompose,
+  defineLayout,
+  getLayout,
+  joinWorker,
+  lifetimeYears,
+  remainingSeconds,
+  splitWorker,
+} from './layout.js';
 import { plan } from './planner.js';
 
 describe('presets', () => {
@@ -87,9 +98,19 @@ describe('custom layouts', () => {
     expect(() => defineLayout({ ...base, ...patch })).toThrow(msg);
   });
   it('refuses a lifetime shorter than asked', () => {
-    expect(() => defineLayout({ ...base, timeBits: 31, fields: [{ name: 'worker', bits: 20, role: 'node' }, { name: 'sequence', bits: 12, role: 'sequence' }] }, { minLifetimeYears: 10 })).toThrow(
-      /less than 10 years/,
-    );
+    expect(() =>
+      defineLayout(
+        {
+          ...base,
+          timeBits: 31,
+          fields: [
+            { name: 'worker', bits: 20, role: 'node' },
+            { name: 'sequence', bits: 12, role: 'sequence' },
+          ],
+        },
+        { minLifetimeYears: 10 },
+      ),
+    ).toThrow(/less than 10 years/);
   });
   it('warns when IDs exceed 2^53', () => {
     expect(defineLayout(base).warnings.join()).toMatch(/2\^53/);

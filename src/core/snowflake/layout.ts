@@ -114,7 +114,8 @@ export const PRESET_SPECS: readonly LayoutSpec[] = [
   {
     name: 'uid-generator',
     version: 1,
-    description: "Baidu uid-generator's default: 28 bits of seconds since 2016-05-20 00:00 Shanghai time, 22 worker, 13 sequence (ran out on 2024-11-20)",
+    description:
+      "Baidu uid-generator's default: 28 bits of seconds since 2016-05-20 00:00 Shanghai time, 22 worker, 13 sequence (ran out on 2024-11-20)",
     // DefaultUidGenerator parses its epochStr "2016-05-20" in the JVM's zone (Asia/Shanghai): 1463673600000.
     epochMs: UID_GENERATOR_EPOCH_MS,
     unitMs: 1000,
@@ -194,7 +195,8 @@ export function defineLayout(spec: LayoutSpec, options: ValidateOptions = {}): L
     if (names.has(fl.name)) problems.push(`field ${fl.name}: name is taken`);
     names.add(fl.name);
     if (!int(fl.bits, 1, 31)) problems.push(`field ${fl.name}: bits must be an integer from 1 to 31`);
-    if (fl.role !== 'node' && fl.role !== 'shard' && fl.role !== 'sequence') problems.push(`field ${fl.name}: role must be node, shard or sequence`);
+    if (fl.role !== 'node' && fl.role !== 'shard' && fl.role !== 'sequence')
+      problems.push(`field ${fl.name}: role must be node, shard or sequence`);
     if (fl.role === 'sequence') seqCount++;
     if (fl.role === 'shard') shardCount++;
     lowBits += fl.bits;
@@ -207,7 +209,7 @@ export function defineLayout(spec: LayoutSpec, options: ValidateOptions = {}): L
   }
   const seqField = fields.find((x) => x.role === 'sequence');
   const start: SequenceStart = spec.sequenceStart ?? { kind: 'zero' };
-  if (start.kind === 'random' && seqField && !(int(start.max, 0, 2 ** seqField.bits - 1))) {
+  if (start.kind === 'random' && seqField && !int(start.max, 0, 2 ** seqField.bits - 1)) {
     problems.push(`sequenceStart.max must be an integer from 0 to ${2 ** seqField.bits - 1}`);
   }
   if (problems.length) throw new InvalidArgumentError(`layout ${JSON.stringify(spec.name)}: ${problems.join('; ')}`);
@@ -312,12 +314,15 @@ export function defineLayouts(specs: unknown, options: ValidateOptions = {}): Ma
     }
     const spec = raw as Record<string, unknown>;
     const unknown = Object.keys(spec).filter((k) => !SPEC_KEYS.has(k));
-    if (unknown.length) problems.push(`layout ${JSON.stringify(name)}: unknown field ${unknown.join(', ')}; known: ${[...SPEC_KEYS].join(', ')}`);
-    if (spec.name !== undefined && spec.name !== name) problems.push(`layout ${JSON.stringify(name)}: name ${JSON.stringify(spec.name)} differs from its key`);
+    if (unknown.length)
+      problems.push(`layout ${JSON.stringify(name)}: unknown field ${unknown.join(', ')}; known: ${[...SPEC_KEYS].join(', ')}`);
+    if (spec.name !== undefined && spec.name !== name)
+      problems.push(`layout ${JSON.stringify(name)}: name ${JSON.stringify(spec.name)} differs from its key`);
     if (PRESETS.has(name)) problems.push(`layout ${JSON.stringify(name)}: a preset has this name; choose another`);
     try {
       const l = defineLayout({ version: 1, unitMs: 1, ...spec, name } as unknown as LayoutSpec, { ...options, nowMs });
-      if (l.endsAtMs <= nowMs) problems.push(`layout ${JSON.stringify(name)}: its time bits ran out on ${new Date(l.endsAtMs).toISOString()}`);
+      if (l.endsAtMs <= nowMs)
+        problems.push(`layout ${JSON.stringify(name)}: its time bits ran out on ${new Date(l.endsAtMs).toISOString()}`);
       out.set(name, l);
     } catch (e) {
       problems.push(e instanceof Error ? e.message : String(e));

@@ -65,7 +65,8 @@ export function plan(input: PlanInput): Plan {
   const idBits = timeBits + nodeBits + sequenceBits;
   const spareBits = 63 - idBits;
   const warnings: string[] = [];
-  if (idBits > 64) warnings.push(`needs ${idBits} bits: does not fit 64 bits at all; lower the years, nodes or peak, or use a coarser time unit`);
+  if (idBits > 64)
+    warnings.push(`needs ${idBits} bits: does not fit 64 bits at all; lower the years, nodes or peak, or use a coarser time unit`);
   else if (idBits === 64) warnings.push('needs all 64 bits: store IDs as unsigned 64-bit (signed BIGINT and Java long go negative)');
   if (idBits > 53) {
     const years53 = (2 ** (53 - nodeBits - sequenceBits) * unitMs) / YEAR_MS;

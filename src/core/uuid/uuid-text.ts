@@ -28,10 +28,26 @@ export function formatUuid(bytes: Uint8Array, offset = 0): string {
   const b = bytes;
   const o = offset;
   return (
-    h[b[o]!]! + h[b[o + 1]!]! + h[b[o + 2]!]! + h[b[o + 3]!]! + '-' +
-    h[b[o + 4]!]! + h[b[o + 5]!]! + '-' + h[b[o + 6]!]! + h[b[o + 7]!]! + '-' +
-    h[b[o + 8]!]! + h[b[o + 9]!]! + '-' + h[b[o + 10]!]! + h[b[o + 11]!]! +
-    h[b[o + 12]!]! + h[b[o + 13]!]! + h[b[o + 14]!]! + h[b[o + 15]!]!
+    h[b[o]!]! +
+    h[b[o + 1]!]! +
+    h[b[o + 2]!]! +
+    h[b[o + 3]!]! +
+    '-' +
+    h[b[o + 4]!]! +
+    h[b[o + 5]!]! +
+    '-' +
+    h[b[o + 6]!]! +
+    h[b[o + 7]!]! +
+    '-' +
+    h[b[o + 8]!]! +
+    h[b[o + 9]!]! +
+    '-' +
+    h[b[o + 10]!]! +
+    h[b[o + 11]!]! +
+    h[b[o + 12]!]! +
+    h[b[o + 13]!]! +
+    h[b[o + 14]!]! +
+    h[b[o + 15]!]!
   );
 }
 
@@ -53,7 +69,7 @@ function coreText(text: string): string | undefined {
 function decodeCore(core: string): Uint8Array | undefined {
   const out = new Uint8Array(16);
   let j = 0;
-  for (let i = 0; i < 36; ) {
+  for (let i = 0; i < 36;) {
     if (i === 8 || i === 13 || i === 18 || i === 23) {
       if (core.charCodeAt(i) !== 45) return undefined;
       i++;

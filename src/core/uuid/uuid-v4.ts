@@ -48,9 +48,26 @@ export class UuidV4Generator {
     const p = this.pool;
     const h = HEX_BYTES;
     return (
-      h[p[i]!]! + h[p[i + 1]!]! + h[p[i + 2]!]! + h[p[i + 3]!]! + '-' + h[p[i + 4]!]! + h[p[i + 5]!]! + '-' +
-      VERSION_BYTE[p[i + 6]!]! + h[p[i + 7]!]! + '-' + VARIANT_BYTE[p[i + 8]!]! + h[p[i + 9]!]! + '-' +
-      h[p[i + 10]!]! + h[p[i + 11]!]! + h[p[i + 12]!]! + h[p[i + 13]!]! + h[p[i + 14]!]! + h[p[i + 15]!]!
+      h[p[i]!]! +
+      h[p[i + 1]!]! +
+      h[p[i + 2]!]! +
+      h[p[i + 3]!]! +
+      '-' +
+      h[p[i + 4]!]! +
+      h[p[i + 5]!]! +
+      '-' +
+      VERSION_BYTE[p[i + 6]!]! +
+      h[p[i + 7]!]! +
+      '-' +
+      VARIANT_BYTE[p[i + 8]!]! +
+      h[p[i + 9]!]! +
+      '-' +
+      h[p[i + 10]!]! +
+      h[p[i + 11]!]! +
+      h[p[i + 12]!]! +
+      h[p[i + 13]!]! +
+      h[p[i + 14]!]! +
+      h[p[i + 15]!]!
     );
   }
 

@@ -44,7 +44,12 @@ describe('UUIDv7 RFC 9562 Appendix A.6 vector', () => {
     const g = new UuidV7Generator({ clock: { now: () => ms }, random: scriptedRandom(script), counterSeedBits: 12 });
     const expected = Uint8Array.from(Buffer.from('017F22E279B07CC398C4DC0C0C07398F', 'hex'));
     expect(g.nextBytes()).toEqual(expected);
-    expect(describeUuid('017F22E2-79B0-7CC3-98C4-DC0C0C07398F')).toMatchObject({ version: 7, variant: 'rfc9562', timestampMs: ms, randA: 0xcc3 });
+    expect(describeUuid('017F22E2-79B0-7CC3-98C4-DC0C0C07398F')).toMatchObject({
+      version: 7,
+      variant: 'rfc9562',
+      timestampMs: ms,
+      randA: 0xcc3,
+    });
   });
 
   it('writes into a caller buffer at an offset', () => {

@@ -126,8 +126,18 @@ export class UuidV7Generator {
     const p = this.pool;
     const h = HEX_BYTES;
     return (
-      this.prefix + VERSION_COUNTER[this.counter]! + '-' + VARIANT_BYTE[p[i]!]! + h[p[i + 1]!]! + '-' +
-      h[p[i + 2]!]! + h[p[i + 3]!]! + h[p[i + 4]!]! + h[p[i + 5]!]! + h[p[i + 6]!]! + h[p[i + 7]!]!
+      this.prefix +
+      VERSION_COUNTER[this.counter]! +
+      '-' +
+      VARIANT_BYTE[p[i]!]! +
+      h[p[i + 1]!]! +
+      '-' +
+      h[p[i + 2]!]! +
+      h[p[i + 3]!]! +
+      h[p[i + 4]!]! +
+      h[p[i + 5]!]! +
+      h[p[i + 6]!]! +
+      h[p[i + 7]!]!
     );
   }
 

@@ -23,7 +23,10 @@ const leaseBody = z
   })
   .strict();
 
-export async function fallbackRoutes(app: FastifyInstance, opts: { fallback: FallbackLeases; access: Access; gate: ClientGate }): Promise<void> {
+export async function fallbackRoutes(
+  app: FastifyInstance,
+  opts: { fallback: FallbackLeases; access: Access; gate: ClientGate },
+): Promise<void> {
   const { fallback, access, gate } = opts;
   app.post<{ Params: { tag: string } }>('/v1/fallback/:tag/lease', async (req, reply) => {
     const tag = assertTag(req.params.tag);

@@ -25,7 +25,12 @@ type Handler<P> = (req: FastifyRequest<{ Params: P }>, reply: FastifyReply) => u
  * body (still within the server's body limit): Leaf never looks at it, so a
  * form or a JSON body must not be refused.
  */
-export async function leafIdRoute<P>(app: FastifyInstance, path: string, config: Record<string, unknown>, handler: Handler<P>): Promise<void> {
+export async function leafIdRoute<P>(
+  app: FastifyInstance,
+  path: string,
+  config: Record<string, unknown>,
+  handler: Handler<P>,
+): Promise<void> {
   await app.register(async (scope) => {
     scope.removeAllContentTypeParsers();
     scope.addContentTypeParser('*', { parseAs: 'buffer' }, (_req, _body, done) => done(null, undefined));

@@ -25,7 +25,8 @@ function reserveMark(reserve: string | undefined, client: string | undefined): {
     return undefined;
   }
   if (reserve !== '1') throw new InvalidArgumentError(`reserve must be 1, got ${JSON.stringify(reserve.slice(0, 20))}`);
-  if (client !== undefined && !/^[\x21-\x7e]{1,100}$/.test(client)) throw new InvalidArgumentError('client must be 1-100 printable ASCII characters without spaces');
+  if (client !== undefined && !/^[\x21-\x7e]{1,100}$/.test(client))
+    throw new InvalidArgumentError('client must be 1-100 printable ASCII characters without spaces');
   return { client };
 }
 
@@ -84,12 +85,19 @@ export async function segmentRoutes(
             if (id < lo) lo = id;
             if (id > hi) hi = id;
           }
-          metrics.recordReserve(tag, { client, address: gate?.address(req.raw) ?? req.ip, ids: ids.length, first: String(lo), last: String(hi) });
+          metrics.recordReserve(tag, {
+            client,
+            address: gate?.address(req.raw) ?? req.ip,
+            ids: ids.length,
+            first: String(lo),
+            last: String(hi),
+          });
         }
         return ids;
       };
       const serve = () => {
-        if (codec !== undefined) return Promise.resolve(service.nextMany(tag, count)).then((ids) => reply.send(formattedJson(tag, record(ids), codec)));
+        if (codec !== undefined)
+          return Promise.resolve(service.nextMany(tag, count)).then((ids) => reply.send(formattedJson(tag, record(ids), codec)));
         const r = service.nextMany(tag, count);
         if (!(r instanceof Promise)) return reply.send(idsJson(tag, record(r)));
         return r.then((ids) => reply.send(idsJson(tag, record(ids))));

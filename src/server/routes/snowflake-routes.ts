@@ -19,12 +19,14 @@ import { leafIdRoute } from './leaf-id-route.js';
 
 const checkTag = (tag: string): string => assertTag(tag);
 
-
 function sendText(reply: FastifyReply, id: string): FastifyReply {
   return reply.type('text/plain; charset=utf-8').send(id);
 }
 
-export async function snowflakeRoutes(app: FastifyInstance, opts: { snowflake: SnowflakeService; access?: Access; lane?: BatchLane }): Promise<void> {
+export async function snowflakeRoutes(
+  app: FastifyInstance,
+  opts: { snowflake: SnowflakeService; access?: Access; lane?: BatchLane },
+): Promise<void> {
   const sf = opts.snowflake;
   const access = opts.access;
   const lane = opts.lane;

@@ -95,7 +95,8 @@ function metricsRoute(app: FastifyInstance, { metrics, access }: StatusRoutesOpt
     }
     // Under `--workers N`, every worker's series (labelled worker="<slot>") in one answer.
     const all = await gather<Awaited<ReturnType<Registry['getMetricsAsJSON']>>>('metrics', undefined);
-    const text = all && all.length > 0 ? await AggregatorRegistry.aggregate(all.map((r) => r.value)).metrics() : await metrics.metricsText();
+    const text =
+      all && all.length > 0 ? await AggregatorRegistry.aggregate(all.map((r) => r.value)).metrics() : await metrics.metricsText();
     return reply.type(metrics.registry.contentType).send(text);
   });
 }

@@ -43,7 +43,8 @@ export async function tagRoutes(
   app.addHook('onRequest', async (req) => checkAdmin(req));
   // Admin requests are rare and worth a line each (this hook is scoped to these routes).
   app.addHook('onResponse', (req, reply, done) => {
-    if (reply.statusCode < 400) req.log.info({ method: req.method, url: req.url, status: reply.statusCode, ms: reply.elapsedTime }, 'request');
+    if (reply.statusCode < 400)
+      req.log.info({ method: req.method, url: req.url, status: reply.statusCode, ms: reply.elapsedTime }, 'request');
     done();
   });
 
@@ -70,14 +71,18 @@ export async function tagRoutes(
   });
 
   // The range ledger: which range, server, time and fence epoch issued an ID (a deleted tag's ranges too).
-  app.get<{ Params: { tag: string }; Querystring: { containing?: unknown } }>('/v1/tags/:tag/ranges', { config: { admin: true } }, async (req) => {
-    const tag = checkTag(req.params.tag);
-    const raw = req.query.containing;
-    const id = typeof raw === 'string' ? parseDecimalId(raw) : undefined;
-    if (id === undefined) throw new InvalidArgumentError('containing must be a decimal ID from 0 to 2^63-1');
-    const store = service.store;
-    return rangesAnswer(tag, id, store.rangesContaining ? await store.rangesContaining(tag, id) : undefined);
-  });
+  app.get<{ Params: { tag: string }; Querystring: { containing?: unknown } }>(
+    '/v1/tags/:tag/ranges',
+    { config: { admin: true } },
+    async (req) => {
+      const tag = checkTag(req.params.tag);
+      const raw = req.query.containing;
+      const id = typeof raw === 'string' ? parseDecimalId(raw) : undefined;
+      if (id === undefined) throw new InvalidArgumentError('containing must be a decimal ID from 0 to 2^63-1');
+      const store = service.store;
+      return rangesAnswer(tag, id, store.rangesContaining ? await store.rangesContaining(tag, id) : undefined);
+    },
+  );
 
   app.post<{ Params: { tag: string } }>('/v1/tags/:tag/fence', { config: { admin: true } }, async (req) => {
     const b = parseBody(fenceBody, req.body);

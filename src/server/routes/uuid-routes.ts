@@ -8,7 +8,10 @@ import type { Access } from '../auth.js';
 import { parseCount } from '../../core/request-rules.js';
 import { BatchLane } from '../batch-lane.js';
 
-export async function uuidRoutes(app: FastifyInstance, opts: { clock?: Clock; random?: Random; access?: Access; lane?: BatchLane }): Promise<void> {
+export async function uuidRoutes(
+  app: FastifyInstance,
+  opts: { clock?: Clock; random?: Random; access?: Access; lane?: BatchLane },
+): Promise<void> {
   const v7 = new UuidV7Generator({ clock: opts.clock ?? systemClock, random: opts.random ?? systemRandom });
   const v4 = new UuidV4Generator({ random: opts.random ?? systemRandom });
 
