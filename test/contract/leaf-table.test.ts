@@ -38,6 +38,7 @@ async function postgresLeafHarness(): Promise<ContractHarness> {
   const make = (url: string, t = table) => new PostgresLeafSegmentStore({ connectionString: url, table: t, sideTable: side });
   const store = make(withParams(POSTGRES_URL, { application_name: app }));
   return {
+    noLedger: true,
     store,
     url: withParams(POSTGRES_URL, { schema: 'leaf', table, side }),
     dropConnections: async () =>
@@ -70,6 +71,7 @@ async function mysqlLeafHarness(): Promise<ContractHarness> {
   const make = (t = 't_leaf_alloc') => new MysqlLeafSegmentStore({ uri, table: t });
   const store = make();
   return {
+    noLedger: true,
     store,
     url: withParams(uri, { schema: 'leaf', table: 't_leaf_alloc' }),
     dropConnections: async () => {

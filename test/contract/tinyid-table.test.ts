@@ -49,6 +49,7 @@ async function postgresTinyidHarness(): Promise<TinyidHarness> {
   const make = (url: string, t = table) => new PostgresTinyidSegmentStore({ connectionString: url, table: t, sideTable: side });
   const store = make(withParams(POSTGRES_URL, { application_name: app }));
   return {
+    noLedger: true,
     store,
     table,
     url: withParams(POSTGRES_URL, { schema: 'tinyid', table, side }),
@@ -91,6 +92,7 @@ async function mysqlTinyidHarness(): Promise<TinyidHarness> {
   const make = (t = table) => new MysqlTinyidSegmentStore({ uri, table: t });
   const store = make();
   return {
+    noLedger: true,
     store,
     table: `${database}.${table}`,
     url: withParams(uri, { schema: 'tinyid', table }),
