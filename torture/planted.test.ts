@@ -83,7 +83,7 @@ describe('the torture harness catches planted bugs', () => {
     const dist = plant(
       'one-worker-id',
       'app/worker-id-providers.js',
-      /return new LeaseWorkerIdProvider\(store, \{ ttlMs: o\.ttlMs \}\);/,
+      /return new LeaseWorkerIdProvider\(store, leaseOptions\(o\)\);/,
       "return new StaticWorkerIdProvider(7, 'static');",
     );
     const out = join(WORK, 'one-worker-id', 'out');
