@@ -10,7 +10,6 @@
  * This module imports nothing from the server side: only the error classes
  * and ID parsing of src/core.
  */
-import { hostname } from 'node:os';
 import { MAX_COUNT } from '../core/request-rules.js';
 import { InvalidArgumentError, SequoiaError } from '../core/errors.js';
 import { parseDecimalId } from '../core/id.js';
@@ -123,7 +122,7 @@ export interface ClientOptions {
   /**
    * Names this client on the servers' status page, where the reserves it took
    * are listed (printable ASCII without spaces, 1-100 characters; default
-   * `<hostname>:<pid>`).
+   * `$HOSTNAME:<pid>`, `client:<pid>` without HOSTNAME).
    */
   readonly name?: string;
   /** Called when a tag starts serving from its reserve, runs it dry, or has it back. Exceptions are ignored. */
@@ -238,7 +237,7 @@ export class SequoiaClient {
     }
     this.onReserve = opts.onReserve;
     this.useFallback = opts.fallback === true && this.reservePolicy !== undefined;
-    const name = opts.name ?? `${hostname()}:${process.pid}`.replace(/[^\x21-\x7e]/g, '_').slice(0, 100);
+    const name = opts.name ?? defaultClientName();
     if (!/^[\x21-\x7e]{1,100}$/.test(name)) throw new InvalidArgumentError('name must be 1-100 printable ASCII characters without spaces');
     this.reserveQuery = `&reserve=1&client=${encodeURIComponent(name)}`;
     this.transport = new Transport({
@@ -755,4 +754,14 @@ function decimal(v: unknown): bigint {
 function onlyId(ids: unknown, what: string): bigint {
   if (!Array.isArray(ids) || ids.length !== 1) throw new SequoiaError('INTERNAL', `the server answered a malformed ${what} answer`);
   return decimal(ids[0]);
+}
+
+/**
+ * The client's name on the status page when none is given. The client stays
+ * free of Node-only modules (it runs wherever fetch does), so the host name
+ * comes from the environment (containers and Kubernetes set HOSTNAME).
+ */
+function defaultClientName(): string {
+  const proc = (globalThis as { process?: { pid?: number; env?: Record<string, string | undefined> } }).process;
+  return `${proc?.env?.HOSTNAME || 'client'}:${proc?.pid ?? 0}`.replace(/[^\x21-\x7e]/g, '_').slice(0, 100);
 }
