@@ -13,9 +13,15 @@ import { SqliteWorkerLeaseStore } from '../adapters/sqlite/sqlite-worker-lease-s
 import { StateDir } from '../adapters/state-dir/state-dir.js';
 import type { ServerIdentity } from '../ports/range-ledger.js';
 
-/** What may write to the store file: guarded by its disk reserve. */
-const SEGMENT_WRITES = ['init', 'allocate', 'createTag', 'updateTag', 'deleteTag', 'fence', 'giveBack', 'pruneLedger'];
-const LEASE_WRITES = ['init', 'acquire', 'renew', 'release', 'registerNode', 'pruneLedger'];
+/**
+ * What may write to the store file: guarded by its disk reserve. Not `init`:
+ * on a store that exists it only checks the schema, and a restart on a full
+ * disk whose reserve was given up must still start (and refuse each write
+ * until space returns) rather than exit; the range ledger makes every load a
+ * growing write, so a full disk now gives the reserve up before such a restart.
+ */
+const SEGMENT_WRITES = ['allocate', 'createTag', 'updateTag', 'deleteTag', 'fence', 'giveBack', 'pruneLedger'];
+const LEASE_WRITES = ['acquire', 'renew', 'release', 'registerNode', 'pruneLedger'];
 
 serveOffLoop({
   sqlite: (args) => {

@@ -1,7 +1,7 @@
 /**
  * What operators do to the files under a server (issue 28 items 2 and 4):
  *
- * - `state-dir-full`: the state dir and the SQLite store on a 512 KiB tmpfs
+ * - `state-dir-full`: the state dir and the SQLite store on a 4 MiB tmpfs
  *   (mounted here: root). Small steps keep segment loads (store transactions
  *   and high-water marks) going while clients take segment and snowflake IDs;
  *   then a file fills the disk: the server refuses what needs a write, is
@@ -52,12 +52,12 @@ export const stateDirFull: Scenario = {
   name: 'state-dir-full',
   short: true,
   about:
-    'state dir and SQLite store on a 512 KiB tmpfs, step 10: many loads, then the disk filled by another file, a SIGKILL and a restart on the full disk, the file deleted',
+    'state dir and SQLite store on a 4 MiB tmpfs, step 10: many loads, then the disk filled by another file, a SIGKILL and a restart on the full disk, the file deleted',
   async run(ctx: Context): Promise<CheckSpec> {
     const disk = join(ctx.dir, 'disk');
     mkdirSync(disk);
-    const m = spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=512k', 'tmpfs', disk], { encoding: 'utf8' });
-    if (m.status !== 0) throw new Error(`cannot mount a 512 KiB tmpfs (needs root): ${m.stderr}`);
+    const m = spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=4m', 'tmpfs', disk], { encoding: 'utf8' });
+    if (m.status !== 0) throw new Error(`cannot mount a 4 MiB tmpfs (needs root): ${m.stderr}`);
     ctx.onCleanup(() => {
       spawnSync('umount', ['-l', disk]);
     });
