@@ -178,7 +178,7 @@ describeMysql('mysql leases', () => {
     const table = uniqueName('sequoia_pool');
     const backend = await openBackend(`${MYSQL_URL}?table=${table}`);
     const leases = backend.leases()!;
-    const pool = (backend.segments as unknown as { pool: mysql.Pool }).pool;
+    const pool = (backend.segments as unknown as { db: { connection: { pool: mysql.Pool } } }).db.connection.pool;
     expect((leases as unknown as { connection: { pool: mysql.Pool } }).connection.pool).toBe(pool);
     await backend.segments.init();
     await leases.init();

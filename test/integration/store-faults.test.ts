@@ -59,7 +59,8 @@ const KINDS: Kind[] = [
     make: (url, ns) => new MysqlSegmentStore({ uri: url, table: ns, connectTimeoutMs: 1000, queryTimeoutMs: 1500 }),
     drop: async (d) => {
       const s = d as MysqlSegmentStore;
-      const pool = (s as unknown as { pool: { query: (q: string, v?: unknown[]) => Promise<unknown> } }).pool;
+      const pool = (s as unknown as { db: { connection: { pool: { query: (q: string, v?: unknown[]) => Promise<unknown> } } } }).db
+        .connection.pool;
       await pool.query(`DROP TABLE IF EXISTS ${s.table}`);
       await pool.query('DELETE FROM sequoia_schema WHERE component = ?', [s.table]);
     },

@@ -1,11 +1,12 @@
 /**
  * Rules every segment store applies the same way: what a new tag starts
- * with, when a range would pass 2^63-1, what a give-back may do, and which
- * table names the SQL stores accept.
+ * with, when a range would pass 2^63-1, what a give-back may do, how a
+ * written tag is read back, and which table names the SQL stores accept.
  */
 import { randomBytes } from 'node:crypto';
-import { InvalidArgumentError, UnavailableError } from '../../core/errors.js';
+import { InvalidArgumentError, TagNotFoundError, UnavailableError } from '../../core/errors.js';
 import { MAX_ID } from '../../core/id.js';
+import type { SegmentStore, TagInfo } from '../../ports/segment-store.js';
 
 export const DEFAULT_STEP = 1000;
 export const DEFAULT_START = 1n;
@@ -35,6 +36,28 @@ export function assertGiveBack(expectedMaxId: bigint, newMaxId: bigint): void {
   if (newMaxId < 0n || newMaxId > expectedMaxId) {
     throw new InvalidArgumentError('giveBack: newMaxId must be from 0 to expectedMaxId (a give-back never raises max_id)');
   }
+}
+
+/**
+ * A give-back's further conditions: the row is still at the fence epoch (no
+ * fence since, whose bound may lie inside the tail) and the creation of the
+ * tag (`generation`) that the range came from. An expectation not given is
+ * not checked.
+ */
+export function sameSinceRange(
+  row: { fenceEpoch: number; generation: string },
+  expectedFenceEpoch?: number,
+  expectedGeneration?: string,
+): boolean {
+  if (expectedFenceEpoch !== undefined && row.fenceEpoch !== expectedFenceEpoch) return false;
+  return expectedGeneration === undefined || row.generation === expectedGeneration;
+}
+
+/** A tag just written, read back; one deleted in between is TAG_NOT_FOUND. */
+export async function readBack(store: Pick<SegmentStore, 'getTag'>, tag: string): Promise<TagInfo> {
+  const info = await store.getTag(tag);
+  if (!info) throw new TagNotFoundError(tag);
+  return info;
 }
 
 /** The generation of rows created before generations existed (the column's default). */

@@ -1,10 +1,12 @@
 /**
  * One MySQL/MariaDB pool shared by the segment store and the lease store of
  * a server: its settings, `withConnection` and its error mapping live here
- * once. The pool ends when the last store using it closes.
+ * once. The pool ends when the last store using it closes. `MysqlStatements`
+ * is one store's way of running statements on it.
  */
-import mysql, { type Pool, type PoolConnection } from 'mysql2/promise';
-import { SequoiaError } from '../../core/errors.js';
+import mysql, { type Pool, type PoolConnection, type ResultSetHeader, type RowDataPacket } from 'mysql2/promise';
+import { InvalidArgumentError, SequoiaError } from '../../core/errors.js';
+import type { RunSql } from '../kit/side-table.js';
 import { PoolUsers } from '../kit/pool-users.js';
 import { positiveSetting, storeError, storeTarget } from '../kit/store-boundary.js';
 
@@ -83,5 +85,106 @@ export class MysqlConnection {
       else c.destroy();
       throw storeError(backend, e, this.target);
     }
+  }
+}
+
+/** The connection options every MySQL store takes. */
+export interface MysqlStoreOptions extends Partial<MysqlConnectionOptions> {
+  /** A connection shared with the lease store; `uri` and the pool options are then ignored. */
+  readonly connection?: MysqlConnection;
+  /** Per-query timeout, ms. Default 5000. */
+  readonly queryTimeoutMs?: number;
+}
+
+/**
+ * One store's statements on its (possibly shared) pool: each runs with the
+ * store's query timeout, and driver errors become STORE_UNAVAILABLE naming
+ * the store (`backend`) and where the database is.
+ */
+export class MysqlStatements {
+  readonly connection: MysqlConnection;
+  readonly timeout: number;
+
+  constructor(
+    options: MysqlStoreOptions,
+    private readonly backend: string,
+  ) {
+    this.timeout = positiveSetting(options.queryTimeoutMs ?? 5000, 'queryTimeoutMs');
+    if (options.connection) this.connection = options.connection.retain();
+    else if (options.uri) this.connection = new MysqlConnection({ ...options, uri: options.uri }).retain();
+    else throw new InvalidArgumentError('store: a MySQL URI or connection is required');
+  }
+
+  /** A SELECT on the pool: its rows. */
+  async select<T extends RowDataPacket>(sql: string, values?: unknown[]): Promise<T[]> {
+    try {
+      const [rows] = await this.connection.pool.query<T[]>({ sql, values, timeout: this.timeout });
+      return rows;
+    } catch (e) {
+      throw this.wrap(e);
+    }
+  }
+
+  /** A write on the pool: its result. */
+  async exec(sql: string, values?: unknown[]): Promise<ResultSetHeader> {
+    try {
+      const [r] = await this.connection.pool.query<ResultSetHeader>({ sql, values, timeout: this.timeout });
+      return r;
+    } catch (e) {
+      throw this.wrap(e);
+    }
+  }
+
+  /** A statement on a held connection (errors are mapped when `withConnection` or `transaction` ends). */
+  async run(c: PoolConnection, sql: string, values?: unknown[]): Promise<unknown> {
+    const [r] = await c.query({ sql, values, timeout: this.timeout });
+    return r;
+  }
+
+  /** A SELECT on a held connection: its rows. */
+  async rows<T extends RowDataPacket>(c: PoolConnection, sql: string, values?: unknown[]): Promise<T[]> {
+    const [rows] = await c.query<T[]>({ sql, values, timeout: this.timeout });
+    return rows;
+  }
+
+  /** Statements on `c` as a side table runs them. */
+  runner(c: PoolConnection): RunSql {
+    return async (sql, values) => {
+      const r = await this.run(c, sql, values);
+      return Array.isArray(r) ? r : [];
+    };
+  }
+
+  withConnection<T>(fn: (c: PoolConnection) => Promise<T>): Promise<T> {
+    return this.connection.withConnection(this.backend, fn);
+  }
+
+  /**
+   * One transaction on one connection; rolled back on any failure.
+   * `readCommitted`: each statement sees the latest commits (optimistic
+   * retries: under REPEATABLE READ a retry re-reads its own stale snapshot).
+   */
+  transaction<T>(fn: (c: PoolConnection) => Promise<T>, readCommitted = false): Promise<T> {
+    return this.withConnection(async (c) => {
+      if (readCommitted) await this.run(c, 'SET TRANSACTION ISOLATION LEVEL READ COMMITTED');
+      await this.run(c, 'START TRANSACTION');
+      try {
+        const r = await fn(c);
+        await this.run(c, 'COMMIT');
+        return r;
+      } catch (e) {
+        await c.query('ROLLBACK').catch(() => {});
+        throw e;
+      }
+    });
+  }
+
+  /** Driver errors become STORE_UNAVAILABLE naming the store and its host, port and database. */
+  wrap(e: unknown): SequoiaError {
+    return storeError(this.backend, e, this.connection.target);
+  }
+
+  release(): Promise<void> {
+    return this.connection.release();
   }
 }

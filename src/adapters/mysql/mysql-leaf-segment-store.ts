@@ -19,35 +19,22 @@
  * must exist. Tags compare as the Leaf table's collation says (Leaf's script
  * leaves it to the server default, usually case-insensitive; see docs/migrate.md).
  */
-import type { PoolConnection, ResultSetHeader, RowDataPacket } from 'mysql2/promise';
-import { InvalidArgumentError, type SequoiaError, TagExistsError, TagNotFoundError, UnavailableError } from '../../core/errors.js';
+import type { ResultSetHeader, RowDataPacket } from 'mysql2/promise';
+import { TagExistsError, TagNotFoundError } from '../../core/errors.js';
 import type { Allocation, NewTag, SegmentStore, TagInfo, TagUpdate } from '../../ports/segment-store.js';
 import { isBigintOverflow, type LeafRow, type LeafTableOptions, leafTableNames, tagInfoFromLeafRow } from '../kit/leaf-table.js';
-import {
-  assertGiveBack,
-  assertStoredId,
-  DEFAULT_START,
-  DEFAULT_STEP,
-  exhausted,
-  LEGACY_GENERATION,
-  newGeneration,
-} from '../kit/segment-rules.js';
-import { positiveSetting, storeError } from '../kit/store-boundary.js';
-import { MysqlConnection, type MysqlConnectionOptions } from './mysql-connection.js';
+import { assertGiveBack, assertStoredId, DEFAULT_START, DEFAULT_STEP, exhausted, readBack, sameSinceRange } from '../kit/segment-rules.js';
+import { SideTable } from '../kit/side-table.js';
+import { MysqlStatements, type MysqlStoreOptions } from './mysql-connection.js';
 
-export interface MysqlLeafSegmentStoreOptions extends Partial<MysqlConnectionOptions>, LeafTableOptions {
-  /** A connection shared with the lease store; `uri` and the pool options are then ignored. */
-  readonly connection?: MysqlConnection;
-  /** Per-query timeout, ms. Default 5000. */
-  readonly queryTimeoutMs?: number;
-}
+export interface MysqlLeafSegmentStoreOptions extends MysqlStoreOptions, LeafTableOptions {}
 
 export class MysqlLeafSegmentStore implements SegmentStore {
   readonly kind = 'mysql-leaf';
   readonly table: string;
   readonly sideTable: string;
-  private readonly connection: MysqlConnection;
-  private readonly timeout: number;
+  private readonly db: MysqlStatements;
+  private readonly side: SideTable;
   private initialised = false;
   private closed = false;
 
@@ -55,62 +42,39 @@ export class MysqlLeafSegmentStore implements SegmentStore {
     const names = leafTableNames(options);
     this.table = names.table;
     this.sideTable = names.side;
-    this.timeout = positiveSetting(options.queryTimeoutMs ?? 5000, 'queryTimeoutMs');
-    if (options.connection) this.connection = options.connection.retain();
-    else if (options.uri) this.connection = new MysqlConnection({ ...options, uri: options.uri }).retain();
-    else throw new InvalidArgumentError('store: a MySQL URI or connection is required');
+    this.side = new SideTable({ dialect: 'mysql', side: names.side, foreign: names.table, keyColumn: 'leaf_table', describes: false });
+    this.db = new MysqlStatements(options, BACKEND);
   }
 
   async init(): Promise<void> {
     if (this.initialised) return;
-    await this.withConnection(async (c) => {
-      const [found] = await c.query<RowDataPacket[]>(
-        { sql: 'SELECT 1 AS one FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?', timeout: this.timeout },
-        [this.table],
-      );
-      if (found.length === 0) {
-        throw new UnavailableError(
-          'STORE_UNAVAILABLE',
-          `MySQL Leaf store: table ${this.table} not found; create it with Leaf's scripts/leaf_alloc.sql (see docs/migrate.md) or fix ?table=`,
-        );
-      }
-      // CREATE TABLE IF NOT EXISTS is atomic in InnoDB's data dictionary: concurrent starts are safe.
-      await this.run(
-        c,
-        `CREATE TABLE IF NOT EXISTS ${this.sideTable} (
-          leaf_table VARCHAR(64) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL,
-          tag VARCHAR(128) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL,
-          fence_epoch INT NOT NULL DEFAULT 0,
-          generation BIGINT NOT NULL DEFAULT 0,
-          PRIMARY KEY (leaf_table, tag)
-        ) ENGINE=InnoDB`,
-      );
-    });
+    await this.db.withConnection((c) =>
+      this.side.ensure(
+        this.db.runner(c),
+        `MySQL Leaf store: table ${this.table} not found; create it with Leaf's scripts/leaf_alloc.sql (see docs/migrate.md) or fix ?table=`,
+      ),
+    );
     this.initialised = true;
   }
 
   async allocate(tag: string, step?: number): Promise<Allocation> {
-    return this.tx(async (c) => {
+    return this.db.transaction(async (c) => {
       let upd: ResultSetHeader;
       try {
         upd = (
           step === undefined
-            ? await this.run(c, `UPDATE ${this.table} SET max_id = max_id + step WHERE biz_tag = ?`, [tag])
-            : await this.run(c, `UPDATE ${this.table} SET max_id = max_id + ? WHERE biz_tag = ?`, [step, tag])
+            ? await this.db.run(c, `UPDATE ${this.table} SET max_id = max_id + step WHERE biz_tag = ?`, [tag])
+            : await this.db.run(c, `UPDATE ${this.table} SET max_id = max_id + ? WHERE biz_tag = ?`, [step, tag])
         ) as ResultSetHeader;
       } catch (e) {
         if (isBigintOverflow(e)) throw exhausted(tag);
         throw e;
       }
       if (upd.affectedRows !== 1) throw new TagNotFoundError(tag);
-      const [rows] = await c.query<RowDataPacket[]>(
-        { sql: `SELECT biz_tag, max_id, step FROM ${this.table} WHERE biz_tag = ?`, timeout: this.timeout },
-        [tag],
-      );
-      const row = rows[0];
+      const [row] = await this.db.rows(c, `SELECT biz_tag, max_id, step FROM ${this.table} WHERE biz_tag = ?`, [tag]);
       if (!row) throw new TagNotFoundError(tag);
       const storedStep = Number(row.step);
-      const { fenceEpoch, generation } = await this.sideOf(c, tag, false);
+      const { fenceEpoch, generation } = await this.side.read(this.db.runner(c), tag);
       return { maxId: BigInt(String(row.max_id)), step: step ?? storedStep, storedStep, fenceEpoch, generation };
     });
   }
@@ -129,9 +93,9 @@ export class MysqlLeafSegmentStore implements SegmentStore {
   async createTag(t: NewTag): Promise<TagInfo> {
     const start = t.start ?? DEFAULT_START;
     assertStoredId('start', start);
-    await this.tx(async (c) => {
+    await this.db.transaction(async (c) => {
       try {
-        await this.run(c, `INSERT INTO ${this.table} (biz_tag, max_id, step, description) VALUES (?, CAST(? AS SIGNED), ?, ?)`, [
+        await this.db.run(c, `INSERT INTO ${this.table} (biz_tag, max_id, step, description) VALUES (?, CAST(? AS SIGNED), ?, ?)`, [
           t.tag,
           start.toString(),
           t.step ?? DEFAULT_STEP,
@@ -141,47 +105,37 @@ export class MysqlLeafSegmentStore implements SegmentStore {
         if ((e as { code?: string }).code === 'ER_DUP_ENTRY') throw new TagExistsError(t.tag);
         throw e;
       }
-      await this.run(
-        c,
-        `INSERT INTO ${this.sideTable} (leaf_table, tag, fence_epoch, generation) VALUES (?, ?, 0, CAST(? AS SIGNED))
-         ON DUPLICATE KEY UPDATE fence_epoch = 0, generation = VALUES(generation)`,
-        [this.table, t.tag, newGeneration()],
-      );
+      await this.side.created(this.db.runner(c), t.tag);
     });
-    return this.mustGet(t.tag);
+    return readBack(this, t.tag);
   }
 
   async updateTag(tag: string, update: TagUpdate): Promise<TagInfo> {
-    const r = await this.exec(
+    const r = await this.db.exec(
       `UPDATE ${this.table} SET step = COALESCE(?, step), description = COALESCE(?, description) WHERE biz_tag = ?`,
       [update.step ?? null, update.description ?? null, tag],
     );
     if (r.affectedRows === 0) throw new TagNotFoundError(tag);
-    return this.mustGet(tag);
+    return readBack(this, tag);
   }
 
   /** Deletes the Leaf row, as a Leaf admin would; the side row (generation, fence epoch) stays. */
   async deleteTag(tag: string): Promise<void> {
-    const r = await this.exec(`DELETE FROM ${this.table} WHERE biz_tag = ?`, [tag]);
+    const r = await this.db.exec(`DELETE FROM ${this.table} WHERE biz_tag = ?`, [tag]);
     if (r.affectedRows === 0) throw new TagNotFoundError(tag);
   }
 
   async fence(tag: string, to: bigint): Promise<TagInfo> {
     assertStoredId('to', to);
-    await this.tx(async (c) => {
-      const r = (await this.run(c, `UPDATE ${this.table} SET max_id = GREATEST(max_id, CAST(? AS SIGNED)) WHERE biz_tag = ?`, [
+    await this.db.transaction(async (c) => {
+      const r = (await this.db.run(c, `UPDATE ${this.table} SET max_id = GREATEST(max_id, CAST(? AS SIGNED)) WHERE biz_tag = ?`, [
         to.toString(),
         tag,
       ])) as ResultSetHeader;
       if (r.affectedRows === 0) throw new TagNotFoundError(tag);
-      await this.run(
-        c,
-        `INSERT INTO ${this.sideTable} (leaf_table, tag, fence_epoch, generation) VALUES (?, ?, 1, 0)
-         ON DUPLICATE KEY UPDATE fence_epoch = fence_epoch + 1`,
-        [this.table, tag],
-      );
+      await this.side.fenced(this.db.runner(c), tag);
     });
-    return this.mustGet(tag);
+    return readBack(this, tag);
   }
 
   async giveBack(
@@ -192,101 +146,32 @@ export class MysqlLeafSegmentStore implements SegmentStore {
     expectedGeneration?: string,
   ): Promise<boolean> {
     assertGiveBack(expectedMaxId, newMaxId);
-    return this.tx(async (c) => {
-      // The Leaf row's lock first (every allocator and every fence takes it), then the side row (a locking read sees the latest commit).
-      const [rows] = await c.query<RowDataPacket[]>(
-        { sql: `SELECT max_id FROM ${this.table} WHERE biz_tag = ? FOR UPDATE`, timeout: this.timeout },
-        [tag],
-      );
-      const row = rows[0];
+    return this.db.transaction(async (c) => {
+      // The Leaf row's lock first (every allocator and every fence takes it), then the side row.
+      const [row] = await this.db.rows(c, `SELECT max_id FROM ${this.table} WHERE biz_tag = ? FOR UPDATE`, [tag]);
       if (!row || BigInt(String(row.max_id)) !== expectedMaxId) return false;
-      const side = await this.sideOf(c, tag, true);
-      if (expectedFenceEpoch !== undefined && side.fenceEpoch !== expectedFenceEpoch) return false;
-      if (expectedGeneration !== undefined && side.generation !== expectedGeneration) return false;
-      await this.run(c, `UPDATE ${this.table} SET max_id = CAST(? AS SIGNED) WHERE biz_tag = ?`, [newMaxId.toString(), tag]);
+      if (!sameSinceRange(await this.side.read(this.db.runner(c), tag, true), expectedFenceEpoch, expectedGeneration)) return false;
+      await this.db.run(c, `UPDATE ${this.table} SET max_id = CAST(? AS SIGNED) WHERE biz_tag = ?`, [newMaxId.toString(), tag]);
       return true;
     });
   }
 
   async ping(): Promise<void> {
-    await this.select('SELECT 1 AS one');
+    await this.db.select('SELECT 1 AS one');
   }
 
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    await this.connection.release();
-  }
-
-  /** The side row's fence epoch and generation (0 and LEGACY_GENERATION when Leaf's admins made the tag). */
-  private async sideOf(c: PoolConnection, tag: string, locking: boolean): Promise<{ fenceEpoch: number; generation: string }> {
-    const [rows] = await c.query<RowDataPacket[]>(
-      {
-        sql: `SELECT fence_epoch, generation FROM ${this.sideTable} WHERE leaf_table = ? AND tag = ?${locking ? ' FOR UPDATE' : ''}`,
-        timeout: this.timeout,
-      },
-      [this.table, tag],
-    );
-    const row = rows[0];
-    return { fenceEpoch: Number(row?.fence_epoch ?? 0), generation: row ? String(row.generation) : LEGACY_GENERATION };
+    await this.db.release();
   }
 
   private selectJoined(): string {
-    return `SELECT l.biz_tag, l.max_id, l.step, l.description, l.update_time, s.fence_epoch, s.generation
-      FROM ${this.table} l LEFT JOIN ${this.sideTable} s
-        ON s.leaf_table = ? AND s.tag = CONVERT(l.biz_tag USING utf8mb4) COLLATE utf8mb4_bin`;
+    return this.side.joined('l.biz_tag, l.max_id, l.step, l.description, l.update_time', 'l', 'biz_tag');
   }
 
-  private async mustGet(tag: string): Promise<TagInfo> {
-    const info = await this.getTag(tag);
-    if (!info) throw new TagNotFoundError(tag);
-    return info;
-  }
-
-  private async select(sql: string, values?: unknown[]): Promise<(LeafRow & RowDataPacket)[]> {
-    try {
-      const [rows] = await this.connection.pool.query<(LeafRow & RowDataPacket)[]>({ sql, values, timeout: this.timeout });
-      return rows;
-    } catch (e) {
-      throw this.wrap(e);
-    }
-  }
-
-  private async exec(sql: string, values?: unknown[]): Promise<ResultSetHeader> {
-    try {
-      const [r] = await this.connection.pool.query<ResultSetHeader>({ sql, values, timeout: this.timeout });
-      return r;
-    } catch (e) {
-      throw this.wrap(e);
-    }
-  }
-
-  private async run(c: PoolConnection, sql: string, values?: unknown[]): Promise<unknown> {
-    const [r] = await c.query({ sql, values, timeout: this.timeout });
-    return r;
-  }
-
-  /** One transaction on one connection; rolled back on any failure. */
-  private tx<T>(fn: (c: PoolConnection) => Promise<T>): Promise<T> {
-    return this.withConnection(async (c) => {
-      await this.run(c, 'START TRANSACTION');
-      try {
-        const r = await fn(c);
-        await this.run(c, 'COMMIT');
-        return r;
-      } catch (e) {
-        await c.query('ROLLBACK').catch(() => {});
-        throw e;
-      }
-    });
-  }
-
-  private wrap(e: unknown): SequoiaError {
-    return storeError(BACKEND, e, this.connection.target);
-  }
-
-  private withConnection<T>(fn: (c: PoolConnection) => Promise<T>): Promise<T> {
-    return this.connection.withConnection(BACKEND, fn);
+  private select(sql: string, values: unknown[]): Promise<(LeafRow & RowDataPacket)[]> {
+    return this.db.select<LeafRow & RowDataPacket>(sql, values);
   }
 }
 

@@ -19,12 +19,21 @@
  * every other store. The only interpolated name, the table, is checked against
  * /^[a-z_][a-z0-9_]{0,62}$/; all values are placeholders.
  */
-import type { Pool, PoolConnection, ResultSetHeader, RowDataPacket } from 'mysql2/promise';
-import { InvalidArgumentError, type SequoiaError, TagExistsError, TagNotFoundError, UnavailableError } from '../../core/errors.js';
+import type { PoolConnection, ResultSetHeader, RowDataPacket } from 'mysql2/promise';
+import { TagExistsError, TagNotFoundError, UnavailableError } from '../../core/errors.js';
 import type { Allocation, NewTag, SegmentStore, TagInfo, TagUpdate } from '../../ports/segment-store.js';
-import { positiveSetting, storeError, tagInfoFromTextRow } from '../kit/store-boundary.js';
-import { MysqlConnection, type MysqlConnectionOptions } from './mysql-connection.js';
-import { assertGiveBack, assertStoredId, DEFAULT_START, DEFAULT_STEP, exhausted, newGeneration, tableName } from '../kit/segment-rules.js';
+import { tagInfoFromTextRow } from '../kit/store-boundary.js';
+import { MysqlStatements, type MysqlStoreOptions } from './mysql-connection.js';
+import {
+  assertGiveBack,
+  assertStoredId,
+  DEFAULT_START,
+  DEFAULT_STEP,
+  exhausted,
+  newGeneration,
+  readBack,
+  tableName,
+} from '../kit/segment-rules.js';
 import type { LedgerEntry, ServerIdentity } from '../../ports/range-ledger.js';
 import {
   allocatedRange,
@@ -39,13 +48,9 @@ import {
   processIdentity,
 } from '../kit/range-ledger.js';
 
-export interface MysqlSegmentStoreOptions extends Partial<MysqlConnectionOptions> {
-  /** A connection shared with the lease store; `uri` and the pool options are then ignored. */
-  readonly connection?: MysqlConnection;
+export interface MysqlSegmentStoreOptions extends MysqlStoreOptions {
   /** Table name; default `sequoia_alloc`. Must match /^[a-z_][a-z0-9_]{0,62}$/. */
   readonly table?: string;
-  /** Per-query timeout, ms. Default 5000. */
-  readonly queryTimeoutMs?: number;
   /** Who takes ranges, for the ledger. Default: this process. */
   readonly identity?: ServerIdentity;
 }
@@ -69,29 +74,23 @@ export class MysqlSegmentStore implements SegmentStore {
   readonly table: string;
   private readonly ledger: string;
   private readonly who: ServerIdentity;
-  private readonly connection: MysqlConnection;
-  private readonly pool: Pool;
+  private readonly db: MysqlStatements;
   private closed = false;
-  private readonly timeout: number;
   private initialised = false;
 
   constructor(options: MysqlSegmentStoreOptions) {
     this.table = tableName(options.table);
     this.ledger = ledgerTable(this.table);
     this.who = options.identity ?? processIdentity();
-    this.timeout = positiveSetting(options.queryTimeoutMs ?? 5000, 'queryTimeoutMs');
-    if (options.connection) this.connection = options.connection.retain();
-    else if (options.uri) this.connection = new MysqlConnection({ ...options, uri: options.uri }).retain();
-    else throw new InvalidArgumentError('store: a MySQL URI or connection is required');
-    this.pool = this.connection.pool;
+    this.db = new MysqlStatements(options, BACKEND);
   }
 
   async init(): Promise<void> {
     if (this.initialised) return;
     const t = this.table;
-    await this.withConnection(async (c) => {
+    await this.db.withConnection(async (c) => {
       // Several processes may start at once: migrations run under a named lock.
-      const [lock] = await c.query<RowDataPacket[]>({ sql: 'SELECT GET_LOCK(?, ?) AS got', timeout: this.timeout + 10_000 }, [
+      const [lock] = await c.query<RowDataPacket[]>({ sql: 'SELECT GET_LOCK(?, ?) AS got', timeout: this.db.timeout + 10_000 }, [
         'sequoia_schema',
         10,
       ]);
@@ -101,20 +100,17 @@ export class MysqlSegmentStore implements SegmentStore {
         });
       }
       try {
-        await this.run(
+        await this.db.run(
           c,
           `CREATE TABLE IF NOT EXISTS sequoia_schema (
             component VARCHAR(128) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL PRIMARY KEY,
             version INT NOT NULL
           ) ENGINE=InnoDB`,
         );
-        const [rows] = await c.query<RowDataPacket[]>(
-          { sql: 'SELECT version FROM sequoia_schema WHERE component = ?', timeout: this.timeout },
-          [t],
-        );
+        const rows = await this.db.rows(c, 'SELECT version FROM sequoia_schema WHERE component = ?', [t]);
         const version = rows[0] ? Number(rows[0].version) : 0;
         if (version < 1) {
-          await this.run(
+          await this.db.run(
             c,
             `CREATE TABLE IF NOT EXISTS ${t} (
               tag VARCHAR(128) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL PRIMARY KEY,
@@ -129,17 +125,15 @@ export class MysqlSegmentStore implements SegmentStore {
         }
         if (version < 2) {
           // Under the same named lock. MySQL 8 has no ADD COLUMN IF NOT EXISTS: look first.
-          const [cols] = await c.query<RowDataPacket[]>(
-            {
-              sql: `SELECT COUNT(*) AS n FROM information_schema.COLUMNS
-                    WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? AND COLUMN_NAME = 'generation'`,
-              timeout: this.timeout,
-            },
+          const cols = await this.db.rows(
+            c,
+            `SELECT COUNT(*) AS n FROM information_schema.COLUMNS
+             WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? AND COLUMN_NAME = 'generation'`,
             [t],
           );
-          if (Number(cols[0]?.n) === 0) await this.run(c, `ALTER TABLE ${t} ADD COLUMN generation BIGINT NOT NULL DEFAULT 0`);
+          if (Number(cols[0]?.n) === 0) await this.db.run(c, `ALTER TABLE ${t} ADD COLUMN generation BIGINT NOT NULL DEFAULT 0`);
         }
-        await this.run(
+        await this.db.run(
           c,
           `CREATE TABLE IF NOT EXISTS ${this.ledger} (
             tag VARCHAR(128) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL,
@@ -159,7 +153,7 @@ export class MysqlSegmentStore implements SegmentStore {
             KEY at_ms (at_ms)
           ) ENGINE=InnoDB`,
         );
-        await this.run(
+        await this.db.run(
           c,
           `INSERT INTO sequoia_schema (component, version) VALUES (?, ?)
            ON DUPLICATE KEY UPDATE version = GREATEST(version, VALUES(version))`,
@@ -174,132 +168,112 @@ export class MysqlSegmentStore implements SegmentStore {
 
   async allocate(tag: string, step?: number): Promise<Allocation> {
     const s = step ?? null;
-    return this.withConnection(async (c) => {
-      await this.run(c, 'START TRANSACTION');
-      try {
-        const upd = (await this.run(
-          c,
-          `UPDATE ${this.table}
-             SET max_id = max_id + COALESCE(?, step), updated_at = UTC_TIMESTAMP(3)
-           WHERE tag = ? AND max_id <= 9223372036854775807 - COALESCE(?, step)`,
-          [s, tag, s],
-        )) as ResultSetHeader;
-        const [rows] = await c.query<Row[]>({ sql: `SELECT ${COLUMNS} FROM ${this.table} WHERE tag = ?`, timeout: this.timeout }, [tag]);
-        const row = rows[0];
-        if (!row) throw new TagNotFoundError(tag);
-        if (upd.affectedRows !== 1) throw exhausted(tag);
-        const storedStep = Number(row.step);
-        const applied = step ?? storedStep;
-        // In the transaction: the ledger row commits with the range or not at all.
-        await this.recordOn(
-          c,
-          ledgerValues(
-            tag,
-            'allocate',
-            allocatedRange(BigInt(row.max_id), applied),
-            applied,
-            this.who,
-            0,
-            Number(row.fence_epoch),
-            String(row.generation),
-          ),
-        );
-        await this.run(c, 'COMMIT');
-        return {
-          maxId: BigInt(row.max_id),
-          step: step ?? storedStep,
-          storedStep,
-          fenceEpoch: Number(row.fence_epoch),
-          generation: String(row.generation),
-        };
-      } catch (e) {
-        await c.query('ROLLBACK').catch(() => {});
-        throw e;
-      }
+    return this.db.transaction(async (c) => {
+      const upd = (await this.db.run(
+        c,
+        `UPDATE ${this.table}
+           SET max_id = max_id + COALESCE(?, step), updated_at = UTC_TIMESTAMP(3)
+         WHERE tag = ? AND max_id <= 9223372036854775807 - COALESCE(?, step)`,
+        [s, tag, s],
+      )) as ResultSetHeader;
+      const row = await this.rowOn(c, tag);
+      if (!row) throw new TagNotFoundError(tag);
+      if (upd.affectedRows !== 1) throw exhausted(tag);
+      const storedStep = Number(row.step);
+      const applied = step ?? storedStep;
+      // In the transaction: the ledger row commits with the range or not at all.
+      await this.recordOn(
+        c,
+        ledgerValues(
+          tag,
+          'allocate',
+          allocatedRange(BigInt(row.max_id), applied),
+          applied,
+          this.who,
+          0,
+          Number(row.fence_epoch),
+          String(row.generation),
+        ),
+      );
+      return {
+        maxId: BigInt(row.max_id),
+        step: step ?? storedStep,
+        storedStep,
+        fenceEpoch: Number(row.fence_epoch),
+        generation: String(row.generation),
+      };
     });
   }
 
   async getTag(tag: string): Promise<TagInfo | undefined> {
-    const rows = await this.select(`SELECT ${COLUMNS} FROM ${this.table} WHERE tag = ?`, [tag]);
+    const rows = await this.db.select<Row>(`SELECT ${COLUMNS} FROM ${this.table} WHERE tag = ?`, [tag]);
     return rows[0] ? tagInfoFromTextRow(rows[0]) : undefined;
   }
 
   async listTags(): Promise<TagInfo[]> {
-    const rows = await this.select(`SELECT ${COLUMNS} FROM ${this.table} ORDER BY tag`);
+    const rows = await this.db.select<Row>(`SELECT ${COLUMNS} FROM ${this.table} ORDER BY tag`);
     return rows.map(tagInfoFromTextRow);
   }
 
   async createTag(t: NewTag): Promise<TagInfo> {
     const start = t.start ?? DEFAULT_START;
     assertStoredId('start', start);
-    try {
-      await this.pool.query({
-        sql: `INSERT INTO ${this.table} (tag, max_id, step, description, updated_at, fence_epoch, generation)
-              VALUES (?, CAST(? AS SIGNED), ?, ?, UTC_TIMESTAMP(3), 0, CAST(? AS SIGNED))`,
-        values: [t.tag, start.toString(), t.step ?? DEFAULT_STEP, t.description ?? '', newGeneration()],
-        timeout: this.timeout,
-      });
-    } catch (e) {
-      if ((e as { code?: string }).code === 'ER_DUP_ENTRY') throw new TagExistsError(t.tag);
-      throw this.wrap(e);
-    }
-    return this.mustGet(t.tag);
+    await this.db.withConnection(async (c) => {
+      try {
+        await this.db.run(
+          c,
+          `INSERT INTO ${this.table} (tag, max_id, step, description, updated_at, fence_epoch, generation)
+           VALUES (?, CAST(? AS SIGNED), ?, ?, UTC_TIMESTAMP(3), 0, CAST(? AS SIGNED))`,
+          [t.tag, start.toString(), t.step ?? DEFAULT_STEP, t.description ?? '', newGeneration()],
+        );
+      } catch (e) {
+        if ((e as { code?: string }).code === 'ER_DUP_ENTRY') throw new TagExistsError(t.tag);
+        throw e;
+      }
+    });
+    return readBack(this, t.tag);
   }
 
   async updateTag(tag: string, update: TagUpdate): Promise<TagInfo> {
-    const r = await this.exec(
+    const r = await this.db.exec(
       `UPDATE ${this.table}
          SET step = COALESCE(?, step), description = COALESCE(?, description), updated_at = UTC_TIMESTAMP(3)
        WHERE tag = ?`,
       [update.step ?? null, update.description ?? null, tag],
     );
     if (r.affectedRows === 0) throw new TagNotFoundError(tag);
-    return this.mustGet(tag);
+    return readBack(this, tag);
   }
 
   async deleteTag(tag: string): Promise<void> {
-    const r = await this.exec(`DELETE FROM ${this.table} WHERE tag = ?`, [tag]);
+    const r = await this.db.exec(`DELETE FROM ${this.table} WHERE tag = ?`, [tag]);
     if (r.affectedRows === 0) throw new TagNotFoundError(tag);
   }
 
   async fence(tag: string, to: bigint): Promise<TagInfo> {
     assertStoredId('to', to);
-    const found = await this.withConnection(async (c) => {
-      await this.run(c, 'START TRANSACTION');
-      try {
-        const [old] = await c.query<Row[]>({ sql: `SELECT max_id FROM ${this.table} WHERE tag = ? FOR UPDATE`, timeout: this.timeout }, [
-          tag,
-        ]);
-        const before = old[0];
-        if (!before) {
-          await this.run(c, 'COMMIT');
-          return false;
-        }
-        await this.run(
+    const found = await this.db.transaction(async (c) => {
+      const [before] = await this.db.rows<Row>(c, `SELECT max_id FROM ${this.table} WHERE tag = ? FOR UPDATE`, [tag]);
+      if (!before) return false;
+      await this.db.run(
+        c,
+        `UPDATE ${this.table}
+           SET max_id = GREATEST(max_id, CAST(? AS SIGNED)), fence_epoch = fence_epoch + 1, updated_at = UTC_TIMESTAMP(3)
+         WHERE tag = ?`,
+        [to.toString(), tag],
+      );
+      const jumped = fencedRange(BigInt(before.max_id), to);
+      if (jumped) {
+        const row = (await this.rowOn(c, tag)) as Row;
+        await this.recordOn(
           c,
-          `UPDATE ${this.table}
-             SET max_id = GREATEST(max_id, CAST(? AS SIGNED)), fence_epoch = fence_epoch + 1, updated_at = UTC_TIMESTAMP(3)
-           WHERE tag = ?`,
-          [to.toString(), tag],
+          ledgerValues(tag, 'fence', jumped, rangeLength(jumped), this.who, 0, Number(row.fence_epoch), String(row.generation)),
         );
-        const jumped = fencedRange(BigInt(before.max_id), to);
-        if (jumped) {
-          const [rows] = await c.query<Row[]>({ sql: `SELECT ${COLUMNS} FROM ${this.table} WHERE tag = ?`, timeout: this.timeout }, [tag]);
-          const row = rows[0] as Row;
-          await this.recordOn(
-            c,
-            ledgerValues(tag, 'fence', jumped, rangeLength(jumped), this.who, 0, Number(row.fence_epoch), String(row.generation)),
-          );
-        }
-        await this.run(c, 'COMMIT');
-        return true;
-      } catch (e) {
-        await c.query('ROLLBACK').catch(() => {});
-        throw e;
       }
+      return true;
     });
     if (!found) throw new TagNotFoundError(tag);
-    return this.mustGet(tag);
+    return readBack(this, tag);
   }
 
   async giveBack(
@@ -311,44 +285,36 @@ export class MysqlSegmentStore implements SegmentStore {
   ): Promise<boolean> {
     assertGiveBack(expectedMaxId, newMaxId);
     // One transaction (InnoDB row lock): compare and set at once, with the ledger row.
-    return this.withConnection(async (c) => {
-      await this.run(c, 'START TRANSACTION');
-      try {
-        const r = (await this.run(
+    return this.db.transaction(async (c) => {
+      const r = (await this.db.run(
+        c,
+        `UPDATE ${this.table} SET max_id = CAST(? AS SIGNED), updated_at = UTC_TIMESTAMP(3)
+         WHERE tag = ? AND max_id = CAST(? AS SIGNED) AND (? IS NULL OR fence_epoch = ?)
+           AND (? IS NULL OR generation = CAST(? AS SIGNED))`,
+        [
+          newMaxId.toString(),
+          tag,
+          expectedMaxId.toString(),
+          expectedFenceEpoch ?? null,
+          expectedFenceEpoch ?? null,
+          expectedGeneration ?? null,
+          expectedGeneration ?? null,
+        ],
+      )) as ResultSetHeader;
+      const range = givenBackRange(expectedMaxId, newMaxId);
+      if (r.affectedRows === 1 && range) {
+        const row = (await this.rowOn(c, tag)) as Row;
+        await this.recordOn(
           c,
-          `UPDATE ${this.table} SET max_id = CAST(? AS SIGNED), updated_at = UTC_TIMESTAMP(3)
-           WHERE tag = ? AND max_id = CAST(? AS SIGNED) AND (? IS NULL OR fence_epoch = ?)
-             AND (? IS NULL OR generation = CAST(? AS SIGNED))`,
-          [
-            newMaxId.toString(),
-            tag,
-            expectedMaxId.toString(),
-            expectedFenceEpoch ?? null,
-            expectedFenceEpoch ?? null,
-            expectedGeneration ?? null,
-            expectedGeneration ?? null,
-          ],
-        )) as ResultSetHeader;
-        const range = givenBackRange(expectedMaxId, newMaxId);
-        if (r.affectedRows === 1 && range) {
-          const [rows] = await c.query<Row[]>({ sql: `SELECT ${COLUMNS} FROM ${this.table} WHERE tag = ?`, timeout: this.timeout }, [tag]);
-          const row = rows[0] as Row;
-          await this.recordOn(
-            c,
-            ledgerValues(tag, 'give-back', range, rangeLength(range), this.who, 0, Number(row.fence_epoch), String(row.generation)),
-          );
-        }
-        await this.run(c, 'COMMIT');
-        return r.affectedRows === 1;
-      } catch (e) {
-        await c.query('ROLLBACK').catch(() => {});
-        throw e;
+          ledgerValues(tag, 'give-back', range, rangeLength(range), this.who, 0, Number(row.fence_epoch), String(row.generation)),
+        );
       }
+      return r.affectedRows === 1;
     });
   }
 
   async rangesContaining(tag: string, id: bigint): Promise<LedgerEntry[]> {
-    const rows = await this.select(
+    const rows = await this.db.select<Row>(
       `SELECT ${LEDGER_COLUMNS} FROM ${this.ledger} WHERE tag = ? AND first_id <= CAST(? AS SIGNED) AND last_id >= CAST(? AS SIGNED) ORDER BY at_ms, first_id`,
       [tag, id.toString(), id.toString()],
     );
@@ -356,12 +322,12 @@ export class MysqlSegmentStore implements SegmentStore {
   }
 
   async ledgerEntries(tag: string): Promise<LedgerEntry[]> {
-    const rows = await this.select(`SELECT ${LEDGER_COLUMNS} FROM ${this.ledger} WHERE tag = ? ORDER BY first_id, at_ms`, [tag]);
+    const rows = await this.db.select<Row>(`SELECT ${LEDGER_COLUMNS} FROM ${this.ledger} WHERE tag = ? ORDER BY first_id, at_ms`, [tag]);
     return (rows as unknown as LedgerRowText[]).map(entryFromRow);
   }
 
   async pruneLedger(beforeMs: number, limit: number): Promise<number> {
-    const r = await this.exec(`DELETE FROM ${this.ledger} WHERE at_ms < ? ORDER BY at_ms LIMIT ?`, [beforeMs, limit]);
+    const r = await this.db.exec(`DELETE FROM ${this.ledger} WHERE at_ms < ? ORDER BY at_ms LIMIT ?`, [beforeMs, limit]);
     return r.affectedRows;
   }
 
@@ -369,7 +335,7 @@ export class MysqlSegmentStore implements SegmentStore {
   private async recordOn(c: PoolConnection, values: unknown[]): Promise<void> {
     const v = [...values];
     v.splice(10, 1);
-    await this.run(
+    await this.db.run(
       c,
       `INSERT INTO ${this.ledger} (${LEDGER_COLUMNS})
        VALUES (?, ?, CAST(? AS SIGNED), CAST(? AS SIGNED), ?, ?, ?, ?, ?, ?, ROUND(UNIX_TIMESTAMP(NOW(3)) * 1000), ?, CAST(? AS SIGNED))`,
@@ -378,51 +344,19 @@ export class MysqlSegmentStore implements SegmentStore {
   }
 
   async ping(): Promise<void> {
-    await this.select('SELECT 1 AS one');
+    await this.db.select('SELECT 1 AS one');
   }
 
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    await this.connection.release();
+    await this.db.release();
   }
 
-  private async mustGet(tag: string): Promise<TagInfo> {
-    const info = await this.getTag(tag);
-    if (!info) throw new TagNotFoundError(tag);
-    return info;
-  }
-
-  private async select(sql: string, values?: unknown[]): Promise<Row[]> {
-    try {
-      const [rows] = await this.pool.query<Row[]>({ sql, values, timeout: this.timeout });
-      return rows;
-    } catch (e) {
-      throw this.wrap(e);
-    }
-  }
-
-  private async exec(sql: string, values?: unknown[]): Promise<ResultSetHeader> {
-    try {
-      const [r] = await this.pool.query<ResultSetHeader>({ sql, values, timeout: this.timeout });
-      return r;
-    } catch (e) {
-      throw this.wrap(e);
-    }
-  }
-
-  private async run(c: PoolConnection, sql: string, values?: unknown[]): Promise<unknown> {
-    const [r] = await c.query({ sql, values, timeout: this.timeout });
-    return r;
-  }
-
-  /** Driver errors become STORE_UNAVAILABLE naming the backend and its host, port and database. */
-  private wrap(e: unknown): SequoiaError {
-    return storeError(BACKEND, e, this.connection.target);
-  }
-
-  private withConnection<T>(fn: (c: PoolConnection) => Promise<T>): Promise<T> {
-    return this.connection.withConnection(BACKEND, fn);
+  /** The tag's row as this transaction sees it. */
+  private async rowOn(c: PoolConnection, tag: string): Promise<Row | undefined> {
+    const [row] = await this.db.rows<Row>(c, `SELECT ${COLUMNS} FROM ${this.table} WHERE tag = ?`, [tag]);
+    return row;
   }
 }
 

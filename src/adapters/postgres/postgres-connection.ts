@@ -6,7 +6,15 @@
 import pg from 'pg';
 import { InvalidArgumentError, SequoiaError } from '../../core/errors.js';
 import { PoolUsers } from '../kit/pool-users.js';
+import type { RunSql } from '../kit/side-table.js';
 import { positiveSetting, storeError, storeTarget } from '../kit/store-boundary.js';
+
+/**
+ * Key of the advisory lock that serialises every store's schema migrations
+ * ("SEQU"): CREATE TABLE IF NOT EXISTS alone can still race on the catalog
+ * when several processes start at once.
+ */
+const MIGRATION_LOCK_KEY = 0x53455155;
 
 /** The part of a `pg.Pool` the stores call. */
 export interface PgPoolLike {
@@ -108,4 +116,17 @@ export class PostgresConnection {
       c.release(failed instanceof Error && !(failed instanceof SequoiaError) ? failed : undefined);
     }
   }
+
+  /** `fn` in one transaction under the schema-migration lock: one process migrates at a time. */
+  migration<T>(backend: string, fn: (c: PgClientLike) => Promise<T>): Promise<T> {
+    return this.transaction(backend, async (c) => {
+      await c.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK_KEY]);
+      return fn(c);
+    });
+  }
+}
+
+/** Statements on `c` as a side table runs them. */
+export function runnerOn(c: PgClientLike): RunSql {
+  return async (sql, values) => (await c.query(sql, values)).rows;
 }

@@ -20,23 +20,12 @@
  * table only; the Leaf table must exist (a mistyped name must not silently
  * become an empty table where `tag create` would start again at 1).
  */
-import { type SequoiaError, TagExistsError, TagNotFoundError, UnavailableError } from '../../core/errors.js';
+import { TagExistsError, TagNotFoundError } from '../../core/errors.js';
 import type { Allocation, NewTag, SegmentStore, TagInfo, TagUpdate } from '../../ports/segment-store.js';
 import { isBigintOverflow, type LeafRow, type LeafTableOptions, leafTableNames, tagInfoFromLeafRow } from '../kit/leaf-table.js';
-import {
-  assertGiveBack,
-  assertStoredId,
-  DEFAULT_START,
-  DEFAULT_STEP,
-  exhausted,
-  LEGACY_GENERATION,
-  newGeneration,
-} from '../kit/segment-rules.js';
-import { storeError } from '../kit/store-boundary.js';
-import { type PgClientLike, PostgresConnection, type PostgresConnectionOptions } from './postgres-connection.js';
-
-/** Key of the advisory lock that serialises schema migrations ("SEQU"), as the native store. */
-const MIGRATION_LOCK_KEY = 0x53455155;
+import { assertGiveBack, assertStoredId, DEFAULT_START, DEFAULT_STEP, exhausted, readBack, sameSinceRange } from '../kit/segment-rules.js';
+import { SideTable } from '../kit/side-table.js';
+import { type PgClientLike, PostgresConnection, type PostgresConnectionOptions, runnerOn } from './postgres-connection.js';
 
 export interface PostgresLeafSegmentStoreOptions extends PostgresConnectionOptions, LeafTableOptions {
   /** A connection shared with the lease store; the other connection options are then ignored. */
@@ -48,6 +37,7 @@ export class PostgresLeafSegmentStore implements SegmentStore {
   readonly table: string;
   readonly sideTable: string;
   private readonly connection: PostgresConnection;
+  private readonly side: SideTable;
   private initialised = false;
   private closed = false;
 
@@ -55,28 +45,18 @@ export class PostgresLeafSegmentStore implements SegmentStore {
     const names = leafTableNames(options);
     this.table = names.table;
     this.sideTable = names.side;
+    this.side = new SideTable({ dialect: 'postgres', side: names.side, foreign: names.table, keyColumn: 'leaf_table', describes: false });
     this.connection = (options.connection ?? new PostgresConnection(options)).retain();
   }
 
   async init(): Promise<void> {
     if (this.initialised) return;
-    await this.tx(async (c) => {
-      await c.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK_KEY]);
-      const r = await c.query('SELECT to_regclass($1) IS NOT NULL AS present', [this.table]);
-      if (!(r.rows[0] as { present: boolean }).present) {
-        throw new UnavailableError(
-          'STORE_UNAVAILABLE',
-          `PostgreSQL Leaf store: table ${this.table} not found; create it as Leaf's scripts/leaf_alloc.sql does (see docs/migrate.md) or fix ?table=`,
-        );
-      }
-      await c.query(`CREATE TABLE IF NOT EXISTS ${this.sideTable} (
-        leaf_table TEXT NOT NULL,
-        tag TEXT NOT NULL,
-        fence_epoch INTEGER NOT NULL DEFAULT 0,
-        generation BIGINT NOT NULL DEFAULT 0,
-        PRIMARY KEY (leaf_table, tag)
-      )`);
-    });
+    await this.connection.migration(BACKEND, (c) =>
+      this.side.ensure(
+        runnerOn(c),
+        `PostgreSQL Leaf store: table ${this.table} not found; create it as Leaf's scripts/leaf_alloc.sql does (see docs/migrate.md) or fix ?table=`,
+      ),
+    );
     this.initialised = true;
   }
 
@@ -96,7 +76,7 @@ export class PostgresLeafSegmentStore implements SegmentStore {
       const r = await c.query(`SELECT biz_tag, max_id::text AS max_id, step FROM ${this.table} WHERE biz_tag = $1`, [tag]);
       const row = r.rows[0] as { max_id: string; step: number } | undefined;
       if (!row) throw new TagNotFoundError(tag);
-      const { fenceEpoch, generation } = await this.sideOf(c, tag);
+      const { fenceEpoch, generation } = await this.side.read(runnerOn(c), tag);
       return { maxId: BigInt(row.max_id), step: step ?? row.step, storedStep: row.step, fenceEpoch, generation };
     });
   }
@@ -128,13 +108,9 @@ export class PostgresLeafSegmentStore implements SegmentStore {
         if ((e as { code?: string }).code === '23505') throw new TagExistsError(t.tag);
         throw e;
       }
-      await c.query(
-        `INSERT INTO ${this.sideTable} (leaf_table, tag, fence_epoch, generation) VALUES ($1, $2, 0, $3::bigint)
-         ON CONFLICT (leaf_table, tag) DO UPDATE SET fence_epoch = 0, generation = EXCLUDED.generation`,
-        [this.table, t.tag, newGeneration()],
-      );
+      await this.side.created(runnerOn(c), t.tag);
     });
-    return this.mustGet(t.tag);
+    return readBack(this, t.tag);
   }
 
   async updateTag(tag: string, update: TagUpdate): Promise<TagInfo> {
@@ -144,7 +120,7 @@ export class PostgresLeafSegmentStore implements SegmentStore {
       [tag, update.step ?? null, update.description ?? null],
     );
     if (!r.rowCount) throw new TagNotFoundError(tag);
-    return this.mustGet(tag);
+    return readBack(this, tag);
   }
 
   /**
@@ -162,13 +138,9 @@ export class PostgresLeafSegmentStore implements SegmentStore {
     await this.tx(async (c) => {
       const r = await c.query(`UPDATE ${this.table} SET max_id = GREATEST(max_id, $2::bigint) WHERE biz_tag = $1`, [tag, to.toString()]);
       if (!r.rowCount) throw new TagNotFoundError(tag);
-      await c.query(
-        `INSERT INTO ${this.sideTable} (leaf_table, tag, fence_epoch, generation) VALUES ($1, $2, 1, 0)
-         ON CONFLICT (leaf_table, tag) DO UPDATE SET fence_epoch = ${this.sideTable}.fence_epoch + 1`,
-        [this.table, tag],
-      );
+      await this.side.fenced(runnerOn(c), tag);
     });
-    return this.mustGet(tag);
+    return readBack(this, tag);
   }
 
   async giveBack(
@@ -184,9 +156,7 @@ export class PostgresLeafSegmentStore implements SegmentStore {
       const r = await c.query(`SELECT max_id::text AS max_id FROM ${this.table} WHERE biz_tag = $1 FOR UPDATE`, [tag]);
       const row = r.rows[0] as { max_id: string } | undefined;
       if (!row || BigInt(row.max_id) !== expectedMaxId) return false;
-      const side = await this.sideOf(c, tag, true);
-      if (expectedFenceEpoch !== undefined && side.fenceEpoch !== expectedFenceEpoch) return false;
-      if (expectedGeneration !== undefined && side.generation !== expectedGeneration) return false;
+      if (!sameSinceRange(await this.side.read(runnerOn(c), tag, true), expectedFenceEpoch, expectedGeneration)) return false;
       await c.query(`UPDATE ${this.table} SET max_id = $2::bigint WHERE biz_tag = $1`, [tag, newMaxId.toString()]);
       return true;
     });
@@ -202,37 +172,12 @@ export class PostgresLeafSegmentStore implements SegmentStore {
     await this.connection.release();
   }
 
-  /** The side row's fence epoch and generation (0 and LEGACY_GENERATION when Leaf's admins made the tag). */
-  private async sideOf(c: PgClientLike, tag: string, locking = false): Promise<{ fenceEpoch: number; generation: string }> {
-    const r = await c.query(
-      `SELECT fence_epoch, generation::text AS generation FROM ${this.sideTable} WHERE leaf_table = $1 AND tag = $2${locking ? ' FOR UPDATE' : ''}`,
-      [this.table, tag],
-    );
-    const row = r.rows[0] as { fence_epoch: number; generation: string } | undefined;
-    return { fenceEpoch: Number(row?.fence_epoch ?? 0), generation: row?.generation ?? LEGACY_GENERATION };
-  }
-
   private selectJoined(): string {
-    return `SELECT l.biz_tag, l.max_id::text AS max_id, l.step, l.description, l.update_time, s.fence_epoch, s.generation::text AS generation
-      FROM ${this.table} l LEFT JOIN ${this.sideTable} s ON s.leaf_table = $1 AND s.tag = l.biz_tag`;
+    return this.side.joined('l.biz_tag, l.max_id::text AS max_id, l.step, l.description, l.update_time', 'l', 'biz_tag');
   }
 
-  private async mustGet(tag: string): Promise<TagInfo> {
-    const info = await this.getTag(tag);
-    if (!info) throw new TagNotFoundError(tag);
-    return info;
-  }
-
-  private wrap(e: unknown): SequoiaError {
-    return storeError(BACKEND, e, this.connection.target);
-  }
-
-  private async q(text: string, values?: unknown[]): Promise<{ rows: unknown[]; rowCount: number | null }> {
-    try {
-      return await this.connection.pool.query(text, values);
-    } catch (e) {
-      throw this.wrap(e);
-    }
+  private q(text: string, values?: unknown[]): Promise<{ rows: unknown[]; rowCount: number | null }> {
+    return this.connection.query(BACKEND, text, values);
   }
 
   private tx<T>(fn: (c: PgClientLike) => Promise<T>): Promise<T> {

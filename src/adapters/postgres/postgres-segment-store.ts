@@ -36,8 +36,6 @@ import {
 
 /** 1: the table; 2: its `generation` column (see TagInfo.generation); 3: the range ledger beside it. */
 const SCHEMA_VERSION = 3;
-/** Key of the advisory lock that serialises schema migrations ("SEQU"). */
-const MIGRATION_LOCK_KEY = 0x53455155;
 
 export interface PostgresSegmentStoreOptions extends PostgresConnectionOptions {
   /** A connection shared with the lease store; the other connection options are then ignored. */
@@ -83,10 +81,7 @@ export class PostgresSegmentStore implements SegmentStore {
   async init(): Promise<void> {
     if (this.initialised) return;
     const t = this.table;
-    await this.connection.transaction(BACKEND, async (c) => {
-      // Several processes may start at once: CREATE TABLE IF NOT EXISTS alone
-      // can still race on the catalog, so migrations run one at a time.
-      await c.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK_KEY]);
+    await this.connection.migration(BACKEND, async (c) => {
       await c.query(`CREATE TABLE IF NOT EXISTS sequoia_schema (component TEXT PRIMARY KEY, version INTEGER NOT NULL)`);
       const r = await c.query('SELECT version FROM sequoia_schema WHERE component = $1', [t]);
       const version = (r.rows[0] as { version: number } | undefined)?.version ?? 0;

@@ -19,11 +19,10 @@
  * description live in the side table (one row per Tinyid table and tag).
  * `init` creates the side table only; Tinyid's table must exist.
  */
-import { InvalidArgumentError, type SequoiaError, TagExistsError, TagNotFoundError, UnavailableError } from '../../core/errors.js';
-import { MAX_ID } from '../../core/id.js';
+import { InvalidArgumentError, TagExistsError, TagNotFoundError, UnavailableError } from '../../core/errors.js';
 import type { Allocation, NewTag, SegmentStore, TagInfo, TagUpdate } from '../../ports/segment-store.js';
-import { assertGiveBack, DEFAULT_START, DEFAULT_STEP, exhausted, LEGACY_GENERATION, newGeneration } from '../kit/segment-rules.js';
-import { storeError } from '../kit/store-boundary.js';
+import { assertGiveBack, assertStoredId, DEFAULT_START, DEFAULT_STEP, exhausted, readBack, sameSinceRange } from '../kit/segment-rules.js';
+import { SideTable } from '../kit/side-table.js';
 import {
   allocationOf,
   endAfter,
@@ -38,10 +37,7 @@ import {
   tagInfoFromTinyidRow,
   tinyidTableNames,
 } from '../kit/tinyid-table.js';
-import { type PgClientLike, PostgresConnection, type PostgresConnectionOptions } from './postgres-connection.js';
-
-/** Key of the advisory lock that serialises schema migrations ("SEQU"), as the native store. */
-const MIGRATION_LOCK_KEY = 0x53455155;
+import { type PgClientLike, PostgresConnection, type PostgresConnectionOptions, runnerOn } from './postgres-connection.js';
 
 export interface PostgresTinyidSegmentStoreOptions extends PostgresConnectionOptions, TinyidTableOptions {
   /** A connection shared with the lease store; the other connection options are then ignored. */
@@ -53,6 +49,7 @@ export class PostgresTinyidSegmentStore implements SegmentStore {
   readonly table: string;
   readonly sideTable: string;
   private readonly connection: PostgresConnection;
+  private readonly side: SideTable;
   private readonly queue = new PerTagQueue();
   private initialised = false;
   private closed = false;
@@ -61,29 +58,18 @@ export class PostgresTinyidSegmentStore implements SegmentStore {
     const names = tinyidTableNames(options);
     this.table = names.table;
     this.sideTable = names.side;
+    this.side = new SideTable({ dialect: 'postgres', side: names.side, foreign: names.table, keyColumn: 'source_table', describes: true });
     this.connection = (options.connection ?? new PostgresConnection(options)).retain();
   }
 
   async init(): Promise<void> {
     if (this.initialised) return;
-    await this.tx(async (c) => {
-      await c.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK_KEY]);
-      const r = await c.query('SELECT to_regclass($1) IS NOT NULL AS present', [this.table]);
-      if (!(r.rows[0] as { present: boolean }).present) {
-        throw new UnavailableError(
-          'STORE_UNAVAILABLE',
-          `PostgreSQL Tinyid store: table ${this.table} not found; create it as docs/migrate.md shows or fix ?table=`,
-        );
-      }
-      await c.query(`CREATE TABLE IF NOT EXISTS ${this.sideTable} (
-        source_table TEXT NOT NULL,
-        tag TEXT NOT NULL,
-        fence_epoch INTEGER NOT NULL DEFAULT 0,
-        generation BIGINT NOT NULL DEFAULT 0,
-        description TEXT NOT NULL DEFAULT '',
-        PRIMARY KEY (source_table, tag)
-      )`);
-    });
+    await this.connection.migration(BACKEND, (c) =>
+      this.side.ensure(
+        runnerOn(c),
+        `PostgreSQL Tinyid store: table ${this.table} not found; create it as docs/migrate.md shows or fix ?table=`,
+      ),
+    );
     this.initialised = true;
   }
 
@@ -113,7 +99,7 @@ export class PostgresTinyidSegmentStore implements SegmentStore {
            WHERE id = $2::bigint AND max_id = $3::bigint AND version = $4::bigint AND biz_type = $5`,
           [next.toString(), String(row.id), row.max_id, String(row.version), row.biz_type],
         );
-        if (upd.rowCount === 1) return allocationOf(b, next, row, residue, await this.sideOf(c, tag));
+        if (upd.rowCount === 1) return allocationOf(b, next, row, residue, await this.side.read(runnerOn(c), tag));
         await raceBackoff(i);
       }
       throw new UnavailableError(
@@ -140,7 +126,7 @@ export class PostgresTinyidSegmentStore implements SegmentStore {
   /** A row as Tinyid's db.sql makes one (begin_id = max_id, delta 1, remainder 0); the side row gets a new generation. */
   async createTag(t: NewTag): Promise<TagInfo> {
     const start = t.start ?? DEFAULT_START;
-    if (start < 0n || start > MAX_ID) throw new InvalidArgumentError('start must be from 0 to 2^63-1');
+    assertStoredId('start', start);
     const b = maxIdBelow(start).toString();
     await this.tx(async (c) => {
       try {
@@ -154,13 +140,10 @@ export class PostgresTinyidSegmentStore implements SegmentStore {
         if ((e as { code?: string }).code === '22001') throw new InvalidArgumentError(`tag: longer than ${this.table}.biz_type allows`);
         throw e;
       }
-      await c.query(
-        `INSERT INTO ${this.sideTable} (source_table, tag, fence_epoch, generation, description) VALUES ($1, $2, 0, $3::bigint, $4)
-         ON CONFLICT (source_table, tag) DO UPDATE SET fence_epoch = 0, generation = EXCLUDED.generation, description = EXCLUDED.description`,
-        [this.table, t.tag, newGeneration(), t.description ?? ''],
-      );
+      await this.side.created(runnerOn(c), t.tag);
+      await this.side.described(runnerOn(c), t.tag, t.description ?? '');
     });
-    return this.mustGet(t.tag);
+    return readBack(this, t.tag);
   }
 
   /** The step counts IDs, as everywhere in Sequoia: Tinyid's row gets `step * delta`. */
@@ -171,15 +154,9 @@ export class PostgresTinyidSegmentStore implements SegmentStore {
         [tag, update.step ?? null],
       );
       if (!r.rowCount) throw new TagNotFoundError(tag);
-      if (update.description !== undefined) {
-        await c.query(
-          `INSERT INTO ${this.sideTable} (source_table, tag, description) VALUES ($1, $2, $3)
-           ON CONFLICT (source_table, tag) DO UPDATE SET description = EXCLUDED.description`,
-          [this.table, tag, update.description],
-        );
-      }
+      if (update.description !== undefined) await this.side.described(runnerOn(c), tag, update.description);
     });
-    return this.mustGet(tag);
+    return readBack(this, tag);
   }
 
   /** Deletes the Tinyid row, as a Tinyid admin would; the side row (generation, fence epoch) stays. */
@@ -189,20 +166,16 @@ export class PostgresTinyidSegmentStore implements SegmentStore {
   }
 
   async fence(tag: string, to: bigint): Promise<TagInfo> {
-    if (to < 0n || to > MAX_ID) throw new InvalidArgumentError('to must be from 0 to 2^63-1');
+    assertStoredId('to', to);
     await this.tx(async (c) => {
       const r = await c.query(
         `UPDATE ${this.table} SET max_id = GREATEST(max_id, $2::bigint), update_time = now(), version = version + 1 WHERE biz_type = $1`,
         [tag, maxIdBelow(to).toString()],
       );
       if (!r.rowCount) throw new TagNotFoundError(tag);
-      await c.query(
-        `INSERT INTO ${this.sideTable} (source_table, tag, fence_epoch, generation) VALUES ($1, $2, 1, 0)
-         ON CONFLICT (source_table, tag) DO UPDATE SET fence_epoch = ${this.sideTable}.fence_epoch + 1`,
-        [this.table, tag],
-      );
+      await this.side.fenced(runnerOn(c), tag);
     });
-    return this.mustGet(tag);
+    return readBack(this, tag);
   }
 
   async giveBack(
@@ -221,9 +194,7 @@ export class PostgresTinyidSegmentStore implements SegmentStore {
       );
       const row = r.rows[0] as TinyidRow | undefined;
       if (!row || endAfter(BigInt(row.max_id), residueOf(row)) !== expectedMaxId) return false;
-      const side = await this.sideOf(c, tag, true);
-      if (expectedFenceEpoch !== undefined && side.fenceEpoch !== expectedFenceEpoch) return false;
-      if (expectedGeneration !== undefined && side.generation !== expectedGeneration) return false;
+      if (!sameSinceRange(await this.side.read(runnerOn(c), tag, true), expectedFenceEpoch, expectedGeneration)) return false;
       if (newMaxId === expectedMaxId) return true;
       await c.query(`UPDATE ${this.table} SET max_id = $2::bigint, update_time = now(), version = version + 1 WHERE biz_type = $1`, [
         tag,
@@ -243,37 +214,16 @@ export class PostgresTinyidSegmentStore implements SegmentStore {
     await this.connection.release();
   }
 
-  private async sideOf(c: PgClientLike, tag: string, locking = false): Promise<{ fenceEpoch: number; generation: string }> {
-    const r = await c.query(
-      `SELECT fence_epoch, generation::text AS generation FROM ${this.sideTable} WHERE source_table = $1 AND tag = $2${locking ? ' FOR UPDATE' : ''}`,
-      [this.table, tag],
-    );
-    const row = r.rows[0] as { fence_epoch: number; generation: string } | undefined;
-    return { fenceEpoch: Number(row?.fence_epoch ?? 0), generation: row?.generation ?? LEGACY_GENERATION };
-  }
-
   private selectJoined(): string {
-    return `SELECT t.id::text AS id, t.biz_type, t.max_id::text AS max_id, t.step, t.delta, t.remainder, t.version::text AS version,
-        t.update_time, s.fence_epoch, s.generation::text AS generation, s.description
-      FROM ${this.table} t LEFT JOIN ${this.sideTable} s ON s.source_table = $1 AND s.tag = t.biz_type`;
+    return this.side.joined(
+      't.id::text AS id, t.biz_type, t.max_id::text AS max_id, t.step, t.delta, t.remainder, t.version::text AS version, t.update_time',
+      't',
+      'biz_type',
+    );
   }
 
-  private async mustGet(tag: string): Promise<TagInfo> {
-    const info = await this.getTag(tag);
-    if (!info) throw new TagNotFoundError(tag);
-    return info;
-  }
-
-  private wrap(e: unknown): SequoiaError {
-    return storeError(BACKEND, e, this.connection.target);
-  }
-
-  private async q(text: string, values?: unknown[]): Promise<{ rows: unknown[]; rowCount: number | null }> {
-    try {
-      return await this.connection.pool.query(text, values);
-    } catch (e) {
-      throw this.wrap(e);
-    }
+  private q(text: string, values?: unknown[]): Promise<{ rows: unknown[]; rowCount: number | null }> {
+    return this.connection.query(BACKEND, text, values);
   }
 
   private tx<T>(fn: (c: PgClientLike) => Promise<T>): Promise<T> {
