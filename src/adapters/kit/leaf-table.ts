@@ -16,26 +16,18 @@
  * LEGACY_GENERATION ('0'); `createTag` writes a fresh generation (newGeneration)
  * and resets the fence epoch, as a new row of Sequoia's own table would.
  */
-import { InvalidArgumentError } from '../../core/errors.js';
 import type { TagInfo } from '../../ports/segment-store.js';
-import { LEGACY_GENERATION, tableName } from './segment-rules.js';
+import { LEGACY_GENERATION } from './segment-rules.js';
+import type { ForeignSchema } from './side-table.js';
 
-export const DEFAULT_LEAF_TABLE = 'leaf_alloc';
-export const DEFAULT_SIDE_TABLE = 'sequoia_leaf_state';
-
-export interface LeafTableOptions {
-  /** Leaf's table; default `leaf_alloc`. */
-  readonly table?: string | undefined;
-  /** Sequoia's side table; default `sequoia_leaf_state`. */
-  readonly sideTable?: string | undefined;
-}
-
-export function leafTableNames(o: LeafTableOptions): { table: string; side: string } {
-  const table = tableName(o.table ?? DEFAULT_LEAF_TABLE);
-  const side = tableName(o.sideTable ?? DEFAULT_SIDE_TABLE);
-  if (side === table) throw new InvalidArgumentError('store: the side table must differ from the Leaf table');
-  return { table, side };
-}
+/** `leaf_table` names the Leaf table in the side table's key, as the first release made it. */
+export const LEAF_SCHEMA: ForeignSchema = {
+  system: 'Leaf',
+  defaultTable: 'leaf_alloc',
+  defaultSideTable: 'sequoia_leaf_state',
+  keyColumn: 'leaf_table',
+  describes: false,
+};
 
 /** A leaf_alloc row with the side table's fence epoch joined in; BIGINTs as text. */
 export interface LeafRow {

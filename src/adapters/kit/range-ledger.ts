@@ -1,7 +1,7 @@
 /**
  * What every segment store does the same way for the range ledger
- * (ports/range-ledger.ts): which IDs an allocation or a give-back covers, and
- * who the process is when no identity was given.
+ * (ports/range-ledger.ts): which IDs an allocation or a give-back covers,
+ * who the process is when no identity was given, and the ledger table.
  */
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
@@ -108,4 +108,31 @@ export function ledgerValues(
 /** The ledger table beside a SQL store's table: `sequoia_ledger` beside the default, `<table>_ledger` beside another. */
 export function ledgerTable(table: string): string {
   return table === 'sequoia_alloc' ? 'sequoia_ledger' : `${table}_ledger`;
+}
+
+/**
+ * The ledger table and its indexes, in SQL that PostgreSQL and SQLite both
+ * take as written (SQLite gives BIGINT integer affinity, as INTEGER); MySQL
+ * wants its own character sets and keys.
+ */
+export function ledgerDdl(ledger: string): string[] {
+  return [
+    `CREATE TABLE IF NOT EXISTS ${ledger} (
+      tag TEXT NOT NULL,
+      kind TEXT NOT NULL,
+      first_id BIGINT NOT NULL,
+      last_id BIGINT NOT NULL,
+      stride INTEGER NOT NULL,
+      step INTEGER NOT NULL,
+      host TEXT NOT NULL,
+      pid INTEGER NOT NULL,
+      instance TEXT NOT NULL,
+      version TEXT NOT NULL,
+      at_ms BIGINT NOT NULL,
+      fence_epoch INTEGER NOT NULL,
+      generation BIGINT NOT NULL
+    )`,
+    `CREATE INDEX IF NOT EXISTS ${ledger}_tag_first ON ${ledger} (tag, first_id)`,
+    `CREATE INDEX IF NOT EXISTS ${ledger}_at ON ${ledger} (at_ms)`,
+  ];
 }

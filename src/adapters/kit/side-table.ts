@@ -11,8 +11,8 @@
  * on its own transaction's connection, beside its own statements on the
  * foreign table (whose row lock, taken first, serialises them).
  */
-import { UnavailableError } from '../../core/errors.js';
-import { LEGACY_GENERATION, newGeneration } from './segment-rules.js';
+import { InvalidArgumentError, UnavailableError } from '../../core/errors.js';
+import { LEGACY_GENERATION, newGeneration, tableName } from './segment-rules.js';
 
 export type SqlDialect = 'mysql' | 'postgres';
 
@@ -25,16 +25,24 @@ export interface SideState {
   readonly generation: string;
 }
 
-export interface SideTableOptions {
-  readonly dialect: SqlDialect;
-  /** The side table (a checked table name). */
-  readonly side: string;
-  /** The foreign table (a checked table name), the first half of each side row's key. */
-  readonly foreign: string;
-  /** The key column that names the foreign table (`leaf_table` for Leaf's, as the first release made it; `source_table`). */
+/** What a foreign schema's side table is like (`LEAF_SCHEMA`, `TINYID_SCHEMA`). */
+export interface ForeignSchema {
+  /** The other system, for messages: `Leaf`, `Tinyid`. */
+  readonly system: string;
+  readonly defaultTable: string;
+  readonly defaultSideTable: string;
+  /** The key column that names the foreign table. */
   readonly keyColumn: string;
   /** Whether the side table keeps the tag's description (the foreign table has no column for it). */
   readonly describes: boolean;
+}
+
+/** The store options that name the two tables. */
+export interface ForeignTableOptions {
+  /** The other system's table; default the schema's (`leaf_alloc`, `tiny_id_info`). */
+  readonly table?: string | undefined;
+  /** Sequoia's side table; default the schema's (`sequoia_leaf_state`, `sequoia_tinyid_state`). */
+  readonly sideTable?: string | undefined;
 }
 
 interface Statements {
@@ -55,7 +63,13 @@ interface Statements {
   readonly columns: string;
 }
 
-function mysqlStatements({ side, keyColumn: k, describes }: SideTableOptions): Statements {
+interface Names {
+  readonly side: string;
+  readonly keyColumn: string;
+  readonly describes: boolean;
+}
+
+function mysqlStatements({ side, keyColumn: k, describes }: Names): Statements {
   const bin = 'CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL';
   return {
     foreignExists: 'SELECT 1 AS one FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?',
@@ -80,7 +94,7 @@ function mysqlStatements({ side, keyColumn: k, describes }: SideTableOptions): S
   };
 }
 
-function postgresStatements({ side, keyColumn: k, describes }: SideTableOptions): Statements {
+function postgresStatements({ side, keyColumn: k, describes }: Names): Statements {
   return {
     foreignExists: 'SELECT 1 AS one WHERE to_regclass($1) IS NOT NULL',
     create: `CREATE TABLE IF NOT EXISTS ${side} (
@@ -104,14 +118,17 @@ function postgresStatements({ side, keyColumn: k, describes }: SideTableOptions)
 }
 
 export class SideTable {
-  readonly name: string;
-  private readonly foreign: string;
+  /** The foreign table (checked). */
+  readonly foreign: string;
   private readonly sql: Statements;
 
-  constructor(options: SideTableOptions) {
-    this.name = options.side;
-    this.foreign = options.foreign;
-    this.sql = options.dialect === 'mysql' ? mysqlStatements(options) : postgresStatements(options);
+  /** Names checked: legal table names, and two different tables. */
+  constructor(schema: ForeignSchema, options: ForeignTableOptions, dialect: SqlDialect) {
+    this.foreign = tableName(options.table ?? schema.defaultTable);
+    const side = tableName(options.sideTable ?? schema.defaultSideTable);
+    if (side === this.foreign) throw new InvalidArgumentError(`store: the side table must differ from the ${schema.system} table`);
+    const names = { side, keyColumn: schema.keyColumn, describes: schema.describes };
+    this.sql = dialect === 'mysql' ? mysqlStatements(names) : postgresStatements(names);
   }
 
   /**

@@ -26,26 +26,19 @@
 import { InvalidArgumentError } from '../../core/errors.js';
 import { MAX_ID } from '../../core/id.js';
 import type { Allocation, TagInfo } from '../../ports/segment-store.js';
-import { LEGACY_GENERATION, tableName } from './segment-rules.js';
+import { LEGACY_GENERATION } from './segment-rules.js';
+import type { ForeignSchema } from './side-table.js';
 
-export const DEFAULT_TINYID_TABLE = 'tiny_id_info';
-export const DEFAULT_TINYID_SIDE_TABLE = 'sequoia_tinyid_state';
+/** The side table also keeps the description: Tinyid's table has none. */
+export const TINYID_SCHEMA: ForeignSchema = {
+  system: 'Tinyid',
+  defaultTable: 'tiny_id_info',
+  defaultSideTable: 'sequoia_tinyid_state',
+  keyColumn: 'source_table',
+  describes: true,
+};
 /** Tinyid gives up after 3 lost races (Constants.RETRY); Sequoia, sharing the row with many allocators, keeps trying longer. */
 export const TINYID_RETRIES = 50;
-
-export interface TinyidTableOptions {
-  /** Tinyid's table; default `tiny_id_info`. */
-  readonly table?: string | undefined;
-  /** Sequoia's side table; default `sequoia_tinyid_state`. */
-  readonly sideTable?: string | undefined;
-}
-
-export function tinyidTableNames(o: TinyidTableOptions): { table: string; side: string } {
-  const table = tableName(o.table ?? DEFAULT_TINYID_TABLE);
-  const side = tableName(o.sideTable ?? DEFAULT_TINYID_SIDE_TABLE);
-  if (side === table) throw new InvalidArgumentError('store: the side table must differ from the Tinyid table');
-  return { table, side };
-}
 
 /** A tiny_id_info row as read (BIGINTs as text), with the side table's state joined in where asked. */
 export interface TinyidRow {

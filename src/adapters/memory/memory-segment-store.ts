@@ -2,7 +2,7 @@
 import { TagExistsError, TagNotFoundError } from '../../core/errors.js';
 import { MAX_ID } from '../../core/id.js';
 import type { Allocation, NewTag, SegmentStore, TagInfo, TagUpdate } from '../../ports/segment-store.js';
-import { assertGiveBack, DEFAULT_START, DEFAULT_STEP, exhausted, newGeneration } from '../kit/segment-rules.js';
+import { assertGiveBack, DEFAULT_START, DEFAULT_STEP, exhausted, newGeneration, sameSinceRange } from '../kit/segment-rules.js';
 import type { LedgerEntry, LedgerKind, ServerIdentity } from '../../ports/range-ledger.js';
 import { allocatedRange, covers, fencedRange, givenBackRange, processIdentity, rangeLength } from '../kit/range-ledger.js';
 
@@ -96,8 +96,7 @@ export class MemorySegmentStore implements SegmentStore {
     assertGiveBack(expectedMaxId, newMaxId);
     const row = this.rows.get(tag);
     if (!row || row.maxId !== expectedMaxId) return false;
-    if (expectedFenceEpoch !== undefined && row.fenceEpoch !== expectedFenceEpoch) return false;
-    if (expectedGeneration !== undefined && row.generation !== expectedGeneration) return false;
+    if (!sameSinceRange(row, expectedFenceEpoch, expectedGeneration)) return false;
     row.maxId = newMaxId;
     row.updatedAt = new Date();
     const range = givenBackRange(expectedMaxId, newMaxId);

@@ -5,8 +5,7 @@
  */
 import mysql from 'mysql2';
 import type { IdSource } from '../../ports/id-source.js';
-
-const BATCH = 20_000;
+import { IdBatcher } from '../kit/id-batches.js';
 
 export class MysqlIdSource implements IdSource {
   private readonly conn: mysql.Connection;
@@ -19,26 +18,20 @@ export class MysqlIdSource implements IdSource {
 
   stream(onBatch: (values: ReadonlyArray<string | null>) => void): Promise<void> {
     return new Promise((resolve, reject) => {
-      let batch: Array<string | null> = [];
+      const batches = new IdBatcher(onBatch);
       const q = this.conn.query(this.query);
       q.on('error', reject);
       q.on('result', (row: unknown) => {
-        const v = (row as unknown[])[0];
-        batch.push(v === null || v === undefined ? null : String(v));
-        if (batch.length >= BATCH) {
-          const b = batch;
-          batch = [];
-          try {
-            onBatch(b);
-          } catch (e) {
-            reject(e);
-            this.conn.destroy();
-          }
+        try {
+          batches.push((row as unknown[])[0]);
+        } catch (e) {
+          reject(e);
+          this.conn.destroy();
         }
       });
       q.on('end', () => {
         try {
-          if (batch.length > 0) onBatch(batch);
+          batches.flush();
           resolve();
         } catch (e) {
           reject(e);

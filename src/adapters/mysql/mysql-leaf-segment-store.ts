@@ -22,27 +22,24 @@
 import type { ResultSetHeader, RowDataPacket } from 'mysql2/promise';
 import { TagExistsError, TagNotFoundError } from '../../core/errors.js';
 import type { Allocation, NewTag, SegmentStore, TagInfo, TagUpdate } from '../../ports/segment-store.js';
-import { isBigintOverflow, type LeafRow, type LeafTableOptions, leafTableNames, tagInfoFromLeafRow } from '../kit/leaf-table.js';
+import { isBigintOverflow, type LeafRow, LEAF_SCHEMA, tagInfoFromLeafRow } from '../kit/leaf-table.js';
 import { assertGiveBack, assertStoredId, DEFAULT_START, DEFAULT_STEP, exhausted, readBack, sameSinceRange } from '../kit/segment-rules.js';
-import { SideTable } from '../kit/side-table.js';
+import { type ForeignTableOptions, SideTable } from '../kit/side-table.js';
 import { MysqlStatements, type MysqlStoreOptions } from './mysql-connection.js';
 
-export interface MysqlLeafSegmentStoreOptions extends MysqlStoreOptions, LeafTableOptions {}
+export interface MysqlLeafSegmentStoreOptions extends MysqlStoreOptions, ForeignTableOptions {}
 
 export class MysqlLeafSegmentStore implements SegmentStore {
   readonly kind = 'mysql-leaf';
   readonly table: string;
-  readonly sideTable: string;
   private readonly db: MysqlStatements;
   private readonly side: SideTable;
   private initialised = false;
   private closed = false;
 
   constructor(options: MysqlLeafSegmentStoreOptions) {
-    const names = leafTableNames(options);
-    this.table = names.table;
-    this.sideTable = names.side;
-    this.side = new SideTable({ dialect: 'mysql', side: names.side, foreign: names.table, keyColumn: 'leaf_table', describes: false });
+    this.side = new SideTable(LEAF_SCHEMA, options, 'mysql');
+    this.table = this.side.foreign;
     this.db = new MysqlStatements(options, BACKEND);
   }
 

@@ -22,7 +22,7 @@ import type { ResultSetHeader, RowDataPacket } from 'mysql2/promise';
 import { InvalidArgumentError, TagExistsError, TagNotFoundError, UnavailableError } from '../../core/errors.js';
 import type { Allocation, NewTag, SegmentStore, TagInfo, TagUpdate } from '../../ports/segment-store.js';
 import { assertGiveBack, assertStoredId, DEFAULT_START, DEFAULT_STEP, exhausted, readBack, sameSinceRange } from '../kit/segment-rules.js';
-import { SideTable } from '../kit/side-table.js';
+import { type ForeignTableOptions, SideTable } from '../kit/side-table.js';
 import {
   allocationOf,
   endAfter,
@@ -32,21 +32,19 @@ import {
   raceBackoff,
   residueOf,
   TINYID_RETRIES,
+  TINYID_SCHEMA,
   type TinyidRow,
-  type TinyidTableOptions,
   tagInfoFromTinyidRow,
-  tinyidTableNames,
 } from '../kit/tinyid-table.js';
 import { MysqlStatements, type MysqlStoreOptions } from './mysql-connection.js';
 
-export interface MysqlTinyidSegmentStoreOptions extends MysqlStoreOptions, TinyidTableOptions {}
+export interface MysqlTinyidSegmentStoreOptions extends MysqlStoreOptions, ForeignTableOptions {}
 
 type Row = TinyidRow & RowDataPacket;
 
 export class MysqlTinyidSegmentStore implements SegmentStore {
   readonly kind = 'mysql-tinyid';
   readonly table: string;
-  readonly sideTable: string;
   private readonly db: MysqlStatements;
   private readonly side: SideTable;
   private readonly queue = new PerTagQueue();
@@ -54,10 +52,8 @@ export class MysqlTinyidSegmentStore implements SegmentStore {
   private closed = false;
 
   constructor(options: MysqlTinyidSegmentStoreOptions) {
-    const names = tinyidTableNames(options);
-    this.table = names.table;
-    this.sideTable = names.side;
-    this.side = new SideTable({ dialect: 'mysql', side: names.side, foreign: names.table, keyColumn: 'source_table', describes: true });
+    this.side = new SideTable(TINYID_SCHEMA, options, 'mysql');
+    this.table = this.side.foreign;
     this.db = new MysqlStatements(options, BACKEND);
   }
 

@@ -5,8 +5,7 @@
  */
 import pg from 'pg';
 import type { IdSource } from '../../ports/id-source.js';
-
-const BATCH = 20_000;
+import { ID_BATCH, idText } from '../kit/id-batches.js';
 
 export class PostgresIdSource implements IdSource {
   private readonly client: pg.Client;
@@ -23,9 +22,9 @@ export class PostgresIdSource implements IdSource {
     try {
       await this.client.query(`DECLARE sequoia_audit NO SCROLL CURSOR FOR ${this.query}`);
       for (;;) {
-        const r = await this.client.query({ text: `FETCH ${BATCH} FROM sequoia_audit`, rowMode: 'array' });
+        const r = await this.client.query({ text: `FETCH ${ID_BATCH} FROM sequoia_audit`, rowMode: 'array' });
         if (r.rows.length === 0) break;
-        onBatch(r.rows.map((row: unknown[]) => (row[0] === null || row[0] === undefined ? null : String(row[0]))));
+        onBatch(r.rows.map((row: unknown[]) => idText(row[0])));
       }
     } finally {
       await this.client.query('ROLLBACK').catch(() => undefined);

@@ -22,12 +22,12 @@
  */
 import { TagExistsError, TagNotFoundError } from '../../core/errors.js';
 import type { Allocation, NewTag, SegmentStore, TagInfo, TagUpdate } from '../../ports/segment-store.js';
-import { isBigintOverflow, type LeafRow, type LeafTableOptions, leafTableNames, tagInfoFromLeafRow } from '../kit/leaf-table.js';
+import { isBigintOverflow, type LeafRow, LEAF_SCHEMA, tagInfoFromLeafRow } from '../kit/leaf-table.js';
 import { assertGiveBack, assertStoredId, DEFAULT_START, DEFAULT_STEP, exhausted, readBack, sameSinceRange } from '../kit/segment-rules.js';
-import { SideTable } from '../kit/side-table.js';
+import { type ForeignTableOptions, SideTable } from '../kit/side-table.js';
 import { type PgClientLike, PostgresConnection, type PostgresConnectionOptions, runnerOn } from './postgres-connection.js';
 
-export interface PostgresLeafSegmentStoreOptions extends PostgresConnectionOptions, LeafTableOptions {
+export interface PostgresLeafSegmentStoreOptions extends PostgresConnectionOptions, ForeignTableOptions {
   /** A connection shared with the lease store; the other connection options are then ignored. */
   readonly connection?: PostgresConnection;
 }
@@ -35,17 +35,14 @@ export interface PostgresLeafSegmentStoreOptions extends PostgresConnectionOptio
 export class PostgresLeafSegmentStore implements SegmentStore {
   readonly kind = 'postgres-leaf';
   readonly table: string;
-  readonly sideTable: string;
   private readonly connection: PostgresConnection;
   private readonly side: SideTable;
   private initialised = false;
   private closed = false;
 
   constructor(options: PostgresLeafSegmentStoreOptions) {
-    const names = leafTableNames(options);
-    this.table = names.table;
-    this.sideTable = names.side;
-    this.side = new SideTable({ dialect: 'postgres', side: names.side, foreign: names.table, keyColumn: 'leaf_table', describes: false });
+    this.side = new SideTable(LEAF_SCHEMA, options, 'postgres');
+    this.table = this.side.foreign;
     this.connection = (options.connection ?? new PostgresConnection(options)).retain();
   }
 

@@ -28,6 +28,7 @@ import {
   entryFromRow,
   fencedRange,
   LEDGER_COLUMNS,
+  ledgerDdl,
   ledgerTable,
   type LedgerRowText,
   processIdentity,
@@ -100,23 +101,7 @@ export class PostgresSegmentStore implements SegmentStore {
         // Under the same advisory lock; IF NOT EXISTS keeps it idempotent.
         await c.query(`ALTER TABLE ${t} ADD COLUMN IF NOT EXISTS generation BIGINT NOT NULL DEFAULT 0`);
       }
-      await c.query(`CREATE TABLE IF NOT EXISTS ${this.ledger} (
-        tag TEXT NOT NULL,
-        kind TEXT NOT NULL,
-        first_id BIGINT NOT NULL,
-        last_id BIGINT NOT NULL,
-        stride INTEGER NOT NULL,
-        step INTEGER NOT NULL,
-        host TEXT NOT NULL,
-        pid INTEGER NOT NULL,
-        instance TEXT NOT NULL,
-        version TEXT NOT NULL,
-        at_ms BIGINT NOT NULL,
-        fence_epoch INTEGER NOT NULL,
-        generation BIGINT NOT NULL
-      )`);
-      await c.query(`CREATE INDEX IF NOT EXISTS ${this.ledger}_tag_first ON ${this.ledger} (tag, first_id)`);
-      await c.query(`CREATE INDEX IF NOT EXISTS ${this.ledger}_at ON ${this.ledger} (at_ms)`);
+      for (const ddl of ledgerDdl(this.ledger)) await c.query(ddl);
       await c.query(
         `INSERT INTO sequoia_schema (component, version) VALUES ($1, $2)
          ON CONFLICT (component) DO UPDATE SET version = GREATEST(sequoia_schema.version, EXCLUDED.version)`,

@@ -22,7 +22,7 @@
 import { InvalidArgumentError, TagExistsError, TagNotFoundError, UnavailableError } from '../../core/errors.js';
 import type { Allocation, NewTag, SegmentStore, TagInfo, TagUpdate } from '../../ports/segment-store.js';
 import { assertGiveBack, assertStoredId, DEFAULT_START, DEFAULT_STEP, exhausted, readBack, sameSinceRange } from '../kit/segment-rules.js';
-import { SideTable } from '../kit/side-table.js';
+import { type ForeignTableOptions, SideTable } from '../kit/side-table.js';
 import {
   allocationOf,
   endAfter,
@@ -32,14 +32,13 @@ import {
   raceBackoff,
   residueOf,
   TINYID_RETRIES,
+  TINYID_SCHEMA,
   type TinyidRow,
-  type TinyidTableOptions,
   tagInfoFromTinyidRow,
-  tinyidTableNames,
 } from '../kit/tinyid-table.js';
 import { type PgClientLike, PostgresConnection, type PostgresConnectionOptions, runnerOn } from './postgres-connection.js';
 
-export interface PostgresTinyidSegmentStoreOptions extends PostgresConnectionOptions, TinyidTableOptions {
+export interface PostgresTinyidSegmentStoreOptions extends PostgresConnectionOptions, ForeignTableOptions {
   /** A connection shared with the lease store; the other connection options are then ignored. */
   readonly connection?: PostgresConnection;
 }
@@ -47,7 +46,6 @@ export interface PostgresTinyidSegmentStoreOptions extends PostgresConnectionOpt
 export class PostgresTinyidSegmentStore implements SegmentStore {
   readonly kind = 'postgres-tinyid';
   readonly table: string;
-  readonly sideTable: string;
   private readonly connection: PostgresConnection;
   private readonly side: SideTable;
   private readonly queue = new PerTagQueue();
@@ -55,10 +53,8 @@ export class PostgresTinyidSegmentStore implements SegmentStore {
   private closed = false;
 
   constructor(options: PostgresTinyidSegmentStoreOptions) {
-    const names = tinyidTableNames(options);
-    this.table = names.table;
-    this.sideTable = names.side;
-    this.side = new SideTable({ dialect: 'postgres', side: names.side, foreign: names.table, keyColumn: 'source_table', describes: true });
+    this.side = new SideTable(TINYID_SCHEMA, options, 'postgres');
+    this.table = this.side.foreign;
     this.connection = (options.connection ?? new PostgresConnection(options)).retain();
   }
 

@@ -24,6 +24,7 @@ import {
   rangeLength,
   LEDGER_COLUMNS,
   type LedgerRowText,
+  ledgerDdl,
   ledgerValues,
   processIdentity,
 } from '../kit/range-ledger.js';
@@ -101,23 +102,7 @@ export class SqliteSegmentStore implements SegmentStore {
             db.exec('ALTER TABLE sequoia_alloc ADD COLUMN generation INTEGER NOT NULL DEFAULT 0');
           }
           // The range ledger (by name, as the column above).
-          db.exec(`CREATE TABLE IF NOT EXISTS sequoia_ledger (
-            tag TEXT NOT NULL,
-            kind TEXT NOT NULL,
-            first_id INTEGER NOT NULL,
-            last_id INTEGER NOT NULL,
-            stride INTEGER NOT NULL,
-            step INTEGER NOT NULL,
-            host TEXT NOT NULL,
-            pid INTEGER NOT NULL,
-            instance TEXT NOT NULL,
-            version TEXT NOT NULL,
-            at_ms INTEGER NOT NULL,
-            fence_epoch INTEGER NOT NULL,
-            generation INTEGER NOT NULL
-          )`);
-          db.exec('CREATE INDEX IF NOT EXISTS sequoia_ledger_tag_first ON sequoia_ledger (tag, first_id)');
-          db.exec('CREATE INDEX IF NOT EXISTS sequoia_ledger_at ON sequoia_ledger (at_ms)');
+          for (const ddl of ledgerDdl('sequoia_ledger')) db.exec(ddl);
           if (row) db.prepare('UPDATE sequoia_schema SET version = MAX(version, ?)').run(SCHEMA_VERSION);
           else db.prepare('INSERT INTO sequoia_schema (version) VALUES (?)').run(SCHEMA_VERSION);
         }).immediate();
