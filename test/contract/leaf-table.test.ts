@@ -109,6 +109,8 @@ interface Backend {
   readonly harness: () => Promise<ContractHarness>;
   readonly columns: (h: ContractHarness) => Promise<string[]>;
   readonly dao: (h: ContractHarness) => ReturnType<typeof postgresLeafDao>;
+  /** A statement as Leaf's admins run it, on the Leaf table (`$table` stands for its name). */
+  readonly sql: (h: ContractHarness, text: string) => Promise<void>;
 }
 
 const pgColumns = async (table: string): Promise<string[]> => {
@@ -141,6 +143,15 @@ const BACKENDS: Backend[] = [
     harness: postgresLeafHarness,
     columns: (h) => pgColumns((h.store as PostgresLeafSegmentStore).table),
     dao: (h) => postgresLeafDao(POSTGRES_URL, (h.store as PostgresLeafSegmentStore).table),
+    sql: async (h, text) => {
+      const c = new pg.Client({ connectionString: POSTGRES_URL });
+      await c.connect();
+      try {
+        await c.query(text.replaceAll('$table', (h.store as PostgresLeafSegmentStore).table));
+      } finally {
+        await c.end();
+      }
+    },
   },
   {
     name: 'mariadb',
@@ -148,6 +159,14 @@ const BACKENDS: Backend[] = [
     harness: mysqlLeafHarness,
     columns: (h) => myColumns(withoutParams(h.url as string), 't_leaf_alloc'),
     dao: (h) => mysqlLeafDao(withoutParams(h.url as string), 't_leaf_alloc'),
+    sql: async (h, text) => {
+      const c = await mysql.createConnection({ uri: withoutParams(h.url as string) });
+      try {
+        await c.query(text.replaceAll('$table', 't_leaf_alloc'));
+      } finally {
+        await c.end();
+      }
+    },
   },
 ];
 
@@ -206,6 +225,28 @@ for (const b of BACKENDS) {
       expect(seen.size).toBe(total);
       // dense: every ID from the start to max_id was handed out exactly once
       expect(BigInt(total) + 1n).toBe((await store.getTag(t))?.maxId);
+    });
+
+    it("a row deleted with `tag delete` and inserted again with Leaf's SQL is another creation: an old give-back cannot land in it", async () => {
+      // Leaf's admins create tags with an INSERT, which Sequoia cannot see; its own delete is what renews the generation.
+      for (const madeBy of ['leaf-sql', 'sequoia'] as const) {
+        const t = `recreate-sql-${madeBy}-${process.pid}`;
+        const insert = `INSERT INTO $table (biz_tag, max_id, step, description) VALUES ('${t}', 1, 10, '')`;
+        if (madeBy === 'sequoia') await store.createTag({ tag: t, step: 10, start: 1n });
+        else await b.sql(h, insert);
+        await store.allocate(t);
+        const last = await store.allocate(t);
+        await store.deleteTag(t);
+        await b.sql(h, insert);
+        await store.allocate(t);
+        const now = await store.allocate(t);
+        // what would let the old compare-and-set match: the same max_id and fence epoch
+        expect(now.maxId).toBe(last.maxId);
+        expect(now.fenceEpoch).toBe(last.fenceEpoch);
+        expect(now.generation).not.toBe(last.generation);
+        expect(await store.giveBack(t, last.maxId, last.maxId - 5n, last.fenceEpoch, last.generation)).toBe(false);
+        expect((await store.getTag(t))?.maxId).toBe(now.maxId);
+      }
     });
 
     it('is selected by the store URL (?schema=leaf&table=…), and bad parameters are refused', async () => {

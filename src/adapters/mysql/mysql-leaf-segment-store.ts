@@ -160,10 +160,22 @@ export class MysqlLeafSegmentStore implements SegmentStore {
     return this.mustGet(tag);
   }
 
-  /** Deletes the Leaf row, as a Leaf admin would; the side row (generation, fence epoch) stays. */
+  /**
+   * Deletes the Leaf row, as a Leaf admin would, and gives the side row a new
+   * generation (its fence epoch stays): a row Leaf's admins insert again must
+   * not pass for the deleted one in a give-back.
+   */
   async deleteTag(tag: string): Promise<void> {
-    const r = await this.exec(`DELETE FROM ${this.table} WHERE biz_tag = ?`, [tag]);
-    if (r.affectedRows === 0) throw new TagNotFoundError(tag);
+    await this.tx(async (c) => {
+      const r = (await this.run(c, `DELETE FROM ${this.table} WHERE biz_tag = ?`, [tag])) as ResultSetHeader;
+      if (r.affectedRows === 0) throw new TagNotFoundError(tag);
+      await this.run(
+        c,
+        `INSERT INTO ${this.sideTable} (leaf_table, tag, fence_epoch, generation) VALUES (?, ?, 0, CAST(? AS SIGNED))
+         ON DUPLICATE KEY UPDATE generation = VALUES(generation)`,
+        [this.table, tag, newGeneration()],
+      );
+    });
   }
 
   async fence(tag: string, to: bigint): Promise<TagInfo> {

@@ -193,10 +193,22 @@ export class MysqlTinyidSegmentStore implements SegmentStore {
     return this.mustGet(tag);
   }
 
-  /** Deletes the Tinyid row, as a Tinyid admin would; the side row (generation, fence epoch) stays. */
+  /**
+   * Deletes the Tinyid row, as a Tinyid admin would, and gives the side row a
+   * new generation (its fence epoch and description stay): a row Tinyid's
+   * admins insert again must not pass for the deleted one in a give-back.
+   */
   async deleteTag(tag: string): Promise<void> {
-    const r = await this.exec(`DELETE FROM ${this.table} WHERE biz_type = ?`, [tag]);
-    if (r.affectedRows === 0) throw new TagNotFoundError(tag);
+    await this.tx(async (c) => {
+      const r = (await this.run(c, `DELETE FROM ${this.table} WHERE biz_type = ?`, [tag])) as ResultSetHeader;
+      if (r.affectedRows === 0) throw new TagNotFoundError(tag);
+      await this.run(
+        c,
+        `INSERT INTO ${this.sideTable} (source_table, tag, fence_epoch, generation) VALUES (?, ?, 0, CAST(? AS SIGNED))
+         ON DUPLICATE KEY UPDATE generation = VALUES(generation)`,
+        [this.table, tag, newGeneration()],
+      );
+    });
   }
 
   async fence(tag: string, to: bigint): Promise<TagInfo> {

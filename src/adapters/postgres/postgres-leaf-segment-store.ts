@@ -148,13 +148,22 @@ export class PostgresLeafSegmentStore implements SegmentStore {
   }
 
   /**
-   * Deletes the Leaf row, as a Leaf admin would. The side row stays (its
-   * generation and fence epoch survive). Leaf servers drop the tag from their
-   * cache on their next refresh; see docs/migrate.md before re-creating a tag.
+   * Deletes the Leaf row, as a Leaf admin would, and gives the side row a new
+   * generation (its fence epoch stays): Leaf's admins create tags again with
+   * an INSERT that Sequoia never sees, and that row must not pass for the
+   * deleted one in a give-back. Leaf servers drop the tag from their cache on
+   * their next refresh; see docs/migrate.md before re-creating a tag.
    */
   async deleteTag(tag: string): Promise<void> {
-    const r = await this.q(`DELETE FROM ${this.table} WHERE biz_tag = $1`, [tag]);
-    if (!r.rowCount) throw new TagNotFoundError(tag);
+    await this.tx(async (c) => {
+      const r = await c.query(`DELETE FROM ${this.table} WHERE biz_tag = $1`, [tag]);
+      if (!r.rowCount) throw new TagNotFoundError(tag);
+      await c.query(
+        `INSERT INTO ${this.sideTable} (leaf_table, tag, fence_epoch, generation) VALUES ($1, $2, 0, $3::bigint)
+         ON CONFLICT (leaf_table, tag) DO UPDATE SET generation = EXCLUDED.generation`,
+        [this.table, tag, newGeneration()],
+      );
+    });
   }
 
   async fence(tag: string, to: bigint): Promise<TagInfo> {
