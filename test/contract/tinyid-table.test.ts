@@ -24,7 +24,7 @@ import {
   tinyidRowSql,
 } from '../helpers/tinyid-standin.js';
 import { MYSQL_URL, POSTGRES_URL, probeMysql, probePostgres, uniqueName } from './backends.js';
-import { type ContractHarness, idsOf, runSegmentStoreContract } from './segment-store-contract.js';
+import { type ContractHarness, expectSqlRecreateIsAnotherCreation, idsOf, runSegmentStoreContract } from './segment-store-contract.js';
 
 function withParams(url: string, params: Record<string, string>): string {
   const u = new URL(url);
@@ -226,24 +226,11 @@ for (const b of BACKENDS) {
 
     it("a row deleted with `tag delete` and inserted again with Tinyid's SQL is another creation: an old give-back cannot land in it", async () => {
       // Tinyid's admins create rows with an INSERT, which Sequoia cannot see; its own delete is what renews the generation.
-      for (const madeBy of ['tinyid-sql', 'sequoia'] as const) {
-        const t = `recreate-sql-${madeBy}-${process.pid}`;
-        const insert = tinyidRowSql(h.table, { bizType: t, maxId: 0n, step: 10 });
-        if (madeBy === 'sequoia') await store.createTag({ tag: t, step: 10, start: 1n });
-        else await h.sql(insert);
-        await store.allocate(t);
-        const last = await store.allocate(t);
-        await store.deleteTag(t);
-        await h.sql(insert);
-        await store.allocate(t);
-        const now = await store.allocate(t);
-        // what would let the old compare-and-set match: the same max_id and fence epoch
-        expect(now.maxId).toBe(last.maxId);
-        expect(now.fenceEpoch).toBe(last.fenceEpoch);
-        expect(now.generation).not.toBe(last.generation);
-        expect(await store.giveBack(t, last.maxId, last.maxId - 5n, last.fenceEpoch, last.generation)).toBe(false);
-        expect((await store.getTag(t))?.maxId).toBe(now.maxId);
-      }
+      await expectSqlRecreateIsAnotherCreation(
+        store,
+        (t) => h.sql(tinyidRowSql(h.table, { bizType: t, maxId: 0n, step: 10 })),
+        'tinyid-sql',
+      );
     });
 
     it('a give-back on a delta row returns the tail to Tinyid, which hands it out with the rule', async () => {

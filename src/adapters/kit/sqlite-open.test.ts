@@ -6,16 +6,21 @@ import { openSqlite, retryWhileBusy } from './sqlite-open.js';
 
 const busy = (): Error => Object.assign(new Error('database is locked'), { code: 'SQLITE_BUSY' });
 
+/** Busy twice, then open: retried within a 1 s timeout, the third attempt's value comes back. */
+function expectOpenOnThirdTry(): void {
+  let calls = 0;
+  const value = retryWhileBusy(() => {
+    calls++;
+    if (calls < 3) throw busy();
+    return 'open';
+  }, 1000);
+  expect(value).toBe('open');
+  expect(calls).toBe(3);
+}
+
 describe('retryWhileBusy', () => {
   it('tries again after SQLITE_BUSY and returns the first success', () => {
-    let calls = 0;
-    const value = retryWhileBusy(() => {
-      calls++;
-      if (calls < 3) throw busy();
-      return 'open';
-    }, 1000);
-    expect(value).toBe('open');
-    expect(calls).toBe(3);
+    expectOpenOnThirdTry();
   });
 
   it('passes any other error through at once', () => {
@@ -51,14 +56,7 @@ describe('retryWhileBusy', () => {
     let wall = Date.now();
     const stepped = vi.spyOn(Date, 'now').mockImplementation(() => (wall += 24 * 3600_000));
     try {
-      let calls = 0;
-      const value = retryWhileBusy(() => {
-        calls++;
-        if (calls < 3) throw busy();
-        return 'open';
-      }, 1000);
-      expect(value).toBe('open');
-      expect(calls).toBe(3);
+      expectOpenOnThirdTry();
     } finally {
       stepped.mockRestore();
     }
