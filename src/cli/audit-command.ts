@@ -97,7 +97,7 @@ async function runAudit(file: string | undefined, o: AuditOpts): Promise<number>
   const margin = positive('--fence-margin', o.fenceMargin);
   const sorter = new IdSorter({ chunkIds: positive('--chunk-ids', o.chunkIds), tmpDir: o.tmpDir });
   const progress = o.progress !== false && process.stderr.isTTY === true ? new Progress() : undefined;
-  const startedAt = Date.now();
+  const startedAt = performance.now();
   try {
     if (o.db !== undefined) await readDb(o.db, o.query as string, sorter, progress);
     else await readText(file, o.csvColumn, sorter, progress);
@@ -139,7 +139,7 @@ async function runAudit(file: string | undefined, o: AuditOpts): Promise<number>
         margin,
         store: o.store,
         stateDir: o.stateDir,
-        seconds: (Date.now() - startedAt) / 1000,
+        seconds: (performance.now() - startedAt) / 1000,
         runs: sorter.runCount,
       });
       if (o.json) console.log(JSON.stringify(report, null, 2));
@@ -154,9 +154,9 @@ async function runAudit(file: string | undefined, o: AuditOpts): Promise<number>
 }
 
 class Progress {
-  private last = 0;
+  private last = -Infinity;
   tick(n: number, fraction?: number): void {
-    const now = Date.now();
+    const now = performance.now();
     if (now - this.last < 200) return;
     this.last = now;
     const pct = fraction === undefined ? '' : ` ${(fraction * 100).toFixed(1)}%`;

@@ -151,7 +151,7 @@ async function benchPk(o: PkOpts): Promise<void> {
 
 /** A one-line bar on stderr, redrawn at most every 100 ms. */
 function progressBar(): { update: (p: PkProgress) => void; done: () => void } {
-  let last = 0;
+  let last = -Infinity;
   const draw = (p: PkProgress) => {
     const frac = p.total > 0 ? p.done / p.total : 0;
     const filled = Math.round(frac * 30);
@@ -161,7 +161,7 @@ function progressBar(): { update: (p: PkProgress) => void; done: () => void } {
   };
   return {
     update: (p) => {
-      const now = Date.now();
+      const now = performance.now();
       if (now - last < 100 && p.done < p.total) return;
       last = now;
       draw(p);

@@ -14,7 +14,7 @@ import type { SegmentStore } from '../../src/ports/segment-store.js';
 import { LeafSegmentLoader, leafDdlMysql, leafDdlPostgres, mysqlLeafDao, postgresLeafDao } from '../helpers/leaf-standin.js';
 import { describeWithService } from '../helpers/services.js';
 import { MYSQL_URL, POSTGRES_URL, probeMysql, probePostgres, uniqueName } from './backends.js';
-import { type ContractHarness, idsOf, runSegmentStoreContract } from './segment-store-contract.js';
+import { type ContractHarness, expectSqlRecreateIsAnotherCreation, idsOf, runSegmentStoreContract } from './segment-store-contract.js';
 
 function withParams(url: string, params: Record<string, string>): string {
   const u = new URL(url);
@@ -109,6 +109,8 @@ interface Backend {
   readonly harness: () => Promise<ContractHarness>;
   readonly columns: (h: ContractHarness) => Promise<string[]>;
   readonly dao: (h: ContractHarness) => ReturnType<typeof postgresLeafDao>;
+  /** A statement as Leaf's admins run it, on the Leaf table (`$table` stands for its name). */
+  readonly sql: (h: ContractHarness, text: string) => Promise<void>;
 }
 
 const pgColumns = async (table: string): Promise<string[]> => {
@@ -141,6 +143,15 @@ const BACKENDS: Backend[] = [
     harness: postgresLeafHarness,
     columns: (h) => pgColumns((h.store as PostgresLeafSegmentStore).table),
     dao: (h) => postgresLeafDao(POSTGRES_URL, (h.store as PostgresLeafSegmentStore).table),
+    sql: async (h, text) => {
+      const c = new pg.Client({ connectionString: POSTGRES_URL });
+      await c.connect();
+      try {
+        await c.query(text.replaceAll('$table', (h.store as PostgresLeafSegmentStore).table));
+      } finally {
+        await c.end();
+      }
+    },
   },
   {
     name: 'mariadb',
@@ -148,6 +159,14 @@ const BACKENDS: Backend[] = [
     harness: mysqlLeafHarness,
     columns: (h) => myColumns(withoutParams(h.url as string), 't_leaf_alloc'),
     dao: (h) => mysqlLeafDao(withoutParams(h.url as string), 't_leaf_alloc'),
+    sql: async (h, text) => {
+      const c = await mysql.createConnection({ uri: withoutParams(h.url as string) });
+      try {
+        await c.query(text.replaceAll('$table', 't_leaf_alloc'));
+      } finally {
+        await c.end();
+      }
+    },
   },
 ];
 
@@ -206,6 +225,15 @@ for (const b of BACKENDS) {
       expect(seen.size).toBe(total);
       // dense: every ID from the start to max_id was handed out exactly once
       expect(BigInt(total) + 1n).toBe((await store.getTag(t))?.maxId);
+    });
+
+    it("a row deleted with `tag delete` and inserted again with Leaf's SQL is another creation: an old give-back cannot land in it", async () => {
+      // Leaf's admins create tags with an INSERT, which Sequoia cannot see; its own delete is what renews the generation.
+      await expectSqlRecreateIsAnotherCreation(
+        store,
+        (t) => b.sql(h, `INSERT INTO $table (biz_tag, max_id, step, description) VALUES ('${t}', 1, 10, '')`),
+        'leaf-sql',
+      );
     });
 
     it('is selected by the store URL (?schema=leaf&table=…), and bad parameters are refused', async () => {

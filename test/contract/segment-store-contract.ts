@@ -721,6 +721,36 @@ function runChild(script: string, args: string[]): Promise<Allocation[]> {
  * Shared by the server-backed suites: a store pointed at a closed port answers
  * STORE_UNAVAILABLE on init, allocate and ping, within 5 s in all.
  */
+/**
+ * For the stores on a peer's table (Leaf, Tinyid), whose admins create rows
+ * with SQL Sequoia never sees: a row made by `insertRow` (the peer's SQL) or
+ * by `createTag`, deleted with the store's `deleteTag` and inserted again with
+ * `insertRow`, is another creation, so a give-back from the deleted row fails.
+ */
+export async function expectSqlRecreateIsAnotherCreation(
+  store: SegmentStore,
+  insertRow: (tag: string) => Promise<void>,
+  peer: string,
+): Promise<void> {
+  for (const madeBy of [peer, 'sequoia']) {
+    const t = `recreate-sql-${madeBy}-${process.pid}`;
+    if (madeBy === 'sequoia') await store.createTag({ tag: t, step: 10, start: 1n });
+    else await insertRow(t);
+    await store.allocate(t);
+    const last = await store.allocate(t);
+    await store.deleteTag(t);
+    await insertRow(t);
+    await store.allocate(t);
+    const now = await store.allocate(t);
+    // what would let the old compare-and-set match: the same max_id and fence epoch
+    expect(now.maxId).toBe(last.maxId);
+    expect(now.fenceEpoch).toBe(last.fenceEpoch);
+    expect(now.generation).not.toBe(last.generation);
+    expect(await store.giveBack(t, last.maxId, last.maxId - 5n, last.fenceEpoch, last.generation)).toBe(false);
+    expect((await store.getTag(t))?.maxId).toBe(now.maxId);
+  }
+}
+
 export async function expectUnavailableQuickly(store: SegmentStore): Promise<void> {
   const t0 = Date.now();
   await expect(store.init()).rejects.toMatchObject({ code: 'STORE_UNAVAILABLE' });

@@ -53,6 +53,8 @@ interface Statements {
   readonly read: string;
   /** Values: [foreign, tag, generation]. */
   readonly created: string;
+  /** Values: [foreign, tag, generation]. */
+  readonly deleted: string;
   /** Values: [foreign, tag]. */
   readonly fenced: string;
   /** Values: [foreign, tag, description]. */
@@ -85,6 +87,8 @@ function mysqlStatements({ side, keyColumn: k, describes }: Names): Statements {
     read: `SELECT fence_epoch, generation FROM ${side} WHERE ${k} = ? AND tag = ?`,
     created: `INSERT INTO ${side} (${k}, tag, fence_epoch, generation) VALUES (?, ?, 0, CAST(? AS SIGNED))
       ON DUPLICATE KEY UPDATE fence_epoch = 0, generation = VALUES(generation)`,
+    deleted: `INSERT INTO ${side} (${k}, tag, fence_epoch, generation) VALUES (?, ?, 0, CAST(? AS SIGNED))
+      ON DUPLICATE KEY UPDATE generation = VALUES(generation)`,
     fenced: `INSERT INTO ${side} (${k}, tag, fence_epoch, generation) VALUES (?, ?, 1, 0)
       ON DUPLICATE KEY UPDATE fence_epoch = fence_epoch + 1`,
     described: `INSERT INTO ${side} (${k}, tag, description) VALUES (?, ?, ?) ON DUPLICATE KEY UPDATE description = VALUES(description)`,
@@ -108,6 +112,8 @@ function postgresStatements({ side, keyColumn: k, describes }: Names): Statement
     read: `SELECT fence_epoch, generation::text AS generation FROM ${side} WHERE ${k} = $1 AND tag = $2`,
     created: `INSERT INTO ${side} (${k}, tag, fence_epoch, generation) VALUES ($1, $2, 0, $3::bigint)
       ON CONFLICT (${k}, tag) DO UPDATE SET fence_epoch = 0, generation = EXCLUDED.generation`,
+    deleted: `INSERT INTO ${side} (${k}, tag, fence_epoch, generation) VALUES ($1, $2, 0, $3::bigint)
+      ON CONFLICT (${k}, tag) DO UPDATE SET generation = EXCLUDED.generation`,
     fenced: `INSERT INTO ${side} (${k}, tag, fence_epoch, generation) VALUES ($1, $2, 1, 0)
       ON CONFLICT (${k}, tag) DO UPDATE SET fence_epoch = ${side}.fence_epoch + 1`,
     described: `INSERT INTO ${side} (${k}, tag, description) VALUES ($1, $2, $3)
@@ -151,6 +157,15 @@ export class SideTable {
   /** A new creation of the tag: a fresh generation, fence epoch 0 (as a new row of Sequoia's own table). */
   async created(run: RunSql, tag: string): Promise<void> {
     await run(this.sql.created, [this.foreign, tag, newGeneration()]);
+  }
+
+  /**
+   * The foreign row was deleted: a fresh generation, the fence epoch kept, so
+   * a row the other system's admins insert again with SQL is another creation
+   * and an old give-back cannot land in it.
+   */
+  async deleted(run: RunSql, tag: string): Promise<void> {
+    await run(this.sql.deleted, [this.foreign, tag, newGeneration()]);
   }
 
   async fenced(run: RunSql, tag: string): Promise<void> {

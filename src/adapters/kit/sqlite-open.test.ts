@@ -1,21 +1,26 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { openSqlite, retryWhileBusy } from './sqlite-open.js';
 
 const busy = (): Error => Object.assign(new Error('database is locked'), { code: 'SQLITE_BUSY' });
 
+/** Busy twice, then open: retried within a 1 s timeout, the third attempt's value comes back. */
+function expectOpenOnThirdTry(): void {
+  let calls = 0;
+  const value = retryWhileBusy(() => {
+    calls++;
+    if (calls < 3) throw busy();
+    return 'open';
+  }, 1000);
+  expect(value).toBe('open');
+  expect(calls).toBe(3);
+}
+
 describe('retryWhileBusy', () => {
   it('tries again after SQLITE_BUSY and returns the first success', () => {
-    let calls = 0;
-    const value = retryWhileBusy(() => {
-      calls++;
-      if (calls < 3) throw busy();
-      return 'open';
-    }, 1000);
-    expect(value).toBe('open');
-    expect(calls).toBe(3);
+    expectOpenOnThirdTry();
   });
 
   it('passes any other error through at once', () => {
@@ -45,6 +50,16 @@ describe('retryWhileBusy', () => {
       ),
     ).toThrow(/locked/);
     expect(calls).toBe(3);
+  });
+
+  it('times its timeout on the monotonic clock: a wall clock stepped forward meanwhile does not end it early', () => {
+    let wall = Date.now();
+    const stepped = vi.spyOn(Date, 'now').mockImplementation(() => (wall += 24 * 3600_000));
+    try {
+      expectOpenOnThirdTry();
+    } finally {
+      stepped.mockRestore();
+    }
   });
 });
 

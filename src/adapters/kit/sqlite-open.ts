@@ -7,6 +7,7 @@
  * file: trying again shortly after succeeds.
  */
 import Database from 'better-sqlite3';
+import { monotonicMs, systemClock } from '../../core/clock.js';
 
 const pause = new Int32Array(new SharedArrayBuffer(4));
 
@@ -38,7 +39,7 @@ function isBusy(e: unknown): boolean {
  * `timeoutMs` has passed. Blocking (it runs once, at start-up, before any
  * request is served), so the caller's constructor can stay synchronous.
  */
-export function retryWhileBusy<T>(attempt: () => T, timeoutMs: number, now: () => number = Date.now): T {
+export function retryWhileBusy<T>(attempt: () => T, timeoutMs: number, now: () => number = () => monotonicMs(systemClock)): T {
   const deadline = now() + timeoutMs;
   for (let wait = 5; ; wait = Math.min(wait * 2, 100)) {
     try {

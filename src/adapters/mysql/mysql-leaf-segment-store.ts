@@ -116,10 +116,17 @@ export class MysqlLeafSegmentStore implements SegmentStore {
     return readBack(this, tag);
   }
 
-  /** Deletes the Leaf row, as a Leaf admin would; the side row (generation, fence epoch) stays. */
+  /**
+   * Deletes the Leaf row, as a Leaf admin would, and gives the side row a new
+   * generation (its fence epoch stays): a row Leaf's admins insert again must
+   * not pass for the deleted one in a give-back.
+   */
   async deleteTag(tag: string): Promise<void> {
-    const r = await this.db.exec(`DELETE FROM ${this.table} WHERE biz_tag = ?`, [tag]);
-    if (r.affectedRows === 0) throw new TagNotFoundError(tag);
+    await this.db.transaction(async (c) => {
+      const r = (await this.db.run(c, `DELETE FROM ${this.table} WHERE biz_tag = ?`, [tag])) as ResultSetHeader;
+      if (r.affectedRows === 0) throw new TagNotFoundError(tag);
+      await this.side.deleted(this.db.runner(c), tag);
+    });
   }
 
   async fence(tag: string, to: bigint): Promise<TagInfo> {

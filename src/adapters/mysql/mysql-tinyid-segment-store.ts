@@ -155,10 +155,17 @@ export class MysqlTinyidSegmentStore implements SegmentStore {
     return readBack(this, tag);
   }
 
-  /** Deletes the Tinyid row, as a Tinyid admin would; the side row (generation, fence epoch) stays. */
+  /**
+   * Deletes the Tinyid row, as a Tinyid admin would, and gives the side row a
+   * new generation (its fence epoch and description stay): a row Tinyid's
+   * admins insert again must not pass for the deleted one in a give-back.
+   */
   async deleteTag(tag: string): Promise<void> {
-    const r = await this.db.exec(`DELETE FROM ${this.table} WHERE biz_type = ?`, [tag]);
-    if (r.affectedRows === 0) throw new TagNotFoundError(tag);
+    await this.db.transaction(async (c) => {
+      const r = (await this.db.run(c, `DELETE FROM ${this.table} WHERE biz_type = ?`, [tag])) as ResultSetHeader;
+      if (r.affectedRows === 0) throw new TagNotFoundError(tag);
+      await this.side.deleted(this.db.runner(c), tag);
+    });
   }
 
   async fence(tag: string, to: bigint): Promise<TagInfo> {

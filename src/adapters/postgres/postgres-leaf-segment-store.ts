@@ -121,13 +121,18 @@ export class PostgresLeafSegmentStore implements SegmentStore {
   }
 
   /**
-   * Deletes the Leaf row, as a Leaf admin would. The side row stays (its
-   * generation and fence epoch survive). Leaf servers drop the tag from their
-   * cache on their next refresh; see docs/migrate.md before re-creating a tag.
+   * Deletes the Leaf row, as a Leaf admin would, and gives the side row a new
+   * generation (its fence epoch stays): Leaf's admins create tags again with
+   * an INSERT that Sequoia never sees, and that row must not pass for the
+   * deleted one in a give-back. Leaf servers drop the tag from their cache on
+   * their next refresh; see docs/migrate.md before re-creating a tag.
    */
   async deleteTag(tag: string): Promise<void> {
-    const r = await this.q(`DELETE FROM ${this.table} WHERE biz_tag = $1`, [tag]);
-    if (!r.rowCount) throw new TagNotFoundError(tag);
+    await this.tx(async (c) => {
+      const r = await c.query(`DELETE FROM ${this.table} WHERE biz_tag = $1`, [tag]);
+      if (!r.rowCount) throw new TagNotFoundError(tag);
+      await this.side.deleted(runnerOn(c), tag);
+    });
   }
 
   async fence(tag: string, to: bigint): Promise<TagInfo> {

@@ -155,10 +155,18 @@ export class PostgresTinyidSegmentStore implements SegmentStore {
     return readBack(this, tag);
   }
 
-  /** Deletes the Tinyid row, as a Tinyid admin would; the side row (generation, fence epoch) stays. */
+  /**
+   * Deletes the Tinyid row, as a Tinyid admin would, and gives the side row a
+   * new generation (its fence epoch and description stay): Tinyid's admins
+   * create rows again with an INSERT that Sequoia never sees, and that row
+   * must not pass for the deleted one in a give-back.
+   */
   async deleteTag(tag: string): Promise<void> {
-    const r = await this.q(`DELETE FROM ${this.table} WHERE biz_type = $1`, [tag]);
-    if (!r.rowCount) throw new TagNotFoundError(tag);
+    await this.tx(async (c) => {
+      const r = await c.query(`DELETE FROM ${this.table} WHERE biz_type = $1`, [tag]);
+      if (!r.rowCount) throw new TagNotFoundError(tag);
+      await this.side.deleted(runnerOn(c), tag);
+    });
   }
 
   async fence(tag: string, to: bigint): Promise<TagInfo> {
