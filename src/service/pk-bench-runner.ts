@@ -73,6 +73,9 @@ export interface PkRunHooks {
   readonly signal?: AbortSignal;
 }
 
+/** How long the run may keep the event loop from turning (signals, timers), in ms. */
+const LOOP_TURN_MS = 50;
+
 interface KindState {
   readonly kind: PkKind;
   readonly keys: PkKeySource;
@@ -117,12 +120,24 @@ export async function runPkBench(target: PkBenchTarget, options: PkBenchOptions,
   const aborted = () => hooks.signal?.aborted === true;
   const progress = (kind: string, phase: PkProgress['phase']) => hooks.onProgress?.({ done, total, kind, phase });
 
+  // A target whose driver is synchronous (SQLite) resolves every insert at once: the loop would never turn, and
+  // Ctrl-C (a signal handler, like any timer or I/O callback) would wait for the whole run. So the clients let the
+  // loop turn at least every LOOP_TURN_MS.
+  let lastTurn = performance.now();
+  const letLoopTurn = async (): Promise<void> => {
+    if (performance.now() - lastTurn < LOOP_TURN_MS) return;
+    await new Promise((resolve) => setImmediate(resolve));
+    lastTurn = performance.now();
+  };
+
   /** Inserts `count` rows of one kind with `concurrency` clients; answers the wall time in seconds. */
   const insertRows = async (s: KindState, count: number, record: boolean, phase: PkProgress['phase']): Promise<number> => {
     let left = count;
     const startMs = performance.now();
     const worker = async () => {
       while (left > 0 && !aborted()) {
+        await letLoopTurn();
+        if (aborted()) break;
         const n = Math.min(options.batch, left);
         left -= n;
         const server = s.statements++ % options.servers;

@@ -17,6 +17,7 @@ import { PK_KINDS, parsePkKinds } from '../../src/core/pk-bench/pk-kinds.js';
 import { systemClock } from '../../src/core/clock.js';
 import { systemRandom } from '../../src/core/random.js';
 import type { PkBenchTarget } from '../../src/ports/pk-bench-target.js';
+import { PK_TABLE_HEADER, pkTableRows } from '../../src/cli/pk-report.js';
 import { describeWithService } from '../helpers/services.js';
 import { MYSQL_URL, POSTGRES_URL, probeMysql, probePostgres, uniqueName } from '../contract/backends.js';
 
@@ -53,6 +54,17 @@ function expectPlausible(result: PkBenchResult, opts: { log: boolean; splits: bo
     else expect(r.pageSplits).toBeNull();
     expect(r.vsBaseline.time).toBeGreaterThan(0);
     expect(r.vsBaseline.size).toBeGreaterThan(0);
+    if (opts.log) expect(r.vsBaseline.log, r.kind).toBeGreaterThan(0);
+  }
+  // The report as printed: every cell filled; `n/a` only where the engine counts no page splits.
+  const splitsColumn = PK_TABLE_HEADER.indexOf('page splits');
+  for (const row of pkTableRows(result)) {
+    expect(row).toHaveLength(PK_TABLE_HEADER.length);
+    row.forEach((cell, i) => {
+      expect(cell, `${row[0]}: ${PK_TABLE_HEADER[i]}`).not.toBe('');
+      if (i === splitsColumn && !opts.splits) expect(cell).toBe('n/a');
+      else expect(cell, `${row[0]}: ${PK_TABLE_HEADER[i]}`).not.toMatch(/n\/a|NaN|Infinity/);
+    });
   }
   const base = result.results[0]!;
   expect(base.vsBaseline.time).toBeCloseTo(1, 10);

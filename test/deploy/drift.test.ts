@@ -3,7 +3,9 @@
  * port, path and probe named anywhere in deploy/ (and docs/deploy.md) exists
  * in the configuration field table (FIELDS) and the route table, with the
  * same defaults; every configuration a deploy file gives passes the real
- * config schema; every stop timeout is above the drain time; and the
+ * config schema; every stop timeout is above the drain time; the defaults
+ * docs/deploy.md gives next to a variable are the field table's, and the
+ * secret it tells you to create holds every key the manifests read; and the
  * PrometheusRule holds exactly the rules of ops/prometheus/sequoia-alerts.yml.
  */
 import type { FastifyInstance } from 'fastify';
@@ -181,6 +183,62 @@ describe('names in deploy/ exist in the field table', () => {
     expect(depLayout.spaceKey).not.toBe(layout.spaceKey);
     // Asked for the StatefulSet's layout, a segment pod leases the lowest free id: below the offset.
     expect((dep.spec as Obj).replicas as number).toBeLessThan(offset);
+  });
+});
+
+describe('what docs/deploy.md says of a setting or a secret matches deploy/ and the field table', () => {
+  const page = read('docs/deploy.md').replace(/\s+/g, ' ');
+
+  /** "`SEQUOIA_X` (10 s by default)", "`SEQUOIA_X` (1,000,000 by default)", "`SEQUOIA_X` (10 s)": the value in the field's own unit. */
+  function statedDefaults(text: string): { env: string; stated: string; value: number }[] {
+    const unit: Record<string, number> = { ms: 1, s: 1000, min: 60_000 };
+    return [...text.matchAll(/`(SEQUOIA_[A-Z0-9_]+)` \(([0-9][0-9,.]*)(?: (ms|s|min))?(?: by default)?\)/g)].map((m) => {
+      const n = Number(m[2]!.replace(/,/g, ''));
+      return { env: m[1]!, stated: m[0], value: m[3] === undefined ? n : (n * unit[m[3]]!) / (m[1]!.endsWith('_MS') ? 1 : 1000) };
+    });
+  }
+
+  it('finds the values it looks for (the extractor works)', () => {
+    expect(
+      statedDefaults('up to `SEQUOIA_MAX_STEP` (1,000,000 by default), `SEQUOIA_WORKER_LEASE_TTL_MS` (10 s by default), `SEQUOIA_X`'),
+    ).toEqual([
+      { env: 'SEQUOIA_MAX_STEP', stated: '`SEQUOIA_MAX_STEP` (1,000,000 by default)', value: 1_000_000 },
+      { env: 'SEQUOIA_WORKER_LEASE_TTL_MS', stated: '`SEQUOIA_WORKER_LEASE_TTL_MS` (10 s by default)', value: 10_000 },
+    ]);
+  });
+
+  it("every default the page gives next to a variable is the field table's default", () => {
+    const stated = statedDefaults(page);
+    expect(stated.map((s) => s.env)).toEqual(
+      expect.arrayContaining(['SEQUOIA_SHUTDOWN_TIMEOUT_MS', 'SEQUOIA_MAX_STEP', 'SEQUOIA_WORKER_LEASE_TTL_MS']),
+    );
+    for (const s of stated) {
+      const name = byEnv.get(s.env);
+      expect(name, s.stated).toBeDefined();
+      expect(String(s.value), s.stated).toBe(defaultOf(name!));
+    }
+  });
+
+  it('the secret the page tells you to create holds every key the manifests read from it', () => {
+    const m = /kubectl -n (\S+) create secret generic (\S+)(.*?)```/.exec(page);
+    expect(m, 'the kubectl create secret command').not.toBeNull();
+    const [, namespace, secret, literals] = m!;
+    expect(namespace).toBe(yamlDoc('deploy/kubernetes/kustomization.yaml').namespace);
+    const created = [...literals!.matchAll(/--from-literal=([a-z0-9-]+)=/g)].map((x) => x[1]!);
+    const read: { name: string; key: string }[] = [];
+    const walk = (node: unknown): void => {
+      if (node === null || typeof node !== 'object') return;
+      const o = node as Obj;
+      if (o.secretKeyRef) read.push(o.secretKeyRef as { name: string; key: string });
+      if (o.credentials && typeof (o.credentials as Obj).key === 'string') read.push(o.credentials as { name: string; key: string });
+      for (const v of Object.values(o)) walk(v);
+    };
+    k8sObjects.forEach(walk);
+    expect(read.length).toBeGreaterThanOrEqual(7); // three per workload, one for the ServiceMonitor
+    for (const r of read) {
+      expect(r.name, JSON.stringify(r)).toBe(secret);
+      expect(created, JSON.stringify(r)).toContain(r.key);
+    }
   });
 });
 
