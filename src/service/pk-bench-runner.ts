@@ -5,7 +5,7 @@
  * `concurrency` clients at once. Counters (WAL/redo bytes, page splits) are read
  * around every slice of every kind, so each kind is charged for its own slices.
  */
-import type { Clock } from '../core/clock.js';
+import { type Clock, monotonicMs } from '../core/clock.js';
 import type { Random } from '../core/random.js';
 import { interleavedOrder, type PkKind, pkKeySource, type PkKeySource, pkRowColumns, quantile } from '../core/pk-bench/pk-kinds.js';
 import type { PkBenchTarget, PkCounters, PkRow, PkTargetInfo } from '../ports/pk-bench-target.js';
@@ -97,8 +97,8 @@ interface KindState {
  * (the CLI does so in `finally`, and on SIGINT through `signal`).
  */
 export async function runPkBench(target: PkBenchTarget, options: PkBenchOptions, hooks: PkRunHooks): Promise<PkBenchResult> {
-  const t0 = hooks.clock.now();
-  const startedAt = new Date(t0).toISOString();
+  const startedAt = new Date(hooks.clock.now()).toISOString();
+  const t0 = monotonicMs(hooks.clock);
   const info = await target.createScratch();
   const concurrency = Math.max(1, Math.min(options.concurrency, info.maxConcurrency));
   const states: KindState[] = options.kinds.map((kind) => ({
@@ -207,7 +207,7 @@ export async function runPkBench(target: PkBenchTarget, options: PkBenchOptions,
     target: info,
     options: { ...rest, concurrency, kinds: kinds.map((k) => k.name) },
     startedAt,
-    seconds: (hooks.clock.now() - t0) / 1000,
+    seconds: (monotonicMs(hooks.clock) - t0) / 1000,
     interrupted: aborted(),
     results: results.map((r) => ({
       ...r,

@@ -287,6 +287,24 @@ describe('bench pk on SQLite', () => {
     expect(existsSync(`${path}-wal`)).toBe(false);
   });
 
+  it('times the run on the monotonic clock: a wall clock stepped back a day meanwhile gives no negative duration', async () => {
+    const target = await openPkBenchTarget(`sqlite:${join(dir, 'stepped.db')}`, { concurrency: 1 });
+    let readings = 0;
+    // NTP steps the clock back a day right after the run's first reading.
+    const stepped = { now: () => Date.now() - (readings++ === 0 ? 0 : 24 * 3600_000), monotonic: () => performance.now() };
+    try {
+      const result = await runPkBench(
+        target,
+        { ...SMALL, kinds: parsePkKinds('uuidv4'), rows: 20, warmup: 0 },
+        { clock: stepped, random: systemRandom },
+      );
+      expect(result.seconds).toBeGreaterThanOrEqual(0);
+    } finally {
+      await target.dropScratch();
+      await target.close();
+    }
+  });
+
   it('refuses a file that exists and leaves it byte for byte', async () => {
     const path = join(dir, 'theirs.db');
     writeFileSync(path, 'not mine');
