@@ -12,7 +12,9 @@
  * for 8080, and waited for), `localhost:8080` is that port.
  *
  * A block that cannot run here says why inside itself, on a line
- * `# not run by the docs test: <reason>`.
+ * `# not run by the docs test: <reason>`. Commands shown in any other block
+ * (```sh, or a bare ``` whose first line is a command) would drift unseen:
+ * such a block must be a ```console block, or say why it cannot run.
  */
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
@@ -27,35 +29,60 @@ export interface Step {
   expected: string[];
 }
 
-export const SKIP = /^# not run by the docs test: (.{10,})$/m;
+export const SKIP = /^\s*# not run by the docs test: (.{10,})$/m;
 
-/** Every ```console block of a Markdown page, with its line number. */
-export function consoleBlocks(markdown: string): Array<{ line: number; text: string }> {
-  const out: Array<{ line: number; text: string }> = [];
+interface Block {
+  line: number;
+  lang: string;
+  text: string;
+}
+
+/** Every fenced block of a Markdown page, with its language and line number. */
+export function fencedBlocks(markdown: string): Block[] {
+  const out: Block[] = [];
   const lines = markdown.split('\n');
   for (let i = 0; i < lines.length; i++) {
-    if (lines[i]!.trim() !== '```console') continue;
+    const open = /^\s*```(\S*)\s*$/.exec(lines[i]!);
+    if (!open) continue;
     const start = i + 1;
     let j = start;
     while (j < lines.length && lines[j]!.trim() !== '```') j++;
-    out.push({ line: start, text: lines.slice(start, j).join('\n') });
+    out.push({ line: start, lang: open[1]!, text: lines.slice(start, j).join('\n') });
     i = j;
   }
   return out;
 }
 
-/** `$ ` commands (with `\` continuations) and the lines shown under each. */
+/** A command a reader would type, at the start of a line (not `sequoia: CODE…`, which is output). */
+const COMMAND = /^(\$ )?(sudo )?(npx|npm|sequoia|curl|node|docker|podman|kubectl|mysql|psql|systemctl|bash)\s/;
+
+/** A block other than ```console that shows commands: its outputs, if any, are not checked. */
+export function showsCommands(b: Block): boolean {
+  if (b.lang === 'console') return false;
+  if (['sh', 'shell', 'bash', 'zsh'].includes(b.lang)) return true;
+  const first = b.text.split('\n').find((l) => l.trim() !== '' && !l.trim().startsWith('#'));
+  return b.lang === '' && first !== undefined && COMMAND.test(first.trim());
+}
+
+/** `$ ` commands (with `\` continuations and `<<'EOF'` here-documents) and the lines shown under each. */
 export function steps(block: string): Step[] {
   const out: Step[] = [];
   let continuing = false;
+  let hereEnd: string | undefined;
+  const hereDoc = (line: string): string | undefined => /<<-?'?(\w+)'?\s*$/.exec(line)?.[1];
   for (const line of block.split('\n')) {
     const last = out[out.length - 1];
-    if (continuing && last) {
+    if (hereEnd !== undefined && last) {
+      last.command += `\n${line}`;
+      if (line === hereEnd) hereEnd = undefined;
+    } else if (continuing && last) {
       last.command += `\n${line}`;
       continuing = line.endsWith('\\');
+      hereEnd = hereDoc(line);
     } else if (line.startsWith('$ ')) {
       out.push({ command: line.slice(2), expected: [] });
       continuing = line.endsWith('\\');
+      hereEnd = hereDoc(line);
     } else if (last) {
       last.expected.push(line);
     } else if (line.trim() !== '') {
@@ -142,7 +169,8 @@ const pages = [
     .filter((f) => f.endsWith('.md'))
     .map((f) => `docs/${f}`),
 ];
-const blocks = pages.flatMap((page) => consoleBlocks(readFileSync(join(ROOT, page), 'utf8')).map((b) => ({ page, ...b })));
+const fenced = pages.flatMap((page) => fencedBlocks(readFileSync(join(ROOT, page), 'utf8')).map((b) => ({ page, ...b })));
+const blocks = fenced.filter((b) => b.lang === 'console');
 
 describe('docs examples', () => {
   it('there are console examples to run', () => {
@@ -166,6 +194,17 @@ describe('docs examples', () => {
   });
 });
 
+describe('commands outside console blocks', () => {
+  it.each(fenced.filter(showsCommands).map((b) => [`${b.page}:${b.line}`, b] as const))(
+    '%s runs as a ```console block or says why it cannot',
+    (_name, b) => {
+      expect(SKIP.test(b.text), `${b.page}:${b.line}: make it a \`\`\`console block, or add "# not run by the docs test: <reason>"`).toBe(
+        true,
+      );
+    },
+  );
+});
+
 describe('the runner itself', () => {
   it('parses commands, continuations and outputs, and normalizes times', () => {
     const s = steps('$ echo a \\\n  b\na b\n$ true\n$ date\n2026-01-01T00:00:00.000Z');
@@ -175,6 +214,20 @@ describe('the runner itself', () => {
       { command: 'date', expected: ['2026-01-01T00:00:00.000Z'] },
     ]);
     expect(normalize('{"updatedAt":"2026-12-01T00:48:48.043Z"}  \n')).toBe('{"updatedAt":"<TIME>"}');
+  });
+
+  it('keeps a here-document with its command', () => {
+    // a line of the document that looks like a prompt is still the document's
+    expect(steps("$ cat > a.txt <<'EOF'\n{\n$ x\nEOF\n$ cat a.txt\n{")).toEqual([
+      { command: "cat > a.txt <<'EOF'\n{\n$ x\nEOF", expected: [] },
+      { command: 'cat a.txt', expected: ['{'] },
+    ]);
+  });
+
+  it('finds commands shown outside console blocks, not output or a synopsis', () => {
+    const page =
+      '```sh\nnpm run torture\n```\n```\nsequoia audit ids.txt\n```\n```\nsequoia: EADDRINUSE: …\n```\n```text\nsequoia serve [--port N]\n```\n```console\n$ npx sequoia gen uuid\n```';
+    expect(fencedBlocks(page).map(showsCommands)).toEqual([true, true, false, false, false]);
   });
 
   it('fails a block whose shown output differs', async () => {

@@ -19,12 +19,12 @@
  * provider asks for it, so admin commands never open it. Each backend's
  * adapter (and driver) is loaded only when a URL names it.
  */
-import { resolve } from 'node:path';
 import { InvalidArgumentError } from '../core/errors.js';
 import type { SegmentStore } from '../ports/segment-store.js';
 import type { WorkerLeaseStore } from '../ports/worker-lease-store.js';
 import type { ServerIdentity } from '../ports/range-ledger.js';
 import { processIdentity } from '../adapters/kit/range-ledger.js';
+import { sqliteLocation } from '../adapters/sqlite/sqlite-location.js';
 import { VERSION } from '../version.js';
 
 /** Who this process is in the range ledger: host, pid, an instance id fixed at start, the version. */
@@ -91,8 +91,7 @@ export function storeIdentity(url: string): string {
     .map((p) => p.trim())
     .map((u) => {
       if (u.startsWith('sqlite:')) {
-        const path = sqlitePath(u);
-        return path === ':memory:' ? 'sqlite::memory:' : `sqlite:${resolve(path)}`;
+        return sqliteLocation(sqlitePath(u));
       }
       try {
         const parsed = new URL(u);

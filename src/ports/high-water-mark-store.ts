@@ -19,4 +19,9 @@ export interface HighWaterMarkStore {
   update(tag: string, change: (current: HighWaterMark | undefined) => HighWaterMark | undefined): Promise<HighWaterMark | undefined>;
   /** Where the marks are kept, for messages (`state dir ./data`). */
   readonly where?: string;
+  /**
+   * Refuses (INVALID_ARGUMENT) marks that belong to another store than
+   * `location` (SegmentStore.location); `bind` also binds unbound marks to it.
+   */
+  bindStore?(location: string, bind: boolean): Promise<void>;
 }

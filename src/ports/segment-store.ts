@@ -74,6 +74,12 @@ export interface SegmentStore extends Partial<RangeLedger> {
   /** A short name for logs and status, without credentials. */
   readonly kind: string;
   /**
+   * Where the store's data lives, as a state dir is bound to it (a server's
+   * `storeIdentity`, e.g. `sqlite:/abs/path.db`): set by stores that know it,
+   * so a library's IdService refuses a state dir that belongs to another store.
+   */
+  readonly location?: string;
+  /**
    * The stride of its answers when above 1: a multi-store set of N stores
    * answers stride N. Its IDs come from independent stores, unique but not
    * ordered across them (strict tags need one store); a store that is not a

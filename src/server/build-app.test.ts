@@ -48,6 +48,10 @@ describe('HTTP API', () => {
     expect(r.statusCode).toBe(404);
     expect(r.headers['content-type']).toMatch(/^text\/plain/);
     expect(r.body).toMatch(/^TAG_NOT_FOUND: /);
+    // a newcomer is told how to list and create tags
+    expect(r.body).toContain('sequoia tag list');
+    expect(r.body).toContain('sequoia tag create none');
+    expect(((await app.inject('/v1/segment/none')).json() as { error: { message: string } }).error.message).toContain('POST /v1/tags');
     const bad = await app.inject('/api/segment/get/a%20b');
     expect(bad.statusCode).toBe(400);
     expect(bad.body).toMatch(/^INVALID_ARGUMENT: /);

@@ -53,6 +53,10 @@ describe('publicMessage: what a client may read of an error message', () => {
       expect(publicMessage('STORE_UNAVAILABLE', m)).toBe(m);
     }
     expect(publicMessage('NOT_FOUND', 'no route GET /v1/nothing')).toBe('no route GET /v1/nothing');
+    // a route named after its method is a hint to the caller, not a file (TAG_NOT_FOUND names POST /v1/tags)
+    const hint = 'tag "x" does not exist (list the tags: sequoia tag list; create it: sequoia tag create x, or POST /v1/tags)';
+    expect(publicMessage('TAG_NOT_FOUND', hint)).toBe(hint);
+    expect(publicMessage('LEASE_LOST', 'cannot POST /var/lib/x.json')).toBe('cannot POST <path>');
     expect(publicMessage('METHOD_NOT_ALLOWED', 'POST is not allowed on /api/segment/get/:tag; use GET')).toBe(
       'POST is not allowed on /api/segment/get/:tag; use GET',
     );

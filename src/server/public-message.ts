@@ -20,7 +20,9 @@ const STATE_DIR = new RegExp(String.raw`\bstate dir(?:ectory)? ${START}${ROOT}[^
 /** ` in PATH (CODE)` at the end (the state directory's write errors): the path runs to the code, blanks included. */
 const IN_FILE = new RegExp(String.raw` in ${START}${ROOT}.*?(?= \([A-Z][A-Z0-9_]*\)$)`);
 const LOCATED = new RegExp(String.raw` (?:in|at|from|of|under|to) ${START}${PATH}`, 'g');
-const ANY_PATH = new RegExp(`${START}${PATH}`, 'g');
+/** A method and one of Sequoia's own routes (`POST /v1/tags`, as a hint names it) is no file. */
+const ROUTE = String.raw`(?<=\b(?:GET|HEAD|POST|PUT|PATCH|DELETE) )/(?:v1|api)/`;
+const ANY_PATH = new RegExp(`${START}(?!${ROUTE})${PATH}`, 'g');
 /** storeError's ` at host:port[, database NAME]` (stores.ts `storeTarget`), and `Redis at host:port`. */
 const STORE_HOST = / at (?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+):\d+(?:, database [^\s:,)]+)?/g;
 

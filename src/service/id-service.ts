@@ -104,6 +104,8 @@ export class IdService {
     if (this.started) return;
     try {
       await this.store.init();
+      // A state dir shared with a server of another store would take that store's marks for a rollback.
+      if (this.store.location !== undefined) await this.marks.bindStore?.(this.store.location, false);
       const multiStoreSet = (this.store.stride ?? 1) > 1;
       if (!multiStoreSet && (await this.store.getTag(MULTI_META_TAG))) {
         // Its counters are units of a multi-store set, not IDs: serving them alone would repeat.

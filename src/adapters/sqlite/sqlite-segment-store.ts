@@ -15,6 +15,7 @@ import type { Allocation, NewTag, SegmentStore, TagInfo, TagUpdate } from '../..
 import { storeError } from '../kit/store-boundary.js';
 import { assertGiveBack, DEFAULT_START, DEFAULT_STEP, exhausted, newGeneration } from '../kit/segment-rules.js';
 import { SqliteConnection } from './sqlite-connection.js';
+import { sqliteLocation } from './sqlite-location.js';
 import type { LedgerEntry, ServerIdentity } from '../../ports/range-ledger.js';
 import {
   allocatedRange,
@@ -60,6 +61,8 @@ const SCHEMA_VERSION = 2;
 
 export class SqliteSegmentStore implements SegmentStore {
   readonly kind = 'sqlite';
+  /** An own property, so the off-loop proxy carries it too. */
+  readonly location: string;
   private db: Database.Database | undefined;
   private readonly connection: SqliteConnection;
   private readonly who: ServerIdentity;
@@ -69,6 +72,7 @@ export class SqliteSegmentStore implements SegmentStore {
     this.connection = 'connection' in options ? options.connection : new SqliteConnection(options);
     this.who = options.identity ?? processIdentity();
     this.recording = options.recordLedger ?? true;
+    this.location = sqliteLocation(this.connection.path);
   }
 
   private get path(): string {
