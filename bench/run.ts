@@ -1,5 +1,5 @@
 /**
- * `npm run bench [-- section…]`: sections startup, core, generators, snowflake, stores, strict, latency, http, batches, client, cluster, metrics, offloop, audit, ledger (default: all).
+ * `npm run bench [-- section…]`: sections startup, core, generators, snowflake, stores, strict, latency, http, batches, client, cluster, metrics, offloop, audit, ledger, reserve (default: all).
  * Prints Markdown for BENCHMARKS.md. Every ratio compares numbers measured in
  * this same run; each figure is the median of several rounds.
  */
@@ -15,6 +15,7 @@ import { benchHttp, haveWrk } from './http.js';
 import { benchLatency } from './latency.js';
 import { benchMetrics, printMetricsBench } from './metrics.js';
 import { benchOffLoop } from './offloop.js';
+import { benchReserve } from './reserve.js';
 import { benchSnowflake } from './snowflake.js';
 import { benchStartup } from './startup.js';
 import { benchStores } from './stores.js';
@@ -259,6 +260,24 @@ if (want('offloop')) {
     }
     console.log('');
   }
+}
+
+if (want('reserve')) {
+  const rows = await benchReserve();
+  console.log(
+    `## Client reserve: cover after the only server is SIGKILLed, and store load over 20 s of steady drawing (SQLite, step 1,000, reserve 10 s of the rate; load average ${loadavg()[0]?.toFixed(1)})\n`,
+  );
+  console.log(
+    '| rate IDs/s | reserve | IDs drawn | store allocations | IDs taken from the store | reserve held | cover after the kill | served from reserve |',
+  );
+  console.log('| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |');
+  for (const r of rows) {
+    const cover = Number.isNaN(r.coverMs) ? `> ${5 * r.seconds} s` : `${(r.coverMs / 1000).toFixed(1)} s`;
+    console.log(
+      `| ${r.rate} | ${r.reserve ? `${r.seconds} s` : 'off'} | ${r.drawn} | ${r.allocations} | ${r.storeIds} | ${r.reserveIds} | ${cover} | ${r.servedFromReserve} |`,
+    );
+  }
+  console.log('');
 }
 
 if (want('audit')) {

@@ -7,7 +7,8 @@ import { InvalidArgumentError } from '../core/errors.js';
 import { HoldingIndex } from '../core/snowflake/holding-index.js';
 import type { AuditLedger } from '../ports/audit-ledger.js';
 import type { IdSource } from '../ports/id-source.js';
-import type { LeaseLedger } from '../ports/lease-ledger.js';
+import type { LeaseHolding, LeaseLedger } from '../ports/lease-ledger.js';
+import { fallbackHoldingSpan, fallbackLeaseSpace } from '../core/fallback/fallback-space.js';
 import type { TagInfo } from '../ports/segment-store.js';
 import { resolveConfig } from './config.js';
 import { createStore, databaseUrl, openBackend, redactStoreUrl } from './stores.js';
@@ -52,24 +53,57 @@ export function configuredLayouts(file: string | undefined): unknown {
  * the default), for `explain` and `audit`; closed after `fn`.
  */
 export async function withLeaseLedger<T>(store: string | undefined, fn: (ledger: LeaseLedger) => Promise<T>): Promise<T> {
-  const config = resolveConfig({ store }, process.env, undefined);
-  const backend = await openBackend(config.store);
-  try {
-    const leases = backend.leases();
-    if (!leases) {
+  return withLeases(resolveConfig({ store }, process.env, undefined).store, (ledger, url) => {
+    if (!ledger) {
       throw new InvalidArgumentError(
-        `--store: ${JSON.stringify(redactStoreUrl(config.store))} keeps no worker-id leases (the lease ledger is on sqlite, postgres or mysql stores)`,
+        `--store: ${JSON.stringify(redactStoreUrl(url))} keeps no worker-id leases (the lease ledger is on sqlite, postgres or mysql stores)`,
       );
     }
+    return fn(ledger);
+  });
+}
+
+async function withLeases<T>(url: string, fn: (ledger: LeaseLedger | undefined, url: string) => Promise<T>): Promise<T> {
+  const backend = await openBackend(url);
+  try {
+    const leases = backend.leases();
+    if (!leases) return await fn(undefined, url);
     try {
       await leases.init();
-      return await fn(leases);
+      return await fn(leases, url);
     } finally {
       await leases.close();
     }
   } finally {
     await backend.segments.close();
   }
+}
+
+/** Who held a fallback worker id of a tag: the holdings' spans, and the holders of a worker id at a millisecond. */
+export interface FallbackLeaseView {
+  readonly index: HoldingIndex;
+  holders(workerId: number, ms: number): readonly LeaseHolding[];
+}
+
+/**
+ * The fallback worker-id leases of `tag` in the configured store's lease
+ * ledger, with the lease length the servers use (fallbackLeaseTtlMs: flag,
+ * environment or config file, as for serve); undefined when the store keeps
+ * no leases (such a store cannot give fallback leases either).
+ */
+export async function fallbackLeases(
+  opts: { store?: string | undefined; fallbackLeaseTtlMs?: string | undefined; config?: string | undefined },
+  tag: string,
+): Promise<FallbackLeaseView | undefined> {
+  const config = resolveConfig({ store: opts.store, fallbackLeaseTtlMs: opts.fallbackLeaseTtlMs }, process.env, opts.config);
+  const holdings = await withLeases(config.store, async (ledger) => ledger?.holdings(fallbackLeaseSpace(tag)));
+  if (holdings === undefined) return undefined;
+  const spans = holdings.map((h) => ({ h, span: fallbackHoldingSpan(h, config.fallbackLeaseTtlMs) }));
+  return {
+    index: new HoldingIndex(spans.map((s) => s.span)),
+    holders: (workerId, ms) =>
+      spans.filter((s) => s.span.workerId === workerId && s.span.fromTick <= ms && ms <= s.span.untilTick).map((s) => s.h),
+  };
 }
 
 /**

@@ -8,8 +8,10 @@ import type { Command } from 'commander';
 import { InvalidArgumentError, SequoiaError } from '../core/errors.js';
 import { assertTag } from '../core/validate.js';
 import { type Layout, defineLayouts, getLayout } from '../core/snowflake/layout.js';
-import { AboveBound, AuditAnalysis, ForeignIds, FUTURE_SLACK_MS } from './audit/audit-analysis.js';
-import { IdSorter, LineParser } from './audit/id-sort.js';
+import { AboveBound, AuditAnalysis, FallbackIds, ForeignIds, FUTURE_SLACK_MS, inFallbackSpace } from './audit/audit-analysis.js';
+import { FALLBACK_FLOOR, type FallbackFields, decodeFallbackId } from '../core/fallback/fallback-space.js';
+import type { LeaseHolding } from '../ports/lease-ledger.js';
+import { IdSorter, LineParser, halvesToBigInt } from './audit/id-sort.js';
 import { HoldingIndex } from '../core/snowflake/holding-index.js';
 
 interface AuditOpts {
@@ -26,10 +28,13 @@ interface AuditOpts {
   fenceMargin?: string;
   tmpDir?: string;
   chunkIds?: string;
+  fallbackLeaseTtlMs?: string;
 }
 
 const NO_SEGMENT_LEDGER =
   'the store keeps no range ledger (a Leaf table): duplicates cannot be traced to the ranges that issued them and foreign IDs are not checked';
+const NO_FALLBACK_LEASES =
+  'the store keeps no worker-id leases: fallback IDs are not checked against the fallback leases (who held each worker id at each millisecond)';
 const NO_LEASE_LEDGER = 'no --store: snowflake worker ids are not checked against the lease ledger (who held each worker id at each tick)';
 
 export function registerAudit(program: Command): void {
@@ -54,6 +59,10 @@ export function registerAudit(program: Command): void {
     .option('--no-progress', 'no progress line on stderr (it is drawn only on a terminal anyway)')
     .option('--tmp-dir <dir>', 'where sorted runs are spilled (default the system temp directory)')
     .option('--chunk-ids <n>', 'IDs sorted in memory per spilled run (default 4194304: 32 MiB)')
+    .option(
+      '--fallback-lease-ttl-ms <ms>',
+      "with --tag: the servers' fallback lease length, to check fallback IDs against the fallback leases (env SEQUOIA_FALLBACK_LEASE_TTL_MS; default 900000)",
+    )
     .action(async (file: string | undefined, o: AuditOpts) => {
       try {
         process.exitCode = await runAudit(file, o);
@@ -109,6 +118,12 @@ async function runAudit(file: string | undefined, o: AuditOpts): Promise<number>
     const held = layout !== undefined && o.store !== undefined ? await leaseIndex(o.store, layout) : undefined;
     const ledger = tag === undefined ? undefined : await (await import('../app/audit.js')).openAuditLedger(o);
     try {
+      // A tag whose store is below 2^62 issues no segment ID from there: IDs from 2^62 are its clients' fallback IDs.
+      const fallbackSpace = info !== undefined && info.maxId <= FALLBACK_FLOOR;
+      const fallbackView = fallbackSpace && tag !== undefined ? await (await import('../app/audit.js')).fallbackLeases(o, tag) : undefined;
+      const fallback = fallbackSpace
+        ? new FallbackIds({ nowMs: Date.now(), held: fallbackView && ((w, ms) => fallbackView.index.held(w, ms)) })
+        : undefined;
       const analysis = new AuditAnalysis(
         layout === undefined
           ? { kind: 'segment', tag: tag as string }
@@ -116,17 +131,29 @@ async function runAudit(file: string | undefined, o: AuditOpts): Promise<number>
       );
       const above = info === undefined ? undefined : new AboveBound(info.maxId);
       const foreign = ledger === undefined || tag === undefined ? undefined : new ForeignIds(await ledger.segmentRanges(tag));
-      const checks = [analysis.add, ...(above ? [above.add] : []), ...(foreign ? [foreign.add] : [])];
+      const segmentChecks = [...(above ? [above.add] : []), ...(foreign ? [foreign.add] : [])];
+      let segmentMax: [number, number] | undefined;
       sorter.drain(
-        checks.length === 1
+        segmentChecks.length === 0 && fallback === undefined
           ? analysis.add
           : (hi, lo, c) => {
-              for (const add of checks) add(hi, lo, c);
+              analysis.add(hi, lo, c);
+              if (fallback !== undefined && inFallbackSpace(hi)) fallback.add(hi, lo, c);
+              else {
+                segmentMax = [hi, lo];
+                for (const add of segmentChecks) add(hi, lo, c);
+              }
             },
       );
       analysis.finish();
       if (ledger !== undefined && tag !== undefined) {
-        for (const d of analysis.duplicates) d.ledger = (await ledger.rangesContaining(tag, BigInt(d.id))).map((e) => e.description);
+        for (const d of analysis.duplicates) {
+          const f = fallback === undefined ? undefined : decodeFallbackId(BigInt(d.id));
+          d.ledger =
+            f === undefined
+              ? (await ledger.rangesContaining(tag, BigInt(d.id))).map((e) => e.description)
+              : fallbackHolders(f, fallbackView?.holders(f.workerId, f.timestampMs));
+        }
       }
       const report = buildReport(analysis, {
         tag,
@@ -134,6 +161,9 @@ async function runAudit(file: string | undefined, o: AuditOpts): Promise<number>
         info,
         above,
         foreign,
+        fallback,
+        segmentMax: segmentMax && halvesToBigInt(...segmentMax),
+        fallbackChecked: fallbackView !== undefined,
         hasLedger: ledger !== undefined,
         leasesChecked: held !== undefined,
         margin,
@@ -253,6 +283,10 @@ interface ReportContext {
   hasLedger: boolean;
   margin: number | undefined;
   leasesChecked: boolean;
+  fallback: FallbackIds | undefined;
+  fallbackChecked: boolean;
+  /** With a fallback space: the highest ID below it, for the gap rate. */
+  segmentMax: bigint | undefined;
   store: string | undefined;
   stateDir: string | undefined;
   seconds: number;
@@ -328,6 +362,23 @@ function buildReport(a: AuditAnalysis, c: ReportContext) {
       examples: a.futureExamples,
     });
   }
+  const fb = c.fallback;
+  if (fb !== undefined && fb.future > 0) {
+    findings.push({
+      kind: 'future',
+      count: fb.future,
+      message: `${fb.future} fallback IDs carry a time more than ${FUTURE_SLACK_MS / 1000} s ahead of this machine's clock: a client's clock ran ahead, or another generator made them`,
+      examples: fb.futureExamples,
+    });
+  }
+  if (fb !== undefined && fb.unheld > 0) {
+    findings.push({
+      kind: 'unheld-fallback-worker-id',
+      count: fb.unheld,
+      message: `${fb.unheld} fallback IDs carry a worker id that no client held at their millisecond in the lease ledger: another generator, a client whose clock was off by more than its lease's margin, or IDs older than the ledger's retention (ledgerRetentionDays)`,
+      examples: fb.unheldExamples,
+    });
+  }
   if (a.unheld > 0) {
     findings.push({
       kind: 'unheld-worker-id',
@@ -339,6 +390,7 @@ function buildReport(a: AuditAnalysis, c: ReportContext) {
   const notChecked: string[] = [];
   if (c.tag !== undefined && !c.hasLedger) notChecked.push(NO_SEGMENT_LEDGER);
   if (c.layout !== undefined && !c.leasesChecked) notChecked.push(NO_LEASE_LEDGER);
+  if (fb !== undefined && fb.count > 0 && !c.fallbackChecked) notChecked.push(NO_FALLBACK_LEASES);
   if (c.foreign !== undefined && c.foreign.beforeLedger > 0) {
     notChecked.push(
       `${c.foreign.beforeLedger} IDs lie below the ledger's first range (issued before the ledger began, or their rows were pruned): not checked for foreign IDs`,
@@ -353,7 +405,20 @@ function buildReport(a: AuditAnalysis, c: ReportContext) {
       min: a.min?.toString() ?? null,
       max: a.max?.toString() ?? null,
       ...(c.info !== undefined ? { storeMaxId: c.info.maxId.toString(), fenceEpoch: c.info.fenceEpoch } : {}),
-      ...(c.tag !== undefined ? { gapRate: a.gapRate() } : {}),
+      ...(c.tag !== undefined ? { gapRate: a.gapRate(fb && { max: c.segmentMax, excluded: fb.distinct }) } : {}),
+      ...(fb !== undefined && fb.count > 0
+        ? {
+            fallback: {
+              count: fb.count,
+              distinct: fb.distinct,
+              min: fb.min?.toString() ?? null,
+              max: fb.max?.toString() ?? null,
+              workerIds: fb.workerIds.size,
+              first: new Date(fb.firstMs as number).toISOString(),
+              last: new Date(fb.lastMs as number).toISOString(),
+            },
+          }
+        : {}),
       ...(c.layout !== undefined ? { perDay: a.perDayCounts() } : {}),
       seconds: Math.round(c.seconds * 1000) / 1000,
       spilledRuns: c.runs,
@@ -372,6 +437,12 @@ function printText(r: Report): void {
   if ('storeMaxId' in s) out.push(`store: max_id ${s.storeMaxId} (the next range starts there), fence epoch ${s.fenceEpoch}`);
   if ('gapRate' in s && s.gapRate !== null && s.gapRate !== undefined)
     out.push(`gap rate: ${(s.gapRate * 100).toFixed(2)}% of [min, max] is not in the input`);
+  if ('fallback' in s && s.fallback !== undefined) {
+    const f = s.fallback;
+    out.push(
+      `fallback IDs (from 2^62, issued by clients while no server answered): ${f.count}, ${f.distinct} distinct, min ${f.min}, max ${f.max}, ${f.workerIds} worker ids, from ${f.first} to ${f.last}`,
+    );
+  }
   if ('perDay' in s && s.perDay !== undefined) for (const d of s.perDay) out.push(`  ${d.day}  ${d.count}`);
   if (r.findings.length === 0) out.push('clean: no findings');
   for (const f of r.findings) {
@@ -387,4 +458,15 @@ function printText(r: Report): void {
   }
   for (const n of r.notChecked) out.push(`not checked: ${n}`);
   console.log(out.join('\n'));
+}
+
+/** A fallback ID in a duplicate's trace: its fields and the clients that held its worker id then (null: no lease ledger to ask). */
+function fallbackHolders(f: FallbackFields, holders: readonly LeaseHolding[] | undefined): string[] {
+  const what = `fallback ID: worker id ${f.workerId} at ${new Date(f.timestampMs).toISOString()}, sequence ${f.sequence}`;
+  if (holders === undefined) return [`${what} (no lease ledger)`];
+  if (holders.length === 0) return [`${what}: no client held the worker id then`];
+  return holders.map(
+    (h) =>
+      `${what}: held by ${h.holder.host} pid ${h.holder.pid} (owner ${h.owner}, generation ${h.generation}${h.released ? ', released' : ''})`,
+  );
 }

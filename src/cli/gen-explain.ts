@@ -13,7 +13,7 @@ import { describeUuid, ulidTimestampMs, ulidToUuid, UuidV4Generator, UuidV7Gener
 import { systemClock } from '../core/clock.js';
 import { systemRandom } from '../core/random.js';
 import { MAX_COUNT } from '../core/request-rules.js';
-import { decodeFallbackId } from '../core/fallback/fallback-space.js';
+import { FALLBACK_FLOOR, decodeFallbackId } from '../core/fallback/fallback-space.js';
 import { parseDecimalId } from '../core/id.js';
 import { SNOWFLAKE_LAYOUTS, explainSnowflake, genSnowflake, isSnowflakeLayout } from './snowflake-commands.js';
 import { DEFAULT_STATE_DIR, DEFAULT_STORE_URL, WORKER_ID_PROVIDER_SPECS } from '../app/defaults.js';
@@ -91,17 +91,14 @@ export function explain(
       const value = parseDecimalId(id);
       if (value === undefined)
         throw new InvalidArgumentError(`--layout fallback takes a decimal ID from 0 to 2^63-1, got ${JSON.stringify(id)}`);
-      const f = decodeFallbackId(value);
-      if (f === undefined) return { id, kind: 'segment', space: 'segment', note: "below 2^62: issued by a server from the tag's segments" };
-      return {
-        id,
-        kind: 'fallback',
-        space: 'fallback',
-        time: new Date(f.timestampMs).toISOString(),
-        timestampMs: f.timestampMs,
-        workerId: f.workerId,
-        sequence: f.sequence,
-      };
+      return (
+        describeFallback(id, value) ?? {
+          id,
+          kind: 'segment',
+          space: 'segment',
+          note: "below 2^62: issued by a server from the tag's segments",
+        }
+      );
     }
     case 'flake128': {
       const f = decomposeFlake128(parseFlake128(id));
@@ -114,6 +111,20 @@ export function explain(
           : `cannot tell the layout of ${JSON.stringify(id)}: give --layout (${[...SNOWFLAKE_LAYOUTS, ...EXPLAIN_LAYOUTS].join(', ')}) or --format`,
       );
   }
+}
+
+function describeFallback(id: string, value: bigint): Record<string, unknown> | undefined {
+  const f = decodeFallbackId(value);
+  if (f === undefined) return undefined;
+  return {
+    id,
+    kind: 'fallback',
+    space: 'fallback',
+    time: new Date(f.timestampMs).toISOString(),
+    timestampMs: f.timestampMs,
+    workerId: f.workerId,
+    sequence: f.sequence,
+  };
 }
 
 function jsonSafe(o: object): Record<string, unknown> {
@@ -258,8 +269,26 @@ async function traceSegment(id: string, tagText: string, o: { layout?: string; f
   const tag = assertTag(tagText);
   const value = parseDecimalId(id);
   if (value === undefined) throw new InvalidArgumentError(`a segment ID is a decimal from 0 to 2^63-1, got ${JSON.stringify(id)}`);
-  const [{ traceSegmentId }, { rangesAnswer }] = await Promise.all([import('../app/audit.js'), import('../service/ledger-view.js')]);
+  const [{ traceSegmentId, fallbackLeases }, { rangesAnswer }] = await Promise.all([
+    import('../app/audit.js'),
+    import('../service/ledger-view.js'),
+  ]);
   const { entries, info } = await traceSegmentId(o, tag, value);
+  const fallback = info !== undefined && info.maxId <= FALLBACK_FLOOR ? describeFallback(id, value) : undefined;
+  if (fallback !== undefined && info !== undefined) {
+    // No range holds a fallback ID: the client that held its worker id at its millisecond made it.
+    const leases = await fallbackLeases(o, tag);
+    const { workerId, timestampMs } = fallback as { workerId: number; timestampMs: number };
+    return {
+      ...fallback,
+      tag,
+      heldBy:
+        leases
+          ?.holders(workerId, timestampMs)
+          .map((h) => ({ ...h.holder, owner: h.owner, generation: h.generation, released: h.released })) ?? null,
+      storeMaxId: info.maxId.toString(),
+    };
+  }
   return {
     kind: 'segment',
     ...rangesAnswer(tag, value, entries),

@@ -14,6 +14,7 @@ import {
   FALLBACK_WORKER_BITS,
   FALLBACK_WORKERS,
   fallbackLeaseSpace,
+  fallbackNotAfterMs,
 } from '../core/fallback/fallback-space.js';
 import type { LeaseRecord, WorkerLeaseStore } from '../ports/worker-lease-store.js';
 import type { SegmentStore } from '../ports/segment-store.js';
@@ -123,7 +124,7 @@ export class FallbackLeases {
       // A fresh lease is granted only once the previous one has ended, so grantedAtMs is already past every
       // millisecond its holder could issue; the previous holder's reported last tick covers a clock ahead of ours.
       notBeforeMs: Math.max(grantedAtMs, previousLastTick + 1),
-      notAfterMs: r.expiresAtMs - Math.floor(this.o.ttlMs / 10),
+      notAfterMs: fallbackNotAfterMs(r.expiresAtMs, this.o.ttlMs),
       layout: LAYOUT,
     };
   }

@@ -7,6 +7,7 @@
  * per-day buckets and at most `keep` examples per finding.
  */
 import { type Layout, decompose, joinWorker } from '../../core/snowflake/layout.js';
+import { FALLBACK_FLOOR, decodeFallbackId } from '../../core/fallback/fallback-space.js';
 import { halvesToBigInt } from './id-sort.js';
 
 const TWO32 = 4294967296;
@@ -115,11 +116,12 @@ export class AuditAnalysis {
     if (this.distinct > 0) this.max = halvesToBigInt(this.maxHi, this.maxLo);
   }
 
-  /** Segment: the share of [min, max] that is not in the input. */
-  gapRate(): number | null {
-    if (this.min === undefined || this.max === undefined) return null;
-    const span = this.max - this.min + 1n;
-    return Number(span - BigInt(this.distinct)) / Number(span);
+  /** Segment: the share of [min, max] that is not in the input; `below` leaves out the IDs from a fallback space. */
+  gapRate(below?: { readonly max: bigint | undefined; readonly excluded: number }): number | null {
+    const max = below === undefined ? this.max : below.max;
+    if (this.min === undefined || max === undefined) return null;
+    const span = max - this.min + 1n;
+    return Number(span - BigInt(this.distinct - (below?.excluded ?? 0))) / Number(span);
   }
 
   perDayCounts(): Array<{ day: string; count: number }> {
@@ -190,5 +192,66 @@ export class ForeignIds {
     if (this.open.some((r) => r.stride <= 1 || (id - r.first) % BigInt(r.stride) === 0n)) return;
     this.count += count;
     if (this.examples.length < this.keep) this.examples.push(id.toString());
+  };
+}
+
+/** The high half (id-sort.ts) from which an ID is in a tag's fallback space. */
+const FALLBACK_HI = Number(FALLBACK_FLOOR >> 32n);
+
+/** Whether the ID with these halves is in the fallback space (from 2^62). */
+export const inFallbackSpace = (hi: number): boolean => hi >= FALLBACK_HI;
+
+/**
+ * The fallback IDs of a segment tag (docs/operations.md#fallback-space):
+ * decoded, counted, and checked against the fallback worker-id leases of the
+ * lease ledger (who held the worker id at the millisecond) and this machine's
+ * clock. Fed only IDs from 2^62, in increasing order.
+ */
+export class FallbackIds {
+  count = 0;
+  distinct = 0;
+  min: bigint | undefined;
+  max: bigint | undefined;
+  /** Store-clock ms of the earliest and latest fallback ID. */
+  firstMs: number | undefined;
+  lastMs: number | undefined;
+  readonly workerIds = new Set<number>();
+  unheld = 0;
+  readonly unheldExamples: string[] = [];
+  future = 0;
+  readonly futureExamples: string[] = [];
+  private readonly futureMs: number;
+
+  constructor(
+    private readonly o: {
+      readonly nowMs: number;
+      /** From the lease ledger: whether a client held the fallback worker id at the millisecond; undefined: not checked. */
+      readonly held?: ((workerId: number, ms: number) => boolean) | undefined;
+    },
+    private readonly keep = 1000,
+  ) {
+    this.futureMs = o.nowMs + FUTURE_SLACK_MS;
+  }
+
+  readonly add = (hi: number, lo: number, count: number): void => {
+    const id = halvesToBigInt(hi, lo);
+    const f = decodeFallbackId(id);
+    if (f === undefined) return;
+    if (this.distinct === 0) this.min = id;
+    this.max = id;
+    this.distinct++;
+    this.count += count;
+    this.workerIds.add(f.workerId);
+    this.firstMs = Math.min(this.firstMs ?? f.timestampMs, f.timestampMs);
+    this.lastMs = Math.max(this.lastMs ?? f.timestampMs, f.timestampMs);
+    const described = `${id} (worker id ${f.workerId}, ${new Date(f.timestampMs).toISOString()}, sequence ${f.sequence})`;
+    if (f.timestampMs > this.futureMs) {
+      this.future += count;
+      if (this.futureExamples.length < this.keep) this.futureExamples.push(described);
+    }
+    if (this.o.held !== undefined && !this.o.held(f.workerId, f.timestampMs)) {
+      this.unheld += count;
+      if (this.unheldExamples.length < this.keep) this.unheldExamples.push(described);
+    }
   };
 }

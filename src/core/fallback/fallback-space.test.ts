@@ -1,5 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import { FALLBACK_EPOCH_MS, FALLBACK_FLOOR, FallbackIssuer, decodeFallbackId, encodeFallbackId } from './fallback-space.js';
+import {
+  FALLBACK_EPOCH_MS,
+  FALLBACK_FLOOR,
+  FallbackIssuer,
+  decodeFallbackId,
+  encodeFallbackId,
+  fallbackHoldingSpan,
+  fallbackNotAfterMs,
+} from './fallback-space.js';
 
 describe('fallback space', () => {
   it('puts every ID at or above 2^62 and below 2^63, and decodes what it encodes', () => {
@@ -41,5 +49,23 @@ describe('fallback space', () => {
     const b = new FallbackIssuer(() => FALLBACK_EPOCH_MS); // even with a clock far behind
     b.setGrant({ workerId: 1, notBeforeMs: a.lastTick + 1, notAfterMs: a.lastTick + 100 });
     expect(decodeFallbackId(b.next()!)!.timestampMs).toBeGreaterThan(a.lastTick);
+  });
+
+  it("spans a holding over the milliseconds its lease allowed: to the last renewal's end unless released, never into the previous holder's", () => {
+    const ttl = 10_000;
+    // Granted at 1000, renewed at 4000, never released (killed in an outage): it could issue until its last lease's margin.
+    const live = { workerId: 3, fromTick: 0, untilTick: -1, released: false, firstAtMs: 1000, lastAtMs: 4000 };
+    expect(fallbackHoldingSpan(live, ttl)).toEqual({ workerId: 3, fromTick: 0, untilTick: fallbackNotAfterMs(14_000, ttl) - 1 });
+    const later = { ...live, firstAtMs: 20_000, lastAtMs: 20_000 };
+    expect(fallbackHoldingSpan(later, ttl).fromTick).toBe(19_000);
+    // The next holder is granted only after the lease's end (14000): its span starts after the previous span's end.
+    const next = { ...live, fromTick: 0, firstAtMs: 14_000, lastAtMs: 14_000 };
+    expect(fallbackHoldingSpan(next, ttl).fromTick).toBeGreaterThan(fallbackHoldingSpan(live, ttl).untilTick);
+    // Released: it issued nothing after the millisecond it reported.
+    expect(fallbackHoldingSpan({ ...later, released: true, untilTick: 20_500, lastAtMs: 21_000 }, ttl)).toEqual({
+      workerId: 3,
+      fromTick: 19_000,
+      untilTick: 20_500,
+    });
   });
 });

@@ -58,6 +58,43 @@ export function decodeFallbackId(id: bigint): FallbackFields | undefined {
   };
 }
 
+/** The first millisecond a lease ending at `expiresAtMs` no longer allows: a tenth of its length before its end, for clock drift and round trips. */
+export function fallbackNotAfterMs(expiresAtMs: number, ttlMs: number): number {
+  return expiresAtMs - Math.floor(ttlMs / 10);
+}
+
+/** One holding of a fallback worker id as the lease ledger keeps it (ports/lease-ledger.ts `LeaseHolding`). */
+export interface FallbackHolding {
+  readonly workerId: number;
+  readonly fromTick: number;
+  readonly untilTick: number;
+  readonly released: boolean;
+  /** Store-clock ms of the holding's first row (its grant) and last row (its last renewal or release). */
+  readonly firstAtMs: number;
+  readonly lastAtMs: number;
+}
+
+/**
+ * The milliseconds (store clock) a holding allowed its client to issue
+ * fallback IDs in, inclusive. Clients report their last millisecond only
+ * when a server answers again, so the ledger's ticks alone would miss an
+ * outage: the end comes from the last grant or renewal's time (each row is
+ * written with the lease's new expiry, in the same transaction), unless the
+ * client released the id, which it does after its last ID. The start is
+ * the grant's time less the same margin the lease keeps at its end (a store
+ * may date the row a little after the lease's own clock read): it still lies
+ * after every millisecond the previous holder could issue, whose lease had
+ * ended before this grant.
+ */
+export function fallbackHoldingSpan(
+  h: FallbackHolding,
+  ttlMs: number,
+): { readonly workerId: number; readonly fromTick: number; readonly untilTick: number } {
+  const fromTick = Math.max(h.fromTick, h.firstAtMs - Math.floor(ttlMs / 10));
+  const untilTick = h.released ? h.untilTick : Math.max(h.untilTick, fallbackNotAfterMs(h.lastAtMs + ttlMs, ttlMs) - 1);
+  return { workerId: h.workerId, fromTick, untilTick };
+}
+
 /**
  * What a lease allows, in the store's clock: a worker id, usable for
  * milliseconds in [notBeforeMs, notAfterMs).
