@@ -21,7 +21,7 @@
  * short answer). One write per tag and process is in flight at a time; the
  * next batch is sent as soon as the previous write answers, before the
  * previous batch's mark is recorded, so the store and the state directory
- * work at the same time.
+ * work at the same time; batches still answer in the order they were sent.
  *
  * The store's single-row write rate still caps the whole cluster, but in
  * batches rather than in requests (see BENCHMARKS.md, `strict`). Use strict
@@ -30,9 +30,10 @@
  *
  * The rollback guard still applies: a batch's answer must start at or above
  * the server-wide high-water mark as it was when the batch's write was SENT
- * (everything committed before that is below it in a monotonic store). The
- * mark then rises to the batch's end, durably, before any of its IDs is
- * returned.
+ * (everything committed before that is below it in a monotonic store), and at
+ * or above the end of every range the store answered this allocator before
+ * then (the previous batch's mark may not be recorded yet). The mark then
+ * rises to the batch's end, durably, before any of its IDs is returned.
  */
 import { SequoiaError, UnavailableError } from '../core/errors.js';
 import { type Id, toId } from '../core/id.js';
