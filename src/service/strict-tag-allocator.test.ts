@@ -139,6 +139,15 @@ class SlowMarks extends MemoryHighWaterMarkStore {
   }
 }
 
+/** A started service with the strict tag 'seq' on a CountingStore, over `marks`, and the tag's allocator. */
+async function strictOn<M extends MemoryHighWaterMarkStore>(marks: M) {
+  const store = new CountingStore();
+  await store.createTag({ tag: 'seq' });
+  const s = new IdService({ store, marks, refreshIntervalMs: 0, strictTags: ['seq'] });
+  await s.start();
+  return { store, marks, s, a: await s.allocator('seq') };
+}
+
 const settle = () => new Promise((r) => setImmediate(r));
 
 async function until(ok: () => boolean): Promise<void> {
@@ -148,12 +157,7 @@ async function until(ok: () => boolean): Promise<void> {
 
 describe('strict tags: coalescing', () => {
   it('N concurrent requests share one store write and one mark record (not N)', async () => {
-    const store = new CountingStore();
-    await store.createTag({ tag: 'seq' });
-    const marks = new CountingMarks();
-    const s = new IdService({ store, marks, refreshIntervalMs: 0, strictTags: ['seq'] });
-    await s.start();
-    const a = await s.allocator('seq');
+    const { store, marks, s, a } = await strictOn(new CountingMarks());
     const ids = await Promise.all(Array.from({ length: 50 }, () => Promise.resolve(a.next())));
     expect(ids).toEqual(Array.from({ length: 50 }, (_, i) => i + 1)); // in arrival order
     expect(store.calls).toEqual([50]);
@@ -212,12 +216,7 @@ describe('strict tags: coalescing', () => {
   });
 
   it('a mark that cannot be recorded fails the batch; nothing is handed out without its mark', async () => {
-    const store = new CountingStore();
-    await store.createTag({ tag: 'seq' });
-    const marks = new CountingMarks();
-    const s = new IdService({ store, marks, refreshIntervalMs: 0, strictTags: ['seq'] });
-    await s.start();
-    const a = await s.allocator('seq');
+    const { marks, s, a } = await strictOn(new CountingMarks());
     marks.failing = true;
     const r = await Promise.allSettled(Array.from({ length: 5 }, () => Promise.resolve(a.next())));
     expect(r.map((x) => x.status === 'rejected' && (x.reason as { code: string }).code)).toEqual(Array(5).fill('STORE_UNAVAILABLE'));
@@ -241,12 +240,7 @@ describe('strict tags: coalescing', () => {
   });
 
   it("the next batch's store write goes out while the previous batch's mark is still being recorded", async () => {
-    const store = new CountingStore();
-    await store.createTag({ tag: 'seq' });
-    const marks = new SlowMarks();
-    const s = new IdService({ store, marks, refreshIntervalMs: 0, strictTags: ['seq'] });
-    await s.start();
-    const a = await s.allocator('seq');
+    const { store, marks, s, a } = await strictOn(new SlowMarks());
     marks.hold();
     const first = Promise.resolve(a.nextMany(3));
     await until(() => marks.waiting === 1);
@@ -259,12 +253,7 @@ describe('strict tags: coalescing', () => {
   });
 
   it('batches answer in the order they were sent, even when a later batch has its mark first', async () => {
-    const store = new CountingStore();
-    await store.createTag({ tag: 'seq' });
-    const marks = new SlowMarks();
-    const s = new IdService({ store, marks, refreshIntervalMs: 0, strictTags: ['seq'] });
-    await s.start();
-    const a = await s.allocator('seq');
+    const { store, marks, s, a } = await strictOn(new SlowMarks());
     marks.delays = [40, 0];
     const answered: string[] = [];
     store.hold();
@@ -280,12 +269,7 @@ describe('strict tags: coalescing', () => {
   });
 
   it("a store restored between a batch's answer and the next batch's write is caught, although that batch's mark is not recorded yet", async () => {
-    const store = new CountingStore();
-    await store.createTag({ tag: 'seq' });
-    const marks = new SlowMarks();
-    const s = new IdService({ store, marks, refreshIntervalMs: 0, strictTags: ['seq'] });
-    await s.start();
-    const a = await s.allocator('seq');
+    const { store, marks, s, a } = await strictOn(new SlowMarks());
     expect(await a.nextMany(10)).toEqual(Array.from({ length: 10 }, (_, i) => i + 1)); // the marks say 11
     marks.hold();
     const first = Promise.resolve(a.nextMany(5)); // [11, 16): answered by the store, its mark waits
