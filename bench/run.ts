@@ -101,9 +101,9 @@ if (want('strict')) {
   if (!haveWrk()) console.log("## Strict tags against the store's own primitive\n\nskipped: `wrk` is not installed\n");
   else {
     const sr = Math.max(3, Math.round(rounds * 0.6));
-    const before = stateDirRecordMs();
+    const before = await stateDirRecordMs();
     const rows = await benchStrict({ rounds: sr, seconds: Number(process.env.BENCH_STRICT_SECONDS ?? 5) });
-    const after = stateDirRecordMs();
+    const after = await stateDirRecordMs();
     console.log(
       `## Strict tags against the store's own primitive, 50 clients (${sr} interleaved rounds; load average ${loadavg()[0]?.toFixed(1)} at the end)\n`,
     );

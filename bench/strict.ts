@@ -296,15 +296,17 @@ function kinds(clients: number): Kind[] {
  * update, committed with fsync): each strict batch waits for one, so it bounds
  * a strict tag at about `clients / record time`. Milliseconds: p50, p99.
  */
-export function stateDirRecordMs(records = 200): { p50: number; p99: number } {
+export async function stateDirRecordMs(records = 200): Promise<{ p50: number; p99: number }> {
   const dir = new StateDir(mkdtempSync(join(tmpdir(), 'sequoia-bench-statedir-')));
   const ms: number[] = [];
   let mark = 1n;
   for (let i = 0; i < records; i++) {
     const t = performance.now();
-    dir.update('bench', () => ({ mark: ++mark }));
+    // Awaited: the state dir's writes answer promises, and a record is durable only when one resolves.
+    await dir.update('bench', () => ({ mark: ++mark }));
     ms.push(performance.now() - t);
   }
+  await dir.close();
   ms.sort((a, b) => a - b);
   return { p50: median(ms), p99: ms[Math.floor(records * 0.99)] as number };
 }

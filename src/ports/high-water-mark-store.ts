@@ -1,4 +1,4 @@
-import type { HighWaterMark } from '../core/segment/rollback-guard.js';
+import type { GuardVerdict, HighWaterMark } from '../core/segment/rollback-guard.js';
 
 /**
  * Durable memory of the highest range end each tag has handed out, one set
@@ -17,6 +17,17 @@ export interface HighWaterMarkStore {
    * locks and fsyncs off the event loop (DESIGN.md invariant 6).
    */
   update(tag: string, change: (current: HighWaterMark | undefined) => HighWaterMark | undefined): Promise<HighWaterMark | undefined>;
+  /**
+   * The rollback guard's check of an answered range [start, end) at fence
+   * epoch `epoch` against `floor` (the mark as read before the request was
+   * sent) and the record of its verdict, as one `update` run where the marks
+   * are kept (`checkShared` in `core/segment/rollback-guard.ts`). Optional: the
+   * guard does the same through `update` without it. A store in a worker
+   * thread offers it so that its transaction never calls back to the event
+   * loop's thread, i.e. never waits for that loop's turn while it holds the
+   * write lock.
+   */
+  admitRange?(tag: string, floor: HighWaterMark | undefined, start: bigint, end: bigint, epoch: number): Promise<GuardVerdict>;
   /** Where the marks are kept, for messages (`state dir ./data`). */
   readonly where?: string;
   /**

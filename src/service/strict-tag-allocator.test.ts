@@ -113,16 +113,51 @@ class CountingMarks extends MemoryHighWaterMarkStore {
   }
 }
 
+/** Mark records that wait while held (a slow fsync), or each for its own delay; `waiting` counts those not yet recorded. */
+class SlowMarks extends MemoryHighWaterMarkStore {
+  delays: number[] = [];
+  waiting = 0;
+  private gate: Promise<void> | undefined;
+  private open: (() => void) | undefined;
+  hold(): void {
+    this.gate = new Promise((r) => (this.open = r));
+  }
+  release(): void {
+    this.open?.();
+    this.gate = undefined;
+  }
+  override async update(
+    tag: string,
+    change: (current: HighWaterMark | undefined) => HighWaterMark | undefined,
+  ): Promise<HighWaterMark | undefined> {
+    this.waiting++;
+    const d = this.delays.shift() ?? 0;
+    if (d > 0) await new Promise((r) => setTimeout(r, d));
+    if (this.gate) await this.gate;
+    this.waiting--;
+    return super.update(tag, change);
+  }
+}
+
+/** A started service with the strict tag 'seq' on a CountingStore, over `marks`, and the tag's allocator. */
+async function strictOn<M extends MemoryHighWaterMarkStore>(marks: M) {
+  const store = new CountingStore();
+  await store.createTag({ tag: 'seq' });
+  const s = new IdService({ store, marks, refreshIntervalMs: 0, strictTags: ['seq'] });
+  await s.start();
+  return { store, marks, s, a: await s.allocator('seq') };
+}
+
 const settle = () => new Promise((r) => setImmediate(r));
+
+async function until(ok: () => boolean): Promise<void> {
+  for (let i = 0; i < 1000 && !ok(); i++) await settle();
+  expect(ok()).toBe(true);
+}
 
 describe('strict tags: coalescing', () => {
   it('N concurrent requests share one store write and one mark record (not N)', async () => {
-    const store = new CountingStore();
-    await store.createTag({ tag: 'seq' });
-    const marks = new CountingMarks();
-    const s = new IdService({ store, marks, refreshIntervalMs: 0, strictTags: ['seq'] });
-    await s.start();
-    const a = await s.allocator('seq');
+    const { store, marks, s, a } = await strictOn(new CountingMarks());
     const ids = await Promise.all(Array.from({ length: 50 }, () => Promise.resolve(a.next())));
     expect(ids).toEqual(Array.from({ length: 50 }, (_, i) => i + 1)); // in arrival order
     expect(store.calls).toEqual([50]);
@@ -181,12 +216,7 @@ describe('strict tags: coalescing', () => {
   });
 
   it('a mark that cannot be recorded fails the batch; nothing is handed out without its mark', async () => {
-    const store = new CountingStore();
-    await store.createTag({ tag: 'seq' });
-    const marks = new CountingMarks();
-    const s = new IdService({ store, marks, refreshIntervalMs: 0, strictTags: ['seq'] });
-    await s.start();
-    const a = await s.allocator('seq');
+    const { marks, s, a } = await strictOn(new CountingMarks());
     marks.failing = true;
     const r = await Promise.allSettled(Array.from({ length: 5 }, () => Promise.resolve(a.next())));
     expect(r.map((x) => x.status === 'rejected' && (x.reason as { code: string }).code)).toEqual(Array(5).fill('STORE_UNAVAILABLE'));
@@ -206,6 +236,50 @@ describe('strict tags: coalescing', () => {
     expect(r[0]).toMatchObject({ status: 'fulfilled', value: [2n ** 63n - 4n, 2n ** 63n - 3n] });
     expect(r[1]).toMatchObject({ status: 'rejected', reason: { code: 'ID_SPACE_EXHAUSTED' } });
     expect(r[2]).toMatchObject({ status: 'fulfilled', value: [2n ** 63n - 2n] });
+    await s.close();
+  });
+
+  it("the next batch's store write goes out while the previous batch's mark is still being recorded", async () => {
+    const { store, marks, s, a } = await strictOn(new SlowMarks());
+    marks.hold();
+    const first = Promise.resolve(a.nextMany(3));
+    await until(() => marks.waiting === 1);
+    const second = Promise.resolve(a.next());
+    await until(() => store.calls.length === 2 && marks.waiting === 2); // two batches in flight: one at the marks, one past the store
+    marks.release();
+    expect(await first).toEqual([1, 2, 3]);
+    expect(await second).toBe(4);
+    await s.close();
+  });
+
+  it('batches answer in the order they were sent, even when a later batch has its mark first', async () => {
+    const { store, marks, s, a } = await strictOn(new SlowMarks());
+    marks.delays = [40, 0];
+    const answered: string[] = [];
+    store.hold();
+    const first = Promise.resolve(a.next()).then((id) => answered.push(`first ${id}`));
+    await until(() => store.calls.length === 1);
+    const second = Promise.resolve(a.next()).then((id) => answered.push(`second ${id}`));
+    await settle();
+    store.release();
+    await Promise.all([first, second]);
+    expect(store.calls).toEqual([1, 1]);
+    expect(answered).toEqual(['first 1', 'second 2']);
+    await s.close();
+  });
+
+  it("a store restored between a batch's answer and the next batch's write is caught, although that batch's mark is not recorded yet", async () => {
+    const { store, marks, s, a } = await strictOn(new SlowMarks());
+    expect(await a.nextMany(10)).toEqual(Array.from({ length: 10 }, (_, i) => i + 1)); // the marks say 11
+    marks.hold();
+    const first = Promise.resolve(a.nextMany(5)); // [11, 16): answered by the store, its mark waits
+    await until(() => marks.waiting === 1);
+    store.restore('seq', 12n); // an old backup: the next answer, [12, 13), repeats an ID of [11, 16)
+    const second = Promise.resolve(a.next());
+    await until(() => store.calls.length === 3 && marks.waiting === 2);
+    marks.release();
+    expect(await first).toEqual([11, 12, 13, 14, 15]);
+    await expect(second).rejects.toMatchObject({ code: 'STORE_ROLLBACK_DETECTED' });
     await s.close();
   });
 

@@ -21,7 +21,7 @@
  * short answer). One write per tag and process is in flight at a time; the
  * next batch is sent as soon as the previous write answers, before the
  * previous batch's mark is recorded, so the store and the state directory
- * work at the same time.
+ * work at the same time; batches still answer in the order they were sent.
  *
  * The store's single-row write rate still caps the whole cluster, but in
  * batches rather than in requests (see BENCHMARKS.md, `strict`). Use strict
@@ -30,9 +30,10 @@
  *
  * The rollback guard still applies: a batch's answer must start at or above
  * the server-wide high-water mark as it was when the batch's write was SENT
- * (everything committed before that is below it in a monotonic store). The
- * mark then rises to the batch's end, durably, before any of its IDs is
- * returned.
+ * (everything committed before that is below it in a monotonic store), and at
+ * or above the end of every range the store answered this allocator before
+ * then (the previous batch's mark may not be recorded yet). The mark then
+ * rises to the batch's end, durably, before any of its IDs is returned.
  */
 import { SequoiaError, UnavailableError } from '../core/errors.js';
 import { type Id, toId } from '../core/id.js';
@@ -64,6 +65,10 @@ export class StrictTagAllocator implements TagAllocator {
   private writing = false;
   /** A batch is due at the end of this event-loop turn. */
   private scheduled = false;
+  /** Settles when the last batch sent has answered its requests: batches answer in the order they were sent. */
+  private turn: Promise<void> = Promise.resolve();
+  /** The highest end of a range the store answered this allocator (see `write`: the floor of the next batch). */
+  private answeredEnd: bigint | undefined;
 
   constructor(tag: string, deps: TagAllocatorDeps) {
     this.tag = tag;
@@ -153,15 +158,20 @@ export class StrictTagAllocator implements TagAllocator {
     const batch = this.queue;
     this.queue = [];
     this.writing = true;
-    void this.write(batch);
+    const previous = this.turn;
+    let done!: () => void;
+    this.turn = new Promise<void>((resolve) => (done = resolve));
+    void this.write(batch, previous).finally(done);
   }
 
   /**
    * One store write for the whole batch, one durable mark, then every request
-   * its slice. Never rejects. `owner`: this is the tag's one write in flight,
-   * which sends the next batch as soon as the store answers.
+   * its slice, once the batch sent before it has answered (`previous`). Never
+   * rejects. `owner`: this is the tag's one write in flight, which sends the
+   * next batch as soon as the store answers, so the next batch's store write
+   * and this batch's mark are made at the same time.
    */
-  private async write(batch: Request[], owner = true): Promise<void> {
+  private async write(batch: Request[], previous: Promise<void>, owner = true): Promise<void> {
     let released = !owner;
     const release = () => {
       if (released) return;
@@ -180,10 +190,11 @@ export class StrictTagAllocator implements TagAllocator {
     try {
       // Server-wide, read before sending (see the class comment); off the event loop. Throws a refusal
       // that arose while these requests waited (a rollback seen by the previous batch, a close), or one recorded earlier.
-      floor = await this.guard.floor();
+      floor = this.aboveAnswered(await this.guard.floor());
       let a: Allocation;
       try {
         a = await store.allocate(this.tag, total);
+        if (this.answeredEnd === undefined || a.maxId > this.answeredEnd) this.answeredEnd = a.maxId;
       } finally {
         this.ops++;
         this.lastOpAt = clock.now();
@@ -199,9 +210,10 @@ export class StrictTagAllocator implements TagAllocator {
       if (a.step !== total) throw new UnavailableError('STORE_UNAVAILABLE', `store answered ${a.step} IDs for ${total}`);
     } catch (e) {
       release();
+      await previous;
       if (batch.length > 1 && e instanceof SequoiaError && e.code === 'ID_SPACE_EXHAUSTED') {
         // The sum would pass 2^63-1; smaller requests alone may still fit. One write each, in arrival order.
-        for (const r of batch) await this.write([r], false);
+        for (const r of batch) await this.write([r], previous, false);
         return;
       }
       this.fail(batch, e);
@@ -212,9 +224,11 @@ export class StrictTagAllocator implements TagAllocator {
       const admission = await this.guard.admit({ start, end, fenceEpoch, stride: 1, offset: 0 }, floor);
       if (!admission.ok) throw admission.refusal;
     } catch (e) {
+      await previous;
       this.fail(batch, e);
       return;
     }
+    await previous;
     if (this.guard.closed) {
       this.fail(batch, this.guard.current); // closed meanwhile: a gap, never handed out after close
       return;
@@ -226,6 +240,20 @@ export class StrictTagAllocator implements TagAllocator {
       r.resolve(ids);
     }
     this.issuedIds += total;
+  }
+
+  /**
+   * The floor raised to the end of every range the store answered this
+   * allocator before the write about to be sent: those commits precede it,
+   * so its answer lies above them. The server-wide marks may not show them
+   * yet (the previous batch's mark is recorded while this write is in
+   * flight), and a store restored in between must still be caught.
+   */
+  private aboveAnswered(floor: Floor): Floor {
+    const end = this.answeredEnd;
+    const read = floor.get(this.tag);
+    if (end === undefined || (read !== undefined && read.mark >= end)) return floor;
+    return new Map(floor).set(this.tag, { mark: end, trippedAtEpoch: read?.trippedAtEpoch });
   }
 
   /** Fails the batch; once closed, with the close's answer (a store closed under a write in flight is no store failure). */

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { MemorySegmentStore } from '../adapters/memory/memory-segment-store.js';
 import { MemoryHighWaterMarkStore } from '../adapters/memory/memory-high-water-mark-store.js';
 import { type SequoiaError, UnavailableError } from '../core/errors.js';
-import type { HighWaterMark } from '../core/segment/rollback-guard.js';
+import { checkShared, type GuardVerdict, type HighWaterMark } from '../core/segment/rollback-guard.js';
 import { silentLogger } from '../core/silent-logger.js';
 import type { Logger } from '../ports/logger.js';
 import { ControlledStore, ManualClock, tick } from '../../test/helpers/fakes.js';
@@ -92,6 +92,21 @@ describe('TagGuard', () => {
     await expect(make().floor()).rejects.toMatchObject({ code: 'STORE_ROLLBACK_DETECTED' });
   });
 
+  it('leaves the whole check and record to a marks store that offers admitRange: no change function of its own runs in the write', async () => {
+    const store = new MemorySegmentStore();
+    await store.createTag({ tag: 't' });
+    const marks = new ThreadSideMarks();
+    const guard = new TagGuard('t', { store, marks, clock: new ManualClock(), logger: silentLogger });
+    expect(await guard.admit(range(0n, 100n), await guard.floor())).toEqual({ ok: true });
+    expect(await guard.admit(range(50n, 60n), await guard.floor())).toMatchObject({
+      ok: false,
+      refusal: { code: 'STORE_ROLLBACK_DETECTED' },
+    });
+    expect(await marks.get('t')).toEqual({ mark: 100n, trippedAtEpoch: 0 });
+    expect(marks.admits).toBe(2);
+    expect(marks.changesFromCaller).toBe(0);
+  });
+
   it('lowers the mark for a give-back only from the end it recorded itself, never under a trip', async () => {
     const { guard, marks } = await setup();
     await guard.admit(range(0n, 100n), await guard.floor());
@@ -105,6 +120,28 @@ describe('TagGuard', () => {
     expect(await guard.lowerMarkFor(40n, 100n)).toBe(false);
   });
 });
+
+/**
+ * Marks kept in another thread, as the state dir is in a server: `admitRange`
+ * runs there; a change function handed to `update` would be called back.
+ */
+class ThreadSideMarks extends MemoryHighWaterMarkStore {
+  admits = 0;
+  changesFromCaller = 0;
+  override update(
+    tag: string,
+    change: (current: HighWaterMark | undefined) => HighWaterMark | undefined,
+  ): Promise<HighWaterMark | undefined> {
+    this.changesFromCaller++;
+    return super.update(tag, change);
+  }
+  async admitRange(tag: string, floor: HighWaterMark | undefined, start: bigint, end: bigint, epoch: number): Promise<GuardVerdict> {
+    this.admits++;
+    let verdict: GuardVerdict | undefined;
+    await super.update(tag, (current) => (verdict = checkShared(floor, current, start, end, epoch)).record);
+    return verdict as GuardVerdict;
+  }
+}
 
 /** Marks kept "somewhere" a refusal names; `failing` makes writes throw, as a full disk would. */
 class Marks extends MemoryHighWaterMarkStore {

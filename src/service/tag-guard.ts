@@ -101,10 +101,14 @@ export class TagGuard {
     const key = range.stride === 1 ? this.tag : classKey(this.tag, range.stride, range.offset);
     let verdict: GuardVerdict | undefined;
     try {
-      await marks.update(key, (current) => {
-        verdict = checkShared(floor.has(key) ? floor.get(key) : current, current, range.start, range.end, range.fenceEpoch, marks.where);
-        return verdict.record;
-      });
+      if (marks.admitRange && floor.has(key)) {
+        verdict = await marks.admitRange(key, floor.get(key), range.start, range.end, range.fenceEpoch);
+      } else {
+        await marks.update(key, (current) => {
+          verdict = checkShared(floor.has(key) ? floor.get(key) : current, current, range.start, range.end, range.fenceEpoch, marks.where);
+          return verdict.record;
+        });
+      }
       // Each store of a set rises only within its residue class, so each class has its own mark; the plain one only summarises, for fence.
       if (range.stride !== 1 && verdict?.ok) {
         await marks.update(this.tag, (cur) =>

@@ -69,4 +69,17 @@ describe('StateDir (a real SQLite file)', () => {
     await expect(s.update('t', () => Promise.reject(new Error('no')))).rejects.toThrow();
     expect((await s.update('t', (cur) => ({ mark: (cur?.mark ?? 0n) + 1n })))?.mark).toBe(11n);
   });
+
+  it("admits a range with the guard's rule in its own transaction: raised, kept when another handle raised it higher, a rollback recorded", async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'sequoia-state-'));
+    const s = new StateDir(dir);
+    expect(await s.admitRange('t', undefined, 0n, 10n, 0)).toEqual({ ok: true, record: { mark: 10n } });
+    await new StateDir(dir).put('t', { mark: 30n }); // another process, answered later but recorded first
+    expect(await s.admitRange('t', { mark: 10n }, 10n, 20n, 0)).toEqual({ ok: true, record: { mark: 30n } });
+    expect(await s.get('t')).toEqual({ mark: 30n, trippedAtEpoch: undefined });
+    const refused = await s.admitRange('t', { mark: 30n }, 5n, 8n, 2);
+    expect(refused).toMatchObject({ ok: false, record: { mark: 30n, trippedAtEpoch: 2 } });
+    expect(refused.ok ? '' : refused.reason).toContain(`kept in state dir ${dir}`);
+    expect(await s.get('t')).toEqual({ mark: 30n, trippedAtEpoch: 2 });
+  });
 });

@@ -30,7 +30,7 @@ import { closeSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, r
 import { join } from 'node:path';
 import type Database from 'better-sqlite3';
 import { InvalidArgumentError, SequoiaError, UnavailableError } from '../../core/errors.js';
-import type { HighWaterMark } from '../../core/segment/rollback-guard.js';
+import { checkShared, type GuardVerdict, type HighWaterMark } from '../../core/segment/rollback-guard.js';
 import type { HighWaterMarkStore } from '../../ports/high-water-mark-store.js';
 import { isDiskFull, openSqlite } from '../kit/sqlite-open.js';
 
@@ -133,6 +133,18 @@ export class StateDir implements HighWaterMarkStore {
         throw stateError(`cannot record the high-water mark of tag ${JSON.stringify(tag)} in ${this.path}`, e);
       }
     });
+  }
+
+  /**
+   * The rollback guard's check and record of an answered range in one
+   * transaction of this thread: in a server's worker thread, nothing crosses
+   * to the event loop's thread while the write lock is held.
+   */
+  async admitRange(tag: string, floor: HighWaterMark | undefined, start: bigint, end: bigint, epoch: number): Promise<GuardVerdict> {
+    let verdict: GuardVerdict | undefined;
+    await this.update(tag, (current) => (verdict = checkShared(floor, current, start, end, epoch, this.where)).record);
+    if (verdict === undefined) throw stateError('cannot record the high-water mark', new Error('the mark was not read'));
+    return verdict;
   }
 
   /** The highest tick recorded for a worker id of an id space, or undefined. */
