@@ -5,7 +5,9 @@
  * - the rollback guard taken out (restore-sqlite: the store restored from a
  *   snapshot hands its IDs out again);
  * - every worker and server forced onto one snowflake worker id
- *   (snowflake-workers: two processes issue the same (tick, worker, sequence)).
+ *   (snowflake-workers: two processes issue the same (tick, worker, sequence));
+ * - the SQLite store's range ledger skipping rows (segment-kills: IDs
+ *   covered by no range of the ledger).
  * The same scenarios run unplanted in the short set (.ci/run), where they pass.
  */
 import { execFileSync, spawn } from 'node:child_process';
@@ -92,6 +94,22 @@ describe('the torture harness catches planted bugs', () => {
     const report = JSON.parse(readFileSync(join(out, 'report.json'), 'utf8')) as RunReport;
     expect(report.repeats).toBeGreaterThan(0);
     expect(report.scenarios[0]?.result.repeats[0]?.key).toBe('snowflake:twitter');
+  }, 180_000);
+
+  it('the SQLite store skipping ledger rows: segment-kills reports IDs the ledger does not cover and exits 1', async () => {
+    const dist = plant(
+      'ledger-gaps',
+      'adapters/sqlite/sqlite-segment-store.js',
+      /if \(!this\.recording\)\s*return;/,
+      'if (!this.recording || Math.random() < 0.3) return;',
+    );
+    const out = join(WORK, 'ledger-gaps', 'out');
+    const r = await torture(dist, 'segment-kills', out);
+    expect(r.status, r.output).toBe(1);
+    const report = JSON.parse(readFileSync(join(out, 'report.json'), 'utf8')) as RunReport;
+    expect(report.repeats).toBe(0);
+    expect(report.scenarios[0]?.result.counts.unledgered).toBeGreaterThan(0);
+    expect(readFileSync(join(out, 'report.md'), 'utf8')).toMatch(/\*\*IDs covered by no range of the ledger: [1-9][0-9]*\*\*/);
   }, 180_000);
 
   // A fault that does not take effect must fail its scenario, never pass having tested nothing.

@@ -8,9 +8,10 @@ import type { Command } from 'commander';
 import { InvalidArgumentError, SequoiaError } from '../core/errors.js';
 import { assertTag } from '../core/validate.js';
 import { type Layout, defineLayouts, getLayout } from '../core/snowflake/layout.js';
-import { AboveBound, AuditAnalysis, ForeignIds, FUTURE_SLACK_MS } from './audit/audit-analysis.js';
+import { AboveBound, AuditAnalysis, ForeignIds, FUTURE_SLACK_MS, RangeCover } from './audit/audit-analysis.js';
 import { IdSorter, LineParser } from './audit/id-sort.js';
 import { HoldingIndex } from '../core/snowflake/holding-index.js';
+import type { LedgerEntry } from '../ports/range-ledger.js';
 
 interface AuditOpts {
   csvColumn?: string;
@@ -29,7 +30,7 @@ interface AuditOpts {
 }
 
 const NO_SEGMENT_LEDGER =
-  'the store keeps no range ledger (a Leaf table): duplicates cannot be traced to the ranges that issued them and foreign IDs are not checked';
+  'the store keeps no range ledger (a Leaf or Tinyid table): duplicates cannot be traced to the ranges that issued them and foreign IDs are not checked';
 const NO_LEASE_LEDGER = 'no --store: snowflake worker ids are not checked against the lease ledger (who held each worker id at each tick)';
 
 export function registerAudit(program: Command): void {
@@ -86,6 +87,13 @@ async function leaseIndex(store: string, layout: Layout): Promise<HoldingIndex> 
   return new HoldingIndex(await withLeaseLedger(store, (ledger) => ledger.holdings(layout.spaceKey)));
 }
 
+/** The ledger's ranges, read a page at a time and coalesced as they come (never every row at once). */
+async function coverOf(pages: AsyncIterable<readonly LedgerEntry[]>): Promise<RangeCover> {
+  const cover = new RangeCover();
+  for await (const page of pages) for (const e of page) cover.add(e);
+  return cover;
+}
+
 async function runAudit(file: string | undefined, o: AuditOpts): Promise<number> {
   if ((o.tag === undefined) === (o.layout === undefined))
     throw new InvalidArgumentError('give exactly one of --tag T (segment IDs) or --layout L (snowflake IDs)');
@@ -115,7 +123,8 @@ async function runAudit(file: string | undefined, o: AuditOpts): Promise<number>
           : { kind: 'snowflake', layout, nowMs: Date.now(), held: held && ((w, t) => held.held(w, t)) },
       );
       const above = info === undefined ? undefined : new AboveBound(info.maxId);
-      const foreign = ledger === undefined || tag === undefined ? undefined : new ForeignIds(await ledger.segmentRanges(tag));
+      const cover = ledger === undefined || tag === undefined ? undefined : await coverOf(ledger.segmentRangePages(tag));
+      const foreign = cover === undefined ? undefined : new ForeignIds(cover.ranges());
       const checks = [analysis.add, ...(above ? [above.add] : []), ...(foreign ? [foreign.add] : [])];
       sorter.drain(
         checks.length === 1
@@ -134,6 +143,7 @@ async function runAudit(file: string | undefined, o: AuditOpts): Promise<number>
         info,
         above,
         foreign,
+        cover,
         hasLedger: ledger !== undefined,
         leasesChecked: held !== undefined,
         margin,
@@ -250,6 +260,7 @@ interface ReportContext {
   info: { maxId: bigint; step: number; fenceEpoch: number } | undefined;
   above: AboveBound | undefined;
   foreign: ForeignIds | undefined;
+  cover: RangeCover | undefined;
   hasLedger: boolean;
   margin: number | undefined;
   leasesChecked: boolean;
@@ -354,6 +365,16 @@ function buildReport(a: AuditAnalysis, c: ReportContext) {
       max: a.max?.toString() ?? null,
       ...(c.info !== undefined ? { storeMaxId: c.info.maxId.toString(), fenceEpoch: c.info.fenceEpoch } : {}),
       ...(c.tag !== undefined ? { gapRate: a.gapRate() } : {}),
+      ...(c.foreign !== undefined && c.cover !== undefined
+        ? {
+            ledger: {
+              firstId: c.foreign.lowest?.toString() ?? null,
+              belowFirstRange: c.foreign.beforeLedger,
+              rows: c.cover.rows,
+              peakRangesHeld: c.cover.peakHeld,
+            },
+          }
+        : {}),
       ...(c.layout !== undefined ? { perDay: a.perDayCounts() } : {}),
       seconds: Math.round(c.seconds * 1000) / 1000,
       spilledRuns: c.runs,
