@@ -34,7 +34,7 @@ describe('check', () => {
     const r = check([seg([1, 2, 3]), seg([4, 5]), seg([6], { route: 'leaf-segment' })]);
     expect(r.ok).toBe(true);
     expect(r.idsChecked).toBe(6);
-    expect(r.counts).toEqual({ repeats: 0, shortBatches: 0, outside: 0, orderBroken: 0 });
+    expect(r.counts).toEqual({ repeats: 0, shortBatches: 0, outside: 0, orderBroken: 0, unledgered: 0 });
     expect(r.availability).toBe(100);
     expect(r.gapRate).toBe(0);
   });
@@ -123,6 +123,18 @@ describe('check', () => {
   it('measures the gap rate of segment keys', () => {
     // 1..10 spans 10 IDs, 5 handed out.
     expect(check([seg([1, 2, 3]), seg([9, 10])]).gapRate).toBe(0.5);
+  });
+
+  it("fails on IDs the store's range ledger does not cover, naming who was given them", () => {
+    const recs = [seg([1, 2, 3], { client: 'c1' }), seg([4, 5], { client: 'c2' })];
+    const r = check(recs, { ledger: { 'segment:order': { checked: 5, uncovered: 3, examples: ['4', '5'] } } });
+    expect(r.ok).toBe(false);
+    expect(r.counts.unledgered).toBe(3);
+    expect(r.unledgered.map((f) => [f.id, f.first?.client])).toEqual([
+      ['4', 'c2'],
+      ['5', 'c2'],
+    ]);
+    expect(check(recs, { ledger: { 'segment:order': { checked: 5, uncovered: 0, examples: [] } } }).ok).toBe(true);
   });
 
   it('keeps the first findings only but counts them all', () => {

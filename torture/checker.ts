@@ -11,6 +11,9 @@
  * - Order: IDs of a key increase within one answering process (a request that
  *   ended before another began has only smaller IDs), and, for `global` keys
  *   (strict tags), across all processes.
+ * - Unledgered: an ID of a segment key that no range of the store's ledger
+ *   covers (the scenario asked the store through `sequoia audit`: the
+ *   verdict comes in the spec), with its holder.
  * - Errors by code, availability (answered requests / all), latency p50/p99,
  *   and the gap rate of segment keys (IDs in [min, max] never handed out).
  */
@@ -49,6 +52,18 @@ export interface CheckSpec {
    * "refused as designed", never a plain pass.
    */
   readonly refused?: string | undefined;
+  /** By `generator:key`: what the store's range ledger said of the IDs the clients were given (`harness/ledger.ts`). */
+  readonly ledger?: Readonly<Record<string, LedgerVerdict>> | undefined;
+}
+
+/** The range ledger's answer for one key's IDs. */
+export interface LedgerVerdict {
+  /** Distinct IDs asked about. */
+  readonly checked: number;
+  /** How many of them no ledger range covers. */
+  readonly uncovered: number;
+  /** Some of them (as decimal strings). */
+  readonly examples: readonly string[];
 }
 
 export interface Holder {
@@ -74,6 +89,8 @@ export interface CheckResult {
   readonly shortBatches: Finding[];
   readonly outside: Finding[];
   readonly orderBroken: Finding[];
+  /** IDs covered by no range of the store's range ledger (only keys whose ledger the scenario checked). */
+  readonly unledgered: Finding[];
   readonly errorsByCode: Record<string, number>;
   /** Answered requests / all requests, in percent. */
   readonly availability: number;
@@ -82,7 +99,13 @@ export interface CheckResult {
   /** Segment keys: IDs in [min, max] never handed out, over the span. */
   readonly gapRate: number;
   /** Full counts (the lists keep the first few findings only). */
-  readonly counts: { readonly repeats: number; readonly shortBatches: number; readonly outside: number; readonly orderBroken: number };
+  readonly counts: {
+    readonly repeats: number;
+    readonly shortBatches: number;
+    readonly outside: number;
+    readonly orderBroken: number;
+    readonly unledgered: number;
+  };
   /** True when nothing broke a promise (errors are allowed; they are the truth told). */
   readonly ok: boolean;
 }
@@ -146,7 +169,8 @@ export function check(records: readonly RequestRecord[], spec: CheckSpec = {}): 
   const shortBatches: Finding[] = [];
   const outside: Finding[] = [];
   const orderBroken: Finding[] = [];
-  const counts = { repeats: { n: 0 }, short: { n: 0 }, outside: { n: 0 }, order: { n: 0 } };
+  const unledgered: Finding[] = [];
+  const counts = { repeats: { n: 0 }, short: { n: 0 }, outside: { n: 0 }, order: { n: 0 }, unledgered: { n: 0 } };
   const errorsByCode: Record<string, number> = {};
   const latencies: number[] = [];
   const seen = new Map<string, Map<string, RequestRecord>>();
@@ -236,6 +260,16 @@ export function check(records: readonly RequestRecord[], spec: CheckSpec = {}): 
     for (const l of byProcess.values()) checkOrder(ns, l, orderBroken, counts.order);
   }
 
+  for (const [ns, v] of Object.entries(spec.ledger ?? {})) {
+    const map = seen.get(ns);
+    for (const id of v.examples) {
+      const r = map?.get(id);
+      push(unledgered, { key: ns, id, detail: "covered by no range of the store's ledger", first: r && holder(r) }, counts.unledgered);
+    }
+    // The verdict may name fewer IDs than it counts.
+    counts.unledgered.n += Math.max(0, v.uncovered - v.examples.length);
+  }
+
   let span = 0n;
   let handed = 0n;
   for (const g of segmentRange.values()) {
@@ -251,13 +285,20 @@ export function check(records: readonly RequestRecord[], spec: CheckSpec = {}): 
     shortBatches: shortBatches,
     outside: outside,
     orderBroken: orderBroken,
+    unledgered,
     errorsByCode,
     availability: records.length === 0 ? 100 : Math.round((ok / records.length) * 10_000) / 100,
     p50Ms: percentile(latencies, 50),
     p99Ms: percentile(latencies, 99),
     gapRate,
-    counts: { repeats: counts.repeats.n, shortBatches: counts.short.n, outside: counts.outside.n, orderBroken: counts.order.n },
-    ok: counts.repeats.n + counts.short.n + counts.outside.n + counts.order.n === 0,
+    counts: {
+      repeats: counts.repeats.n,
+      shortBatches: counts.short.n,
+      outside: counts.outside.n,
+      orderBroken: counts.order.n,
+      unledgered: counts.unledgered.n,
+    },
+    ok: counts.repeats.n + counts.short.n + counts.outside.n + counts.order.n + counts.unledgered.n === 0,
   };
 }
 

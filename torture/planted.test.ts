@@ -5,7 +5,9 @@
  * - the rollback guard taken out (restore-sqlite: the store restored from a
  *   snapshot hands its IDs out again);
  * - every worker and server forced onto one snowflake worker id
- *   (snowflake-workers: two processes issue the same (tick, worker, sequence)).
+ *   (snowflake-workers: two processes issue the same (tick, worker, sequence));
+ * - the SQLite store's range ledger skipping rows (segment-kills: IDs
+ *   covered by no range of the ledger).
  * The same scenarios run unplanted in the short set (.ci/run), where they pass.
  */
 import { execFileSync, spawn } from 'node:child_process';
@@ -56,6 +58,17 @@ function torture(
   });
 }
 
+/** Runs `scenario` on a planted copy, expects exit status 1, and answers the report (JSON and Markdown). */
+async function failedRun(dist: string, name: string, scenario: string): Promise<{ report: RunReport; markdown: string }> {
+  const out = join(WORK, name, 'out');
+  const r = await torture(dist, scenario, out);
+  expect(r.status, r.output).toBe(1);
+  return {
+    report: JSON.parse(readFileSync(join(out, 'report.json'), 'utf8')) as RunReport,
+    markdown: readFileSync(join(out, 'report.md'), 'utf8'),
+  };
+}
+
 describe('the torture harness catches planted bugs', () => {
   beforeAll(() => {
     if (!existsSync(join(ROOT, 'dist', 'cli', 'main.js'))) throw new Error('dist/ is missing: run `npm run build` first (npm test does)');
@@ -70,13 +83,10 @@ describe('the torture harness catches planted bugs', () => {
 
   it('the rollback guard taken out: restore-sqlite reports repeats and exits 1', async () => {
     const dist = plant('no-rollback-guard', 'core/segment/rollback-guard.js', /start < previous\.mark/g, 'false');
-    const out = join(WORK, 'no-rollback-guard', 'out');
-    const r = await torture(dist, 'restore-sqlite', out);
-    expect(r.status, r.output).toBe(1);
-    const report = JSON.parse(readFileSync(join(out, 'report.json'), 'utf8')) as RunReport;
+    const { report, markdown } = await failedRun(dist, 'no-rollback-guard', 'restore-sqlite');
     expect(report.ok).toBe(false);
     expect(report.repeats).toBeGreaterThan(0);
-    expect(readFileSync(join(out, 'report.md'), 'utf8')).toMatch(/\*\*repeats: [1-9][0-9]*\*\*/);
+    expect(markdown).toMatch(/\*\*repeats: [1-9][0-9]*\*\*/);
   }, 180_000);
 
   it('two workers forced onto one worker id: snowflake-workers reports repeats and exits 1', async () => {
@@ -86,12 +96,23 @@ describe('the torture harness catches planted bugs', () => {
       /return new LeaseWorkerIdProvider\(store, leaseOptions\(o\)\);/,
       "return new StaticWorkerIdProvider(7, 'static');",
     );
-    const out = join(WORK, 'one-worker-id', 'out');
-    const r = await torture(dist, 'snowflake-workers', out);
-    expect(r.status, r.output).toBe(1);
-    const report = JSON.parse(readFileSync(join(out, 'report.json'), 'utf8')) as RunReport;
+    const { report } = await failedRun(dist, 'one-worker-id', 'snowflake-workers');
     expect(report.repeats).toBeGreaterThan(0);
     expect(report.scenarios[0]?.result.repeats[0]?.key).toBe('snowflake:twitter');
+  }, 180_000);
+
+  it('the SQLite store skipping ledger rows: segment-kills reports IDs the ledger does not cover and exits 1', async () => {
+    const dist = plant(
+      'ledger-gaps',
+      'adapters/sqlite/sqlite-segment-store.js',
+      /if \(!this\.recording\)\s*return;/,
+      'if (!this.recording || Math.random() < 0.3) return;',
+    );
+    const { report, markdown } = await failedRun(dist, 'ledger-gaps', 'segment-kills');
+    expect(report.repeats).toBe(0);
+    expect(report.scenarios[0]?.failure, 'the scenario ran to its end').toBeUndefined();
+    expect(report.scenarios[0]?.result.counts.unledgered).toBeGreaterThan(0);
+    expect(markdown).toMatch(/\*\*IDs covered by no range of the ledger: [1-9][0-9]*\*\*/);
   }, 180_000);
 
   // A fault that does not take effect must fail its scenario, never pass having tested nothing.

@@ -87,13 +87,13 @@ export function toMarkdown(r: RunReport): string {
     '',
     `Date ${r.date} · commit \`${r.commit}\` · seed ${r.seed} · **${r.ok ? 'PASS' : 'FAIL'}** · ${r.idsChecked} IDs checked, ${r.repeats} repeats`,
     '',
-    '| scenario | result | IDs checked | repeats | short batches | outside | order broken | errors by code | availability % | p50 ms | p99 ms | gap rate | s |',
-    '| --- | --- | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: |',
+    '| scenario | result | IDs checked | repeats | short batches | outside | order broken | no ledger row | errors by code | availability % | p50 ms | p99 ms | gap rate | s |',
+    '| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: |',
   ];
   for (const s of r.scenarios) {
     const c = s.result;
     lines.push(
-      `| ${s.name} | ${outcome(s) === 'FAIL' ? '**FAIL**' : outcome(s)} | ${c.idsChecked} | ${c.counts.repeats} | ${c.counts.shortBatches} | ${c.counts.outside} | ${c.counts.orderBroken} | ${codes(c.errorsByCode)} | ${c.availability} | ${c.p50Ms} | ${c.p99Ms} | ${c.gapRate.toFixed(4)} | ${s.seconds} |`,
+      `| ${s.name} | ${outcome(s) === 'FAIL' ? '**FAIL**' : outcome(s)} | ${c.idsChecked} | ${c.counts.repeats} | ${c.counts.shortBatches} | ${c.counts.outside} | ${c.counts.orderBroken} | ${c.counts.unledgered} | ${codes(c.errorsByCode)} | ${c.availability} | ${c.p50Ms} | ${c.p99Ms} | ${c.gapRate.toFixed(4)} | ${s.seconds} |`,
     );
   }
   for (const s of r.scenarios) {
@@ -106,6 +106,7 @@ export function toMarkdown(r: RunReport): string {
       ...findingLines('short batches', s.result.shortBatches, s.result.counts.shortBatches),
       ...findingLines('IDs outside the layout or tag', s.result.outside, s.result.counts.outside),
       ...findingLines('order broken', s.result.orderBroken, s.result.counts.orderBroken),
+      ...findingLines('IDs covered by no range of the ledger', s.result.unledgered, s.result.counts.unledgered),
     ];
     if (detail.length > 0) lines.push('', `## ${s.name} (seed ${s.seed})`, '', ...detail);
   }

@@ -119,15 +119,18 @@ export function leaseHeldFrom(ledger: LeaseLedger): NonNullable<AuditLedger['lea
   };
 }
 
+/** Ledger entries read at once by `sequoia audit`: its memory for the ledger is one page and the ranges it coalesces them into. */
+const LEDGER_PAGE = 5000;
+
 /**
  * The range ledger of the configured store (`--store`, SEQUOIA_STORE, the
- * config file's store), or undefined when that store keeps none (a Leaf
- * table). The caller closes it.
+ * config file's store), or undefined when that store keeps none (a Leaf or
+ * Tinyid table). The caller closes it.
  */
 export async function openAuditLedger(opts: {
   store?: string | undefined;
   stateDir?: string | undefined;
-}): Promise<(AuditLedger & { segmentRanges(tag: string): Promise<readonly LedgerEntry[]>; close(): Promise<void> }) | undefined> {
+}): Promise<(AuditLedger & { segmentRangePages(tag: string): AsyncIterable<readonly LedgerEntry[]>; close(): Promise<void> }) | undefined> {
   const config = resolveConfig({ store: opts.store, stateDir: opts.stateDir }, process.env, undefined);
   const store = await createStore(config.store);
   try {
@@ -136,16 +139,23 @@ export async function openAuditLedger(opts: {
     await store.close();
     throw e;
   }
-  const { rangesContaining, ledgerEntries } = store;
-  if (!rangesContaining || !ledgerEntries) {
+  const { rangesContaining, ledgerPage } = store;
+  if (!rangesContaining || !ledgerPage) {
     await store.close();
     return undefined;
   }
   return {
     rangesContaining: async (tag, id) =>
       (await rangesContaining.call(store, tag, id)).map((entry) => ({ description: describeLedgerEntry(entry), entry })),
-    // A fence's jump counts as covered: the operator declared those IDs possibly issued.
-    segmentRanges: async (tag) => (await ledgerEntries.call(store, tag)).filter((e) => e.kind !== 'give-back'),
+    segmentRangePages: async function* (tag) {
+      let cursor: string | undefined;
+      do {
+        const page = await ledgerPage.call(store, tag, cursor, LEDGER_PAGE);
+        // A fence's jump counts as covered: the operator declared those IDs possibly issued.
+        yield page.entries.filter((e) => e.kind !== 'give-back');
+        cursor = page.next;
+      } while (cursor !== undefined);
+    },
     close: () => store.close(),
   };
 }

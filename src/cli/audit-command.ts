@@ -8,11 +8,20 @@ import type { Command } from 'commander';
 import { InvalidArgumentError, SequoiaError } from '../core/errors.js';
 import { assertTag } from '../core/validate.js';
 import { type Layout, defineLayouts, getLayout } from '../core/snowflake/layout.js';
-import { AboveBound, AuditAnalysis, FallbackIds, ForeignIds, FUTURE_SLACK_MS, inFallbackSpace } from './audit/audit-analysis.js';
+import {
+  AboveBound,
+  AuditAnalysis,
+  FallbackIds,
+  ForeignIds,
+  FUTURE_SLACK_MS,
+  inFallbackSpace,
+  RangeCover,
+} from './audit/audit-analysis.js';
 import { FALLBACK_FLOOR, type FallbackFields, decodeFallbackId } from '../core/fallback/fallback-space.js';
 import type { LeaseHolding } from '../ports/lease-ledger.js';
 import { IdSorter, LineParser, halvesToBigInt } from './audit/id-sort.js';
 import { HoldingIndex } from '../core/snowflake/holding-index.js';
+import type { LedgerEntry } from '../ports/range-ledger.js';
 
 interface AuditOpts {
   csvColumn?: string;
@@ -32,7 +41,7 @@ interface AuditOpts {
 }
 
 const NO_SEGMENT_LEDGER =
-  'the store keeps no range ledger (a Leaf table): duplicates cannot be traced to the ranges that issued them and foreign IDs are not checked';
+  'the store keeps no range ledger (a Leaf or Tinyid table): duplicates cannot be traced to the ranges that issued them and foreign IDs are not checked';
 const NO_FALLBACK_LEASES =
   'the store keeps no worker-id leases: fallback IDs are not checked against the fallback leases (who held each worker id at each millisecond)';
 const NO_LEASE_LEDGER = 'no --store: snowflake worker ids are not checked against the lease ledger (who held each worker id at each tick)';
@@ -95,6 +104,13 @@ async function leaseIndex(store: string, layout: Layout): Promise<HoldingIndex> 
   return new HoldingIndex(await withLeaseLedger(store, (ledger) => ledger.holdings(layout.spaceKey)));
 }
 
+/** The ledger's ranges, read a page at a time and coalesced as they come (never every row at once). */
+async function coverOf(pages: AsyncIterable<readonly LedgerEntry[]>): Promise<RangeCover> {
+  const cover = new RangeCover();
+  for await (const page of pages) for (const e of page) cover.add(e);
+  return cover;
+}
+
 async function runAudit(file: string | undefined, o: AuditOpts): Promise<number> {
   if ((o.tag === undefined) === (o.layout === undefined))
     throw new InvalidArgumentError('give exactly one of --tag T (segment IDs) or --layout L (snowflake IDs)');
@@ -130,7 +146,8 @@ async function runAudit(file: string | undefined, o: AuditOpts): Promise<number>
           : { kind: 'snowflake', layout, nowMs: Date.now(), held: held && ((w, t) => held.held(w, t)) },
       );
       const above = info === undefined ? undefined : new AboveBound(info.maxId);
-      const foreign = ledger === undefined || tag === undefined ? undefined : new ForeignIds(await ledger.segmentRanges(tag));
+      const cover = ledger === undefined || tag === undefined ? undefined : await coverOf(ledger.segmentRangePages(tag));
+      const foreign = cover === undefined ? undefined : new ForeignIds(cover.ranges());
       const segmentChecks = [...(above ? [above.add] : []), ...(foreign ? [foreign.add] : [])];
       let segmentMax: [number, number] | undefined;
       sorter.drain(
@@ -164,6 +181,7 @@ async function runAudit(file: string | undefined, o: AuditOpts): Promise<number>
         fallback,
         segmentMax: segmentMax && halvesToBigInt(...segmentMax),
         fallbackChecked: fallbackView !== undefined,
+        cover,
         hasLedger: ledger !== undefined,
         leasesChecked: held !== undefined,
         margin,
@@ -280,6 +298,7 @@ interface ReportContext {
   info: { maxId: bigint; step: number; fenceEpoch: number } | undefined;
   above: AboveBound | undefined;
   foreign: ForeignIds | undefined;
+  cover: RangeCover | undefined;
   hasLedger: boolean;
   margin: number | undefined;
   leasesChecked: boolean;
@@ -416,6 +435,16 @@ function buildReport(a: AuditAnalysis, c: ReportContext) {
               workerIds: fb.workerIds.size,
               first: new Date(fb.firstMs as number).toISOString(),
               last: new Date(fb.lastMs as number).toISOString(),
+            },
+          }
+        : {}),
+      ...(c.foreign !== undefined && c.cover !== undefined
+        ? {
+            ledger: {
+              firstId: c.foreign.lowest?.toString() ?? null,
+              belowFirstRange: c.foreign.beforeLedger,
+              rows: c.cover.rows,
+              peakRangesHeld: c.cover.peakHeld,
             },
           }
         : {}),

@@ -16,8 +16,8 @@ export interface AuditLedgerEntry {
 export interface AuditLedger {
   /** Entries whose range covers `id` for `tag` (segment IDs); empty: a foreign ID. */
   rangesContaining(tag: string, id: bigint): Promise<readonly AuditLedgerEntry[]>;
-  /** The tag's allocated and fenced ranges sorted by first ID (give-backs left out): what the foreign-ID sweep covers with. */
-  segmentRanges?(tag: string): Promise<readonly LedgerEntry[]>;
+  /** The tag's allocated and fenced ranges (give-backs left out), a page at a time in no promised order: what the foreign-ID sweep covers with. */
+  segmentRangePages?(tag: string): AsyncIterable<readonly LedgerEntry[]>;
   /** Whether anyone held `workerId` of the layout's space at `tick` (snowflake IDs): from the lease ledger (ports/lease-ledger.ts), `leaseHeldFrom` in app/audit.ts. */
   leaseHeld?(spaceKey: string, workerId: number, tick: number): Promise<boolean>;
 }

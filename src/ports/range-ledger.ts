@@ -45,12 +45,24 @@ export interface LedgerEntry {
   readonly generation: string;
 }
 
+/** One page of a tag's ledger; `next` is the cursor of the following page (undefined: this was the last). */
+export interface LedgerPage {
+  readonly entries: LedgerEntry[];
+  readonly next?: string | undefined;
+}
+
 /** What a segment store that keeps a ledger answers (SegmentStore's optional ledger methods). */
 export interface RangeLedger {
   /** Entries of `tag` whose range holds `id` (allocations and give-backs), oldest first. */
   rangesContaining(tag: string, id: bigint): Promise<LedgerEntry[]>;
-  /** Every entry of `tag`, in order of `first` (what `sequoia audit` sweeps its sorted IDs against). */
+  /** Every entry of `tag`, in order of `first`. */
   ledgerEntries(tag: string): Promise<LedgerEntry[]>;
+  /**
+   * Every entry of `tag` a page at a time (`cursor`: undefined for the first
+   * page, then the previous page's `next`), about `limit` entries a page and
+   * in no promised order: what `sequoia audit` reads, holding one page at once.
+   */
+  ledgerPage(tag: string, cursor: string | undefined, limit: number): Promise<LedgerPage>;
   /** Deletes at most `limit` entries older than `beforeMs`; answers how many it deleted. */
   pruneLedger(beforeMs: number, limit: number): Promise<number>;
 }

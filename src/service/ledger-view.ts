@@ -31,7 +31,7 @@ export function rangesAnswer(tag: string, id: bigint, entries: readonly LedgerEn
   const issued = entries?.filter((e) => e.kind !== 'give-back') ?? [];
   const message =
     entries === undefined
-      ? 'this store keeps no range ledger (a Leaf table): the ID cannot be traced'
+      ? 'this store keeps no range ledger (a Leaf or Tinyid table): the ID cannot be traced'
       : issued.length === 0
         ? `no range in the ledger covers ${id} of tag ${tag}: Sequoia did not issue it (or its ledger row was pruned)`
         : issued.length > 1

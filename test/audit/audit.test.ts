@@ -51,6 +51,7 @@ interface Json {
     max: string;
     storeMaxId?: string;
     gapRate?: number;
+    ledger?: { firstId: string | null; belowFirstRange: number; rows: number; peakRangesHeld: number };
     perDay?: Array<{ day: string; count: number }>;
     spilledRuns: number;
   };
@@ -194,6 +195,39 @@ describe('sequoia audit on SQLite', () => {
     expect(j.summary).toMatchObject({ count: 5002, distinct: 5000, min: '1', max: '5000', gapRate: 0 });
     expect(j.findings[0]!.examples).toEqual(['17 ×2', '4242 ×2']);
   });
+
+  it('reads a ledger of 12,000 ranges a page at a time and holds it as one range; a lost row is a hole of foreign IDs', async () => {
+    const file = join(dir, 'ranges.db');
+    const tag = 'ranges';
+    ok(sequoia(['tag', 'create', tag, '--step', '10', '--store', `sqlite:${file}`, '--state-dir', join(dir, 'ranges-state')]));
+    // The rows 12,000 loads of 10 would leave (written in one transaction: 12,000 loads take minutes on a busy machine).
+    const { default: Database } = await import('better-sqlite3');
+    const db = new Database(file);
+    const { generation } = db.prepare('SELECT generation FROM sequoia_alloc WHERE tag = ?').get(tag) as { generation: number };
+    const row = db.prepare(
+      "INSERT INTO sequoia_ledger (tag, kind, first_id, last_id, stride, step, host, pid, instance, version, at_ms, fence_epoch, generation) VALUES (?, 'allocate', ?, ?, 1, 10, 'bench', 1, 'i', 'v', ?, 0, ?)",
+    );
+    db.transaction(() => {
+      for (let i = 0; i < 12_000; i++) row.run(tag, 1 + 10 * i, 10 + 10 * i, Date.now(), generation);
+      db.prepare('UPDATE sequoia_alloc SET max_id = 120001 WHERE tag = ?').run(tag);
+    })();
+    db.close();
+    // One ID of each range, in a random order.
+    const ids = Array.from({ length: 12_000 }, (_, i) => 1 + 10 * i + (i % 10)).sort(() => Math.random() - 0.5);
+    const f = join(dir, 'ranges-ids.txt');
+    writeFileSync(f, ids.join('\n'));
+    const audit = () => JSON.parse(sequoia(['audit', f, '--tag', tag, '--store', `sqlite:${file}`, '--json']).stdout) as Json;
+    const clean = audit();
+    expect(clean.clean).toBe(true);
+    expect(clean.summary.ledger).toEqual({ firstId: '1', belowFirstRange: 0, rows: 12_000, peakRangesHeld: 1 });
+    // The row of the range [50001, 50010] lost: its ID is foreign, and the hole is the one more range held.
+    const db2 = new Database(file);
+    db2.prepare("DELETE FROM sequoia_ledger WHERE tag = ? AND first_id = 50001 AND kind = 'allocate'").run(tag);
+    db2.close();
+    const holed = audit();
+    expect(holed.findings.map((x) => [x.kind, x.count, x.examples])).toEqual([['foreign', 1, ['50001']]]);
+    expect(holed.summary.ledger).toMatchObject({ rows: 11_999, peakRangesHeld: 2 });
+  }, 120_000);
 });
 
 describe('sequoia audit --layout (snowflake)', () => {

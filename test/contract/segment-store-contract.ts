@@ -574,6 +574,36 @@ export function runSegmentStoreContract(name: string, factory: ContractFactory, 
         expect(hit[0]?.fenceEpoch).toBeGreaterThanOrEqual(1);
       });
 
+      it('reads the ledger in order of first (as numbers), and page by page with every entry once', async () => {
+        if (h.noLedger) return;
+        if (!store.ledgerEntries || !store.ledgerPage) {
+          expect.fail(`${name} keeps no range ledger`);
+          return;
+        }
+        const t = tag('ledger-order');
+        await store.createTag({ tag: t, step: 10, start: 1n });
+        // First IDs of 1, 2 and 3 digits: a text order would put 101 before 11.
+        for (let i = 0; i < 12 * stride; i++) await store.allocate(t);
+        const last = await store.allocate(t);
+        expect(await store.giveBack(t, last.maxId, last.maxId - 3n * BigInt(stride), last.fenceEpoch, last.generation)).toBe(true);
+        const all = await store.ledgerEntries(t);
+        expect(all.filter((e) => e.kind === 'allocate')).toHaveLength(12 * stride + 1);
+        const firsts = all.map((e) => e.first);
+        expect(firsts).toEqual([...firsts].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)));
+        const paged: typeof all = [];
+        let cursor: string | undefined;
+        let pages = 0;
+        do {
+          const p = await store.ledgerPage(t, cursor, 4);
+          paged.push(...p.entries);
+          cursor = p.next;
+          pages++;
+        } while (cursor !== undefined && pages < 1000);
+        expect(pages).toBeGreaterThanOrEqual(3);
+        const key = (e: (typeof all)[number]) => `${e.kind}:${e.first}:${e.last}`;
+        expect(paged.map(key).sort()).toEqual(all.map(key).sort());
+      });
+
       it('prunes old entries in small batches', async () => {
         if (!store.ledgerEntries || !store.pruneLedger) return;
         const t = tag('prune');

@@ -5,12 +5,14 @@
  * (answers held, then the connection cut), is restarted cleanly and after a
  * crash (a private instance on its own port and data directory), and a
  * server is SIGKILLed while its loads crawl through a slowed store. The tag
- * list has a plain and a strict tag.
+ * list has a plain and a strict tag. At the end every ID the clients got is
+ * checked against the store's range ledger (through `sequoia audit`).
  */
 import { join } from 'node:path';
 import { FaultProxy } from '../../test/helpers/fault-proxy.js';
 import type { CheckSpec } from '../checker.js';
 import type { Context, Scenario } from '../harness/context.js';
+import { ledgerVerdicts } from '../harness/ledger.js';
 import { sleep } from '../harness/rng.js';
 import { type PrivateStore, PrivateMariadb, PrivatePostgres, PrivateRedis } from '../harness/stores.js';
 
@@ -20,7 +22,7 @@ function storeFaults(kind: Kind): Scenario {
   return {
     name: `store-faults-${kind}`,
     short: true,
-    about: `private ${kind} behind the fault proxy: slowed, stalled, cut, answer dropped after commit, restarted, crashed; a server killed mid-load`,
+    about: `private ${kind} behind the fault proxy: slowed, stalled, cut, answer dropped after commit, restarted, crashed; a server killed mid-load; every ID checked against the range ledger`,
     async run(ctx: Context): Promise<CheckSpec> {
       const dir = join(ctx.dir, kind);
       const db: PrivateStore = ctx.store(
@@ -124,7 +126,11 @@ function storeFaults(kind: Kind): Scenario {
         }),
         faults(),
       ]);
-      return { keys: { [`segment:${plain}`]: { min: 1n }, [`segment:${strict}`]: { min: 1n, order: 'global' } } };
+      return {
+        keys: { [`segment:${plain}`]: { min: 1n }, [`segment:${strict}`]: { min: 1n, order: 'global' } },
+        // Straight to the store: the proxy's faults are over.
+        ledger: await ledgerVerdicts(ctx, db.url, [plain, strict]),
+      };
     },
   };
 }

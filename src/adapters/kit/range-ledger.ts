@@ -5,7 +5,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
-import type { LedgerEntry, LedgerKind, ServerIdentity } from '../../ports/range-ledger.js';
+import type { LedgerEntry, LedgerKind, LedgerPage, ServerIdentity } from '../../ports/range-ledger.js';
 
 /** This process, for stores built without an identity (tests, embedding). */
 export function processIdentity(version = 'unknown'): ServerIdentity {
@@ -135,4 +135,24 @@ export function ledgerDdl(ledger: string): string[] {
     `CREATE INDEX IF NOT EXISTS ${ledger}_tag_first ON ${ledger} (tag, first_id)`,
     `CREATE INDEX IF NOT EXISTS ${ledger}_at ON ${ledger} (at_ms)`,
   ];
+}
+const MIN_I64 = -(1n << 63n);
+
+/**
+ * A page of a SQL ledger in order of first_id, the cursor being the first_id
+ * the next page starts at. The table has no unique key to page on, so the
+ * rows that share the page's last first_id are read apart, all of them, and
+ * no row is split between two pages or skipped (a prune between pages only
+ * removes rows).
+ */
+export async function ledgerPageByFirst(
+  cursor: string | undefined,
+  limit: number,
+  from: (first: bigint, limit: number) => Promise<LedgerEntry[]>,
+  at: (first: bigint) => Promise<LedgerEntry[]>,
+): Promise<LedgerPage> {
+  const rows = await from(cursor === undefined ? MIN_I64 : BigInt(cursor), limit);
+  const last = rows[rows.length - 1]?.first;
+  if (rows.length < limit || last === undefined) return { entries: rows };
+  return { entries: [...rows.filter((e) => e.first < last), ...(await at(last))], next: (last + 1n).toString() };
 }

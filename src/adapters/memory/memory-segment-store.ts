@@ -3,7 +3,7 @@ import { TagExistsError, TagNotFoundError } from '../../core/errors.js';
 import { MAX_ID } from '../../core/id.js';
 import type { Allocation, NewTag, SegmentStore, TagInfo, TagUpdate } from '../../ports/segment-store.js';
 import { assertGiveBack, DEFAULT_START, DEFAULT_STEP, exhausted, newGeneration, sameSinceRange } from '../kit/segment-rules.js';
-import type { LedgerEntry, LedgerKind, ServerIdentity } from '../../ports/range-ledger.js';
+import type { LedgerEntry, LedgerKind, LedgerPage, ServerIdentity } from '../../ports/range-ledger.js';
 import { allocatedRange, covers, fencedRange, givenBackRange, processIdentity, rangeLength } from '../kit/range-ledger.js';
 
 interface Row {
@@ -117,6 +117,13 @@ export class MemorySegmentStore implements SegmentStore {
 
   async ledgerEntries(tag: string): Promise<LedgerEntry[]> {
     return this.ledger.filter((e) => e.tag === tag).sort((a, b) => (a.first < b.first ? -1 : a.first > b.first ? 1 : 0));
+  }
+
+  /** The cursor is an offset into the tag's entries in order of `first`. */
+  async ledgerPage(tag: string, cursor: string | undefined, limit: number): Promise<LedgerPage> {
+    const all = await this.ledgerEntries(tag);
+    const from = Number(cursor ?? 0);
+    return { entries: all.slice(from, from + limit), next: from + limit < all.length ? String(from + limit) : undefined };
   }
 
   async pruneLedger(beforeMs: number, limit: number): Promise<number> {

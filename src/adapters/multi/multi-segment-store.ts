@@ -61,7 +61,7 @@ import { MAX_ID } from '../../core/id.js';
 import { MULTI_META_TAG } from '../../core/segment/multi-meta-tag.js';
 import type { Allocation, NewTag, SegmentStore, TagInfo, TagUpdate } from '../../ports/segment-store.js';
 import { assertGiveBack, assertStoredId, DEFAULT_START, exhausted } from '../kit/segment-rules.js';
-import type { LedgerEntry } from '../../ports/range-ledger.js';
+import type { LedgerEntry, LedgerPage } from '../../ports/range-ledger.js';
 
 export interface MultiSegmentStoreOptions {
   /** A store that failed is tried last for this long, ms. Default 5000. */
@@ -299,6 +299,26 @@ export class MultiSegmentStore implements SegmentStore {
     const failed = results.find((r) => !r.ok);
     if (failed && !failed.ok) throw failed.error;
     return results.flatMap((r) => (r.ok ? r.value : [])).sort((a, b) => (a.first < b.first ? -1 : a.first > b.first ? 1 : 0));
+  }
+
+  /**
+   * Member after member (the cursor: the member's index and its own cursor).
+   * A member that cannot be read fails the page, as in ledgerEntries.
+   */
+  async ledgerPage(tag: string, cursor: string | undefined, limit: number): Promise<LedgerPage> {
+    const sep = cursor?.indexOf(':') ?? -1;
+    const index = cursor === undefined ? 0 : Number(cursor.slice(0, sep));
+    const m = this.members[index];
+    if (!m) return { entries: [] };
+    const following = index + 1 < this.members.length ? `${index + 1}:` : undefined;
+    if (!m.store.ledgerPage) return { entries: [], next: following };
+    await this.ready(m);
+    const own = cursor === undefined || sep === cursor.length - 1 ? undefined : cursor.slice(sep + 1);
+    const page = await m.store.ledgerPage(tag, own, limit);
+    return {
+      entries: page.entries.map((e) => this.toIds(e, m.index)),
+      next: page.next === undefined ? following : `${index}:${page.next}`,
+    };
   }
 
   /** On every reachable member, up to `limit` each (pruning is best effort: the next round takes the rest). */

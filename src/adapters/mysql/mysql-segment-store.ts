@@ -34,7 +34,7 @@ import {
   readBack,
   tableName,
 } from '../kit/segment-rules.js';
-import type { LedgerEntry, ServerIdentity } from '../../ports/range-ledger.js';
+import type { LedgerEntry, LedgerPage, ServerIdentity } from '../../ports/range-ledger.js';
 import {
   allocatedRange,
   entryFromRow,
@@ -44,6 +44,7 @@ import {
   LEDGER_COLUMNS,
   ledgerTable,
   type LedgerRowText,
+  ledgerPageByFirst,
   ledgerValues,
   processIdentity,
 } from '../kit/range-ledger.js';
@@ -324,6 +325,22 @@ export class MysqlSegmentStore implements SegmentStore {
   async ledgerEntries(tag: string): Promise<LedgerEntry[]> {
     const rows = await this.db.select<Row>(`SELECT ${LEDGER_COLUMNS} FROM ${this.ledger} WHERE tag = ? ORDER BY first_id, at_ms`, [tag]);
     return (rows as unknown as LedgerRowText[]).map(entryFromRow);
+  }
+
+  async ledgerPage(tag: string, cursor: string | undefined, limit: number): Promise<LedgerPage> {
+    const select = async (where: string, ...args: unknown[]) =>
+      (
+        (await this.db.select<Row>(`SELECT ${LEDGER_COLUMNS} FROM ${this.ledger} WHERE tag = ? AND ${where}`, [
+          tag,
+          ...args,
+        ])) as unknown as LedgerRowText[]
+      ).map(entryFromRow);
+    return ledgerPageByFirst(
+      cursor,
+      limit,
+      (first, n) => select('first_id >= CAST(? AS SIGNED) ORDER BY first_id LIMIT ?', first.toString(), n),
+      (first) => select('first_id = CAST(? AS SIGNED)', first.toString()),
+    );
   }
 
   async pruneLedger(beforeMs: number, limit: number): Promise<number> {

@@ -23,12 +23,13 @@ import type { Allocation, NewTag, SegmentStore, TagInfo, TagUpdate } from '../..
 import { assertGiveBack, assertStoredId, DEFAULT_START, DEFAULT_STEP, exhausted, newGeneration, tableName } from '../kit/segment-rules.js';
 import { storeError, tagInfoFromTextRow } from '../kit/store-boundary.js';
 import { type PgPoolLike, PostgresConnection, type PostgresConnectionOptions } from './postgres-connection.js';
-import type { LedgerEntry, ServerIdentity } from '../../ports/range-ledger.js';
+import type { LedgerEntry, LedgerPage, ServerIdentity } from '../../ports/range-ledger.js';
 import {
   entryFromRow,
   fencedRange,
   LEDGER_COLUMNS,
   ledgerDdl,
+  ledgerPageByFirst,
   ledgerTable,
   type LedgerRowText,
   processIdentity,
@@ -259,15 +260,28 @@ export class PostgresSegmentStore implements SegmentStore {
 
   async rangesContaining(tag: string, id: bigint): Promise<LedgerEntry[]> {
     const r = await this.q(
-      `SELECT ${LEDGER_TEXT} FROM ${this.ledger} WHERE tag = $1 AND first_id <= $2::bigint AND last_id >= $2::bigint ORDER BY at_ms, first_id`,
+      `SELECT ${LEDGER_TEXT} FROM ${this.ledger} l WHERE tag = $1 AND first_id <= $2::bigint AND last_id >= $2::bigint ORDER BY l.at_ms, l.first_id`,
       [tag, id.toString()],
     );
     return (r.rows as LedgerRowText[]).map(entryFromRow);
   }
 
   async ledgerEntries(tag: string): Promise<LedgerEntry[]> {
-    const r = await this.q(`SELECT ${LEDGER_TEXT} FROM ${this.ledger} WHERE tag = $1 ORDER BY first_id, at_ms`, [tag]);
+    const r = await this.q(`SELECT ${LEDGER_TEXT} FROM ${this.ledger} l WHERE tag = $1 ORDER BY l.first_id, l.at_ms`, [tag]);
     return (r.rows as LedgerRowText[]).map(entryFromRow);
+  }
+
+  async ledgerPage(tag: string, cursor: string | undefined, limit: number): Promise<LedgerPage> {
+    const select = async (where: string, ...args: unknown[]) =>
+      (
+        (await this.q(`SELECT ${LEDGER_TEXT} FROM ${this.ledger} l WHERE tag = $1 AND ${where}`, [tag, ...args])).rows as LedgerRowText[]
+      ).map(entryFromRow);
+    return ledgerPageByFirst(
+      cursor,
+      limit,
+      (first, n) => select('l.first_id >= $2::bigint ORDER BY l.first_id LIMIT $3', first.toString(), n),
+      (first) => select('l.first_id = $2::bigint', first.toString()),
+    );
   }
 
   async pruneLedger(beforeMs: number, limit: number): Promise<number> {
@@ -306,5 +320,6 @@ const COLUMNS = 'tag, max_id::text AS max_id, step, description, updated_at, fen
 
 const BACKEND = 'PostgreSQL store';
 
+/** The ledger's columns as text where they pass 2^53; an ORDER BY names the table's own columns (`l.first_id`), not these text aliases. */
 const LEDGER_TEXT =
   'tag, kind, first_id::text AS first_id, last_id::text AS last_id, stride, step, host, pid, instance, version, at_ms::text AS at_ms, fence_epoch, generation::text AS generation';

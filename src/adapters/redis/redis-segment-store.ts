@@ -50,7 +50,7 @@ import {
   LEGACY_GENERATION,
   newGeneration,
 } from '../kit/segment-rules.js';
-import type { LedgerEntry, ServerIdentity } from '../../ports/range-ledger.js';
+import type { LedgerEntry, LedgerPage, ServerIdentity } from '../../ports/range-ledger.js';
 import { covers, processIdentity, rangeLength } from '../kit/range-ledger.js';
 
 export interface RedisSegmentStoreOptions {
@@ -319,6 +319,15 @@ export class RedisSegmentStore implements SegmentStore {
     return (await this.readLedger(tag)).sort((a, b) => (a.first < b.first ? -1 : a.first > b.first ? 1 : 0));
   }
 
+  /** In the stream's order (the order the ranges moved), `limit` entries a page; the cursor is the last stream id read. */
+  async ledgerPage(tag: string, cursor: string | undefined, limit: number): Promise<LedgerPage> {
+    const items = await this.call(() =>
+      this.redis.xrange(this.ledgerKey(tag), cursor === undefined ? '-' : `(${cursor}`, '+', 'COUNT', limit),
+    );
+    const last = items[items.length - 1];
+    return { entries: items.map((item) => this.ledgerEntry(tag, item)), next: items.length < limit || !last ? undefined : last[0] };
+  }
+
   /** Deletes, stream by stream, entries older than `beforeMs` (a stream entry's id starts with Redis's own ms clock). */
   async pruneLedger(beforeMs: number, limit: number): Promise<number> {
     let deleted = 0;
@@ -350,27 +359,29 @@ export class RedisSegmentStore implements SegmentStore {
 
   private async readLedger(tag: string): Promise<LedgerEntry[]> {
     const items = await this.call(() => this.redis.xrange(this.ledgerKey(tag), '-', '+'));
-    return items.map(([id, fields]) => {
-      const f: Record<string, string> = {};
-      for (let i = 0; i + 1 < fields.length; i += 2) f[fields[i] as string] = fields[i + 1] as string;
-      // A range is written as its end (exclusive) and length, or (a fence, whose length Lua cannot subtract exactly) its start.
-      const end = BigInt(f.e ?? '0');
-      const range = f.s !== undefined ? { first: BigInt(f.s), last: end - 1n } : { first: end - BigInt(f.n ?? '0'), last: end - 1n };
-      return {
-        tag,
-        kind: f.k === 'give-back' || f.k === 'fence' ? f.k : 'allocate',
-        ...range,
-        stride: 1,
-        step: rangeLength(range),
-        host: f.h ?? '',
-        pid: Number(f.p ?? 0),
-        instance: f.i ?? '',
-        version: f.v ?? '',
-        atMs: Number(id.split('-')[0]),
-        fenceEpoch: Number(f.f ?? 0),
-        generation: f.g ?? LEGACY_GENERATION,
-      };
-    });
+    return items.map((item) => this.ledgerEntry(tag, item));
+  }
+
+  private ledgerEntry(tag: string, [id, fields]: [string, string[]]): LedgerEntry {
+    const f: Record<string, string> = {};
+    for (let i = 0; i + 1 < fields.length; i += 2) f[fields[i] as string] = fields[i + 1] as string;
+    // A range is written as its end (exclusive) and length, or (a fence, whose length Lua cannot subtract exactly) its start.
+    const end = BigInt(f.e ?? '0');
+    const range = f.s !== undefined ? { first: BigInt(f.s), last: end - 1n } : { first: end - BigInt(f.n ?? '0'), last: end - 1n };
+    return {
+      tag,
+      kind: f.k === 'give-back' || f.k === 'fence' ? f.k : 'allocate',
+      ...range,
+      stride: 1,
+      step: rangeLength(range),
+      host: f.h ?? '',
+      pid: Number(f.p ?? 0),
+      instance: f.i ?? '',
+      version: f.v ?? '',
+      atMs: Number(id.split('-')[0]),
+      fenceEpoch: Number(f.f ?? 0),
+      generation: f.g ?? LEGACY_GENERATION,
+    };
   }
 
   async close(): Promise<void> {

@@ -16,7 +16,7 @@ import { storeError } from '../kit/store-boundary.js';
 import { assertGiveBack, DEFAULT_START, DEFAULT_STEP, exhausted, newGeneration } from '../kit/segment-rules.js';
 import { SqliteConnection } from './sqlite-connection.js';
 import { sqliteLocation } from './sqlite-location.js';
-import type { LedgerEntry, ServerIdentity } from '../../ports/range-ledger.js';
+import type { LedgerEntry, LedgerPage, ServerIdentity } from '../../ports/range-ledger.js';
 import {
   allocatedRange,
   entryFromRow,
@@ -26,6 +26,7 @@ import {
   LEDGER_COLUMNS,
   type LedgerRowText,
   ledgerDdl,
+  ledgerPageByFirst,
   ledgerValues,
   processIdentity,
 } from '../kit/range-ledger.js';
@@ -267,6 +268,19 @@ export class SqliteSegmentStore implements SegmentStore {
       () => this.prepare(`SELECT ${LEDGER_COLUMNS} FROM sequoia_ledger WHERE tag = ? ORDER BY first_id, rowid`).all(tag) as LedgerRowText[],
     );
     return rows.map(entryFromRow);
+  }
+
+  async ledgerPage(tag: string, cursor: string | undefined, limit: number): Promise<LedgerPage> {
+    const select = (where: string, ...args: unknown[]) =>
+      this.run(
+        () => this.prepare(`SELECT ${LEDGER_COLUMNS} FROM sequoia_ledger WHERE tag = ? AND ${where}`).all(tag, ...args) as LedgerRowText[],
+      ).map(entryFromRow);
+    return ledgerPageByFirst(
+      cursor,
+      limit,
+      async (first, n) => select('first_id >= ? ORDER BY first_id LIMIT ?', first, n),
+      async (first) => select('first_id = ?', first),
+    );
   }
 
   async pruneLedger(beforeMs: number, limit: number): Promise<number> {

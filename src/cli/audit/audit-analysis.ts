@@ -162,6 +162,66 @@ export interface CoveringRange {
 }
 
 /**
+ * The ledger's ranges coalesced, as pages of them arrive in any order: ranges
+ * of one stride and residue that touch or overlap become one. A healthy tag's
+ * ledger tiles [start, max_id) (a multi-store set: one tiling per member), so
+ * what is held stays a handful of ranges however many rows the ledger has;
+ * only holes in the ledger (each one worth a look) add to it.
+ */
+export class RangeCover {
+  /** Rows added. */
+  rows = 0;
+  /** The most ranges held at once. */
+  peakHeld = 0;
+  /** Per stride and residue, disjoint ranges sorted by first. */
+  private readonly classes = new Map<string, CoveringRange[]>();
+  private held = 0;
+
+  add(r: CoveringRange): void {
+    this.rows++;
+    const stride = Math.max(1, r.stride);
+    const s = BigInt(stride);
+    const key = `${stride}:${((r.first % s) + s) % s}`;
+    let list = this.classes.get(key);
+    if (list === undefined) this.classes.set(key, (list = []));
+    // The last range whose first is at or below r.first (ranges mostly arrive in order: usually the end).
+    let lo = 0;
+    let hi = list.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if ((list[mid] as CoveringRange).first <= r.first) lo = mid + 1;
+      else hi = mid;
+    }
+    let i = lo - 1;
+    const before = list[i];
+    let cur: CoveringRange;
+    if (before !== undefined && r.first <= before.last + s) {
+      cur = { first: before.first, last: r.last > before.last ? r.last : before.last, stride };
+      list[i] = cur;
+    } else {
+      cur = { first: r.first, last: r.last, stride };
+      list.splice(++i, 0, cur);
+      this.held++;
+    }
+    // Swallow the ranges the grown one now reaches.
+    let next = list[i + 1];
+    while (next !== undefined && next.first <= cur.last + s) {
+      cur = { first: cur.first, last: next.last > cur.last ? next.last : cur.last, stride };
+      list[i] = cur;
+      list.splice(i + 1, 1);
+      this.held--;
+      next = list[i + 1];
+    }
+    if (this.held > this.peakHeld) this.peakHeld = this.held;
+  }
+
+  /** Every range held, sorted by first (ForeignIds' input). */
+  ranges(): CoveringRange[] {
+    return [...this.classes.values()].flat().sort((a, b) => (a.first < b.first ? -1 : a.first > b.first ? 1 : 0));
+  }
+}
+
+/**
  * Foreign IDs: covered by no range of the ledger. The IDs arrive sorted, the
  * ranges are sorted by `first`, so one sweep keeps only the ranges open at the
  * current ID. IDs below the ledger's first range were issued before the ledger
@@ -173,7 +233,8 @@ export class ForeignIds {
   readonly examples: string[] = [];
   private next = 0;
   private open: CoveringRange[] = [];
-  private readonly lowest: bigint | undefined;
+  /** The first ID of the ledger's lowest range; undefined: the ledger holds no range of the tag. */
+  readonly lowest: bigint | undefined;
   constructor(
     private readonly ranges: readonly CoveringRange[],
     private readonly keep = 1000,

@@ -1,0 +1,53 @@
+/**
+ * The range ledger against the log (DESIGN.md invariant 7: no range is
+ * issued without its ledger row). Every ID the clients were given for a tag
+ * is handed to `sequoia audit --json`, as an operator would after an
+ * incident, and whatever the store's ledger does not cover comes back as the
+ * verdict the checker reports. The harness reads no table itself: it needs
+ * none of the project's code or schemas.
+ */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { LedgerVerdict } from '../checker.js';
+import { readLog } from '../record.js';
+import type { Context } from './context.js';
+
+/** The part of audit's JSON the verdict needs. */
+interface AuditJson {
+  readonly findings: ReadonlyArray<{ readonly kind: string; readonly count: number; readonly examples: readonly string[] }>;
+  readonly summary: { readonly ledger?: { readonly firstId: string | null } };
+  readonly notChecked: readonly string[];
+}
+
+/** Verdicts by `segment:TAG`, for CheckSpec.ledger. Throws when audit cannot answer (the scenario fails). */
+export async function ledgerVerdicts(ctx: Context, store: string, tags: readonly string[]): Promise<Record<string, LedgerVerdict>> {
+  const records = readLog(ctx.logDir);
+  const out: Record<string, LedgerVerdict> = {};
+  const stateDir = join(ctx.dir, 'audit-state');
+  mkdirSync(stateDir, { recursive: true });
+  for (const tag of tags) {
+    const ids = new Set<string>();
+    for (const r of records) if (r.generator === 'segment' && r.key === tag) for (const id of r.ids ?? []) ids.add(id);
+    const file = join(ctx.dir, `ledger-ids-${tag}.txt`);
+    writeFileSync(file, [...ids].join('\n') + '\n');
+    const r = await ctx.sequoia(['audit', file, '--tag', tag, '--store', store, '--state-dir', stateDir, '--json', '--no-progress'], true);
+    if (r.status !== 0 && r.status !== 1) throw new Error(`sequoia audit --tag ${tag} exited ${r.status}: ${r.stderr.slice(0, 500)}`);
+    const report = JSON.parse(r.stdout) as AuditJson;
+    const firstText = report.summary.ledger?.firstId;
+    if (firstText === undefined)
+      throw new Error(`sequoia audit --tag ${tag}: the store's ledger was not read (${report.notChecked.join('; ')})`);
+    const foreign = report.findings.find((f) => f.kind === 'foreign');
+    // IDs below the ledger's first range are not checked by audit (pruned rows); here nothing is old enough to be pruned.
+    const first = firstText === null ? undefined : BigInt(firstText);
+    const below = [...ids].filter((id) => first === undefined || BigInt(id) < first);
+    out[`segment:${tag}`] = {
+      checked: ids.size,
+      uncovered: (foreign?.count ?? 0) + below.length,
+      examples: [...below.slice(0, 20), ...(foreign?.examples.slice(0, 20) ?? [])],
+    };
+    ctx.notes.push(
+      `ledger of ${tag}: ${ids.size} IDs checked against the store's range ledger, ${(foreign?.count ?? 0) + below.length} covered by no range`,
+    );
+  }
+  return out;
+}
