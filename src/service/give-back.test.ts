@@ -10,6 +10,7 @@ import { StateDir } from '../adapters/state-dir/state-dir.js';
 import type { HighWaterMarkStore } from '../ports/high-water-mark-store.js';
 import type { SegmentStore } from '../ports/segment-store.js';
 import { ControlledStore, tick } from '../../test/helpers/fakes.js';
+import { settle, take } from '../../test/helpers/id-service-steps.js';
 import { IdService } from './id-service.js';
 
 /** A store that stays open across services (as a database server does). */
@@ -23,19 +24,6 @@ function service(
   extra: Partial<ConstructorParameters<typeof IdService>[0]> = {},
 ): IdService {
   return new IdService({ store, marks, refreshIntervalMs: 0, ...extra });
-}
-
-async function take(s: IdService, tag: string, n: number): Promise<bigint[]> {
-  const out: bigint[] = [];
-  for (let i = 0; i < n; i++) out.push(BigInt(await s.next(tag)));
-  return out;
-}
-
-async function settle(s: IdService, tag: string): Promise<void> {
-  for (let i = 0; i < 20; i++) {
-    await tick();
-    if (!s.snapshot().find((x) => x.tag === tag)?.loading) return;
-  }
 }
 
 describe('give-back on a clean shutdown', () => {

@@ -11,6 +11,7 @@ import type { HighWaterMarkStore } from '../ports/high-water-mark-store.js';
 import type { Logger } from '../ports/logger.js';
 import type { SegmentStore } from '../ports/segment-store.js';
 import { ControlledStore, tick } from '../../test/helpers/fakes.js';
+import { settle, take } from '../../test/helpers/id-service-steps.js';
 import { IdService } from './id-service.js';
 
 /** A store that stays open across services (as a database server does). */
@@ -25,19 +26,6 @@ function service(
 ): IdService {
   // maxStep = the stored step: every range is exactly the step, as in issue 28.
   return new IdService({ store, marks, refreshIntervalMs: 0, allocator: { maxStep: 10 }, ...extra });
-}
-
-async function take(s: IdService, tag: string, n: number): Promise<bigint[]> {
-  const out: bigint[] = [];
-  for (let i = 0; i < n; i++) out.push(BigInt(await s.next(tag)));
-  return out;
-}
-
-async function settle(s: IdService, tag: string): Promise<void> {
-  for (let i = 0; i < 20; i++) {
-    await tick();
-    if (!s.snapshot().find((x) => x.tag === tag)?.loading) return;
-  }
 }
 
 async function recreate(store: SegmentStore, tag: string, start: bigint, step = 10): Promise<void> {
