@@ -179,7 +179,7 @@ describe('strict tags: coalescing', () => {
 
   it('a mark that cannot be recorded fails the batch; nothing is handed out without its mark', async () => {
     const marks = new CountingMarks();
-    const { store, s, a } = await strictSeq({ marks });
+    const { s, a } = await strictSeq({ marks });
     marks.failing = true;
     const r = await Promise.allSettled(Array.from({ length: 5 }, () => Promise.resolve(a.next())));
     expect(r.map((x) => x.status === 'rejected' && (x.reason as { code: string }).code)).toEqual(Array(5).fill('STORE_UNAVAILABLE'));
