@@ -1,6 +1,23 @@
-/** Steps the IdService tests share: taking IDs one by one, and waiting out a tag's background load. */
-import type { IdService } from '../../src/service/id-service.js';
+/** What the IdService tests share: a store that outlives services, a service without refresh, taking IDs one by one, waiting out a load. */
+import { MemorySegmentStore } from '../../src/adapters/memory/memory-segment-store.js';
+import type { HighWaterMarkStore } from '../../src/ports/high-water-mark-store.js';
+import type { SegmentStore } from '../../src/ports/segment-store.js';
+import { IdService } from '../../src/service/id-service.js';
 import { tick } from './fakes.js';
+
+/** A store that stays open across services (as a database server does). */
+export class LastingStore extends MemorySegmentStore {
+  override async close(): Promise<void> {}
+}
+
+/** A service on `store` and `marks` that never refreshes its tags on its own. */
+export function service(
+  store: SegmentStore,
+  marks: HighWaterMarkStore,
+  extra: Partial<ConstructorParameters<typeof IdService>[0]> = {},
+): IdService {
+  return new IdService({ store, marks, refreshIntervalMs: 0, ...extra });
+}
 
 /** `n` IDs of `tag`, one request each. */
 export async function take(s: IdService, tag: string, n: number): Promise<bigint[]> {
