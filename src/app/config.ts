@@ -52,15 +52,18 @@ const formatsSchema = z.preprocess(
     .transform((rec) => rec as Record<string, BusinessNumberFormat>),
 );
 
+/** A flag or environment value `a, b,c` as a list; a JSON array from a file stays as it is. */
+const commaSeparated = (v: unknown): unknown =>
+  typeof v === 'string'
+    ? v
+        .split(',')
+        .map((t) => t.trim())
+        .filter((t) => t !== '')
+    : v;
+
 /** A list of tags: a JSON array, or a comma-separated string (flag, env). */
 const tagList = z.preprocess(
-  (v) =>
-    typeof v === 'string'
-      ? v
-          .split(',')
-          .map((t) => t.trim())
-          .filter((t) => t !== '')
-      : v,
+  commaSeparated,
   z.array(z.string().regex(TAG_PATTERN, `each tag ${TAG_RULE}`), { error: 'must be a list of tags (comma-separated, or a JSON array)' }),
 );
 
@@ -130,13 +133,7 @@ const workerIdProviderSchema = z.string().superRefine((spec, ctx) => {
 
 /** Trusted proxies: addresses, CIDR ranges or `loopback`, `linklocal`, `uniquelocal` (comma-separated or a JSON array). */
 const proxyList = z.preprocess(
-  (v) =>
-    typeof v === 'string'
-      ? v
-          .split(',')
-          .map((t) => t.trim())
-          .filter((t) => t !== '')
-      : v,
+  commaSeparated,
   z
     .array(z.string(), { error: 'must be a list of addresses or CIDR ranges (comma-separated, or a JSON array)' })
     .superRefine((list, ctx) => {

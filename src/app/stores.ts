@@ -23,6 +23,8 @@ import { InvalidArgumentError } from '../core/errors.js';
 import type { SegmentStore } from '../ports/segment-store.js';
 import type { WorkerLeaseStore } from '../ports/worker-lease-store.js';
 import type { ServerIdentity } from '../ports/range-ledger.js';
+import type { MysqlConnection } from '../adapters/mysql/mysql-connection.js';
+import type { PostgresConnection } from '../adapters/postgres/postgres-connection.js';
 import { processIdentity } from '../adapters/kit/range-ledger.js';
 import { sqliteLocation } from '../adapters/sqlite/sqlite-location.js';
 import { VERSION } from '../version.js';
@@ -162,56 +164,8 @@ async function openEntry(u: string, offLoop: boolean, identity: ServerIdentity):
     return { segments: new SqliteSegmentStore({ connection, identity }), leases: () => new SqliteWorkerLeaseStore(connection) };
   }
   const scheme = /^([a-z][a-z0-9+.-]*):\/\//i.exec(u)?.[1]?.toLowerCase();
-  if (scheme === 'postgres' || scheme === 'postgresql') {
-    const { rest, options } = takeParams(u, ['table', 'schema', 'side']);
-    const schema = schemaOf(options);
-    const [{ PostgresConnection }, { PostgresSegmentStore }, { PostgresWorkerLeaseStore }] = await Promise.all([
-      import('../adapters/postgres/postgres-connection.js'),
-      import('../adapters/postgres/postgres-segment-store.js'),
-      import('../adapters/postgres/postgres-worker-lease-store.js'),
-    ]);
-    const connection = new PostgresConnection({ connectionString: rest });
-    const segments =
-      schema === 'leaf'
-        ? new (await import('../adapters/postgres/postgres-leaf-segment-store.js')).PostgresLeafSegmentStore({
-            connection,
-            table: options.table,
-            sideTable: options.side,
-          })
-        : schema === 'tinyid'
-          ? new (await import('../adapters/postgres/postgres-tinyid-segment-store.js')).PostgresTinyidSegmentStore({
-              connection,
-              table: options.table,
-              sideTable: options.side,
-            })
-          : new PostgresSegmentStore({ connection, table: options.table, identity });
-    return { segments, leases: () => new PostgresWorkerLeaseStore(connection) };
-  }
-  if (scheme === 'mysql') {
-    const { rest, options } = takeParams(u, ['table', 'schema', 'side']);
-    const schema = schemaOf(options);
-    const [{ MysqlConnection }, { MysqlSegmentStore }, { MysqlWorkerLeaseStore }] = await Promise.all([
-      import('../adapters/mysql/mysql-connection.js'),
-      import('../adapters/mysql/mysql-segment-store.js'),
-      import('../adapters/mysql/mysql-worker-lease-store.js'),
-    ]);
-    const connection = new MysqlConnection({ uri: rest });
-    const segments =
-      schema === 'leaf'
-        ? new (await import('../adapters/mysql/mysql-leaf-segment-store.js')).MysqlLeafSegmentStore({
-            connection,
-            table: options.table,
-            sideTable: options.side,
-          })
-        : schema === 'tinyid'
-          ? new (await import('../adapters/mysql/mysql-tinyid-segment-store.js')).MysqlTinyidSegmentStore({
-              connection,
-              table: options.table,
-              sideTable: options.side,
-            })
-          : new MysqlSegmentStore({ connection, table: options.table, identity });
-    return { segments, leases: () => new MysqlWorkerLeaseStore(connection) };
-  }
+  if (scheme === 'postgres' || scheme === 'postgresql') return openSql(u, identity, POSTGRES);
+  if (scheme === 'mysql') return openSql(u, identity, MYSQL);
   if (scheme === 'redis' || scheme === 'rediss') {
     const { rest, options } = takeParams(u, ['keyPrefix', 'tagsKey', 'ledgerPrefix']);
     const { RedisSegmentStore } = await import('../adapters/redis/redis-segment-store.js');
@@ -225,6 +179,54 @@ async function openEntry(u: string, offLoop: boolean, identity: ServerIdentity):
     return { segments, leases: undefined };
   }
   throw new InvalidArgumentError(`store: unsupported URL ${JSON.stringify(redactStoreUrl(u))} (${SUPPORTED})`);
+}
+
+/** The tables of a Leaf or Tinyid schema: its own (`?table=`) and Sequoia's side table (`?side=`). */
+interface PeerTables {
+  readonly table: string | undefined;
+  readonly sideTable: string | undefined;
+}
+
+/** The stores of one SQL engine, each adapter loaded only when a URL names the engine. */
+interface SqlEngine<C> {
+  connect(uri: string): Promise<C>;
+  sequoia(connection: C, table: string | undefined, identity: ServerIdentity): Promise<SegmentStore>;
+  leaf(connection: C, tables: PeerTables): Promise<SegmentStore>;
+  tinyid(connection: C, tables: PeerTables): Promise<SegmentStore>;
+  leases(): Promise<new (connection: C) => WorkerLeaseStore>;
+}
+
+const POSTGRES: SqlEngine<PostgresConnection> = {
+  connect: async (uri) => new (await import('../adapters/postgres/postgres-connection.js')).PostgresConnection({ connectionString: uri }),
+  sequoia: async (connection, table, identity) =>
+    new (await import('../adapters/postgres/postgres-segment-store.js')).PostgresSegmentStore({ connection, table, identity }),
+  leaf: async (connection, t) =>
+    new (await import('../adapters/postgres/postgres-leaf-segment-store.js')).PostgresLeafSegmentStore({ connection, ...t }),
+  tinyid: async (connection, t) =>
+    new (await import('../adapters/postgres/postgres-tinyid-segment-store.js')).PostgresTinyidSegmentStore({ connection, ...t }),
+  leases: async () => (await import('../adapters/postgres/postgres-worker-lease-store.js')).PostgresWorkerLeaseStore,
+};
+
+const MYSQL: SqlEngine<MysqlConnection> = {
+  connect: async (uri) => new (await import('../adapters/mysql/mysql-connection.js')).MysqlConnection({ uri }),
+  sequoia: async (connection, table, identity) =>
+    new (await import('../adapters/mysql/mysql-segment-store.js')).MysqlSegmentStore({ connection, table, identity }),
+  leaf: async (connection, t) =>
+    new (await import('../adapters/mysql/mysql-leaf-segment-store.js')).MysqlLeafSegmentStore({ connection, ...t }),
+  tinyid: async (connection, t) =>
+    new (await import('../adapters/mysql/mysql-tinyid-segment-store.js')).MysqlTinyidSegmentStore({ connection, ...t }),
+  leases: async () => (await import('../adapters/mysql/mysql-worker-lease-store.js')).MysqlWorkerLeaseStore,
+};
+
+/** A PostgreSQL or MySQL URL: one connection, shared by the segment store its schema names and the lease store. */
+async function openSql<C>(u: string, identity: ServerIdentity, engine: SqlEngine<C>): Promise<Entry> {
+  const { rest, options } = takeParams(u, ['table', 'schema', 'side']);
+  const schema = schemaOf(options);
+  const [connection, Leases] = await Promise.all([engine.connect(rest), engine.leases()]);
+  const tables: PeerTables = { table: options.table, sideTable: options.side };
+  const segments =
+    schema === 'sequoia' ? await engine.sequoia(connection, options.table, identity) : await engine[schema](connection, tables);
+  return { segments, leases: () => new Leases(connection) };
 }
 
 /**

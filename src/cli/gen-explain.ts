@@ -15,6 +15,7 @@ import { systemRandom } from '../core/random.js';
 import { MAX_COUNT } from '../core/request-rules.js';
 import { FALLBACK_FLOOR, decodeFallbackId } from '../core/fallback/fallback-space.js';
 import { parseDecimalId } from '../core/id.js';
+import { spansAt } from '../core/snowflake/holding-index.js';
 import { SNOWFLAKE_LAYOUTS, explainSnowflake, genSnowflake, isSnowflakeLayout } from './snowflake-commands.js';
 import { DEFAULT_STATE_DIR, DEFAULT_STORE_URL, WORKER_ID_PROVIDER_SPECS } from '../app/defaults.js';
 
@@ -228,7 +229,7 @@ async function leaseAt(id: string, layout: Layout, store: string): Promise<Recor
   const d = decompose(layout, parseDecimalId(id) as bigint);
   const workerId = joinWorker(layout, d.values);
   const { withLeaseLedger } = await import('../app/audit.js');
-  const holders = await withLeaseLedger(store, (ledger) => ledger.holdersAt(layout.spaceKey, workerId, d.tick));
+  const holders = spansAt(await withLeaseLedger(store, (ledger) => ledger.holdings(layout.spaceKey, workerId)), d.tick);
   const iso = (tick: number): string | null => {
     const ms = layout.epochMs + tick * layout.unitMs;
     return Number.isFinite(ms) && ms <= 8.64e15 ? new Date(ms).toISOString() : null;

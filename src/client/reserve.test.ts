@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { type SequoiaError, UnavailableError, errorFromCode } from '../core/errors.js';
-import { type ReserveEvent, createClient } from './client.js';
+import { type ClientOptions, type ReserveEvent, createClient } from './client.js';
 import { RangeSet, isNoServerAnswer, reserveExhausted, reserveTarget } from './reserve.js';
 
 describe('RangeSet', () => {
@@ -118,15 +118,16 @@ function fakeServer() {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/** A client of `srv` that gives up on the first failed call (no retry delay), with the given options on top. */
+const clientOf = (srv: { readonly fetch: ClientOptions['fetch'] }, o: Omit<ClientOptions, 'url' | 'fetch'>) =>
+  createClient({ url: 'http://fake', fetch: srv.fetch, retry: { attempts: 1, baseDelayMs: 0, maxDelayMs: 0 }, ...o });
+
 describe('client reserve (fake fetch)', () => {
   it('takes a reserve after the first batch, serves it only when no server answers, then refuses; replaces it when a server answers', async () => {
     const srv = fakeServer();
     const events: ReserveEvent[] = [];
-    const client = createClient({
-      url: 'http://fake',
-      fetch: srv.fetch,
+    const client = clientOf(srv, {
       batch: { initial: 10, min: 10, max: 10 },
-      retry: { attempts: 1, baseDelayMs: 0, maxDelayMs: 0 },
       reserve: { min: 50, max: 50, probeMs: 20 },
       onReserve: (e) => events.push(e),
     });
@@ -179,13 +180,7 @@ describe('client reserve (fake fetch)', () => {
 
   it('nextBatch falls back to the reserve all or nothing; reserve:false behaves as before (STORE_UNAVAILABLE)', async () => {
     const srv = fakeServer();
-    const client = createClient({
-      url: 'http://fake',
-      fetch: srv.fetch,
-      batch: 10,
-      retry: { attempts: 1, baseDelayMs: 0, maxDelayMs: 0 },
-      reserve: { min: 40, max: 40 },
-    });
+    const client = clientOf(srv, { batch: 10, reserve: { min: 40, max: 40 } });
     await client.next('t');
     await expect.poll(() => client.stats().tags.t?.reserve).toBe(40);
     srv.up = false;
@@ -197,13 +192,7 @@ describe('client reserve (fake fetch)', () => {
     await client.close();
 
     const srv2 = fakeServer();
-    const off = createClient({
-      url: 'http://fake',
-      fetch: srv2.fetch,
-      batch: 10,
-      retry: { attempts: 1, baseDelayMs: 0, maxDelayMs: 0 },
-      reserve: false,
-    });
+    const off = clientOf(srv2, { batch: 10, reserve: false });
     await off.next('t');
     await sleep(20);
     expect(off.stats().tags.t?.reserve).toBe(0);
@@ -218,11 +207,8 @@ describe('client reserve (fake fetch)', () => {
 
   it('sizes the reserve from the observed rate and refuses with nothing invented when the reserve was never taken', async () => {
     const srv = fakeServer();
-    const client = createClient({
-      url: 'http://fake',
-      fetch: srv.fetch,
+    const client = clientOf(srv, {
       batch: { initial: 100, min: 100, max: 100, targetMs: 1000 },
-      retry: { attempts: 1, baseDelayMs: 0, maxDelayMs: 0 },
       reserve: { seconds: 60, min: 10, max: 5000 },
     });
     // Draw fast for a while: the observed rate is far above 10/60 per second, so the reserve grows past min.
@@ -232,7 +218,7 @@ describe('client reserve (fake fetch)', () => {
 
     const down = fakeServer();
     down.up = false;
-    const c2 = createClient({ url: 'http://fake', fetch: down.fetch, retry: { attempts: 1, baseDelayMs: 0, maxDelayMs: 0 } });
+    const c2 = clientOf(down, {});
     await expect(c2.next('t')).rejects.toMatchObject({ code: 'STORE_UNAVAILABLE' });
     await c2.close();
   });

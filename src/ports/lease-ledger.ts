@@ -53,10 +53,12 @@ export interface LeaseHolding {
 }
 
 export interface LeaseLedger {
-  /** The holdings of `workerId` whose ticks cover `tick`; empty: nobody held it then (as far as the ledger keeps). */
-  holdersAt(space: string, workerId: number, tick: number): Promise<readonly LeaseHolding[]>;
-  /** Every holding of the space still in the ledger, by worker id then generation (one per holding: few rows). */
-  holdings(space: string): Promise<readonly LeaseHolding[]>;
+  /**
+   * Every holding of the space (of one worker id, when given) still in the
+   * ledger, by worker id then generation (one per holding: few rows). Who held
+   * an id at a tick: `spansAt` (core/snowflake/holding-index.ts) of its holdings.
+   */
+  holdings(space: string, workerId?: number): Promise<readonly LeaseHolding[]>;
   /** The rows of one worker id, oldest first. */
   entries(space: string, workerId: number): Promise<readonly LeaseLedgerEntry[]>;
   /**

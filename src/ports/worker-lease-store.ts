@@ -47,6 +47,14 @@ export interface AcquireRequest {
   readonly holder?: LeaseHolder | undefined;
 }
 
+/** A lease as its holder names it: a renewal or release holds only while owner and generation still match. */
+export interface HeldLease {
+  readonly space: string;
+  readonly workerId: number;
+  readonly owner: string;
+  readonly generation: number;
+}
+
 /** Every change of a lease is also a ledger row, written in the same transaction (lease-ledger.ts). */
 export interface WorkerLeaseStore extends LeaseLedger {
   readonly kind: string;
@@ -54,16 +62,9 @@ export interface WorkerLeaseStore extends LeaseLedger {
   /** Takes a free or expired id; `{refused}` when none is (a live owner holds it). */
   acquire(req: AcquireRequest): Promise<LeaseRecord | { readonly refused: string }>;
   /** Extends the lease while owner and generation still match; undefined when the id changed hands. */
-  renew(
-    space: string,
-    workerId: number,
-    owner: string,
-    generation: number,
-    ttlMs: number,
-    lastTick: number,
-  ): Promise<LeaseRecord | undefined>;
+  renew(lease: HeldLease, ttlMs: number, lastTick: number): Promise<LeaseRecord | undefined>;
   /** Expires the lease now and sets last_tick (the holder has stopped). No-op when it changed hands. */
-  release(space: string, workerId: number, owner: string, generation: number, lastTick: number): Promise<void>;
+  release(lease: HeldLease, lastTick: number): Promise<void>;
   /**
    * worker-node: inserts node rows until one's id is not held in the lease
    * table (no live lease, no other node's claim) and claims that id there for

@@ -82,7 +82,7 @@ export class FallbackLeases {
     const space = fallbackLeaseSpace(tag);
     const lastTick = req.lastTick ?? -1;
     if (req.owner !== undefined && req.workerId !== undefined && req.generation !== undefined) {
-      const r = await store.renew(space, req.workerId, req.owner, req.generation, this.o.ttlMs, lastTick);
+      const r = await store.renew({ space, workerId: req.workerId, owner: req.owner, generation: req.generation }, this.o.ttlMs, lastTick);
       if (r !== undefined) return this.answer(tag, req.owner, r, -1);
       // Changed hands (the holder was away past its lease): a fresh id below.
     }
@@ -100,7 +100,10 @@ export class FallbackLeases {
     if (req.owner === undefined || req.workerId === undefined || req.generation === undefined) {
       throw new InvalidArgumentError('release needs owner, workerId and generation');
     }
-    await this.store(tag).release(fallbackLeaseSpace(tag), req.workerId, req.owner, req.generation, req.lastTick ?? -1);
+    await this.store(tag).release(
+      { space: fallbackLeaseSpace(tag), workerId: req.workerId, owner: req.owner, generation: req.generation },
+      req.lastTick ?? -1,
+    );
   }
 
   private store(tag: string): WorkerLeaseStore {

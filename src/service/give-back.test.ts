@@ -3,40 +3,11 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { MemorySegmentStore } from '../adapters/memory/memory-segment-store.js';
 import { SqliteSegmentStore } from '../adapters/sqlite/sqlite-segment-store.js';
 import { MemoryHighWaterMarkStore } from '../adapters/memory/memory-high-water-mark-store.js';
 import { StateDir } from '../adapters/state-dir/state-dir.js';
-import type { HighWaterMarkStore } from '../ports/high-water-mark-store.js';
-import type { SegmentStore } from '../ports/segment-store.js';
 import { ControlledStore, tick } from '../../test/helpers/fakes.js';
-import { IdService } from './id-service.js';
-
-/** A store that stays open across services (as a database server does). */
-class LastingStore extends MemorySegmentStore {
-  override async close(): Promise<void> {}
-}
-
-function service(
-  store: SegmentStore,
-  marks: HighWaterMarkStore,
-  extra: Partial<ConstructorParameters<typeof IdService>[0]> = {},
-): IdService {
-  return new IdService({ store, marks, refreshIntervalMs: 0, ...extra });
-}
-
-async function take(s: IdService, tag: string, n: number): Promise<bigint[]> {
-  const out: bigint[] = [];
-  for (let i = 0; i < n; i++) out.push(BigInt(await s.next(tag)));
-  return out;
-}
-
-async function settle(s: IdService, tag: string): Promise<void> {
-  for (let i = 0; i < 20; i++) {
-    await tick();
-    if (!s.snapshot().find((x) => x.tag === tag)?.loading) return;
-  }
-}
+import { LastingStore, service, settle, take } from '../../test/helpers/id-service-steps.js';
 
 describe('give-back on a clean shutdown', () => {
   it('a restarted server continues at exactly the next unused ID (current and a contiguous next)', async () => {

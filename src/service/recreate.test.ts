@@ -5,18 +5,13 @@
  * what the server handed out is refused with a message that says so.
  */
 import { describe, expect, it } from 'vitest';
-import { MemorySegmentStore } from '../adapters/memory/memory-segment-store.js';
 import { MemoryHighWaterMarkStore } from '../adapters/memory/memory-high-water-mark-store.js';
 import type { HighWaterMarkStore } from '../ports/high-water-mark-store.js';
 import type { Logger } from '../ports/logger.js';
 import type { SegmentStore } from '../ports/segment-store.js';
 import { ControlledStore, tick } from '../../test/helpers/fakes.js';
-import { IdService } from './id-service.js';
-
-/** A store that stays open across services (as a database server does). */
-class LastingStore extends MemorySegmentStore {
-  override async close(): Promise<void> {}
-}
+import { LastingStore, service as serviceOn, settle, take } from '../../test/helpers/id-service-steps.js';
+import type { IdService } from './id-service.js';
 
 function service(
   store: SegmentStore,
@@ -24,20 +19,7 @@ function service(
   extra: Partial<ConstructorParameters<typeof IdService>[0]> = {},
 ): IdService {
   // maxStep = the stored step: every range is exactly the step, as in issue 28.
-  return new IdService({ store, marks, refreshIntervalMs: 0, allocator: { maxStep: 10 }, ...extra });
-}
-
-async function take(s: IdService, tag: string, n: number): Promise<bigint[]> {
-  const out: bigint[] = [];
-  for (let i = 0; i < n; i++) out.push(BigInt(await s.next(tag)));
-  return out;
-}
-
-async function settle(s: IdService, tag: string): Promise<void> {
-  for (let i = 0; i < 20; i++) {
-    await tick();
-    if (!s.snapshot().find((x) => x.tag === tag)?.loading) return;
-  }
+  return serviceOn(store, marks, { allocator: { maxStep: 10 }, ...extra });
 }
 
 async function recreate(store: SegmentStore, tag: string, start: bigint, step = 10): Promise<void> {

@@ -14,10 +14,12 @@ import { resolveConfig } from '../app/config.js';
 import { UnavailableError } from '../core/errors.js';
 import type { HighWaterMark } from '../core/segment/rollback-guard.js';
 import type { Allocation, SegmentStore } from '../ports/segment-store.js';
+import type { HighWaterMarkStore } from '../ports/high-water-mark-store.js';
 import { postgresHarness, probePostgres } from '../../test/contract/backends.js';
 import { describeWithService } from '../../test/helpers/services.js';
 import { IdService } from './id-service.js';
 import { StrictTagAllocator } from './strict-tag-allocator.js';
+import type { TagAllocator } from './tag-allocator.js';
 
 interface Timed {
   id: bigint;
@@ -139,16 +141,23 @@ class SlowMarks extends MemoryHighWaterMarkStore {
   }
 }
 
-/** A started service with the strict tag 'seq' on a CountingStore, over `marks`, and the tag's allocator. */
-async function strictOn<M extends MemoryHighWaterMarkStore>(marks: M) {
-  const store = new CountingStore();
-  await store.createTag({ tag: 'seq' });
-  const s = new IdService({ store, marks, refreshIntervalMs: 0, strictTags: ['seq'] });
-  await s.start();
-  return { store, marks, s, a: await s.allocator('seq') };
+/** `strictSeq` over `marks`, answering them too. */
+async function strictOn<M extends HighWaterMarkStore>(marks: M) {
+  return { ...(await strictSeq({ marks })), marks };
 }
 
 const settle = () => new Promise((r) => setImmediate(r));
+
+/** A started service whose tag `seq` is strict, on a store that counts its writes. */
+async function strictSeq(
+  o: { readonly marks?: HighWaterMarkStore; readonly start?: bigint } = {},
+): Promise<{ store: CountingStore; s: IdService; a: TagAllocator }> {
+  const store = new CountingStore();
+  await store.createTag({ tag: 'seq', ...(o.start === undefined ? {} : { start: o.start }) });
+  const s = new IdService({ store, marks: o.marks ?? new MemoryHighWaterMarkStore(), refreshIntervalMs: 0, strictTags: ['seq'] });
+  await s.start();
+  return { store, s, a: await s.allocator('seq') };
+}
 
 async function until(ok: () => boolean): Promise<void> {
   for (let i = 0; i < 1000 && !ok(); i++) await settle();
@@ -168,11 +177,7 @@ describe('strict tags: coalescing', () => {
   });
 
   it('batch counts are summed, and each request gets its own consecutive slice, all or nothing', async () => {
-    const store = new CountingStore();
-    await store.createTag({ tag: 'seq' });
-    const s = new IdService({ store, marks: new MemoryHighWaterMarkStore(), refreshIntervalMs: 0, strictTags: ['seq'] });
-    await s.start();
-    const a = await s.allocator('seq');
+    const { store, s, a } = await strictSeq();
     const got = await Promise.all([a.nextMany(3), a.next(), a.nextMany(5), a.nextMany(1)].map((p) => Promise.resolve(p)));
     expect(got).toEqual([[1, 2, 3], 4, [5, 6, 7, 8, 9], [10]]);
     expect(store.calls).toEqual([10]);
@@ -180,11 +185,7 @@ describe('strict tags: coalescing', () => {
   });
 
   it('while one write is in flight, the next batch collects and goes as one write when it answers', async () => {
-    const store = new CountingStore();
-    await store.createTag({ tag: 'seq' });
-    const s = new IdService({ store, marks: new MemoryHighWaterMarkStore(), refreshIntervalMs: 0, strictTags: ['seq'] });
-    await s.start();
-    const a = await s.allocator('seq');
+    const { store, s, a } = await strictSeq();
     store.hold();
     const first = Promise.resolve(a.next());
     await settle();
@@ -202,11 +203,7 @@ describe('strict tags: coalescing', () => {
   });
 
   it('a failed write fails every request of its batch (no IDs, STORE_UNAVAILABLE); the next batch is served', async () => {
-    const store = new CountingStore();
-    await store.createTag({ tag: 'seq' });
-    const s = new IdService({ store, marks: new MemoryHighWaterMarkStore(), refreshIntervalMs: 0, strictTags: ['seq'] });
-    await s.start();
-    const a = await s.allocator('seq');
+    const { store, s, a } = await strictSeq();
     store.failNext = 1;
     const r = await Promise.allSettled(Array.from({ length: 10 }, () => Promise.resolve(a.nextMany(2))));
     expect(r.every((x) => x.status === 'rejected' && (x.reason as { code: string }).code === 'STORE_UNAVAILABLE')).toBe(true);
@@ -226,11 +223,8 @@ describe('strict tags: coalescing', () => {
   });
 
   it('near 2^63-1 a batch that would pass it is split: requests that still fit are served, in order', async () => {
-    const store = new CountingStore();
-    await store.createTag({ tag: 'seq', start: 2n ** 63n - 4n }); // IDs 2^63-4 .. 2^63-2 left (max_id may reach 2^63-1)
-    const s = new IdService({ store, marks: new MemoryHighWaterMarkStore(), refreshIntervalMs: 0, strictTags: ['seq'] });
-    await s.start();
-    const a = await s.allocator('seq');
+    // IDs 2^63-4 .. 2^63-2 left (max_id may reach 2^63-1)
+    const { store, s, a } = await strictSeq({ start: 2n ** 63n - 4n });
     const r = await Promise.allSettled([a.nextMany(2), a.nextMany(5), a.nextMany(1)].map((p) => Promise.resolve(p)));
     expect(store.calls).toEqual([8, 2, 5, 1]);
     expect(r[0]).toMatchObject({ status: 'fulfilled', value: [2n ** 63n - 4n, 2n ** 63n - 3n] });
@@ -284,11 +278,7 @@ describe('strict tags: coalescing', () => {
   });
 
   it('a rollback seen by one batch refuses it and the batches behind it', async () => {
-    const store = new CountingStore();
-    await store.createTag({ tag: 'seq' });
-    const s = new IdService({ store, marks: new MemoryHighWaterMarkStore(), refreshIntervalMs: 0, strictTags: ['seq'] });
-    await s.start();
-    const a = await s.allocator('seq');
+    const { store, s, a } = await strictSeq();
     await Promise.all(Array.from({ length: 30 }, () => Promise.resolve(a.next())));
     store.restore('seq', 5n);
     store.hold();

@@ -166,7 +166,7 @@ describe('AuditLedger.leaseHeld from the lease ledger', () => {
     const store = new MemoryWorkerLeaseStore();
     const a = await store.acquire({ space: 's1', owner: 'h/1/i', ttlMs: 10_000, workerCount: 4, nowTick: 100 });
     if ('refused' in a) throw new Error(a.refused);
-    await store.renew('s1', a.workerId, 'h/1/i', a.generation, 10_000, 200);
+    await store.renew({ space: 's1', workerId: a.workerId, owner: 'h/1/i', generation: a.generation }, 10_000, 200);
     const held = leaseHeldFrom(store);
     expect(await held('s1', a.workerId, 150)).toBe(true);
     expect(await held('s1', a.workerId, 99)).toBe(false);

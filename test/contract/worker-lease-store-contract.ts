@@ -7,8 +7,9 @@
  */
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { LeaseHolder } from '../../src/ports/lease-ledger.js';
-import type { AcquireRequest, LeaseRecord, WorkerLeaseStore } from '../../src/ports/worker-lease-store.js';
+import { spansAt } from '../../src/core/snowflake/holding-index.js';
+import type { LeaseHolder, LeaseHolding } from '../../src/ports/lease-ledger.js';
+import type { AcquireRequest, HeldLease, LeaseRecord, WorkerLeaseStore } from '../../src/ports/worker-lease-store.js';
 
 export interface LeaseHarness {
   readonly store: WorkerLeaseStore;
@@ -31,6 +32,19 @@ async function take(store: WorkerLeaseStore, req: AcquireRequest): Promise<Lease
   if (!isRecord(r)) throw new Error(`refused: ${r.refused}`);
   return r;
 }
+
+/** Who held a worker id at a tick, as `sequoia explain --store` asks the ledger. */
+async function holdersAt(store: WorkerLeaseStore, s: string, workerId: number, tick: number): Promise<readonly LeaseHolding[]> {
+  return spansAt(await store.holdings(s, workerId), tick);
+}
+
+/** The lease `owner` holds on `l`'s worker id and generation in space `s`. */
+const heldBy = (s: string, l: { readonly workerId: number; readonly generation: number }, owner: string): HeldLease => ({
+  space: s,
+  workerId: l.workerId,
+  owner,
+  generation: l.generation,
+});
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -63,7 +77,7 @@ export function runWorkerLeaseStoreContract(name: string, factory: LeaseFactory,
     it('init again (this instance, and a new one on a shared backend) keeps every lease and its last tick', async () => {
       const s = space();
       const a = await take(h.store, req(s, 'a', { ttlMs: 20_000 }));
-      await h.store.renew(s, a.workerId, 'a', a.generation, 20_000, 1234);
+      await h.store.renew(heldBy(s, a, 'a'), 20_000, 1234);
       await h.store.init();
       const others = h.reopen ? [await h.reopen()] : [];
       try {
@@ -121,20 +135,20 @@ export function runWorkerLeaseStoreContract(name: string, factory: LeaseFactory,
     it('renew extends the lease and keeps the highest tick; a stale generation or owner gets undefined', async () => {
       const s = space();
       const a = await take(h.store, req(s, 'a', { ttlMs: 5_000 }));
-      const r1 = await h.store.renew(s, a.workerId, 'a', a.generation, 20_000, 100);
+      const r1 = await h.store.renew(heldBy(s, a, 'a'), 20_000, 100);
       expect(r1).toMatchObject({ workerId: a.workerId, generation: a.generation, lastTick: 100 });
       expect(r1!.expiresAtMs).toBeGreaterThan(a.expiresAtMs);
-      const r2 = await h.store.renew(s, a.workerId, 'a', a.generation, 20_000, 50);
+      const r2 = await h.store.renew(heldBy(s, a, 'a'), 20_000, 50);
       expect(r2?.lastTick).toBe(100);
-      expect(await h.store.renew(s, a.workerId, 'a', a.generation + 1, 20_000, 200)).toBeUndefined();
-      expect(await h.store.renew(s, a.workerId, 'b', a.generation, 20_000, 200)).toBeUndefined();
+      expect(await h.store.renew({ ...heldBy(s, a, 'a'), generation: a.generation + 1 }, 20_000, 200)).toBeUndefined();
+      expect(await h.store.renew(heldBy(s, a, 'b'), 20_000, 200)).toBeUndefined();
     });
 
     it('release frees the id at once; the next holder gets it with the last tick and a new generation', async () => {
       const s = space();
       const a = await take(h.store, req(s, 'a'));
       await take(h.store, req(s, 'b'));
-      await h.store.release(s, a.workerId, 'a', a.generation, 777);
+      await h.store.release(heldBy(s, a, 'a'), 777);
       const c = await take(h.store, req(s, 'c'));
       expect(c).toMatchObject({ workerId: a.workerId, generation: a.generation + 1, lastTick: 777 });
     });
@@ -142,22 +156,22 @@ export function runWorkerLeaseStoreContract(name: string, factory: LeaseFactory,
     it('a release with a stale generation is a no-op: the new holder keeps its lease', async () => {
       const s = space();
       const a = await take(h.store, req(s, 'a', { want: 1 }));
-      await h.store.release(s, 1, 'a', a.generation, 10);
+      await h.store.release(heldBy(s, a, 'a'), 10);
       const b = await take(h.store, req(s, 'b', { want: 1 }));
-      await h.store.release(s, 1, 'a', a.generation, 5);
+      await h.store.release(heldBy(s, a, 'a'), 5);
       expect(await h.store.acquire(req(s, 'c', { want: 1 }))).toEqual({ refused: expect.stringContaining('held by b') });
-      expect(await h.store.renew(s, 1, 'b', b.generation, 10_000, 11)).toMatchObject({ lastTick: 11 });
+      expect(await h.store.renew(heldBy(s, b, 'b'), 10_000, 11)).toMatchObject({ lastTick: 11 });
     });
 
     it('an expired lease is taken over, lowest expired id first, after the last renewed tick', async () => {
       const s = space();
       const a = await take(h.store, req(s, 'a', { ttlMs: 200 }));
       await take(h.store, req(s, 'b', { ttlMs: 60_000 }));
-      await h.store.renew(s, a.workerId, 'a', a.generation, 200, 4242);
+      await h.store.renew(heldBy(s, a, 'a'), 200, 4242);
       await sleep(450);
       const c = await take(h.store, req(s, 'c'));
       expect(c).toMatchObject({ workerId: a.workerId, generation: a.generation + 1, lastTick: 4242 });
-      expect(await h.store.renew(s, a.workerId, 'a', a.generation, 10_000, 5000)).toBeUndefined();
+      expect(await h.store.renew(heldBy(s, a, 'a'), 10_000, 5000)).toBeUndefined();
     });
 
     it('registerNode answers a new id on every call', async () => {
@@ -191,14 +205,14 @@ export function runWorkerLeaseStoreContract(name: string, factory: LeaseFactory,
       const short = Array.from({ length: 10 }, (_, i) => next.workerId + 1 + i);
       for (const id of short) {
         const l = await take(h.store, req(s, `e${id}`, { workerCount: next.workerId + 64, want: id, ttlMs: 200 }));
-        await h.store.renew(s, id, `e${id}`, l.generation, 200, 1000 + id);
+        await h.store.renew(heldBy(s, { workerId: id, generation: l.generation }, `e${id}`), 200, 1000 + id);
       }
       await sleep(450);
       const late = await h.store.registerNode(s, 'node-c', 2 ** 40);
       // The store's other users may have inserted node rows meanwhile, but not ten.
       expect(short).toContain(late.workerId);
       expect(late.lastTick).toBe(1000 + late.workerId);
-      expect(await h.store.renew(s, late.workerId, `e${late.workerId}`, 1, 10_000, 5000)).toBeUndefined();
+      expect(await h.store.renew(heldBy(s, { workerId: late.workerId, generation: 1 }, `e${late.workerId}`), 10_000, 5000)).toBeUndefined();
     });
 
     it('registerNode answers an id at or past workerCount without claiming it', async () => {
@@ -267,9 +281,9 @@ export function runWorkerLeaseStoreContract(name: string, factory: LeaseFactory,
       it('a grant, each renewal horizon and the release are rows with the holder; the holding covers [first tick, released tick]', async () => {
         const s = space();
         const a = await take(h.store, req(s, 'host-a/4242/inst-a', { nowTick: 1000, holder }));
-        await h.store.renew(s, a.workerId, 'host-a/4242/inst-a', a.generation, 10_000, 1500);
-        await h.store.renew(s, a.workerId, 'host-a/4242/inst-a', a.generation, 10_000, 2000);
-        await h.store.release(s, a.workerId, 'host-a/4242/inst-a', a.generation, 1800);
+        await h.store.renew(heldBy(s, a, 'host-a/4242/inst-a'), 10_000, 1500);
+        await h.store.renew(heldBy(s, a, 'host-a/4242/inst-a'), 10_000, 2000);
+        await h.store.release(heldBy(s, a, 'host-a/4242/inst-a'), 1800);
         const rows = await h.store.entries(s, a.workerId);
         expect(rows.map((r) => [r.kind, r.generation, r.fromTick, r.untilTick])).toEqual([
           ['grant', a.generation, 1000, 999],
@@ -291,24 +305,35 @@ export function runWorkerLeaseStoreContract(name: string, factory: LeaseFactory,
           released: true,
         };
         expect(await h.store.holdings(s)).toEqual([expect.objectContaining(held)]);
-        expect(await h.store.holdersAt(s, a.workerId, 1000)).toEqual([expect.objectContaining(held)]);
-        expect(await h.store.holdersAt(s, a.workerId, 1800)).toHaveLength(1);
+        expect(await holdersAt(h.store, s, a.workerId, 1000)).toEqual([expect.objectContaining(held)]);
+        expect(await holdersAt(h.store, s, a.workerId, 1800)).toHaveLength(1);
         // Before its grant, and after its release (though it had reserved up to 2000), nobody held it.
-        expect(await h.store.holdersAt(s, a.workerId, 999)).toEqual([]);
-        expect(await h.store.holdersAt(s, a.workerId, 1801)).toEqual([]);
-        expect(await h.store.holdersAt(s, a.workerId + 1, 1500)).toEqual([]);
+        expect(await holdersAt(h.store, s, a.workerId, 999)).toEqual([]);
+        expect(await holdersAt(h.store, s, a.workerId, 1801)).toEqual([]);
+        expect(await holdersAt(h.store, s, a.workerId + 1, 1500)).toEqual([]);
+      });
+
+      it('holdings of one worker id leave out the others of the space', async () => {
+        const s = space();
+        const a = await take(h.store, req(s, 'a', { nowTick: 10 }));
+        const b = await take(h.store, req(s, 'b', { nowTick: 20 }));
+        expect((await h.store.holdings(s)).map((x) => [x.workerId, x.owner])).toEqual([
+          [a.workerId, 'a'],
+          [b.workerId, 'b'],
+        ]);
+        expect((await h.store.holdings(s, b.workerId)).map((x) => [x.workerId, x.owner, x.fromTick])).toEqual([[b.workerId, 'b', 20]]);
       });
 
       it("a lease that ran out is a takeover, starting after the old holder's horizon; a stale renewal or release writes nothing", async () => {
         const s = space();
         const a = await take(h.store, req(s, 'a', { ttlMs: 300, nowTick: 10 }));
-        await h.store.renew(s, a.workerId, 'a', a.generation, 300, 50);
+        await h.store.renew(heldBy(s, a, 'a'), 300, 50);
         await sleep(450);
         // The new holder's clock says 20, but the old one may have issued up to 50.
         const b = await take(h.store, req(s, 'b', { want: a.workerId, nowTick: 20 }));
-        expect(await h.store.renew(s, a.workerId, 'a', a.generation, 300, 80)).toBeUndefined();
-        await h.store.release(s, a.workerId, 'a', a.generation, 80);
-        await h.store.renew(s, b.workerId, 'b', b.generation, 10_000, 100);
+        expect(await h.store.renew(heldBy(s, a, 'a'), 300, 80)).toBeUndefined();
+        await h.store.release(heldBy(s, a, 'a'), 80);
+        await h.store.renew(heldBy(s, b, 'b'), 10_000, 100);
         const rows = await h.store.entries(s, a.workerId);
         expect(rows.map((r) => [r.kind, r.owner, r.fromTick, r.untilTick])).toEqual([
           ['grant', 'a', 10, 9],
@@ -316,10 +341,12 @@ export function runWorkerLeaseStoreContract(name: string, factory: LeaseFactory,
           ['takeover', 'b', 51, 50],
           ['renew', 'b', 51, 100],
         ]);
-        expect((await h.store.holdersAt(s, a.workerId, 30)).map((x) => x.owner)).toEqual(['a']);
-        expect((await h.store.holdersAt(s, a.workerId, 50)).map((x) => x.owner)).toEqual(['a']);
-        expect((await h.store.holdersAt(s, a.workerId, 60)).map((x) => [x.owner, x.began, x.released])).toEqual([['b', 'takeover', false]]);
-        expect(await h.store.holdersAt(s, a.workerId, 101)).toEqual([]);
+        expect((await holdersAt(h.store, s, a.workerId, 30)).map((x) => x.owner)).toEqual(['a']);
+        expect((await holdersAt(h.store, s, a.workerId, 50)).map((x) => x.owner)).toEqual(['a']);
+        expect((await holdersAt(h.store, s, a.workerId, 60)).map((x) => [x.owner, x.began, x.released])).toEqual([
+          ['b', 'takeover', false],
+        ]);
+        expect(await holdersAt(h.store, s, a.workerId, 101)).toEqual([]);
         // The owner text names the holder when the request does not.
         expect(rows[0]?.holder).toEqual({ host: 'a', pid: 0, instance: '', version: '' });
       });
@@ -327,8 +354,8 @@ export function runWorkerLeaseStoreContract(name: string, factory: LeaseFactory,
       it('a released id taken again is a grant, after the released tick', async () => {
         const s = space();
         const a = await take(h.store, req(s, 'x/1/one', { nowTick: 100 }));
-        await h.store.renew(s, a.workerId, 'x/1/one', a.generation, 10_000, 300);
-        await h.store.release(s, a.workerId, 'x/1/one', a.generation, 120);
+        await h.store.renew(heldBy(s, a, 'x/1/one'), 10_000, 300);
+        await h.store.release(heldBy(s, a, 'x/1/one'), 120);
         const b = await take(h.store, req(s, 'y/2/two', { nowTick: 90 }));
         expect(b.workerId).toBe(a.workerId);
         const rows = await h.store.entries(s, a.workerId);
@@ -346,17 +373,17 @@ export function runWorkerLeaseStoreContract(name: string, factory: LeaseFactory,
         const rows = await h.store.entries(s, n.workerId);
         expect(rows).toHaveLength(1);
         expect(rows[0]).toMatchObject({ kind: 'grant', owner: `worker-node:node-host`, fromTick: 0, untilTick: Number.MAX_SAFE_INTEGER });
-        expect(await h.store.holdersAt(s, n.workerId, 2 ** 41)).toHaveLength(1);
+        expect(await holdersAt(h.store, s, n.workerId, 2 ** 41)).toHaveLength(1);
       });
 
       it('prune removes rows past retention in batches, keeps newer rows and worker-node claims', async () => {
         const s = space();
         const old = space();
         const a = await take(h.store, req(s, 'p', { nowTick: 5 }));
-        for (let t = 10; t <= 50; t += 10) await h.store.renew(s, a.workerId, 'p', a.generation, 10_000, t);
+        for (let t = 10; t <= 50; t += 10) await h.store.renew(heldBy(s, a, 'p'), 10_000, t);
         const node = await h.store.registerNode(old, 'node-host', 1_000_000);
         await h.backdate([s, old], 3 * 86_400_000);
-        await h.store.renew(s, a.workerId, 'p', a.generation, 10_000, 60);
+        await h.store.renew(heldBy(s, a, 'p'), 10_000, 60);
         // Rows left over in a shared database may be pruned too: count only this space's.
         expect(await h.store.pruneLedger(86_400_000, 2)).toBeLessThanOrEqual(2);
         expect((await h.store.entries(s, a.workerId)).length).toBeLessThanOrEqual(6);
@@ -364,7 +391,7 @@ export function runWorkerLeaseStoreContract(name: string, factory: LeaseFactory,
         const left = await h.store.entries(s, a.workerId);
         // The newest row still carries the holding's first tick.
         expect(left.map((r) => [r.kind, r.fromTick, r.untilTick])).toEqual([['renew', 5, 60]]);
-        expect(await h.store.holdersAt(s, a.workerId, 30)).toEqual([
+        expect(await holdersAt(h.store, s, a.workerId, 30)).toEqual([
           expect.objectContaining({ fromTick: 5, untilTick: 60, began: undefined }),
         ]);
         expect(await h.store.entries(old, node.workerId)).toHaveLength(1);

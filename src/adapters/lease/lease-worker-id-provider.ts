@@ -146,7 +146,11 @@ export class LeaseWorkerIdProvider implements WorkerIdProvider {
   async renew(space: IdSpace, grant: WorkerGrant, ceilingTick: number): Promise<WorkerGrant> {
     const t0 = this.mono();
     const wall0 = this.wall();
-    const r = await this.store.renew(space.key, grant.workerId, this.owner, grant.generation, this.ttlMs, ceilingTick);
+    const r = await this.store.renew(
+      { space: space.key, workerId: grant.workerId, owner: this.owner, generation: grant.generation },
+      this.ttlMs,
+      ceilingTick,
+    );
     if (!r) {
       throw new UnavailableError(
         'LEASE_LOST',
@@ -159,7 +163,7 @@ export class LeaseWorkerIdProvider implements WorkerIdProvider {
   }
 
   async release(space: IdSpace, grant: WorkerGrant, lastTick: number): Promise<void> {
-    await this.store.release(space.key, grant.workerId, this.owner, grant.generation, lastTick);
+    await this.store.release({ space: space.key, workerId: grant.workerId, owner: this.owner, generation: grant.generation }, lastTick);
   }
 
   async close(): Promise<void> {

@@ -1,8 +1,16 @@
 /** WorkerLeaseStore in memory (one process; tests and `memory:` stores), its lease ledger an array. */
-import type { LeaseEventKind, LeaseHolder, LeaseHolding, LeaseLedgerEntry } from '../../ports/lease-ledger.js';
-import type { AcquireRequest, LeaseRecord, NodeClaim, WorkerLeaseStore } from '../../ports/worker-lease-store.js';
+import type { LeaseHolding, LeaseLedgerEntry } from '../../ports/lease-ledger.js';
+import type { AcquireRequest, HeldLease, LeaseRecord, NodeClaim, WorkerLeaseStore } from '../../ports/worker-lease-store.js';
 import { CLAIMED_FOR_GOOD_MS, chooseWorker, nodeOwner } from '../kit/choose-worker.js';
-import { HELD_FOR_GOOD_TICK, covers, firstTick, holderOf, holdingsFromEntries, takeKind } from '../kit/lease-ledger-rules.js';
+import {
+  HELD_FOR_GOOD_TICK,
+  type LedgerRow,
+  claimRow,
+  followingRow,
+  grantRow,
+  granted,
+  holdingsFromEntries,
+} from '../kit/lease-ledger-rules.js';
 
 interface Row {
   workerId: number;
@@ -24,37 +32,29 @@ export class MemoryWorkerLeaseStore implements WorkerLeaseStore {
 
   async acquire(req: AcquireRequest): Promise<LeaseRecord | { refused: string }> {
     const now = this.now();
-    const c = chooseWorker([...this.rows(req.space).values()], now, req);
+    const rows = [...this.rows(req.space).values()];
+    const c = chooseWorker(rows, now, req);
     if ('refused' in c) return c;
-    const kind = takeKind(this.rows(req.space).get(c.workerId));
-    const row = this.take(req.space, c.workerId, req.owner, now + req.ttlMs);
-    const from = firstTick(req.nowTick, row.lastTick);
-    this.record(req.space, row, kind, holderOf(req.owner, req.holder), from, from - 1);
-    return { workerId: row.workerId, generation: row.generation, lastTick: row.lastTick, expiresAtMs: row.expiresAtMs };
+    const taken = this.take(req.space, c.workerId, req.owner, now + req.ttlMs);
+    this.record(grantRow(req, c.workerId, taken, rows));
+    return granted(c.workerId, taken, taken.expiresAtMs);
   }
 
-  async renew(
-    space: string,
-    workerId: number,
-    owner: string,
-    generation: number,
-    ttlMs: number,
-    lastTick: number,
-  ): Promise<LeaseRecord | undefined> {
-    const r = this.rows(space).get(workerId);
-    if (!r || r.owner !== owner || r.generation !== generation) return undefined;
+  async renew(lease: HeldLease, ttlMs: number, lastTick: number): Promise<LeaseRecord | undefined> {
+    const r = this.held(lease);
+    if (!r) return undefined;
     r.expiresAtMs = this.now() + ttlMs;
     r.lastTick = Math.max(r.lastTick, lastTick);
-    this.recordAfter(space, r, 'renew', r.lastTick);
-    return { workerId, generation, lastTick: r.lastTick, expiresAtMs: r.expiresAtMs };
+    this.recordAfter(lease, 'renew', r.lastTick);
+    return { workerId: r.workerId, generation: r.generation, lastTick: r.lastTick, expiresAtMs: r.expiresAtMs };
   }
 
-  async release(space: string, workerId: number, owner: string, generation: number, lastTick: number): Promise<void> {
-    const r = this.rows(space).get(workerId);
-    if (!r || r.owner !== owner || r.generation !== generation) return;
+  async release(lease: HeldLease, lastTick: number): Promise<void> {
+    const r = this.held(lease);
+    if (!r) return;
     r.expiresAtMs = 0;
     r.lastTick = lastTick;
-    this.recordAfter(space, r, 'release', lastTick);
+    this.recordAfter(lease, 'release', lastTick);
   }
 
   async registerNode(space: string, host: string, workerCount: number): Promise<NodeClaim> {
@@ -64,20 +64,15 @@ export class MemoryWorkerLeaseStore implements WorkerLeaseStore {
       if (id >= workerCount) return { workerId: id, lastTick: -1 };
       const prev = this.rows(space).get(id);
       if (prev && prev.expiresAtMs > now) continue;
-      const kind = takeKind(prev);
       const owner = nodeOwner(host);
-      const row = this.take(space, id, owner, CLAIMED_FOR_GOOD_MS);
-      this.record(space, row, kind, holderOf(owner, undefined), firstTick(undefined, row.lastTick), HELD_FOR_GOOD_TICK);
-      return { workerId: id, lastTick: row.lastTick };
+      const taken = this.take(space, id, owner, CLAIMED_FOR_GOOD_MS);
+      this.record(claimRow(space, id, owner, taken, prev));
+      return { workerId: id, lastTick: taken.lastTick };
     }
   }
 
-  async holdersAt(space: string, workerId: number, tick: number): Promise<readonly LeaseHolding[]> {
-    return holdingsFromEntries(await this.entries(space, workerId)).filter((h) => covers(h, tick));
-  }
-
-  async holdings(space: string): Promise<readonly LeaseHolding[]> {
-    return holdingsFromEntries(this.ledger.filter((e) => e.space === space));
+  async holdings(space: string, workerId?: number): Promise<readonly LeaseHolding[]> {
+    return holdingsFromEntries(this.ledger.filter((e) => e.space === space && (workerId === undefined || e.workerId === workerId)));
   }
 
   async entries(space: string, workerId: number): Promise<readonly LeaseLedgerEntry[]> {
@@ -110,23 +105,21 @@ export class MemoryWorkerLeaseStore implements WorkerLeaseStore {
     return row;
   }
 
-  private record(space: string, r: Row, kind: LeaseEventKind, holder: LeaseHolder, fromTick: number, untilTick: number): void {
-    this.ledger.push({
-      space,
-      workerId: r.workerId,
-      generation: r.generation,
-      kind,
-      owner: r.owner,
-      holder,
-      fromTick,
-      untilTick,
-      atMs: this.now(),
-    });
+  /** The row of `lease` while its owner and generation still hold it. */
+  private held(lease: HeldLease): Row | undefined {
+    const r = this.rows(lease.space).get(lease.workerId);
+    return r && r.owner === lease.owner && r.generation === lease.generation ? r : undefined;
   }
 
-  private recordAfter(space: string, r: Row, kind: LeaseEventKind, untilTick: number): void {
-    const prev = this.ledger.findLast((e) => e.space === space && e.workerId === r.workerId && e.generation === r.generation);
-    this.record(space, r, kind, prev?.holder ?? holderOf(r.owner, undefined), prev?.fromTick ?? untilTick, untilTick);
+  private record(row: LedgerRow): void {
+    this.ledger.push({ ...row, atMs: this.now() });
+  }
+
+  private recordAfter(lease: HeldLease, kind: 'renew' | 'release', untilTick: number): void {
+    const latest = this.ledger.findLast(
+      (e) => e.space === lease.space && e.workerId === lease.workerId && e.generation === lease.generation,
+    );
+    this.record(followingRow(lease, kind, untilTick, latest));
   }
 
   private rows(space: string): Map<number, Row> {

@@ -7,23 +7,9 @@
  * in the same transaction.
  */
 import { type PoolConnection, type ResultSetHeader, type RowDataPacket } from 'mysql2/promise';
-import type { LeaseEventKind, LeaseHolder, LeaseHolding, LeaseLedgerEntry } from '../../ports/lease-ledger.js';
-import type { AcquireRequest, LeaseRecord, LeaseRow, NodeClaim, WorkerLeaseStore } from '../../ports/worker-lease-store.js';
-import { CLAIMED_FOR_GOOD_MS, chooseWorker, nodeOwner } from '../kit/choose-worker.js';
-import {
-  ENTRY_COLUMNS,
-  type EntryRow,
-  HELD_FOR_GOOD_TICK,
-  HOLDING_COLUMNS,
-  HOLDING_GROUP,
-  type HoldingRow,
-  covers,
-  firstTick,
-  holderOf,
-  takeKind,
-  toEntry,
-  toHolding,
-} from '../kit/lease-ledger-rules.js';
+import type { LeaseHolding, LeaseLedgerEntry } from '../../ports/lease-ledger.js';
+import type { AcquireRequest, HeldLease, LeaseRecord, LeaseRow, NodeClaim, WorkerLeaseStore } from '../../ports/worker-lease-store.js';
+import * as ledger from '../kit/lease-ledger-rules.js';
 import { MysqlConnection } from './mysql-connection.js';
 
 const NOW_MS = 'CAST(ROUND(UNIX_TIMESTAMP(NOW(3)) * 1000) AS SIGNED)';
@@ -88,122 +74,81 @@ export class MysqlWorkerLeaseStore implements WorkerLeaseStore {
         [req.space],
       );
       const rows = rs.map((r): LeaseRow => ({ workerId: Number(r.worker_id), owner: String(r.owner), expiresAtMs: Number(r.expires_at) }));
-      const choice = chooseWorker(rows, now, req);
-      if ('refused' in choice) return choice;
-      const kind = takeKind(rows.find((r) => r.workerId === choice.workerId));
-      const got = await take(c, req.space, choice.workerId, req.owner, now + req.ttlMs);
-      const from = firstTick(req.nowTick, got.lastTick);
-      await record(c, req.space, choice.workerId, got.generation, kind, req.owner, holderOf(req.owner, req.holder), from, from - 1);
-      return { workerId: choice.workerId, generation: got.generation, lastTick: got.lastTick, expiresAtMs: now + req.ttlMs };
+      return ledger.grantFrom(rows, now, req, statements(c, req.space));
     });
   }
 
-  async renew(
-    space: string,
-    workerId: number,
-    owner: string,
-    generation: number,
-    ttlMs: number,
-    lastTick: number,
-  ): Promise<LeaseRecord | undefined> {
+  async renew(lease: HeldLease, ttlMs: number, lastTick: number): Promise<LeaseRecord | undefined> {
     return this.inTransaction(async (c) => {
       const [r] = await c.query<ResultSetHeader>(
-        `UPDATE sequoia_worker_lease SET expires_at = ${NOW_MS} + ?, last_tick = GREATEST(last_tick, ?), updated_at = NOW(3)
-         WHERE space = ? AND worker_id = ? AND owner = ? AND generation = ?`,
-        [ttlMs, String(lastTick), space, workerId, owner, generation],
+        `UPDATE sequoia_worker_lease SET expires_at = ${NOW_MS} + ?, last_tick = GREATEST(last_tick, ?), updated_at = NOW(3) ${HELD}`,
+        [ttlMs, String(lastTick), ...heldValues(lease)],
       );
       if (r.affectedRows !== 1) return undefined;
       const [rows] = await c.query<RowDataPacket[]>(
         'SELECT last_tick, expires_at FROM sequoia_worker_lease WHERE space = ? AND worker_id = ?',
-        [space, workerId],
+        [lease.space, lease.workerId],
       );
       const horizon = Number(rows[0]?.last_tick);
-      await recordAfter(c, space, workerId, generation, 'renew', owner, horizon);
-      return { workerId, generation, lastTick: horizon, expiresAtMs: Number(rows[0]?.expires_at) };
+      await recordAfter(c, lease, 'renew', horizon);
+      return { workerId: lease.workerId, generation: lease.generation, lastTick: horizon, expiresAtMs: Number(rows[0]?.expires_at) };
     });
   }
 
-  async release(space: string, workerId: number, owner: string, generation: number, lastTick: number): Promise<void> {
+  async release(lease: HeldLease, lastTick: number): Promise<void> {
     await this.inTransaction(async (c) => {
       const [r] = await c.query<ResultSetHeader>(
-        `UPDATE sequoia_worker_lease SET expires_at = 0, last_tick = ?, updated_at = NOW(3)
-         WHERE space = ? AND worker_id = ? AND owner = ? AND generation = ?`,
-        [String(lastTick), space, workerId, owner, generation],
+        `UPDATE sequoia_worker_lease SET expires_at = 0, last_tick = ?, updated_at = NOW(3) ${HELD}`,
+        [String(lastTick), ...heldValues(lease)],
       );
-      if (r.affectedRows === 1) await recordAfter(c, space, workerId, generation, 'release', owner, lastTick);
+      if (r.affectedRows === 1) await recordAfter(c, lease, 'release', lastTick);
     });
   }
 
   async registerNode(space: string, host: string, workerCount: number): Promise<NodeClaim> {
-    return this.inSpace(space, async (c) => {
-      for (;;) {
-        const [r] = await c.query<ResultSetHeader>('INSERT INTO sequoia_worker_node (space, host, started_at) VALUES (?, ?, NOW(3))', [
-          space,
-          host,
-        ]);
-        const id = Number(r.insertId);
-        if (id >= workerCount) return { workerId: id, lastTick: -1 };
-        const [prev] = await c.query<RowDataPacket[]>(
-          `SELECT expires_at, expires_at > ${NOW_MS} AS live FROM sequoia_worker_lease WHERE space = ? AND worker_id = ?`,
-          [space, id],
-        );
-        const p = prev[0];
-        if (p && Number(p.live) === 1) continue;
-        const owner = nodeOwner(host);
-        const got = await take(c, space, id, owner, CLAIMED_FOR_GOOD_MS);
-        const kind = takeKind(p && { expiresAtMs: Number(p.expires_at) });
-        await record(
-          c,
-          space,
-          id,
-          got.generation,
-          kind,
-          owner,
-          holderOf(owner, undefined),
-          firstTick(undefined, got.lastTick),
-          HELD_FOR_GOOD_TICK,
-        );
-        return { workerId: id, lastTick: got.lastTick };
-      }
-    });
+    return this.inSpace(space, (c) =>
+      ledger.registerNodeWith(space, host, workerCount, {
+        ...statements(c, space),
+        insertNode: async () => {
+          const [r] = await c.query<ResultSetHeader>('INSERT INTO sequoia_worker_node (space, host, started_at) VALUES (?, ?, NOW(3))', [
+            space,
+            host,
+          ]);
+          return Number(r.insertId);
+        },
+        leaseOf: async (id) => {
+          const [rows] = await c.query<RowDataPacket[]>(
+            `SELECT expires_at, expires_at > ${NOW_MS} AS live FROM sequoia_worker_lease WHERE space = ? AND worker_id = ?`,
+            [space, id],
+          );
+          const p = rows[0];
+          return p && { expiresAtMs: Number(p.expires_at), live: Number(p.live) === 1 };
+        },
+      }),
+    );
   }
 
-  async holdersAt(space: string, workerId: number, tick: number): Promise<readonly LeaseHolding[]> {
-    return (await this.holdingsOf(space, workerId)).filter((h) => covers(h, tick));
-  }
-
-  async holdings(space: string): Promise<readonly LeaseHolding[]> {
-    return this.holdingsOf(space, undefined);
+  async holdings(space: string, workerId?: number): Promise<readonly LeaseHolding[]> {
+    const q = ledger.holdingsQuery(space, workerId);
+    return (await this.select<ledger.HoldingRow>(q.sql, q.values)).map(ledger.toHolding);
   }
 
   async entries(space: string, workerId: number): Promise<readonly LeaseLedgerEntry[]> {
-    return this.withConnection(async (c) => {
-      const [rows] = await c.query<RowDataPacket[]>(
-        `SELECT ${ENTRY_COLUMNS} FROM sequoia_lease_ledger WHERE space = ? AND worker_id = ? ORDER BY seq`,
-        [space, workerId],
-      );
-      return rows.map((r) => toEntry(space, r as unknown as EntryRow));
-    });
+    return (await this.select<ledger.EntryRow>(ledger.ENTRIES_QUERY, [space, workerId])).map((r) => ledger.toEntry(space, r));
   }
 
   async pruneLedger(retentionMs: number, limit: number): Promise<number> {
     return this.withConnection(async (c) => {
       const [r] = await c.query<ResultSetHeader>(
         `DELETE FROM sequoia_lease_ledger WHERE at_ms < ${NOW_MS} - ? AND until_tick < ? ORDER BY seq LIMIT ?`,
-        [String(retentionMs), String(HELD_FOR_GOOD_TICK), limit],
+        [String(retentionMs), String(ledger.HELD_FOR_GOOD_TICK), limit],
       );
       return r.affectedRows;
     });
   }
 
-  private holdingsOf(space: string, workerId: number | undefined): Promise<LeaseHolding[]> {
-    return this.withConnection(async (c) => {
-      const [rows] = await c.query<RowDataPacket[]>(
-        `SELECT ${HOLDING_COLUMNS} FROM sequoia_lease_ledger WHERE space = ?${workerId === undefined ? '' : ' AND worker_id = ?'} ${HOLDING_GROUP}`,
-        workerId === undefined ? [space] : [space, workerId],
-      );
-      return rows.map((r) => toHolding(r as unknown as HoldingRow));
-    });
+  private select<R>(sql: string, values: (string | number)[]): Promise<R[]> {
+    return this.withConnection(async (c) => (await c.query<RowDataPacket[]>(sql, values))[0] as unknown as R[]);
   }
 
   async close(): Promise<void> {
@@ -221,31 +166,15 @@ export class MysqlWorkerLeaseStore implements WorkerLeaseStore {
          VALUES (?, -1, '', 0, 0, -1, NOW(3))`,
         [space],
       );
-      await c.beginTransaction();
-      try {
+      return transaction(c, async () => {
         await c.query('SELECT worker_id FROM sequoia_worker_lease WHERE space = ? AND worker_id = -1 FOR UPDATE', [space]);
-        const result = await fn(c);
-        await c.commit();
-        return result;
-      } catch (e) {
-        await c.rollback().catch(() => {});
-        throw e;
-      }
+        return fn(c);
+      });
     });
   }
 
   private inTransaction<T>(fn: (c: PoolConnection) => Promise<T>): Promise<T> {
-    return this.withConnection(async (c) => {
-      await c.beginTransaction();
-      try {
-        const result = await fn(c);
-        await c.commit();
-        return result;
-      } catch (e) {
-        await c.rollback().catch(() => {});
-        throw e;
-      }
-    });
+    return this.withConnection((c) => transaction(c, () => fn(c)));
   }
 
   private withConnection<T>(fn: (c: PoolConnection) => Promise<T>): Promise<T> {
@@ -253,14 +182,28 @@ export class MysqlWorkerLeaseStore implements WorkerLeaseStore {
   }
 }
 
-/** Gives the id to `owner` (a new generation), keeping the last tick; inside the caller's transaction. */
-async function take(
-  c: PoolConnection,
-  space: string,
-  workerId: number,
-  owner: string,
-  expiresAt: number,
-): Promise<{ generation: number; lastTick: number }> {
+/** The lease row while its owner and generation still hold it; values: heldValues. */
+const HELD = 'WHERE space = ? AND worker_id = ? AND owner = ? AND generation = ?';
+const heldValues = (l: HeldLease): (string | number)[] => [l.space, l.workerId, l.owner, l.generation];
+
+async function transaction<T>(c: PoolConnection, fn: () => Promise<T>): Promise<T> {
+  await c.beginTransaction();
+  try {
+    const result = await fn();
+    await c.commit();
+    return result;
+  } catch (e) {
+    await c.rollback().catch(() => {});
+    throw e;
+  }
+}
+
+/** The writes of a take, in the caller's transaction. */
+function statements(c: PoolConnection, space: string): ledger.TakeStatements {
+  return { take: (workerId, owner, expiresAt) => take(c, space, workerId, owner, expiresAt), record: (row) => record(c, row) };
+}
+
+async function take(c: PoolConnection, space: string, workerId: number, owner: string, expiresAt: number): Promise<ledger.Taken> {
   await c.query(
     `INSERT INTO sequoia_worker_lease (space, worker_id, owner, generation, expires_at, last_tick, updated_at)
      VALUES (?, ?, ?, 1, ?, -1, NOW(3))
@@ -274,40 +217,13 @@ async function take(
   return { generation: Number(got[0]?.generation), lastTick: Number(got[0]?.last_tick) };
 }
 
-/** One ledger row; inside the caller's transaction. */
-async function record(
-  c: PoolConnection,
-  space: string,
-  workerId: number,
-  generation: number,
-  kind: LeaseEventKind,
-  owner: string,
-  h: LeaseHolder,
-  fromTick: number,
-  untilTick: number,
-): Promise<void> {
-  await c.query(
-    `INSERT INTO sequoia_lease_ledger (space, worker_id, generation, kind, owner, host, pid, instance, version, from_tick, until_tick, at_ms)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ${NOW_MS})`,
-    [space, workerId, generation, kind, owner, h.host, h.pid, h.instance, h.version, String(fromTick), String(untilTick)],
-  );
+/** One ledger row, in the caller's transaction. */
+async function record(c: PoolConnection, row: ledger.LedgerRow): Promise<void> {
+  await c.query(ledger.ledgerInsert(NOW_MS), ledger.ledgerValues(row));
 }
 
-/** A renewal or release: the holding's first tick and holder come from its latest row (only the horizon, before the ledger existed). */
-async function recordAfter(
-  c: PoolConnection,
-  space: string,
-  workerId: number,
-  generation: number,
-  kind: LeaseEventKind,
-  owner: string,
-  untilTick: number,
-): Promise<void> {
-  const [rows] = await c.query<RowDataPacket[]>(
-    `SELECT ${ENTRY_COLUMNS} FROM sequoia_lease_ledger WHERE space = ? AND worker_id = ? AND generation = ? ORDER BY seq DESC LIMIT 1`,
-    [space, workerId, generation],
-  );
-  const prev = rows[0] as unknown as EntryRow | undefined;
-  const p = prev && toEntry(space, prev);
-  await record(c, space, workerId, generation, kind, owner, p?.holder ?? holderOf(owner, undefined), p?.fromTick ?? untilTick, untilTick);
+async function recordAfter(c: PoolConnection, lease: HeldLease, kind: 'renew' | 'release', untilTick: number): Promise<void> {
+  const [rows] = await c.query<RowDataPacket[]>(ledger.LATEST_QUERY, ledger.latestValues(lease));
+  const latest = rows[0] as unknown as ledger.EntryRow | undefined;
+  await record(c, ledger.followingRow(lease, kind, untilTick, latest && ledger.toEntry(lease.space, latest)));
 }

@@ -7,23 +7,9 @@
  * lease change writes its row of the lease ledger (`sequoia_lease_ledger`) in
  * the same transaction.
  */
-import type { LeaseEventKind, LeaseHolder, LeaseHolding, LeaseLedgerEntry } from '../../ports/lease-ledger.js';
-import type { AcquireRequest, LeaseRecord, LeaseRow, NodeClaim, WorkerLeaseStore } from '../../ports/worker-lease-store.js';
-import { CLAIMED_FOR_GOOD_MS, chooseWorker, nodeOwner } from '../kit/choose-worker.js';
-import {
-  ENTRY_COLUMNS,
-  type EntryRow,
-  HELD_FOR_GOOD_TICK,
-  HOLDING_COLUMNS,
-  HOLDING_GROUP,
-  type HoldingRow,
-  covers,
-  firstTick,
-  holderOf,
-  takeKind,
-  toEntry,
-  toHolding,
-} from '../kit/lease-ledger-rules.js';
+import type { LeaseHolding, LeaseLedgerEntry } from '../../ports/lease-ledger.js';
+import type { AcquireRequest, HeldLease, LeaseRecord, LeaseRow, NodeClaim, WorkerLeaseStore } from '../../ports/worker-lease-store.js';
+import * as ledger from '../kit/lease-ledger-rules.js';
 import { type PgClientLike, type PgPoolLike, PostgresConnection } from './postgres-connection.js';
 
 const NOW_MS = `(extract(epoch from clock_timestamp()) * 1000)::bigint`;
@@ -94,112 +80,72 @@ export class PostgresWorkerLeaseStore implements WorkerLeaseStore {
         (await c.query('SELECT worker_id::text AS w, owner, expires_at::text AS e FROM sequoia_worker_lease WHERE space = $1', [req.space]))
           .rows as { w: string; owner: string; e: string }[]
       ).map((r): LeaseRow => ({ workerId: Number(r.w), owner: r.owner, expiresAtMs: Number(r.e) }));
-      const choice = chooseWorker(rows, now, req);
-      if ('refused' in choice) return choice;
-      const kind = takeKind(rows.find((r) => r.workerId === choice.workerId));
-      const row = await take(c, req.space, choice.workerId, req.owner, now + req.ttlMs);
-      const from = firstTick(req.nowTick, row.lastTick);
-      await record(c, req.space, choice.workerId, row.generation, kind, req.owner, holderOf(req.owner, req.holder), from, from - 1);
-      return { workerId: choice.workerId, generation: row.generation, lastTick: row.lastTick, expiresAtMs: now + req.ttlMs };
+      return ledger.grantFrom(rows, now, req, statements(c, req.space));
     });
   }
 
-  async renew(
-    space: string,
-    workerId: number,
-    owner: string,
-    generation: number,
-    ttlMs: number,
-    lastTick: number,
-  ): Promise<LeaseRecord | undefined> {
+  async renew(lease: HeldLease, ttlMs: number, lastTick: number): Promise<LeaseRecord | undefined> {
     return this.tx(async (c) => {
       const r = await c.query(
         `UPDATE sequoia_worker_lease SET expires_at = ${NOW_MS} + $5::bigint, last_tick = GREATEST(last_tick, $6::bigint), updated_at = now()
-         WHERE space = $1 AND worker_id = $2 AND owner = $3 AND generation = $4
-         RETURNING last_tick::text AS t, expires_at::text AS e`,
-        [space, workerId, owner, generation, ttlMs, String(lastTick)],
+         ${HELD} RETURNING last_tick::text AS t, expires_at::text AS e`,
+        [...heldValues(lease), ttlMs, String(lastTick)],
       );
       const row = r.rows[0] as { t: string; e: string } | undefined;
       if (!row) return undefined;
-      await recordAfter(c, space, workerId, generation, 'renew', owner, Number(row.t));
-      return { workerId, generation, lastTick: Number(row.t), expiresAtMs: Number(row.e) };
+      await recordAfter(c, lease, 'renew', Number(row.t));
+      return { workerId: lease.workerId, generation: lease.generation, lastTick: Number(row.t), expiresAtMs: Number(row.e) };
     });
   }
 
-  async release(space: string, workerId: number, owner: string, generation: number, lastTick: number): Promise<void> {
+  async release(lease: HeldLease, lastTick: number): Promise<void> {
     await this.tx(async (c) => {
-      const r = await c.query(
-        `UPDATE sequoia_worker_lease SET expires_at = 0, last_tick = $5::bigint, updated_at = now()
-         WHERE space = $1 AND worker_id = $2 AND owner = $3 AND generation = $4`,
-        [space, workerId, owner, generation, String(lastTick)],
-      );
-      if (r.rowCount === 1) await recordAfter(c, space, workerId, generation, 'release', owner, lastTick);
+      const r = await c.query(`UPDATE sequoia_worker_lease SET expires_at = 0, last_tick = $5::bigint, updated_at = now() ${HELD}`, [
+        ...heldValues(lease),
+        String(lastTick),
+      ]);
+      if (r.rowCount === 1) await recordAfter(c, lease, 'release', lastTick);
     });
   }
 
   async registerNode(space: string, host: string, workerCount: number): Promise<NodeClaim> {
     return this.tx(async (c) => {
       await lockSpace(c, space);
-      for (;;) {
-        const r = await c.query('INSERT INTO sequoia_worker_node (space, host) VALUES ($1, $2) RETURNING id::text AS id', [space, host]);
-        const id = Number((r.rows[0] as { id: string }).id);
-        if (id >= workerCount) return { workerId: id, lastTick: -1 };
-        const prev = await c.query(
-          `SELECT expires_at::text AS e, (expires_at > ${NOW_MS}) AS live FROM sequoia_worker_lease WHERE space = $1 AND worker_id = $2`,
-          [space, id],
-        );
-        const p = prev.rows[0] as { e: string; live: boolean } | undefined;
-        if (p?.live) continue;
-        const owner = nodeOwner(host);
-        const row = await take(c, space, id, owner, CLAIMED_FOR_GOOD_MS);
-        const kind = takeKind(p && { expiresAtMs: Number(p.e) });
-        await record(
-          c,
-          space,
-          id,
-          row.generation,
-          kind,
-          owner,
-          holderOf(owner, undefined),
-          firstTick(undefined, row.lastTick),
-          HELD_FOR_GOOD_TICK,
-        );
-        return { workerId: id, lastTick: row.lastTick };
-      }
+      return ledger.registerNodeWith(space, host, workerCount, {
+        ...statements(c, space),
+        insertNode: async () => {
+          const r = await c.query('INSERT INTO sequoia_worker_node (space, host) VALUES ($1, $2) RETURNING id::text AS id', [space, host]);
+          return Number((r.rows[0] as { id: string }).id);
+        },
+        leaseOf: async (id) => {
+          const r = await c.query(
+            `SELECT expires_at::text AS e, (expires_at > ${NOW_MS}) AS live FROM sequoia_worker_lease WHERE space = $1 AND worker_id = $2`,
+            [space, id],
+          );
+          const p = r.rows[0] as { e: string; live: boolean } | undefined;
+          return p && { expiresAtMs: Number(p.e), live: p.live };
+        },
+      });
     });
   }
 
-  async holdersAt(space: string, workerId: number, tick: number): Promise<readonly LeaseHolding[]> {
-    return (await this.holdingsOf(space, workerId)).filter((h) => covers(h, tick));
-  }
-
-  async holdings(space: string): Promise<readonly LeaseHolding[]> {
-    return this.holdingsOf(space, undefined);
+  async holdings(space: string, workerId?: number): Promise<readonly LeaseHolding[]> {
+    const q = ledger.holdingsQuery(space, workerId);
+    return ((await this.q(numbered(q.sql), q.values)).rows as ledger.HoldingRow[]).map(ledger.toHolding);
   }
 
   async entries(space: string, workerId: number): Promise<readonly LeaseLedgerEntry[]> {
-    const r = await this.q(`SELECT ${ENTRY_COLUMNS} FROM sequoia_lease_ledger WHERE space = $1 AND worker_id = $2 ORDER BY seq`, [
-      space,
-      workerId,
-    ]);
-    return (r.rows as EntryRow[]).map((row) => toEntry(space, row));
+    const r = await this.q(numbered(ledger.ENTRIES_QUERY), [space, workerId]);
+    return (r.rows as ledger.EntryRow[]).map((row) => ledger.toEntry(space, row));
   }
 
   async pruneLedger(retentionMs: number, limit: number): Promise<number> {
     const r = await this.q(
       `DELETE FROM sequoia_lease_ledger WHERE seq IN (
          SELECT seq FROM sequoia_lease_ledger WHERE at_ms < ${NOW_MS} - $1::bigint AND until_tick < $2::bigint ORDER BY seq LIMIT $3)`,
-      [String(retentionMs), String(HELD_FOR_GOOD_TICK), limit],
+      [String(retentionMs), String(ledger.HELD_FOR_GOOD_TICK), limit],
     );
     return r.rowCount ?? 0;
-  }
-
-  private async holdingsOf(space: string, workerId: number | undefined): Promise<LeaseHolding[]> {
-    const r = await this.q(
-      `SELECT ${HOLDING_COLUMNS} FROM sequoia_lease_ledger WHERE space = $1${workerId === undefined ? '' : ' AND worker_id = $2'} ${HOLDING_GROUP}`,
-      workerId === undefined ? [space] : [space, workerId],
-    );
-    return (r.rows as HoldingRow[]).map(toHolding);
   }
 
   async close(): Promise<void> {
@@ -224,14 +170,22 @@ async function lockSpace(c: PgClientLike, space: string): Promise<void> {
   await c.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [LOCK_CLASS, space]);
 }
 
-/** Gives the id to `owner` (a new generation), keeping the last tick; inside the caller's transaction. */
-async function take(
-  c: PgClientLike,
-  space: string,
-  workerId: number,
-  owner: string,
-  expiresAt: number,
-): Promise<{ generation: number; lastTick: number }> {
+/** The lease row while its owner and generation still hold it ($1–$4: heldValues). */
+const HELD = 'WHERE space = $1 AND worker_id = $2 AND owner = $3 AND generation = $4';
+const heldValues = (l: HeldLease): (string | number)[] => [l.space, l.workerId, l.owner, l.generation];
+
+/** The shared ledger SQL (written with `?`) with PostgreSQL's numbered parameters. */
+const numbered = (sql: string): string => {
+  let n = 0;
+  return sql.replace(/\?/g, () => `$${++n}`);
+};
+
+/** The writes of a take, in the caller's transaction. */
+function statements(c: PgClientLike, space: string): ledger.TakeStatements {
+  return { take: (workerId, owner, expiresAt) => take(c, space, workerId, owner, expiresAt), record: (row) => record(c, row) };
+}
+
+async function take(c: PgClientLike, space: string, workerId: number, owner: string, expiresAt: number): Promise<ledger.Taken> {
   const r = await c.query(
     `INSERT INTO sequoia_worker_lease (space, worker_id, owner, generation, expires_at, last_tick)
      VALUES ($1, $2, $3, 1, $4::bigint, -1)
@@ -244,40 +198,13 @@ async function take(
   return { generation: Number(row.g), lastTick: Number(row.t) };
 }
 
-/** One ledger row; inside the caller's transaction. */
-async function record(
-  c: PgClientLike,
-  space: string,
-  workerId: number,
-  generation: number,
-  kind: LeaseEventKind,
-  owner: string,
-  h: LeaseHolder,
-  fromTick: number,
-  untilTick: number,
-): Promise<void> {
-  await c.query(
-    `INSERT INTO sequoia_lease_ledger (space, worker_id, generation, kind, owner, host, pid, instance, version, from_tick, until_tick, at_ms)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::bigint, $11::bigint, ${NOW_MS})`,
-    [space, workerId, generation, kind, owner, h.host, h.pid, h.instance, h.version, String(fromTick), String(untilTick)],
-  );
+/** One ledger row, in the caller's transaction. */
+async function record(c: PgClientLike, row: ledger.LedgerRow): Promise<void> {
+  await c.query(numbered(ledger.ledgerInsert(NOW_MS)), ledger.ledgerValues(row));
 }
 
-/** A renewal or release: the holding's first tick and holder come from its latest row (only the horizon, before the ledger existed). */
-async function recordAfter(
-  c: PgClientLike,
-  space: string,
-  workerId: number,
-  generation: number,
-  kind: LeaseEventKind,
-  owner: string,
-  untilTick: number,
-): Promise<void> {
-  const r = await c.query(
-    `SELECT ${ENTRY_COLUMNS} FROM sequoia_lease_ledger WHERE space = $1 AND worker_id = $2 AND generation = $3 ORDER BY seq DESC LIMIT 1`,
-    [space, workerId, generation],
-  );
-  const prev = r.rows[0] as EntryRow | undefined;
-  const p = prev && toEntry(space, prev);
-  await record(c, space, workerId, generation, kind, owner, p?.holder ?? holderOf(owner, undefined), p?.fromTick ?? untilTick, untilTick);
+async function recordAfter(c: PgClientLike, lease: HeldLease, kind: 'renew' | 'release', untilTick: number): Promise<void> {
+  const r = await c.query(numbered(ledger.LATEST_QUERY), ledger.latestValues(lease));
+  const latest = r.rows[0] as ledger.EntryRow | undefined;
+  await record(c, ledger.followingRow(lease, kind, untilTick, latest && ledger.toEntry(lease.space, latest)));
 }

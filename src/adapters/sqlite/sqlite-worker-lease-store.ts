@@ -9,23 +9,10 @@
  */
 import type Database from 'better-sqlite3';
 import { UnavailableError } from '../../core/errors.js';
-import type { LeaseEventKind, LeaseHolder, LeaseHolding, LeaseLedgerEntry } from '../../ports/lease-ledger.js';
-import type { AcquireRequest, LeaseRecord, LeaseRow, NodeClaim, WorkerLeaseStore } from '../../ports/worker-lease-store.js';
+import type { LeaseHolding, LeaseLedgerEntry } from '../../ports/lease-ledger.js';
+import type { AcquireRequest, HeldLease, LeaseRecord, LeaseRow, NodeClaim, WorkerLeaseStore } from '../../ports/worker-lease-store.js';
 import { CLAIMED_FOR_GOOD_MS, chooseWorker, nodeOwner } from '../kit/choose-worker.js';
-import {
-  ENTRY_COLUMNS,
-  type EntryRow,
-  HELD_FOR_GOOD_TICK,
-  HOLDING_COLUMNS,
-  HOLDING_GROUP,
-  type HoldingRow,
-  covers,
-  firstTick,
-  holderOf,
-  takeKind,
-  toEntry,
-  toHolding,
-} from '../kit/lease-ledger-rules.js';
+import * as ledger from '../kit/lease-ledger-rules.js';
 import { storeError } from '../kit/store-boundary.js';
 import { SqliteConnection } from './sqlite-connection.js';
 
@@ -104,11 +91,9 @@ export class SqliteWorkerLeaseStore implements WorkerLeaseStore {
           const c = chooseWorker(rows, now, req);
           if ('refused' in c) return c;
           const expiresAt = now + req.ttlMs;
-          const kind = takeKind(rows.find((r) => r.workerId === c.workerId));
-          const row = take(db, req.space, c.workerId, req.owner, expiresAt, now);
-          const from = firstTick(req.nowTick, row.last_tick);
-          record(db, req.space, c.workerId, row.generation, kind, req.owner, holderOf(req.owner, req.holder), from, from - 1, now);
-          return { workerId: c.workerId, generation: row.generation, lastTick: row.last_tick, expiresAtMs: expiresAt };
+          const taken = take(db, req.space, c.workerId, req.owner, expiresAt, now);
+          record(db, ledger.grantRow(req, c.workerId, taken, rows), now);
+          return ledger.granted(c.workerId, taken, expiresAt);
         })
         .immediate();
     } catch (e) {
@@ -116,14 +101,7 @@ export class SqliteWorkerLeaseStore implements WorkerLeaseStore {
     }
   }
 
-  async renew(
-    space: string,
-    workerId: number,
-    owner: string,
-    generation: number,
-    ttlMs: number,
-    lastTick: number,
-  ): Promise<LeaseRecord | undefined> {
+  async renew(lease: HeldLease, ttlMs: number, lastTick: number): Promise<LeaseRecord | undefined> {
     const db = this.open();
     try {
       return db
@@ -131,13 +109,12 @@ export class SqliteWorkerLeaseStore implements WorkerLeaseStore {
           const now = this.now();
           const r = db
             .prepare(
-              `UPDATE sequoia_worker_lease SET expires_at = ?, last_tick = MAX(last_tick, ?), updated_at = ?
-               WHERE space = ? AND worker_id = ? AND owner = ? AND generation = ? RETURNING last_tick`,
+              `UPDATE sequoia_worker_lease SET expires_at = ?, last_tick = MAX(last_tick, ?), updated_at = ? ${HELD} RETURNING last_tick`,
             )
-            .get(now + ttlMs, lastTick, now, space, workerId, owner, generation) as { last_tick: number } | undefined;
+            .get(now + ttlMs, lastTick, now, ...heldValues(lease)) as { last_tick: number } | undefined;
           if (!r) return undefined;
-          recordAfter(db, space, workerId, generation, 'renew', owner, r.last_tick, now);
-          return { workerId, generation, lastTick: r.last_tick, expiresAtMs: now + ttlMs };
+          recordAfter(db, lease, 'renew', r.last_tick, now);
+          return { workerId: lease.workerId, generation: lease.generation, lastTick: r.last_tick, expiresAtMs: now + ttlMs };
         })
         .immediate();
     } catch (e) {
@@ -145,18 +122,15 @@ export class SqliteWorkerLeaseStore implements WorkerLeaseStore {
     }
   }
 
-  async release(space: string, workerId: number, owner: string, generation: number, lastTick: number): Promise<void> {
+  async release(lease: HeldLease, lastTick: number): Promise<void> {
     const db = this.open();
     try {
       db.transaction(() => {
         const now = this.now();
         const r = db
-          .prepare(
-            `UPDATE sequoia_worker_lease SET expires_at = 0, last_tick = ?, updated_at = ?
-             WHERE space = ? AND worker_id = ? AND owner = ? AND generation = ?`,
-          )
-          .run(lastTick, now, space, workerId, owner, generation);
-        if (r.changes === 1) recordAfter(db, space, workerId, generation, 'release', owner, lastTick, now);
+          .prepare(`UPDATE sequoia_worker_lease SET expires_at = 0, last_tick = ?, updated_at = ? ${HELD}`)
+          .run(lastTick, now, ...heldValues(lease));
+        if (r.changes === 1) recordAfter(db, lease, 'release', lastTick, now);
       }).immediate();
     } catch (e) {
       throw wrap(e);
@@ -179,21 +153,9 @@ export class SqliteWorkerLeaseStore implements WorkerLeaseStore {
               { expires_at: number } | undefined;
             if (prev && prev.expires_at > now) continue;
             const owner = nodeOwner(host);
-            const row = take(db, space, id, owner, CLAIMED_FOR_GOOD_MS, now);
-            const kind = takeKind(prev && { expiresAtMs: prev.expires_at });
-            record(
-              db,
-              space,
-              id,
-              row.generation,
-              kind,
-              owner,
-              holderOf(owner, undefined),
-              firstTick(undefined, row.last_tick),
-              HELD_FOR_GOOD_TICK,
-              now,
-            );
-            return { workerId: id, lastTick: row.last_tick };
+            const taken = take(db, space, id, owner, CLAIMED_FOR_GOOD_MS, now);
+            record(db, ledger.claimRow(space, id, owner, taken, prev && { expiresAtMs: prev.expires_at }), now);
+            return { workerId: id, lastTick: taken.lastTick };
           }
         })
         .immediate();
@@ -202,23 +164,13 @@ export class SqliteWorkerLeaseStore implements WorkerLeaseStore {
     }
   }
 
-  async holdersAt(space: string, workerId: number, tick: number): Promise<readonly LeaseHolding[]> {
-    return (await this.holdingsOf(space, workerId)).filter((h) => covers(h, tick));
-  }
-
-  async holdings(space: string): Promise<readonly LeaseHolding[]> {
-    return this.holdingsOf(space, undefined);
+  async holdings(space: string, workerId?: number): Promise<readonly LeaseHolding[]> {
+    const q = ledger.holdingsQuery(space, workerId);
+    return this.select<ledger.HoldingRow>(q.sql, q.values).map(ledger.toHolding);
   }
 
   async entries(space: string, workerId: number): Promise<readonly LeaseLedgerEntry[]> {
-    try {
-      const rows = this.open()
-        .prepare(`SELECT ${ENTRY_COLUMNS} FROM sequoia_lease_ledger WHERE space = ? AND worker_id = ? ORDER BY seq`)
-        .all(space, workerId) as EntryRow[];
-      return rows.map((r) => toEntry(space, r));
-    } catch (e) {
-      throw wrap(e);
-    }
+    return this.select<ledger.EntryRow>(ledger.ENTRIES_QUERY, [space, workerId]).map((r) => ledger.toEntry(space, r));
   }
 
   async pruneLedger(retentionMs: number, limit: number): Promise<number> {
@@ -228,20 +180,17 @@ export class SqliteWorkerLeaseStore implements WorkerLeaseStore {
           `DELETE FROM sequoia_lease_ledger WHERE seq IN (
              SELECT seq FROM sequoia_lease_ledger WHERE at_ms < ? AND until_tick < ? ORDER BY seq LIMIT ?)`,
         )
-        .run(this.now() - retentionMs, HELD_FOR_GOOD_TICK, limit).changes;
+        .run(this.now() - retentionMs, ledger.HELD_FOR_GOOD_TICK, limit).changes;
     } catch (e) {
       throw wrap(e);
     }
   }
 
-  private async holdingsOf(space: string, workerId: number | undefined): Promise<LeaseHolding[]> {
+  private select<R>(sql: string, values: (string | number)[]): R[] {
     try {
-      const rows = this.open()
-        .prepare(
-          `SELECT ${HOLDING_COLUMNS} FROM sequoia_lease_ledger WHERE space = ?${workerId === undefined ? '' : ' AND worker_id = ?'} ${HOLDING_GROUP}`,
-        )
-        .all(...(workerId === undefined ? [space] : [space, workerId])) as HoldingRow[];
-      return rows.map(toHolding);
+      return this.open()
+        .prepare(sql)
+        .all(...values) as R[];
     } catch (e) {
       throw wrap(e);
     }
@@ -258,16 +207,13 @@ export class SqliteWorkerLeaseStore implements WorkerLeaseStore {
   }
 }
 
+/** The lease row while its owner and generation still hold it; values: heldValues. */
+const HELD = 'WHERE space = ? AND worker_id = ? AND owner = ? AND generation = ?';
+const heldValues = (l: HeldLease): (string | number)[] => [l.space, l.workerId, l.owner, l.generation];
+
 /** Gives the id to `owner` (a new generation), keeping the last tick; inside the caller's transaction. */
-function take(
-  db: Database.Database,
-  space: string,
-  workerId: number,
-  owner: string,
-  expiresAt: number,
-  now: number,
-): { generation: number; last_tick: number } {
-  return db
+function take(db: Database.Database, space: string, workerId: number, owner: string, expiresAt: number, now: number): ledger.Taken {
+  const r = db
     .prepare(
       `INSERT INTO sequoia_worker_lease (space, worker_id, owner, generation, expires_at, last_tick, updated_at)
        VALUES (?, ?, ?, 1, ?, -1, ?)
@@ -276,45 +222,17 @@ function take(
        RETURNING generation, last_tick`,
     )
     .get(space, workerId, owner, expiresAt, now) as { generation: number; last_tick: number };
+  return { generation: r.generation, lastTick: r.last_tick };
 }
 
-/** One ledger row; inside the caller's transaction. */
-function record(
-  db: Database.Database,
-  space: string,
-  workerId: number,
-  generation: number,
-  kind: LeaseEventKind,
-  owner: string,
-  h: LeaseHolder,
-  fromTick: number,
-  untilTick: number,
-  now: number,
-): void {
-  db.prepare(
-    `INSERT INTO sequoia_lease_ledger (space, worker_id, generation, kind, owner, host, pid, instance, version, from_tick, until_tick, at_ms)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-  ).run(space, workerId, generation, kind, owner, h.host, h.pid, h.instance, h.version, fromTick, untilTick, now);
+/** One ledger row, in the caller's transaction, at `now` (this machine's clock). */
+function record(db: Database.Database, row: ledger.LedgerRow, now: number): void {
+  db.prepare(ledger.ledgerInsert('?')).run(...ledger.ledgerValues(row), now);
 }
 
-/** A renewal or release: the holding's first tick and holder come from its latest row (only the horizon, before the ledger existed). */
-function recordAfter(
-  db: Database.Database,
-  space: string,
-  workerId: number,
-  generation: number,
-  kind: LeaseEventKind,
-  owner: string,
-  untilTick: number,
-  now: number,
-): void {
-  const prev = db
-    .prepare(
-      `SELECT ${ENTRY_COLUMNS} FROM sequoia_lease_ledger WHERE space = ? AND worker_id = ? AND generation = ? ORDER BY seq DESC LIMIT 1`,
-    )
-    .get(space, workerId, generation) as EntryRow | undefined;
-  const p = prev && toEntry(space, prev);
-  record(db, space, workerId, generation, kind, owner, p?.holder ?? holderOf(owner, undefined), p?.fromTick ?? untilTick, untilTick, now);
+function recordAfter(db: Database.Database, lease: HeldLease, kind: 'renew' | 'release', untilTick: number, now: number): void {
+  const latest = db.prepare(ledger.LATEST_QUERY).get(...ledger.latestValues(lease)) as ledger.EntryRow | undefined;
+  record(db, ledger.followingRow(lease, kind, untilTick, latest && ledger.toEntry(lease.space, latest)), now);
 }
 
 const wrap = (e: unknown) => storeError('SQLite lease store', e);

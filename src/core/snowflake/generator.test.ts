@@ -236,16 +236,22 @@ describe.each(POLICIES)('clock policy %s', (policy) => {
   });
 });
 
+/** Worker id 1, with worker id 2 to switch to when the clock goes back. */
+function backupWorker(clock: ManualClock, onClockEvent?: (e: ClockEvent) => void): SnowflakeGenerator {
+  return new SnowflakeGenerator({
+    layout: twitter,
+    clock,
+    clockPolicy: 'backup-worker',
+    worker: { workerId: 1 },
+    backups: [{ workerId: 2 }],
+    ...(onClockEvent ? { onClockEvent } : {}),
+  });
+}
+
 describe('backup-worker', () => {
   it('refuses once every worker id is behind', () => {
     const clock = new ManualClock();
-    const g = new SnowflakeGenerator({
-      layout: twitter,
-      clock,
-      clockPolicy: 'backup-worker',
-      worker: { workerId: 1 },
-      backups: [{ workerId: 2 }],
-    });
+    const g = backupWorker(clock);
     g.take();
     clock.advance(-10);
     g.take();
@@ -275,14 +281,7 @@ describe('clock events', () => {
     const clock = new ManualClock();
     const t0 = clock.t - twitter.epochMs;
     const onClockEvent = (e: ClockEvent) => events.push(e);
-    const g = new SnowflakeGenerator({
-      layout: twitter,
-      clock,
-      clockPolicy: 'backup-worker',
-      worker: { workerId: 1 },
-      backups: [{ workerId: 2 }],
-      onClockEvent,
-    });
+    const g = backupWorker(clock, onClockEvent);
     g.take();
     clock.advance(-10);
     g.take();

@@ -10,6 +10,11 @@ export interface TickSpan {
   readonly untilTick: number;
 }
 
+/** The spans that cover `tick` (of holdings: who held their worker id then). */
+export function spansAt<T extends TickSpan>(spans: readonly T[], tick: number): T[] {
+  return spans.filter((s) => s.fromTick <= tick && tick <= s.untilTick);
+}
+
 export class HoldingIndex {
   /** Per worker id: merged [from, until] pairs, flat and sorted. */
   private readonly spans = new Map<number, number[]>();
