@@ -11,14 +11,15 @@ import { randomInt, randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import zookeeper from 'node-zookeeper-client';
+import type zookeeper from 'node-zookeeper-client';
 import { afterAll, expect, it } from 'vitest';
 import { compose, decompose, defineLayouts, joinWorker } from '../../src/core/snowflake/layout.js';
 import { ZookeeperLeaseLedger } from '../../src/adapters/zookeeper/zookeeper-lease-ledger.js';
-import { type ServerProcess, sequoia, startServe } from '../helpers/cli.js';
+import { type ServerProcess, sequoia } from '../helpers/cli.js';
+import { type Lease, ok } from '../helpers/lease-explain.js';
+import { connectZk, serveWithProvider, ZK, zkCall } from '../helpers/zookeeper.js';
 import { describeWithService } from '../helpers/services.js';
 
-const ZK = process.env.SEQUOIA_TEST_ZOOKEEPER ?? '127.0.0.1:2181';
 const dir = mkdtempSync(join(tmpdir(), 'sequoia-zk-ledger-'));
 const servers: ServerProcess[] = [];
 let zk: zookeeper.Client | undefined;
@@ -30,43 +31,9 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-function call<T>(f: (cb: (e: Error | zookeeper.Exception | null, r: T) => void) => void): Promise<T> {
-  return new Promise((res, rej) => f((e, r) => (e ? rej(e instanceof Error ? e : new Error(e.toString())) : res(r))));
-}
-
 const describeZk = await describeWithService('ZooKeeper', async () => {
-  const c = zookeeper.createClient(ZK, { sessionTimeout: 6000, retries: 0 });
-  zk = await new Promise<zookeeper.Client>((resolve, reject) => {
-    const t = setTimeout(() => {
-      c.close();
-      reject(new Error(`no ZooKeeper at ${ZK} (run .ci/zookeeper.sh)`));
-    }, 2000);
-    c.once('connected', () => {
-      clearTimeout(t);
-      resolve(c);
-    });
-    c.connect();
-  });
+  zk = await connectZk();
 });
-
-interface Lease {
-  workerId: number;
-  heldBy: Array<{
-    host: string;
-    pid: number;
-    instance: string;
-    version: string;
-    generation: number;
-    began: string | null;
-    released: boolean;
-  }>;
-  message: string;
-}
-
-function ok(r: { status: number | null; stdout: string; stderr: string }): string {
-  expect(r.status, r.stderr + r.stdout).toBe(0);
-  return r.stdout;
-}
 
 describeZk('lease ledger: zookeeper provider (real ZooKeeper, real processes)', () => {
   it('records each claim; explain names the holder of each server; audit finds an ID from a worker id nobody held', async () => {
@@ -86,19 +53,7 @@ describeZk('lease ledger: zookeeper provider (real ZooKeeper, real processes)', 
     writeFileSync(config, JSON.stringify({ layouts: { [layoutName]: spec } }));
     const provider = `zookeeper:${ZK}${root}?reclaim-after=2&report-interval=300`;
     const serve = async (name: string): Promise<ServerProcess> => {
-      const stateDir = join(dir, name);
-      const s = await startServe([
-        '--workers',
-        '1',
-        '--config',
-        config,
-        '--store',
-        `sqlite:${join(stateDir, 'x.db')}`,
-        '--state-dir',
-        stateDir,
-        '--worker-id-provider',
-        provider,
-      ]);
+      const s = await serveWithProvider(provider, join(dir, name), ['--config', config]);
       servers.push(s);
       return s;
     };
@@ -125,7 +80,7 @@ describeZk('lease ledger: zookeeper provider (real ZooKeeper, real processes)', 
     const forever = `${root}/${layout.spaceKey}/forever`;
     const planted = `${forever}/planted-${String(1 - w).padStart(10, '0')}`;
     const nowTick = () => Math.floor((Date.now() - layout.epochMs) / layout.unitMs);
-    await call<string>((cb) => zk?.create(planted, Buffer.from(JSON.stringify({ tick: nowTick() })), cb));
+    await zkCall<string>((cb) => zk?.create(planted, Buffer.from(JSON.stringify({ tick: nowTick() })), cb));
     const keepAlive = setInterval(() => zk?.setData(planted, Buffer.from(JSON.stringify({ tick: nowTick() })), -1, () => {}), 300);
     let second: string[];
     let b: ServerProcess;
@@ -143,7 +98,7 @@ describeZk('lease ledger: zookeeper provider (real ZooKeeper, real processes)', 
     await b.exited;
 
     // One ledger node per holding: A's (killed) and B's (a takeover, released at its stop).
-    expect(await call<string[]>((cb) => zk?.getChildren(`${root}/${layout.spaceKey}/ledger`, cb))).toHaveLength(2);
+    expect(await zkCall<string[]>((cb) => zk?.getChildren(`${root}/${layout.spaceKey}/ledger`, cb))).toHaveLength(2);
     const ofA = explain(first[10] as string);
     expect(ofA.workerId).toBe(w);
     expect(ofA.heldBy).toHaveLength(1);
