@@ -11,6 +11,7 @@ import type { LeaseHolding, LeaseLedger } from '../ports/lease-ledger.js';
 import { fallbackHoldingSpan, fallbackLeaseSpace } from '../core/fallback/fallback-space.js';
 import type { TagInfo } from '../ports/segment-store.js';
 import { resolveConfig } from './config.js';
+import { parseZookeeperSpec } from '../adapters/zookeeper/zookeeper-spec.js';
 import { createStore, databaseUrl, openBackend, redactStoreUrl } from './stores.js';
 import type { LedgerEntry } from '../ports/range-ledger.js';
 import { describeLedgerEntry } from '../service/ledger-view.js';
@@ -53,14 +54,35 @@ export function configuredLayouts(file: string | undefined): unknown {
  * the default), for `explain` and `audit`; closed after `fn`.
  */
 export async function withLeaseLedger<T>(store: string | undefined, fn: (ledger: LeaseLedger) => Promise<T>): Promise<T> {
+  const zk = zookeeperLedgerSpec(store ?? process.env.SEQUOIA_STORE);
+  if (zk) {
+    const { ZookeeperLeaseLedger } = await import('../adapters/zookeeper/zookeeper-lease-ledger.js');
+    const ledger = new ZookeeperLeaseLedger(zk.connect, zk.root);
+    try {
+      return await fn(ledger);
+    } finally {
+      await ledger.close();
+    }
+  }
   return withLeases(resolveConfig({ store }, process.env, undefined).store, (ledger, url) => {
     if (!ledger) {
       throw new InvalidArgumentError(
-        `--store: ${JSON.stringify(redactStoreUrl(url))} keeps no worker-id leases (the lease ledger is on sqlite, postgres or mysql stores)`,
+        `--store: ${JSON.stringify(redactStoreUrl(url))} keeps no worker-id leases (the lease ledger is on sqlite, postgres or mysql stores, or in the zookeeper provider's tree: zookeeper://HOST:PORT/ROOT)`,
       );
     }
     return fn(ledger);
   });
+}
+
+/**
+ * `zookeeper://HOST:PORT[,…][/ROOT]` (or the provider's own `zookeeper:HOST:PORT…`
+ * spec, as given to --worker-id-provider): the ledger the zookeeper provider
+ * keeps in its tree. Undefined for any other store.
+ */
+function zookeeperLedgerSpec(store: string | undefined): { connect: string; root: string } | undefined {
+  if (store === undefined || !store.startsWith('zookeeper:')) return undefined;
+  const spec = parseZookeeperSpec(store.replace(/^zookeeper:\/\//, 'zookeeper:'));
+  return { connect: spec.connect, root: spec.root };
 }
 
 async function withLeases<T>(url: string, fn: (ledger: LeaseLedger | undefined, url: string) => Promise<T>): Promise<T> {

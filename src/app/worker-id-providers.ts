@@ -80,7 +80,16 @@ function createBareProvider(spec: WorkerIdProviderSpec, leases: () => WorkerLeas
     // ZooKeeper names its node after host:port and this directory: each worker of one port needs its own.
     const dir = o.stateDir ?? DEFAULT_STATE_DIR;
     const stateDir = o.workerSlot === undefined ? dir : workerStateDir(dir, o.workerSlot);
-    return new ZookeeperWorkerIdProvider({ ...spec.zookeeper, stateDir, port: o.port, hostname: o.hostname, logger: o.logger });
+    const { version, ledgerRetentionMs } = leaseOptions(o);
+    return new ZookeeperWorkerIdProvider({
+      ...spec.zookeeper,
+      version,
+      ledgerRetentionMs,
+      stateDir,
+      port: o.port,
+      hostname: o.hostname,
+      logger: o.logger,
+    });
   }
   if (spec.kind === 'worker-node' && spec.table !== undefined) {
     return new UidWorkerNodeProvider(lazyWorkerNodeTable(spec.table), { hostName: o.hostname, port: o.port });

@@ -20,6 +20,7 @@ import { MemoryWorkerLeaseStore } from '../../src/adapters/memory/memory-worker-
 import { leaseHeldFrom } from '../../src/app/audit.js';
 import { sequoia, startServe } from '../helpers/cli.js';
 import { describeWithService } from '../helpers/services.js';
+import { type Lease, ok } from '../helpers/lease-explain.js';
 import { MYSQL_URL, POSTGRES_URL, probeMysql, probePostgres } from '../contract/backends.js';
 
 let dir: string;
@@ -29,26 +30,6 @@ beforeAll(() => {
 afterAll(() => {
   rmSync(dir, { recursive: true, force: true });
 });
-
-interface Lease {
-  workerId: number;
-  tick: number;
-  heldBy: Array<{
-    host: string;
-    pid: number;
-    instance: string;
-    version: string;
-    generation: number;
-    began: string | null;
-    released: boolean;
-  }>;
-  message: string;
-}
-
-function ok(r: { status: number | null; stdout: string; stderr: string }): string {
-  expect(r.status, r.stderr + r.stdout).toBe(0);
-  return r.stdout;
-}
 
 async function scenario(
   name: string,

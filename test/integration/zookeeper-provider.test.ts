@@ -14,11 +14,11 @@ import { join } from 'node:path';
 import zookeeper from 'node-zookeeper-client';
 import { afterAll, expect, it } from 'vitest';
 import { decompose, getLayout, joinWorker } from '../../src/core/snowflake/layout.js';
-import { type ServerProcess, startServe } from '../helpers/cli.js';
+import type { ServerProcess } from '../helpers/cli.js';
+import { ZK, connectZk, serveWithProvider, zkCall } from '../helpers/zookeeper.js';
 import { FaultProxy } from '../helpers/fault-proxy.js';
 import { describeWithService } from '../helpers/services.js';
 
-const ZK = process.env.SEQUOIA_TEST_ZOOKEEPER ?? '127.0.0.1:2181';
 const twitter = getLayout('twitter');
 const SPACE = twitter.spaceKey;
 const dirs: string[] = [];
@@ -26,24 +26,7 @@ const servers: ServerProcess[] = [];
 const proxies: FaultProxy[] = [];
 let zk: zookeeper.Client | undefined;
 
-function connectZk(timeoutMs = 2000): Promise<zookeeper.Client> {
-  const c = zookeeper.createClient(ZK, { sessionTimeout: 6000, retries: 0 });
-  return new Promise((resolve, reject) => {
-    const t = setTimeout(() => {
-      c.close();
-      reject(new Error(`no ZooKeeper at ${ZK} (run .ci/zookeeper.sh)`));
-    }, timeoutMs);
-    c.once('connected', () => {
-      clearTimeout(t);
-      resolve(c);
-    });
-    c.connect();
-  });
-}
-
-function call<T>(f: (cb: (e: Error | zookeeper.Exception | null, r: T) => void) => void): Promise<T> {
-  return new Promise((res, rej) => f((e, r) => (e ? rej(e instanceof Error ? e : new Error(e.toString())) : res(r))));
-}
+const call = zkCall;
 const getData = (path: string) =>
   new Promise<{ data: Record<string, unknown>; stat: zookeeper.Stat }>((res, rej) =>
     zk?.getData(path, (e, d, stat) =>
@@ -62,18 +45,7 @@ function tmp(): string {
 const root = () => `/sequoia-test/${randomUUID().slice(0, 8)}`;
 
 async function serve(provider: string, stateDir: string): Promise<ServerProcess> {
-  const s = await startServe([
-    '--workers',
-    '1',
-    '--log-level',
-    'info',
-    '--store',
-    `sqlite:${join(stateDir, 'x.db')}`,
-    '--state-dir',
-    stateDir,
-    '--worker-id-provider',
-    provider,
-  ]);
+  const s = await serveWithProvider(provider, stateDir, ['--log-level', 'info']);
   servers.push(s);
   return s;
 }

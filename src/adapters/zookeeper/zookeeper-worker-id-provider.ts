@@ -5,6 +5,7 @@
  *   <root>/<space>/forever/<identity>-0000000007   persistent; worker id 7; data {"tick":…,"atMs":…}
  *   <root>/<space>/live/<identity>                  ephemeral: this identity is running now
  *   <root>/<space>/clock                            scratch node: its mtime is ZooKeeper's own clock
+ *   <root>/<space>/ledger/w0000000007-0000000003    persistent; the lease ledger: one node per holding (zookeeper-lease-ledger.ts)
  * The identity is host:port (Leaf) qualified by a hash of the state directory,
  * so the workers of `serve --workers N` (one port, one state dir each) and
  * servers on port 0 differ; `?node=NAME` sets it outright.
@@ -33,6 +34,7 @@
  * - A second live process with the same identity is refused at start (the
  *   ephemeral `live` node), since it would share the id.
  */
+import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import zookeeper from 'node-zookeeper-client';
@@ -44,6 +46,8 @@ import type { IdSpace, WorkerGrant, WorkerIdProvider } from '../../ports/worker-
 import { type CacheFile, readCache, writeCache } from './zookeeper-cache.js';
 import { type NodeData, type StartClock, ZookeeperClaimer, checkStartClock, safe } from './zookeeper-claim.js';
 import { ZookeeperSession, isZookeeperError } from './zookeeper-session.js';
+import { type LedgerRecord, holdingBytes, ledgerDir, openHolding, pruneSpace } from './zookeeper-lease-ledger.js';
+import type { LeaseHolder } from '../../ports/lease-ledger.js';
 import { DEFAULT_ZOOKEEPER_ROOT, IDENTITY, defaultIdentity, parseZookeeperSpec } from './zookeeper-spec.js';
 
 export { DEFAULT_ZOOKEEPER_ROOT, defaultIdentity, parseZookeeperSpec };
@@ -73,6 +77,10 @@ export interface ZookeeperWorkerIdProviderOptions {
   readonly requestTimeoutMs?: number | undefined;
   /** ZooKeeper session timeout, ms (the `live` node of a crashed process lasts this long). Default 6000. */
   readonly sessionTimeoutMs?: number | undefined;
+  /** How long the lease ledger keeps a holding not written since, ms (0: for ever). Default 90 days. */
+  readonly ledgerRetentionMs?: number | undefined;
+  /** Sequoia's version, for the ledger's holder. */
+  readonly version?: string | undefined;
   readonly clock?: Clock | undefined;
   readonly monotonic?: (() => number) | undefined;
   readonly logger?: Logger | undefined;
@@ -89,6 +97,8 @@ interface Held {
   reportedMono: number;
   reportedAtMs: number;
   reportFailing: boolean;
+  /** This holding's ledger node; undefined until ZooKeeper was reachable (a start from the cache). */
+  ledger: LedgerRecord | undefined;
 }
 
 export class ZookeeperWorkerIdProvider implements WorkerIdProvider {
@@ -109,6 +119,8 @@ export class ZookeeperWorkerIdProvider implements WorkerIdProvider {
   private readonly session: ZookeeperSession;
   private readonly claimer: ZookeeperClaimer;
   private readonly held = new Map<string, Held>();
+  private readonly holder: LeaseHolder;
+  private readonly ledgerRetentionMs: number;
 
   constructor(o: ZookeeperWorkerIdProviderOptions) {
     const interval = o.reportIntervalMs ?? 3000;
@@ -119,6 +131,14 @@ export class ZookeeperWorkerIdProvider implements WorkerIdProvider {
     this.root = o.root ?? DEFAULT_ZOOKEEPER_ROOT;
     this.stateDir = o.stateDir;
     this.identity = o.identity ?? defaultIdentity(o.hostname ?? hostname(), o.port ?? 0, o.stateDir);
+    // The ledger's holder: host:port, this process, and an instance fixed at its start (a restart is a new holding).
+    this.holder = {
+      host: `${o.hostname ?? hostname()}:${o.port ?? 0}`,
+      pid: process.pid,
+      instance: randomBytes(6).toString('hex'),
+      version: o.version ?? '',
+    };
+    this.ledgerRetentionMs = o.ledgerRetentionMs ?? 90 * 86_400_000;
     if (!IDENTITY.test(this.identity))
       throw new InvalidArgumentError(`zookeeper node identity ${JSON.stringify(this.identity)} has characters ZooKeeper paths cannot hold`);
     this.reclaimAfterMs = o.reclaimAfterMs;
@@ -168,7 +188,10 @@ export class ZookeeperWorkerIdProvider implements WorkerIdProvider {
       reportedMono: this.mono(),
       reportedAtMs: this.clock.now(),
       reportFailing: false,
+      ledger: undefined,
     };
+    // Recorded before the first ID: a holding the ledger misses would make its IDs look foreign.
+    h.ledger = await this.openLedger(client, space, workerId, how === 'reclaimed' ? 'takeover' : 'grant', tick);
     this.saveCache(space, workerId, h);
     this.held.set(heldKey(space, workerId), h);
     this.log.info({ layout: space.label, workerId, afterTick: tick, node: path, how }, 'zookeeper worker id taken');
@@ -192,6 +215,7 @@ export class ZookeeperWorkerIdProvider implements WorkerIdProvider {
     this.held.delete(key);
     // Issuing has stopped: the tick actually issued replaces the reservation.
     h.tick = lastTick;
+    if (h.ledger) h.ledger.data.released = true;
     this.saveCache(space, grant.workerId, h);
     await this.report(space, grant.workerId, h).catch(() => {});
     await this.claimer.leave(space, h.identity);
@@ -238,6 +262,7 @@ export class ZookeeperWorkerIdProvider implements WorkerIdProvider {
       reportedMono: this.mono() - Math.max(0, silentMs),
       reportedAtMs: cached.reportedAtMs,
       reportFailing: true,
+      ledger: undefined,
     };
     this.held.set(heldKey(space, cached.workerId), h);
     this.log.warn(
@@ -278,7 +303,19 @@ export class ZookeeperWorkerIdProvider implements WorkerIdProvider {
     try {
       if (!client) throw new Error('not connected');
       const data: NodeData = { tick: h.tick, atMs: wall0, identity: h.identity };
-      await this.session.call<zookeeper.Stat>((cb) => client.setData(h.path, Buffer.from(JSON.stringify(data)), -1, cb));
+      // A start from the cache gets its holding recorded once ZooKeeper answers (from the tick it started after).
+      h.ledger ??= await this.openLedger(client, space, workerId, 'grant', h.startTick);
+      const led = h.ledger;
+      led.data.untilTick = Math.max(led.data.untilTick, h.tick);
+      led.data.lastAtMs = wall0;
+      // One multi-op: the ledger's horizon moves with the reported tick, never behind it.
+      await this.session.call<unknown>((cb) =>
+        client
+          .transaction()
+          .setData(h.path, Buffer.from(JSON.stringify(data)), -1)
+          .setData(led.path, holdingBytes(led), -1)
+          .commit(cb),
+      );
     } catch (e) {
       if (isZookeeperError(e, zookeeper.Exception.NO_NODE)) {
         this.log.error(
@@ -312,6 +349,31 @@ export class ZookeeperWorkerIdProvider implements WorkerIdProvider {
       h.reportFailing = false;
       this.log.info({ layout: space.label, workerId, node: h.path }, 'zookeeper tick reports resumed');
     }
+  }
+
+  private async openLedger(
+    client: zookeeper.Client,
+    space: IdSpace,
+    workerId: number,
+    began: 'grant' | 'takeover',
+    afterTick: number,
+  ): Promise<LedgerRecord> {
+    const dir = ledgerDir(this.root, space.key);
+    const now = this.clock.now();
+    const fromTick = afterTick + 1;
+    const rec = await openHolding(this.session, client, dir, {
+      workerId,
+      began,
+      owner: this.identity,
+      holder: this.holder,
+      fromTick,
+      untilTick: fromTick - 1,
+      released: false,
+      firstAtMs: now,
+      lastAtMs: now,
+    });
+    void pruneSpace(this.session, client, dir, now, this.ledgerRetentionMs);
+    return rec;
   }
 }
 
