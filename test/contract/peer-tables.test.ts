@@ -85,7 +85,8 @@ async function postgresHarness(peer: PeerSchema): Promise<PeerHarness> {
       (await admin.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1', [app])).rowCount ?? 0,
     unreachable: () => STORES[peer.name].postgres('postgres://postgres@127.0.0.1:1/test', { connectTimeoutMs: 1000 }),
     withName: (name) => make(POSTGRES_URL, name),
-    snapshot: async (tag) => (await admin.query(`SELECT max_id::text AS m FROM ${table} WHERE ${peer.key} = $1`, [tag])).rows[0]?.m as string,
+    snapshot: async (tag) =>
+      (await admin.query(`SELECT max_id::text AS m FROM ${table} WHERE ${peer.key} = $1`, [tag])).rows[0]?.m as string,
     restore: async (tag, snap) => {
       await admin.query(`UPDATE ${table} SET max_id = $2::bigint WHERE ${peer.key} = $1`, [tag, snap as string]);
     },
@@ -151,7 +152,10 @@ async function mysqlHarness(peer: PeerSchema): Promise<PeerHarness> {
   };
 }
 
-const HARNESSES: Record<SqlDatabase['name'], (peer: PeerSchema) => Promise<PeerHarness>> = { postgres: postgresHarness, mysql: mysqlHarness };
+const HARNESSES: Record<SqlDatabase['name'], (peer: PeerSchema) => Promise<PeerHarness>> = {
+  postgres: postgresHarness,
+  mysql: mysqlHarness,
+};
 const CONTRACT_NAMES: Record<SqlDatabase['name'], string> = { postgres: 'postgres', mysql: 'mysql/mariadb' };
 
 /** The open harness of a describe block: set by its beforeAll. */
@@ -344,7 +348,10 @@ for (const db of SQL_DATABASES) {
         url.searchParams.set('table', `no_such_${peer.name}_table`);
         const s = await createStore(url.toString());
         try {
-          await expect(s.init()).rejects.toMatchObject({ code: 'STORE_UNAVAILABLE', message: new RegExp(`no_such_${peer.name}_table not found`) });
+          await expect(s.init()).rejects.toMatchObject({
+            code: 'STORE_UNAVAILABLE',
+            message: new RegExp(`no_such_${peer.name}_table not found`),
+          });
         } finally {
           await s.close();
         }

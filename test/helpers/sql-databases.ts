@@ -47,4 +47,3 @@ export const SQL_DATABASES: readonly SqlDatabase[] = [
     },
   },
 ];
-

@@ -70,7 +70,9 @@ for (const db of SQL_DATABASES) {
               }
               const onLeafRoute = leafRoute && i % 4 === 0;
               try {
-                const res = await fetch(onLeafRoute ? `${s.url}/api/segment/get/${tag}` : `${s.url}/v1/segment/${tag}?count=${1 + (i % 9)}`);
+                const res = await fetch(
+                  onLeafRoute ? `${s.url}/api/segment/get/${tag}` : `${s.url}/v1/segment/${tag}?count=${1 + (i % 9)}`,
+                );
                 const text = await res.text();
                 if (res.status !== 200) continue;
                 if (onLeafRoute) ids.push(text);
