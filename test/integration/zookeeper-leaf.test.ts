@@ -10,13 +10,13 @@ import { randomUUID } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import zookeeper from 'node-zookeeper-client';
+import type zookeeper from 'node-zookeeper-client';
 import { afterAll, expect, it } from 'vitest';
 import { type ServerProcess, startServe } from '../helpers/cli.js';
 import { type LeafHolder, startLeafHolder } from '../helpers/leaf-snowflake-standin.js';
 import { describeWithService } from '../helpers/services.js';
+import { call, connectZk, getJson, ZK } from '../helpers/zookeeper.js';
 
-const ZK = process.env.SEQUOIA_TEST_ZOOKEEPER ?? '127.0.0.1:2181';
 const servers: ServerProcess[] = [];
 const holders: LeafHolder[] = [];
 let zk: zookeeper.Client | undefined;
@@ -27,30 +27,7 @@ afterAll(() => {
   zk?.close();
 });
 
-function connectZk(): Promise<zookeeper.Client> {
-  const c = zookeeper.createClient(ZK, { sessionTimeout: 6000, retries: 0 });
-  return new Promise((resolve, reject) => {
-    const t = setTimeout(() => {
-      c.close();
-      reject(new Error(`no ZooKeeper at ${ZK} (run .ci/zookeeper.sh)`));
-    }, 2000);
-    c.once('connected', () => {
-      clearTimeout(t);
-      resolve(c);
-    });
-    c.connect();
-  });
-}
-
-function call<T>(f: (cb: (e: Error | zookeeper.Exception | null, r: T) => void) => void): Promise<T> {
-  return new Promise((res, rej) => f((e, r) => (e ? rej(e instanceof Error ? e : new Error(e.toString())) : res(r))));
-}
-const getData = (path: string) =>
-  new Promise<{ data: Record<string, unknown>; stat: zookeeper.Stat }>((res, rej) =>
-    zk?.getData(path, (e, d, stat) =>
-      e ? rej(new Error(e.toString())) : res({ data: JSON.parse(d.toString()) as Record<string, unknown>, stat }),
-    ),
-  );
+const getData = (path: string) => getJson(zk, path);
 
 async function serve(leafName: string, node: string, stateDir: string): Promise<ServerProcess> {
   const s = await startServe([

@@ -17,8 +17,8 @@ import { decompose, getLayout, joinWorker } from '../../src/core/snowflake/layou
 import { type ServerProcess, startServe } from '../helpers/cli.js';
 import { FaultProxy } from '../helpers/fault-proxy.js';
 import { describeWithService } from '../helpers/services.js';
+import { call, connectZk, getJson, ZK } from '../helpers/zookeeper.js';
 
-const ZK = process.env.SEQUOIA_TEST_ZOOKEEPER ?? '127.0.0.1:2181';
 const twitter = getLayout('twitter');
 const SPACE = twitter.spaceKey;
 const dirs: string[] = [];
@@ -26,30 +26,7 @@ const servers: ServerProcess[] = [];
 const proxies: FaultProxy[] = [];
 let zk: zookeeper.Client | undefined;
 
-function connectZk(timeoutMs = 2000): Promise<zookeeper.Client> {
-  const c = zookeeper.createClient(ZK, { sessionTimeout: 6000, retries: 0 });
-  return new Promise((resolve, reject) => {
-    const t = setTimeout(() => {
-      c.close();
-      reject(new Error(`no ZooKeeper at ${ZK} (run .ci/zookeeper.sh)`));
-    }, timeoutMs);
-    c.once('connected', () => {
-      clearTimeout(t);
-      resolve(c);
-    });
-    c.connect();
-  });
-}
-
-function call<T>(f: (cb: (e: Error | zookeeper.Exception | null, r: T) => void) => void): Promise<T> {
-  return new Promise((res, rej) => f((e, r) => (e ? rej(e instanceof Error ? e : new Error(e.toString())) : res(r))));
-}
-const getData = (path: string) =>
-  new Promise<{ data: Record<string, unknown>; stat: zookeeper.Stat }>((res, rej) =>
-    zk?.getData(path, (e, d, stat) =>
-      e ? rej(new Error(e.toString())) : res({ data: JSON.parse(d.toString()) as Record<string, unknown>, stat }),
-    ),
-  );
+const getData = (path: string) => getJson(zk, path);
 const setData = (path: string, data: object) => call<zookeeper.Stat>((cb) => zk?.setData(path, Buffer.from(JSON.stringify(data)), -1, cb));
 const children = (path: string) => call<string[]>((cb) => zk?.getChildren(path, cb));
 
