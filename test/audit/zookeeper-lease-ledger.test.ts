@@ -17,7 +17,7 @@ import { compose, decompose, defineLayouts, joinWorker } from '../../src/core/sn
 import { ZookeeperLeaseLedger } from '../../src/adapters/zookeeper/zookeeper-lease-ledger.js';
 import { type ServerProcess, sequoia } from '../helpers/cli.js';
 import { type Lease, ok } from '../helpers/lease-explain.js';
-import { connectZk, serveWithProvider, ZK, zkCall } from '../helpers/zookeeper.js';
+import { connectZk, serveWithProvider, ZK, call } from '../helpers/zookeeper.js';
 import { describeWithService } from '../helpers/services.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'sequoia-zk-ledger-'));
@@ -80,7 +80,7 @@ describeZk('lease ledger: zookeeper provider (real ZooKeeper, real processes)', 
     const forever = `${root}/${layout.spaceKey}/forever`;
     const planted = `${forever}/planted-${String(1 - w).padStart(10, '0')}`;
     const nowTick = () => Math.floor((Date.now() - layout.epochMs) / layout.unitMs);
-    await zkCall<string>((cb) => zk?.create(planted, Buffer.from(JSON.stringify({ tick: nowTick() })), cb));
+    await call<string>((cb) => zk?.create(planted, Buffer.from(JSON.stringify({ tick: nowTick() })), cb));
     const keepAlive = setInterval(() => zk?.setData(planted, Buffer.from(JSON.stringify({ tick: nowTick() })), -1, () => {}), 300);
     let second: string[];
     let b: ServerProcess;
@@ -98,7 +98,7 @@ describeZk('lease ledger: zookeeper provider (real ZooKeeper, real processes)', 
     await b.exited;
 
     // One ledger node per holding: A's (killed) and B's (a takeover, released at its stop).
-    expect(await zkCall<string[]>((cb) => zk?.getChildren(`${root}/${layout.spaceKey}/ledger`, cb))).toHaveLength(2);
+    expect(await call<string[]>((cb) => zk?.getChildren(`${root}/${layout.spaceKey}/ledger`, cb))).toHaveLength(2);
     const ofA = explain(first[10] as string);
     expect(ofA.workerId).toBe(w);
     expect(ofA.heldBy).toHaveLength(1);

@@ -8,70 +8,13 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import mysql from 'mysql2/promise';
-import pg from 'pg';
 import { expect, it } from 'vitest';
-import { MYSQL_URL, POSTGRES_URL, probeMysql, probePostgres, uniqueName } from '../contract/backends.js';
+import { uniqueName } from '../contract/backends.js';
 import { sequoia } from '../helpers/cli.js';
-import { leafDdlMysql, leafDdlPostgres } from '../helpers/leaf-standin.js';
+import { LEAF, peerStoreUrl, TINYID } from '../helpers/peer-schemas.js';
 import { describeWithService } from '../helpers/services.js';
-import { tinyidDdlMysql, tinyidDdlPostgres, tinyidRowSql } from '../helpers/tinyid-standin.js';
-
-interface Db {
-  readonly name: string;
-  readonly service: string;
-  readonly url: string;
-  readonly probe: () => Promise<void>;
-  readonly exec: (sql: string) => Promise<void>;
-  readonly leafDdl: (table: string) => string;
-  readonly tinyidDdl: (table: string) => string;
-}
-
-async function pgExec(sql: string): Promise<void> {
-  const c = new pg.Client({ connectionString: POSTGRES_URL });
-  await c.connect();
-  try {
-    await c.query(sql);
-  } finally {
-    await c.end();
-  }
-}
-
-async function myExec(sql: string): Promise<void> {
-  const c = await mysql.createConnection({ uri: MYSQL_URL });
-  try {
-    await c.query(sql);
-  } finally {
-    await c.end();
-  }
-}
-
-const DBS: Db[] = [
-  {
-    name: 'postgres',
-    service: 'PostgreSQL',
-    url: POSTGRES_URL,
-    probe: probePostgres,
-    exec: pgExec,
-    leafDdl: leafDdlPostgres,
-    tinyidDdl: tinyidDdlPostgres,
-  },
-  {
-    name: 'mariadb',
-    service: 'MySQL/MariaDB',
-    url: MYSQL_URL,
-    probe: probeMysql,
-    exec: myExec,
-    leafDdl: (t) => leafDdlMysql(t, { binary: true }),
-    tinyidDdl: (t) => tinyidDdlMysql(t, { binary: true }),
-  },
-];
-
-function withParams(url: string, params: Record<string, string>): string {
-  const u = new URL(url);
-  for (const [k, v] of Object.entries(params)) u.searchParams.set(k, v);
-  return u.toString();
-}
+import { SQL_DATABASES } from '../helpers/sql-databases.js';
+import { tinyidRowSql } from '../helpers/tinyid-standin.js';
 
 function tagsOf(store: string): Map<string, { maxId: string; step: number; fenceEpoch: number }> {
   const r = sequoia(['tag', 'list', '--json', '--store', store]);
@@ -79,15 +22,15 @@ function tagsOf(store: string): Map<string, { maxId: string; step: number; fence
   return new Map((JSON.parse(r.stdout) as Array<{ tag: string; maxId: string; step: number; fenceEpoch: number }>).map((t) => [t.tag, t]));
 }
 
-for (const db of DBS) {
+for (const db of SQL_DATABASES) {
   const describeDb = await describeWithService(db.service, db.probe);
   describeDb(`sequoia migrate: ${db.name}`, () => {
     it('copies a Leaf table a margin above max_id; dry run and re-run change nothing; a later run raises', async () => {
       const table = uniqueName('t_leaf_alloc');
       const side = uniqueName('sq_side');
-      const from = withParams(db.url, { schema: 'leaf', table, side });
+      const from = peerStoreUrl(db.url, LEAF, { table, side });
       const store = `sqlite:${join(mkdtempSync(join(tmpdir(), 'sequoia-migrate-')), 'ids.db')}`;
-      await db.exec(db.leafDdl(table));
+      await db.exec(LEAF.ddl(db.name, table, { binary: true }));
       try {
         await db.exec(
           `INSERT INTO ${table} (biz_tag, max_id, step, description) VALUES ('order:pay', 9007199254740993, 2000, 'pay'), ('user', 1, 1000, NULL)`,
@@ -130,9 +73,9 @@ for (const db of DBS) {
     it('copies a Tinyid table above its next ID (max_id is the last ID taken), default margin 1,000,000', async () => {
       const table = uniqueName('t_tiny_id_info');
       const side = uniqueName('sq_tside');
-      const from = withParams(db.url, { schema: 'tinyid', table, side });
+      const from = peerStoreUrl(db.url, TINYID, { table, side });
       const store = `sqlite:${join(mkdtempSync(join(tmpdir(), 'sequoia-migrate-')), 'ids.db')}`;
-      await db.exec(db.tinyidDdl(table));
+      await db.exec(TINYID.ddl(db.name, table, { binary: true }));
       try {
         await db.exec(tinyidRowSql(table, { bizType: 'test', maxId: 100000n, step: 100000 }));
         await db.exec(tinyidRowSql(table, { bizType: 'test_odd', maxId: 200001n, step: 100000, delta: 2, remainder: 1 }));

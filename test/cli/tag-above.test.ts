@@ -7,54 +7,13 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import mysql from 'mysql2/promise';
-import pg from 'pg';
 import { expect, it } from 'vitest';
-import { MYSQL_URL, POSTGRES_URL, probeMysql, probePostgres, uniqueName } from '../contract/backends.js';
+import { uniqueName } from '../contract/backends.js';
 import { sequoia } from '../helpers/cli.js';
 import { describeWithService } from '../helpers/services.js';
+import { SQL_DATABASES } from '../helpers/sql-databases.js';
 
-interface Db {
-  readonly name: string;
-  readonly service: string;
-  readonly url: string;
-  readonly probe: () => Promise<void>;
-  readonly exec: (sql: string) => Promise<void>;
-}
-
-const DBS: Db[] = [
-  {
-    name: 'postgres',
-    service: 'PostgreSQL',
-    url: POSTGRES_URL,
-    probe: probePostgres,
-    exec: async (sql) => {
-      const c = new pg.Client({ connectionString: POSTGRES_URL });
-      await c.connect();
-      try {
-        await c.query(sql);
-      } finally {
-        await c.end();
-      }
-    },
-  },
-  {
-    name: 'mariadb',
-    service: 'MySQL/MariaDB',
-    url: MYSQL_URL,
-    probe: probeMysql,
-    exec: async (sql) => {
-      const c = await mysql.createConnection({ uri: MYSQL_URL, multipleStatements: true });
-      try {
-        await c.query(sql);
-      } finally {
-        await c.end();
-      }
-    },
-  },
-];
-
-for (const db of DBS) {
+for (const db of SQL_DATABASES) {
   const describeDb = await describeWithService(db.service, db.probe);
   describeDb(`tag create --above: ${db.name}`, () => {
     it('starts above MAX(column) + margin, printing what it read', async () => {

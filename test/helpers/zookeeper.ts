@@ -1,4 +1,8 @@
-/** The real ZooKeeper the tests share (.ci/zookeeper.sh), and a `sequoia serve` on the zookeeper provider. */
+/**
+ * The tests' ZooKeeper (`.ci/zookeeper.sh` starts one): its address, a
+ * connection that fails fast when none answers, the client's callbacks as
+ * promises, and a `sequoia serve` on the zookeeper provider.
+ */
 import { join } from 'node:path';
 import zookeeper from 'node-zookeeper-client';
 import { type ServerProcess, startServe } from './cli.js';
@@ -21,7 +25,7 @@ export function connectZk(timeoutMs = 2000): Promise<zookeeper.Client> {
 }
 
 /** One driver request as a promise. */
-export function zkCall<T>(f: (cb: (e: Error | zookeeper.Exception | null, r: T) => void) => void): Promise<T> {
+export function call<T>(f: (cb: (e: Error | zookeeper.Exception | null, r: T) => void) => void): Promise<T> {
   return new Promise((res, rej) => f((e, r) => (e ? rej(e instanceof Error ? e : new Error(e.toString())) : res(r))));
 }
 
@@ -38,4 +42,13 @@ export function serveWithProvider(provider: string, stateDir: string, args: read
     '--worker-id-provider',
     provider,
   ]);
+}
+
+/** A node's JSON data (as Leaf and Sequoia write it) and its stat. */
+export function getJson(zk: zookeeper.Client | undefined, path: string): Promise<{ data: Record<string, unknown>; stat: zookeeper.Stat }> {
+  return new Promise((res, rej) =>
+    zk?.getData(path, (e, d, stat) =>
+      e ? rej(new Error(e.toString())) : res({ data: JSON.parse(d.toString()) as Record<string, unknown>, stat }),
+    ),
+  );
 }

@@ -11,12 +11,11 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import mysql from 'mysql2/promise';
-import pg from 'pg';
 import { afterAll, expect, it } from 'vitest';
-import { MYSQL_URL, POSTGRES_URL, probeMysql, probePostgres, uniqueName } from '../contract/backends.js';
-import { assertBuilt, BIN, launchServe, type ServerProcess, sequoia } from '../helpers/cli.js';
-import { leafDdlMysql, leafDdlPostgres } from '../helpers/leaf-standin.js';
+import { uniqueName } from '../contract/backends.js';
+import { assertBuilt, type ServerProcess, sequoia } from '../helpers/cli.js';
+import { expectNoOverlap, LEAF, peerStoreUrl, serveBeside } from '../helpers/peer-schemas.js';
+import { SQL_DATABASES } from '../helpers/sql-databases.js';
 import { describeWithService } from '../helpers/services.js';
 import { type StandIn, startStandIn } from '../helpers/standin-process.js';
 
@@ -29,60 +28,6 @@ afterAll(() => {
   for (const s of servers) s.child.kill('SIGKILL');
   for (const s of standIns) s.child.kill('SIGKILL');
 });
-
-interface Kind {
-  readonly name: 'postgres' | 'mysql';
-  readonly service: string;
-  readonly url: string;
-  readonly probe: () => Promise<void>;
-  readonly exec: (sql: string) => Promise<void>;
-  readonly ddl: (table: string) => string;
-}
-
-const KINDS: Kind[] = [
-  {
-    name: 'postgres',
-    service: 'PostgreSQL',
-    url: POSTGRES_URL,
-    probe: probePostgres,
-    ddl: leafDdlPostgres,
-    exec: async (sql) => {
-      const c = new pg.Client({ connectionString: POSTGRES_URL });
-      await c.connect();
-      try {
-        await c.query(sql);
-      } finally {
-        await c.end();
-      }
-    },
-  },
-  {
-    name: 'mysql',
-    service: 'MariaDB/MySQL',
-    url: MYSQL_URL,
-    probe: probeMysql,
-    ddl: (t) => leafDdlMysql(t),
-    exec: async (sql) => {
-      const c = await mysql.createConnection({ uri: MYSQL_URL });
-      try {
-        await c.query(sql);
-      } finally {
-        await c.end();
-      }
-    },
-  },
-];
-
-async function serve(store: string, stateDir: string): Promise<ServerProcess> {
-  const s = await launchServe(
-    process.execPath,
-    [BIN, 'serve', '--port', '0', '--store', store, '--state-dir', stateDir, '--max-step', '64', '--shutdown-timeout-ms', '2000'],
-    { env: { SEQUOIA_WORKERS: '1' }, startTimeoutMs: 60_000 },
-  );
-  servers.add(s);
-  void s.exited.then(() => servers.delete(s));
-  return s;
-}
 
 /** Takes IDs of every tag from a server until `stop()` says so, through Leaf's route and the batch route. */
 async function draw(s: ServerProcess, ids: Map<string, string[]>, stop: () => boolean): Promise<void> {
@@ -98,28 +43,16 @@ async function draw(s: ServerProcess, ids: Map<string, string[]>, stop: () => bo
   }
 }
 
-function expectNoOverlap(ranges: Array<[bigint, bigint]>): void {
-  const sorted = [...ranges].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
-  for (let i = 1; i < sorted.length; i++) {
-    const prev = sorted[i - 1] as [bigint, bigint];
-    const cur = sorted[i] as [bigint, bigint];
-    if (cur[0] < prev[1]) throw new Error(`repeat: [${prev[0]}, ${prev[1]}) and [${cur[0]}, ${cur[1]}) overlap`);
-  }
-}
-
-for (const kind of KINDS) {
+for (const kind of SQL_DATABASES) {
   const describeStore = await describeWithService(kind.service, kind.probe);
   describeStore(`the Leaf runbook, rehearsed: ${kind.name}`, () => {
     it('Leaf table with data → Sequoia beside Leaf → Leaf stopped → sequoia migrate to SQLite → no ID twice', async () => {
       assertBuilt();
       const table = uniqueName('t_leaf_alloc');
       const side = uniqueName('sq_side');
-      await kind.exec(kind.ddl(table));
+      await kind.exec(LEAF.ddl(kind.name, table));
       const base = mkdtempSync(join(tmpdir(), `sequoia-runbook-${kind.name}-`));
-      const leafUrl = new URL(kind.url);
-      leafUrl.searchParams.set('schema', 'leaf');
-      leafUrl.searchParams.set('table', table);
-      leafUrl.searchParams.set('side', side);
+      const leafUrl = peerStoreUrl(kind.url, LEAF, { table, side });
       const sqlite = `sqlite:${join(base, 'ids.db')}`;
       const ids = new Map(TAGS.map((t) => [t, [] as string[]]));
       const leafRanges = new Map(TAGS.map((t) => [t, [] as Array<[bigint, bigint]>]));
@@ -130,9 +63,9 @@ for (const kind of KINDS) {
         );
 
         // 1-2. Sequoia beside Leaf on its table
-        const onLeaf = await serve(leafUrl.toString(), join(base, 'state-leaf'));
+        const onLeaf = await serveBeside(leafUrl, join(base, 'state-leaf'), servers);
         const leafs = TAGS.map((t) => {
-          const p = startStandIn('leaf-standin-main', [kind.name, kind.url, table, t]);
+          const p = startStandIn(LEAF.standIn, [kind.name, kind.url, table, t]);
           standIns.add(p);
           return p;
         });
@@ -155,17 +88,17 @@ for (const kind of KINDS) {
         expect(await onLeaf.exited).toBe(0);
 
         // 5. copy the tags into SQLite, with no margin: the copy alone must start above everything issued
-        const dry = sequoia(['migrate', '--from', leafUrl.toString(), '--store', sqlite, '--margin', '0', '--dry-run']);
+        const dry = sequoia(['migrate', '--from', leafUrl, '--store', sqlite, '--margin', '0', '--dry-run']);
         expect(dry.status, dry.stderr).toBe(0);
         expect(dry.stdout).toMatch(/order:pay: source next ID \d+, step 30; would create at \d+/);
-        const run = sequoia(['migrate', '--from', leafUrl.toString(), '--store', sqlite, '--margin', '0']);
+        const run = sequoia(['migrate', '--from', leafUrl, '--store', sqlite, '--margin', '0']);
         expect(run.status, run.stderr).toBe(0);
         expect(run.stdout).toMatch(/user: source next ID \d+, step 10; created at \d+/);
-        const again = sequoia(['migrate', '--from', leafUrl.toString(), '--store', sqlite, '--margin', '0']);
+        const again = sequoia(['migrate', '--from', leafUrl, '--store', sqlite, '--margin', '0']);
         expect(again.stdout.match(/unchanged/g)).toHaveLength(2);
 
         // Sequoia on SQLite takes over
-        const onSqlite = await serve(sqlite, join(base, 'state-sqlite'));
+        const onSqlite = await serveBeside(sqlite, join(base, 'state-sqlite'), servers);
         stop = false;
         const more = new Map(TAGS.map((t) => [t, [] as string[]]));
         const drawing2 = draw(onSqlite, more, () => stop);

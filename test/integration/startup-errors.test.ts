@@ -11,9 +11,9 @@ import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MYSQL_URL, POSTGRES_URL, probeMysql, probePostgres } from '../contract/backends.js';
 import { BIN, assertBuilt, cleanEnv } from '../helpers/cli.js';
 import { describeWithService } from '../helpers/services.js';
+import { SQL_DATABASES } from '../helpers/sql-databases.js';
 
 function run(args: string[]): { status: number | null; stdout: string; stderr: string } {
   assertBuilt();
@@ -89,84 +89,67 @@ function withDb(url: string, db: string, user?: string): string {
   return u.toString();
 }
 
-const describePg = await describeWithService('PostgreSQL', probePostgres);
-describePg('PostgreSQL start-up errors', () => {
-  const u = new URL(POSTGRES_URL);
-  const at = `${u.hostname}:${u.port || 5432}`;
-  it('3D000: no such database, naming host, port and database', () => {
-    const db = `nope_${suffix}`;
-    const r = run([
-      'serve',
-      '--port',
-      '0',
-      '--workers',
-      '1',
-      '--store',
-      withDb(POSTGRES_URL, db),
-      '--state-dir',
-      mkdtempSync(join(tmpdir(), 'sequoia-pg-')),
-    ]);
-    expect(r.status).toBe(1);
-    expect(r.stderr).toBe(
-      `sequoia: STORE_UNAVAILABLE: PostgreSQL store at ${at}, database ${db}: no such database: create it or fix the database in the store URL (3D000)\n`,
-    );
-  });
-  it('28000: a role the server refuses', () => {
-    const r = run([
-      'tag',
-      'list',
-      '--store',
-      withDb(POSTGRES_URL, 'test', `nobody_${suffix}`),
-      '--state-dir',
-      mkdtempSync(join(tmpdir(), 'sequoia-pg-')),
-    ]);
-    expect(r.status).toBe(1);
-    expect(r.stderr).toMatch(
-      new RegExp(
-        `^sequoia: STORE_UNAVAILABLE: PostgreSQL store at ${at}, database test: authentication failed: .* \\((28000|28P01)\\)\\n$`,
-      ),
-    );
-    expect(r.stderr).not.toContain(`nobody_${suffix}`);
-  });
-});
+/** What each database answers for a missing database and for a user it refuses, as the one stderr line says it. */
+const STORE_ERRORS = {
+  postgres: {
+    title: 'PostgreSQL',
+    port: '5432',
+    noDatabase: { name: '3D000: no such database, naming host, port and database', code: '3D000' },
+    refused: { name: '28000: a role the server refuses', message: 'authentication failed: .*', codes: '(28000|28P01)' },
+  },
+  // MariaDB answers 1045 or, for a user given without a password, sometimes 1698: both mean the same here
+  mysql: {
+    title: 'MySQL',
+    port: '3306',
+    noDatabase: { name: '1049: no such database', code: 'ER_BAD_DB_ERROR 1049' },
+    refused: {
+      name: '1045: access denied',
+      message: 'authentication failed: access denied for the user in the store URL \\(check user and password\\)',
+      codes: '(ER_ACCESS_DENIED_ERROR 1045|ER_ACCESS_DENIED_NO_PASSWORD_ERROR 1698)',
+    },
+  },
+} as const;
 
-const describeMy = await describeWithService('MariaDB', probeMysql);
-describeMy('MySQL start-up errors', () => {
-  const u = new URL(MYSQL_URL);
-  const at = `${u.hostname}:${u.port || 3306}`;
-  it('1049: no such database', () => {
-    const db = `nope_${suffix}`;
-    const r = run([
-      'serve',
-      '--port',
-      '0',
-      '--workers',
-      '1',
-      '--store',
-      withDb(MYSQL_URL, db),
-      '--state-dir',
-      mkdtempSync(join(tmpdir(), 'sequoia-my-')),
-    ]);
-    expect(r.status).toBe(1);
-    expect(r.stderr).toBe(
-      `sequoia: STORE_UNAVAILABLE: MySQL store at ${at}, database ${db}: no such database: create it or fix the database in the store URL (ER_BAD_DB_ERROR 1049)\n`,
-    );
+for (const store of SQL_DATABASES) {
+  const e = STORE_ERRORS[store.name];
+  const describeStore = await describeWithService(store.service, store.probe);
+  describeStore(`${e.title} start-up errors`, () => {
+    const u = new URL(store.url);
+    const at = `${u.hostname}:${u.port || e.port}`;
+    it(e.noDatabase.name, () => {
+      const db = `nope_${suffix}`;
+      const r = run([
+        'serve',
+        '--port',
+        '0',
+        '--workers',
+        '1',
+        '--store',
+        withDb(store.url, db),
+        '--state-dir',
+        mkdtempSync(join(tmpdir(), `sequoia-${store.name}-`)),
+      ]);
+      expect(r.status).toBe(1);
+      expect(r.stderr).toBe(
+        `sequoia: STORE_UNAVAILABLE: ${e.title} store at ${at}, database ${db}: no such database: create it or fix the database in the store URL (${e.noDatabase.code})\n`,
+      );
+    });
+    it(e.refused.name, () => {
+      const r = run([
+        'tag',
+        'list',
+        '--store',
+        withDb(store.url, 'test', `nobody_${suffix}`),
+        '--state-dir',
+        mkdtempSync(join(tmpdir(), `sequoia-${store.name}-`)),
+      ]);
+      expect(r.status).toBe(1);
+      expect(r.stderr).toMatch(
+        new RegExp(
+          `^sequoia: STORE_UNAVAILABLE: ${e.title} store at ${at}, database test: ${e.refused.message} \\(${e.refused.codes}\\)\\n$`,
+        ),
+      );
+      expect(r.stderr).not.toContain(`nobody_${suffix}`);
+    });
   });
-  it('1045: access denied', () => {
-    const r = run([
-      'tag',
-      'list',
-      '--store',
-      withDb(MYSQL_URL, 'test', `nobody_${suffix}`),
-      '--state-dir',
-      mkdtempSync(join(tmpdir(), 'sequoia-my-')),
-    ]);
-    expect(r.status).toBe(1);
-    // MariaDB answers 1045 or, for a user given without a password, sometimes 1698: both mean the same here
-    expect(r.stderr).toMatch(
-      new RegExp(
-        `^sequoia: STORE_UNAVAILABLE: MySQL store at ${at}, database test: authentication failed: access denied for the user in the store URL \\(check user and password\\) \\((ER_ACCESS_DENIED_ERROR 1045|ER_ACCESS_DENIED_NO_PASSWORD_ERROR 1698)\\)\\n$`,
-      ),
-    );
-  });
-});
+}

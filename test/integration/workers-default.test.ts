@@ -7,11 +7,11 @@
 import { mkdtempSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import zookeeper from 'node-zookeeper-client';
 import { afterAll, describe, expect, it } from 'vitest';
 import { decompose, getLayout } from '../../src/core/snowflake/layout.js';
 import { type ServerProcess, sequoia, startServe } from '../helpers/cli.js';
 import { describeWithService } from '../helpers/services.js';
+import { connectZk, ZK } from '../helpers/zookeeper.js';
 
 const running: ServerProcess[] = [];
 afterAll(() => {
@@ -82,22 +82,7 @@ describe('one snowflake worker id per worker process', () => {
   });
 });
 
-const ZK = process.env.SEQUOIA_TEST_ZOOKEEPER ?? '127.0.0.1:2181';
-const describeZk = await describeWithService('ZooKeeper', () => {
-  const c = zookeeper.createClient(ZK, { sessionTimeout: 6000, retries: 0 });
-  return new Promise<void>((resolve, reject) => {
-    const t = setTimeout(() => {
-      c.close();
-      reject(new Error(`no ZooKeeper at ${ZK}`));
-    }, 2000);
-    c.once('connected', () => {
-      clearTimeout(t);
-      c.close();
-      resolve();
-    });
-    c.connect();
-  });
-});
+const describeZk = await describeWithService('ZooKeeper', async () => (await connectZk()).close());
 
 /** Snowflake IDs over fresh connections (round-robin over the workers): the worker ids seen, and every ID. */
 async function workerIdsSeen(url: string): Promise<{ nodes: Set<number>; ids: string[] }> {

@@ -15,7 +15,7 @@ import { afterAll, expect, it } from 'vitest';
 import { type ServerProcess, startServe } from '../helpers/cli.js';
 import { type LeafHolder, startLeafHolder } from '../helpers/leaf-snowflake-standin.js';
 import { describeWithService } from '../helpers/services.js';
-import { ZK, connectZk, zkCall } from '../helpers/zookeeper.js';
+import { call, connectZk, getJson, ZK } from '../helpers/zookeeper.js';
 
 const servers: ServerProcess[] = [];
 const holders: LeafHolder[] = [];
@@ -27,13 +27,7 @@ afterAll(() => {
   zk?.close();
 });
 
-const call = zkCall;
-const getData = (path: string) =>
-  new Promise<{ data: Record<string, unknown>; stat: zookeeper.Stat }>((res, rej) =>
-    zk?.getData(path, (e, d, stat) =>
-      e ? rej(new Error(e.toString())) : res({ data: JSON.parse(d.toString()) as Record<string, unknown>, stat }),
-    ),
-  );
+const getData = (path: string) => getJson(zk, path);
 
 async function serve(leafName: string, node: string, stateDir: string): Promise<ServerProcess> {
   const s = await startServe([

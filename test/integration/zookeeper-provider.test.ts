@@ -15,9 +15,9 @@ import zookeeper from 'node-zookeeper-client';
 import { afterAll, expect, it } from 'vitest';
 import { decompose, getLayout, joinWorker } from '../../src/core/snowflake/layout.js';
 import type { ServerProcess } from '../helpers/cli.js';
-import { ZK, connectZk, serveWithProvider, zkCall } from '../helpers/zookeeper.js';
 import { FaultProxy } from '../helpers/fault-proxy.js';
 import { describeWithService } from '../helpers/services.js';
+import { call, connectZk, getJson, serveWithProvider, ZK } from '../helpers/zookeeper.js';
 
 const twitter = getLayout('twitter');
 const SPACE = twitter.spaceKey;
@@ -26,13 +26,7 @@ const servers: ServerProcess[] = [];
 const proxies: FaultProxy[] = [];
 let zk: zookeeper.Client | undefined;
 
-const call = zkCall;
-const getData = (path: string) =>
-  new Promise<{ data: Record<string, unknown>; stat: zookeeper.Stat }>((res, rej) =>
-    zk?.getData(path, (e, d, stat) =>
-      e ? rej(new Error(e.toString())) : res({ data: JSON.parse(d.toString()) as Record<string, unknown>, stat }),
-    ),
-  );
+const getData = (path: string) => getJson(zk, path);
 const setData = (path: string, data: object) => call<zookeeper.Stat>((cb) => zk?.setData(path, Buffer.from(JSON.stringify(data)), -1, cb));
 const children = (path: string) => call<string[]>((cb) => zk?.getChildren(path, cb));
 
