@@ -129,6 +129,12 @@ if (want('strict')) {
           `| ${r.store} | strict tag, build of BENCH_STRICT_BEFORE | ${fmt(b.rps)} | ${b.p50ms} | ${b.p99ms} | ${(s.rps / b.rps).toFixed(2)}× | ${(b.p99ms / r.segment.p99ms).toFixed(2)}× |`,
         );
       }
+      if (r.strictTmpfs) {
+        const m = r.strictTmpfs;
+        console.log(
+          `| ${r.store} | strict tag, state dir on tmpfs (no fsync: what the durable mark costs; not a setup to run) | ${fmt(m.rps)} | ${m.p50ms} | ${m.p99ms} | ${(s.rps / m.rps).toFixed(2)}× | ${(m.p99ms / r.segment.p99ms).toFixed(2)}× |`,
+        );
+      }
       console.log(
         `| ${r.store} | segment tag, same server, wrk -c50 | ${fmt(r.segment.rps)} | ${r.segment.p50ms} | ${r.segment.p99ms} | ${(s.rps / r.segment.rps).toFixed(2)}× | 1.00× |`,
       );

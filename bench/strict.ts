@@ -24,7 +24,7 @@
  * Stores that are not reachable are skipped with a note.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -59,6 +59,8 @@ export interface StrictBenchRow {
   readonly store: string;
   readonly strict?: WrkResult;
   readonly strictBefore?: WrkResult;
+  /** The same strict route with the state dir on tmpfs (its fsync costs nothing): what the durable mark costs. */
+  readonly strictTmpfs?: WrkResult;
   readonly segment?: WrkResult;
   readonly primitives?: readonly PrimitiveResult[];
   /** The store's sequence primitive, the issue's yardstick (nextval, AUTO_INCREMENT, INCR, the UPDATE loop). */
@@ -316,6 +318,7 @@ export async function benchStrict(opts: StrictBenchOptions): Promise<StrictBench
   const clients = opts.clients ?? 50;
   const before = process.env.BENCH_STRICT_BEFORE;
   const rows: StrictBenchRow[] = [];
+  const shmDirs: string[] = [];
   for (const kind of kinds(clients)) {
     if (opts.stores && !opts.stores.includes(kind.name)) continue;
     const dir = mkdtempSync(join(tmpdir(), `sequoia-bench-strict-${kind.name}-`));
@@ -327,7 +330,7 @@ export async function benchStrict(opts: StrictBenchOptions): Promise<StrictBench
       const store = ['--store', set.url];
       execFileSync(process.execPath, [cli, 'tag', 'create', 'strict', '--step', '1', ...store], { stdio: 'pipe' });
       execFileSync(process.execPath, [cli, 'tag', 'create', 'seg', '--step', '100000', ...store], { stdio: 'pipe' });
-      const serve = (entry: string, state: string) =>
+      const serve = (entry: string, state: string, base = dir) =>
         startChild([
           entry,
           'serve',
@@ -337,7 +340,7 @@ export async function benchStrict(opts: StrictBenchOptions): Promise<StrictBench
           '1',
           ...store,
           '--state-dir',
-          join(dir, state),
+          join(base, state),
           '--strict-tags',
           'strict',
           '--log-level',
@@ -348,9 +351,15 @@ export async function benchStrict(opts: StrictBenchOptions): Promise<StrictBench
       children.push(seq);
       const old = before ? await serve(before, 'state-before') : undefined;
       if (old) children.push(old);
+      // Not a configuration to run: marks on tmpfs do not survive a reboot. Only the fsync's share of a strict answer.
+      const shm = existsSync('/dev/shm') ? mkdtempSync(join('/dev/shm', `sequoia-bench-strict-${kind.name}-`)) : undefined;
+      const mem = shm ? await serve(cli, 'state', shm) : undefined;
+      if (mem) children.push(mem);
+      if (shm) shmDirs.push(shm);
       const res = {
         strict: [] as WrkResult[],
         before: [] as WrkResult[],
+        tmpfs: [] as WrkResult[],
         segment: [] as WrkResult[],
         prim: set.primitives.map(() => [] as number[]),
       };
@@ -360,6 +369,7 @@ export async function benchStrict(opts: StrictBenchOptions): Promise<StrictBench
       for (let r = 0; r < opts.rounds; r++) {
         res.strict.push(wrk(`${seq.url}/api/segment/get/strict`, clients, seconds));
         if (old) res.before.push(wrk(`${old.url}/api/segment/get/strict`, clients, seconds));
+        if (mem) res.tmpfs.push(wrk(`${mem.url}/api/segment/get/strict`, clients, seconds));
         res.segment.push(wrk(`${seq.url}/api/segment/get/seg`, clients, seconds));
         for (const [i, p] of set.primitives.entries()) res.prim[i]?.push(await p.run(seconds));
       }
@@ -371,6 +381,7 @@ export async function benchStrict(opts: StrictBenchOptions): Promise<StrictBench
         store: kind.name,
         strict: med(res.strict),
         strictBefore: med(res.before),
+        strictTmpfs: med(res.tmpfs),
         segment: med(res.segment),
         primitives: set.primitives.map((p, i) => ({ name: p.name, opsPerSec: median((res.prim[i] ?? []).filter(Number.isFinite)) })),
         sequence: set.primitives[0]?.name,
@@ -379,6 +390,7 @@ export async function benchStrict(opts: StrictBenchOptions): Promise<StrictBench
       rows.push({ store: kind.name, note: `skipped: ${e instanceof Error ? e.message.split('\n')[0] : String(e)}` });
     } finally {
       for (const c of children) await stopChild(c.child);
+      for (const d of shmDirs.splice(0)) rmSync(d, { recursive: true, force: true });
       await set?.drop().catch(() => {});
     }
   }
