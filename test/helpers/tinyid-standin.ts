@@ -104,35 +104,65 @@ export interface TinyidService {
   close(): Promise<void>;
 }
 
+/** TinyIdInfoDAOImpl's two statements on one backend, on the transaction's connection. */
+interface InfoDao {
+  queryByBizType(bizType: string): Promise<InfoRow | undefined>;
+  /** The rows updated. */
+  updateMaxId(newMaxId: bigint, info: InfoRow): Promise<number>;
+}
+
+/** A connection of either driver, as the stand-in uses it. */
+interface Connection {
+  query(sql: string, values?: unknown[]): Promise<unknown>;
+  release(): void;
+}
+
+/** getNextSegmentId's body: in one READ COMMITTED transaction (`begin` opens it), up to RETRY optimistic updates. */
+async function nextSegmentId(c: Connection, begin: readonly string[], dao: InfoDao, bizType: string): Promise<TinyidSegment> {
+  try {
+    for (const sql of begin) await c.query(sql);
+    for (let i = 0; i < RETRY; i++) {
+      const info = await dao.queryByBizType(bizType);
+      if (!info) throw new Error(`can not find biztype:${bizType}`);
+      const newMaxId = BigInt(info.max_id) + BigInt(info.step);
+      if ((await dao.updateMaxId(newMaxId, info)) === 1) {
+        await c.query('COMMIT');
+        return convert(info, newMaxId);
+      }
+    }
+    throw new TinyidConflict('get next segmentId conflict');
+  } catch (e) {
+    await c.query('ROLLBACK').catch(() => {});
+    throw e;
+  } finally {
+    c.release();
+  }
+}
+
+/** updateMaxId's values, in its placeholders' order. */
+const updateValues = (newMaxId: bigint, info: InfoRow) => [newMaxId.toString(), info.id, info.max_id, info.version, info.biz_type];
+
 export function mysqlTinyidService(uri: string, table: string): TinyidService {
   const pool = mysql.createPool({ uri, connectionLimit: 4, supportBigNumbers: true, bigNumberStrings: true });
   return {
     async getNextSegmentId(bizType) {
       const c = await pool.getConnection();
-      try {
-        await c.query('SET TRANSACTION ISOLATION LEVEL READ COMMITTED');
-        await c.query('START TRANSACTION');
-        for (let i = 0; i < RETRY; i++) {
-          const [rows] = await c.query<mysql.RowDataPacket[]>(`${SELECT} ${table} where biz_type = ?`, [bizType]);
-          const info = rows[0] as InfoRow | undefined;
-          if (!info) throw new Error(`can not find biztype:${bizType}`);
-          const newMaxId = BigInt(info.max_id) + BigInt(info.step);
-          const [r] = await c.query<mysql.ResultSetHeader>(
-            `update ${table} set max_id= ?, update_time=now(), version=version+1 where id=? and max_id=? and version=? and biz_type=?`,
-            [newMaxId.toString(), info.id, info.max_id, info.version, info.biz_type],
-          );
-          if (r.affectedRows === 1) {
-            await c.query('COMMIT');
-            return convert(info, newMaxId);
-          }
-        }
-        throw new TinyidConflict('get next segmentId conflict');
-      } catch (e) {
-        await c.query('ROLLBACK').catch(() => {});
-        throw e;
-      } finally {
-        c.release();
-      }
+      return nextSegmentId(
+        c,
+        ['SET TRANSACTION ISOLATION LEVEL READ COMMITTED', 'START TRANSACTION'],
+        {
+          queryByBizType: async (b) =>
+            (await c.query<mysql.RowDataPacket[]>(`${SELECT} ${table} where biz_type = ?`, [b]))[0][0] as InfoRow | undefined,
+          updateMaxId: async (newMaxId, info) =>
+            (
+              await c.query<mysql.ResultSetHeader>(
+                `update ${table} set max_id= ?, update_time=now(), version=version+1 where id=? and max_id=? and version=? and biz_type=?`,
+                updateValues(newMaxId, info),
+              )
+            )[0].affectedRows,
+        },
+        bizType,
+      );
     },
     close: () => pool.end(),
   };
@@ -144,33 +174,28 @@ export function postgresTinyidService(connectionString: string, table: string): 
   return {
     async getNextSegmentId(bizType) {
       const c = await pool.connect();
-      try {
-        await c.query('BEGIN ISOLATION LEVEL READ COMMITTED');
-        for (let i = 0; i < RETRY; i++) {
-          const r = await c.query(
-            `select id::text as id, biz_type, begin_id, max_id::text as max_id, step, delta, remainder, create_time, update_time, version::text as version
-             from ${table} where biz_type = $1`,
-            [bizType],
-          );
-          const info = r.rows[0] as InfoRow | undefined;
-          if (!info) throw new Error(`can not find biztype:${bizType}`);
-          const newMaxId = BigInt(info.max_id) + BigInt(info.step);
-          const u = await c.query(
-            `update ${table} set max_id= $1, update_time=now(), version=version+1 where id=$2 and max_id=$3 and version=$4 and biz_type=$5`,
-            [newMaxId.toString(), info.id, info.max_id, info.version, info.biz_type],
-          );
-          if (u.rowCount === 1) {
-            await c.query('COMMIT');
-            return convert(info, newMaxId);
-          }
-        }
-        throw new TinyidConflict('get next segmentId conflict');
-      } catch (e) {
-        await c.query('ROLLBACK').catch(() => {});
-        throw e;
-      } finally {
-        c.release();
-      }
+      return nextSegmentId(
+        c,
+        ['BEGIN ISOLATION LEVEL READ COMMITTED'],
+        {
+          queryByBizType: async (b) =>
+            (
+              await c.query(
+                `select id::text as id, biz_type, begin_id, max_id::text as max_id, step, delta, remainder, create_time, update_time, version::text as version
+               from ${table} where biz_type = $1`,
+                [b],
+              )
+            ).rows[0] as InfoRow | undefined,
+          updateMaxId: async (newMaxId, info) =>
+            (
+              await c.query(
+                `update ${table} set max_id= $1, update_time=now(), version=version+1 where id=$2 and max_id=$3 and version=$4 and biz_type=$5`,
+                updateValues(newMaxId, info),
+              )
+            ).rowCount ?? 0,
+        },
+        bizType,
+      );
     },
     close: () => pool.end(),
   };

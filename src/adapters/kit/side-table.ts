@@ -16,8 +16,14 @@ import { LEGACY_GENERATION, newGeneration, tableName } from './segment-rules.js'
 
 export type SqlDialect = 'mysql' | 'postgres';
 
-/** Runs one statement on the caller's connection; answers a SELECT's rows (a write answers none). */
-export type RunSql = (sql: string, values: unknown[]) => Promise<readonly unknown[]>;
+/** One statement's answer: a SELECT's rows (a write has none) and the rows it found or matched. */
+export interface SqlAnswer {
+  readonly rows: readonly unknown[];
+  readonly count: number;
+}
+
+/** Runs one statement on the caller's connection (inside its transaction). */
+export type RunSql = (sql: string, values?: unknown[]) => Promise<SqlAnswer>;
 
 /** A tag's side state, as an allocation answers it and a give-back compares it. */
 export interface SideState {
@@ -33,6 +39,8 @@ export interface ForeignSchema {
   readonly defaultSideTable: string;
   /** The key column that names the foreign table. */
   readonly keyColumn: string;
+  /** The foreign table's column of the tag (`biz_tag`, `biz_type`). */
+  readonly tagColumn: string;
   /** Whether the side table keeps the tag's description (the foreign table has no column for it). */
   readonly describes: boolean;
 }
@@ -63,6 +71,10 @@ interface Statements {
   readonly joinOn: (tagColumn: string) => string;
   /** The side columns a joined SELECT reads. */
   readonly columns: string;
+  /** A joined SELECT's condition on the tag (its second value). */
+  readonly whereTag: (tagColumn: string) => string;
+  /** Byte order of the tags, the order every store lists in. */
+  readonly byteOrder: (tagColumn: string) => string;
 }
 
 interface Names {
@@ -95,6 +107,8 @@ function mysqlStatements({ side, keyColumn: k, describes }: Names): Statements {
     // The foreign table's tags compare in its own collation (often case-insensitive); the side row's key is byte-exact.
     joinOn: (tag) => `LEFT JOIN ${side} s ON s.${k} = ? AND s.tag = CONVERT(${tag} USING utf8mb4) COLLATE utf8mb4_bin`,
     columns: `s.fence_epoch, s.generation${describes ? ', s.description' : ''}`,
+    whereTag: (tag) => `WHERE ${tag} = ?`,
+    byteOrder: (tag) => `ORDER BY CONVERT(${tag} USING utf8mb4) COLLATE utf8mb4_bin`,
   };
 }
 
@@ -120,12 +134,21 @@ function postgresStatements({ side, keyColumn: k, describes }: Names): Statement
       ON CONFLICT (${k}, tag) DO UPDATE SET description = EXCLUDED.description`,
     joinOn: (tag) => `LEFT JOIN ${side} s ON s.${k} = $1 AND s.tag = ${tag}`,
     columns: `s.fence_epoch, s.generation::text AS generation${describes ? ', s.description' : ''}`,
+    whereTag: (tag) => `WHERE ${tag} = $2`,
+    byteOrder: (tag) => `ORDER BY ${tag} COLLATE "C"`,
   };
 }
+
+/** The foreign table's alias in a joined SELECT: the foreign columns a store asks for name it (`f.max_id`). */
+const FOREIGN_ALIAS = 'f';
 
 export class SideTable {
   /** The foreign table (checked). */
   readonly foreign: string;
+  /** Whether the side row keeps the tag's description. */
+  readonly describes: boolean;
+  /** The foreign table's column of the tag. */
+  readonly tagColumn: string;
   private readonly sql: Statements;
 
   /** Names checked: legal table names, and two different tables. */
@@ -134,6 +157,8 @@ export class SideTable {
     const side = tableName(options.sideTable ?? schema.defaultSideTable);
     if (side === this.foreign) throw new InvalidArgumentError(`store: the side table must differ from the ${schema.system} table`);
     const names = { side, keyColumn: schema.keyColumn, describes: schema.describes };
+    this.describes = schema.describes;
+    this.tagColumn = schema.tagColumn;
     this.sql = dialect === 'mysql' ? mysqlStatements(names) : postgresStatements(names);
   }
 
@@ -143,13 +168,13 @@ export class SideTable {
    * the side table if it is not there.
    */
   async ensure(run: RunSql, missing: string): Promise<void> {
-    if ((await run(this.sql.foreignExists, [this.foreign])).length === 0) throw new UnavailableError('STORE_UNAVAILABLE', missing);
+    if ((await run(this.sql.foreignExists, [this.foreign])).rows.length === 0) throw new UnavailableError('STORE_UNAVAILABLE', missing);
     await run(this.sql.create, []);
   }
 
   /** `locking`: FOR UPDATE, for a give-back's compare (a locking read sees the latest commit). */
   async read(run: RunSql, tag: string, locking = false): Promise<SideState> {
-    const rows = await run(`${this.sql.read}${locking ? ' FOR UPDATE' : ''}`, [this.foreign, tag]);
+    const { rows } = await run(`${this.sql.read}${locking ? ' FOR UPDATE' : ''}`, [this.foreign, tag]);
     const row = rows[0] as { fence_epoch: number | string; generation: string | number } | undefined;
     return { fenceEpoch: Number(row?.fence_epoch ?? 0), generation: row ? String(row.generation) : LEGACY_GENERATION };
   }
@@ -178,12 +203,15 @@ export class SideTable {
   }
 
   /**
-   * `SELECT <foreignColumns>, <side columns> FROM <foreign> <alias> LEFT JOIN <side> …`:
-   * the foreign table's rows with their side state; the foreign table's name
-   * is the query's first value.
+   * `SELECT <foreignColumns>, <side columns> FROM <foreign> f LEFT JOIN <side> …`:
+   * the foreign table's rows with their side state, `one` the tag's (values:
+   * [foreign, tag]), `all` every tag's in byte order (values: [foreign]).
+   * `foreignColumns` name the foreign table `f`.
    */
-  joined(foreignColumns: string, alias: string, tagColumn: string): string {
-    return `SELECT ${foreignColumns}, ${this.sql.columns}
-      FROM ${this.foreign} ${alias} ${this.sql.joinOn(`${alias}.${tagColumn}`)}`;
+  joined(foreignColumns: string): { one: string; all: string } {
+    const tag = `${FOREIGN_ALIAS}.${this.tagColumn}`;
+    const select = `SELECT ${foreignColumns}, ${this.sql.columns}
+      FROM ${this.foreign} ${FOREIGN_ALIAS} ${this.sql.joinOn(tag)}`;
+    return { one: `${select} ${this.sql.whereTag(tag)}`, all: `${select} ${this.sql.byteOrder(tag)}` };
   }
 }

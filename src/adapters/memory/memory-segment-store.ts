@@ -86,17 +86,11 @@ export class MemorySegmentStore implements SegmentStore {
     return info(tag, row);
   }
 
-  async giveBack(
-    tag: string,
-    expectedMaxId: bigint,
-    newMaxId: bigint,
-    expectedFenceEpoch?: number,
-    expectedGeneration?: string,
-  ): Promise<boolean> {
+  async giveBack(tag: string, expectedMaxId: bigint, newMaxId: bigint, fenceEpoch?: number, generation?: string): Promise<boolean> {
     assertGiveBack(expectedMaxId, newMaxId);
     const row = this.rows.get(tag);
     if (!row || row.maxId !== expectedMaxId) return false;
-    if (!sameSinceRange(row, expectedFenceEpoch, expectedGeneration)) return false;
+    if (!sameSinceRange(row, fenceEpoch, generation)) return false;
     row.maxId = newMaxId;
     row.updatedAt = new Date();
     const range = givenBackRange(expectedMaxId, newMaxId);

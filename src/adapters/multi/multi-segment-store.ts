@@ -256,13 +256,7 @@ export class MultiSegmentStore implements SegmentStore {
    * (The allocator does not give back on a multi-store set: its high-water
    * marks are per residue class; this is here for completeness and tools.)
    */
-  async giveBack(
-    tag: string,
-    expectedMaxId: bigint,
-    newMaxId: bigint,
-    expectedFenceEpoch?: number,
-    expectedGeneration?: string,
-  ): Promise<boolean> {
+  async giveBack(tag: string, expectedMaxId: bigint, newMaxId: bigint, fenceEpoch?: number, generation?: string): Promise<boolean> {
     assertGiveBack(expectedMaxId, newMaxId);
     if (tag === MULTI_META_TAG) return false;
     const i = expectedMaxId % this.bigN;
@@ -271,8 +265,8 @@ export class MultiSegmentStore implements SegmentStore {
     await this.ready(m);
     // An Allocation's generation names its member and that member's own (each member's row is created, and re-created, on its own).
     const prefix = `${i}:`;
-    const generation = expectedGeneration?.startsWith(prefix) ? expectedGeneration.slice(prefix.length) : expectedGeneration;
-    return m.store.giveBack(tag, (expectedMaxId - i) / this.bigN, (newMaxId - i) / this.bigN, expectedFenceEpoch, generation);
+    const own = generation?.startsWith(prefix) ? generation.slice(prefix.length) : generation;
+    return m.store.giveBack(tag, (expectedMaxId - i) / this.bigN, (newMaxId - i) / this.bigN, fenceEpoch, own);
   }
 
   /**

@@ -6,6 +6,7 @@
  */
 import mysql, { type Pool, type PoolConnection, type ResultSetHeader, type RowDataPacket } from 'mysql2/promise';
 import { InvalidArgumentError, SequoiaError } from '../../core/errors.js';
+import type { PeerDatabase } from '../kit/peer-store.js';
 import type { RunSql } from '../kit/side-table.js';
 import { PoolUsers } from '../kit/pool-users.js';
 import { positiveSetting, storeError, storeTarget } from '../kit/store-boundary.js';
@@ -147,14 +148,6 @@ export class MysqlStatements {
     return rows;
   }
 
-  /** Statements on `c` as a side table runs them. */
-  runner(c: PoolConnection): RunSql {
-    return async (sql, values) => {
-      const r = await this.run(c, sql, values);
-      return Array.isArray(r) ? r : [];
-    };
-  }
-
   withConnection<T>(fn: (c: PoolConnection) => Promise<T>): Promise<T> {
     return this.connection.withConnection(this.backend, fn);
   }
@@ -186,5 +179,42 @@ export class MysqlStatements {
 
   release(): Promise<void> {
     return this.connection.release();
+  }
+}
+
+/** The pool of a store on a peer's table (kit/peer-store.ts). */
+export class MysqlPeerDatabase implements PeerDatabase {
+  private readonly db: MysqlStatements;
+
+  constructor(
+    options: MysqlStoreOptions,
+    readonly backend: string,
+  ) {
+    this.db = new MysqlStatements(options, backend);
+  }
+
+  select(sql: string, values?: unknown[]): Promise<readonly unknown[]> {
+    return this.db.select(sql, values);
+  }
+
+  transaction<T>(fn: (run: RunSql) => Promise<T>, readCommitted = false): Promise<T> {
+    return this.db.transaction((c) => fn(this.runner(c)), readCommitted);
+  }
+
+  /** On one connection: CREATE TABLE IF NOT EXISTS is atomic in InnoDB's data dictionary. */
+  migration<T>(fn: (run: RunSql) => Promise<T>): Promise<T> {
+    return this.db.withConnection((c) => fn(this.runner(c)));
+  }
+
+  release(): Promise<void> {
+    return this.db.release();
+  }
+
+  /** A write's count is the rows it matched (the pool's FOUND_ROWS flag), as PostgreSQL counts them. */
+  private runner(c: PoolConnection): RunSql {
+    return async (sql, values) => {
+      const r = await this.db.run(c, sql, values);
+      return Array.isArray(r) ? { rows: r, count: r.length } : { rows: [], count: (r as ResultSetHeader).affectedRows };
+    };
   }
 }

@@ -277,13 +277,7 @@ export class MysqlSegmentStore implements SegmentStore {
     return readBack(this, tag);
   }
 
-  async giveBack(
-    tag: string,
-    expectedMaxId: bigint,
-    newMaxId: bigint,
-    expectedFenceEpoch?: number,
-    expectedGeneration?: string,
-  ): Promise<boolean> {
+  async giveBack(tag: string, expectedMaxId: bigint, newMaxId: bigint, fenceEpoch?: number, generation?: string): Promise<boolean> {
     assertGiveBack(expectedMaxId, newMaxId);
     // One transaction (InnoDB row lock): compare and set at once, with the ledger row.
     return this.db.transaction(async (c) => {
@@ -296,10 +290,10 @@ export class MysqlSegmentStore implements SegmentStore {
           newMaxId.toString(),
           tag,
           expectedMaxId.toString(),
-          expectedFenceEpoch ?? null,
-          expectedFenceEpoch ?? null,
-          expectedGeneration ?? null,
-          expectedGeneration ?? null,
+          fenceEpoch ?? null,
+          fenceEpoch ?? null,
+          generation ?? null,
+          generation ?? null,
         ],
       )) as ResultSetHeader;
       const range = givenBackRange(expectedMaxId, newMaxId);

@@ -6,6 +6,7 @@
 import pg from 'pg';
 import { InvalidArgumentError, SequoiaError } from '../../core/errors.js';
 import { PoolUsers } from '../kit/pool-users.js';
+import type { PeerDatabase } from '../kit/peer-store.js';
 import type { RunSql } from '../kit/side-table.js';
 import { positiveSetting, storeError, storeTarget } from '../kit/store-boundary.js';
 
@@ -126,7 +127,47 @@ export class PostgresConnection {
   }
 }
 
-/** Statements on `c` as a side table runs them. */
-export function runnerOn(c: PgClientLike): RunSql {
-  return async (sql, values) => (await c.query(sql, values)).rows;
+/** The connection options of a store on a peer's table. */
+export interface PostgresPeerOptions extends PostgresConnectionOptions {
+  /** A connection shared with the lease store; the other connection options are then ignored. */
+  readonly connection?: PostgresConnection;
+}
+
+/** The pool of a store on a peer's table (kit/peer-store.ts). */
+export class PostgresPeerDatabase implements PeerDatabase {
+  private readonly connection: PostgresConnection;
+
+  constructor(
+    options: PostgresPeerOptions,
+    readonly backend: string,
+  ) {
+    this.connection = (options.connection ?? new PostgresConnection(options)).retain();
+  }
+
+  async select(sql: string, values?: unknown[]): Promise<readonly unknown[]> {
+    return (await this.connection.query(this.backend, sql, values)).rows;
+  }
+
+  transaction<T>(fn: (run: RunSql) => Promise<T>, readCommitted = false): Promise<T> {
+    return this.connection.transaction(this.backend, async (c) => {
+      // The transaction's first statement, so it holds for all of it.
+      if (readCommitted) await c.query('SET TRANSACTION ISOLATION LEVEL READ COMMITTED');
+      return fn(runnerOn(c));
+    });
+  }
+
+  migration<T>(fn: (run: RunSql) => Promise<T>): Promise<T> {
+    return this.connection.migration(this.backend, (c) => fn(runnerOn(c)));
+  }
+
+  release(): Promise<void> {
+    return this.connection.release();
+  }
+}
+
+function runnerOn(c: PgClientLike): RunSql {
+  return async (sql, values) => {
+    const r = await c.query(sql, values);
+    return { rows: r.rows, count: r.rowCount ?? 0 };
+  };
 }

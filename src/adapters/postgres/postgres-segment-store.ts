@@ -225,13 +225,7 @@ export class PostgresSegmentStore implements SegmentStore {
     return tagInfoFromTextRow(row);
   }
 
-  async giveBack(
-    tag: string,
-    expectedMaxId: bigint,
-    newMaxId: bigint,
-    expectedFenceEpoch?: number,
-    expectedGeneration?: string,
-  ): Promise<boolean> {
+  async giveBack(tag: string, expectedMaxId: bigint, newMaxId: bigint, fenceEpoch?: number, generation?: string): Promise<boolean> {
     assertGiveBack(expectedMaxId, newMaxId);
     // One statement: the row lock makes the compare and the set atomic, and the ledger row goes with it.
     const r = await this.q(
@@ -250,8 +244,8 @@ export class PostgresSegmentStore implements SegmentStore {
         tag,
         expectedMaxId.toString(),
         newMaxId.toString(),
-        expectedFenceEpoch === undefined ? null : String(expectedFenceEpoch),
-        expectedGeneration ?? null,
+        fenceEpoch === undefined ? null : String(fenceEpoch),
+        generation ?? null,
         ...this.identityValues(),
       ],
     );
