@@ -194,22 +194,23 @@ function checkDecoded(v: bigint, limit: bigint): bigint {
 
 /**
  * A positional notation in `radix`: IDs below radix^width (every ID without a
- * width), checked on the way in and out of `encode` and `decode`.
+ * width), checked on the way in and out of `encode` and `decode` (each given
+ * the width).
  */
 function positional(
   format: BusinessNumberFormat,
   radix: bigint,
   width: number | undefined,
-  encode: (id: Id) => string,
-  decode: (text: string) => bigint,
+  encode: (id: Id, width: number | undefined) => string,
+  decode: (text: string, width: number | undefined) => bigint,
 ): BusinessNumberCodec {
   const limit = width === undefined ? ID_LIMIT : minBig(ID_LIMIT, radix ** BigInt(width));
   const limitNumber = Number(limit);
   return {
     format,
     limit,
-    encode: (id) => encode(checkId(id, limit, limitNumber)),
-    decode: (text) => checkDecoded(decode(text), limit),
+    encode: (id) => encode(checkId(id, limit, limitNumber), width),
+    decode: (text) => checkDecoded(decode(text, width), limit),
   };
 }
 
@@ -232,26 +233,10 @@ export function createBusinessNumberCodec(input: BusinessNumberFormat): Business
         decode: (text) => decodeDecimal(text),
       };
     }
-    case 'hex': {
-      const { width } = format;
-      return positional(
-        format,
-        16n,
-        width,
-        (id) => encodeHex(id, width),
-        (text) => decodeHex(text, width),
-      );
-    }
-    case 'base62': {
-      const { width } = format;
-      return positional(
-        format,
-        62n,
-        width,
-        (id) => encodeBase62(id, width),
-        (text) => decodeBase62(text, width),
-      );
-    }
+    case 'hex':
+      return positional(format, 16n, format.width, encodeHex, decodeHex);
+    case 'base62':
+      return positional(format, 62n, format.width, encodeBase62, decodeBase62);
     case 'crockford32': {
       const { width, check = false } = format;
       return positional(
