@@ -5,7 +5,7 @@
  * (package.json "bundle") so it sits beside the chunk that starts it.
  */
 import Database from 'better-sqlite3';
-import { DiskReserve, guardWrites } from '../adapters/kit/disk-reserve.js';
+import { DiskReserve, guardWrites, storeDiskFull } from '../adapters/kit/disk-reserve.js';
 import { serveOffLoop } from '../adapters/kit/off-loop.js';
 import { SqliteConnection } from '../adapters/sqlite/sqlite-connection.js';
 import { SqliteSegmentStore } from '../adapters/sqlite/sqlite-segment-store.js';
@@ -29,7 +29,7 @@ serveOffLoop({
     const { path, identity } = args as { path: string; identity: ServerIdentity };
     const connection = new SqliteConnection({ path });
     // A small or full disk (issue 28): a reserve beside the file, given up to checkpoint and to let a restart work.
-    const reserve = new DiskReserve(`${path}-reserve`, 'SQLite store');
+    const reserve = new DiskReserve(`${path}-reserve`, storeDiskFull('SQLite store'));
     reserve.tryKeep();
     const checkpoint = () => {
       try {

@@ -141,14 +141,15 @@ class TagReserve {
   lastError: unknown;
   /** When this outage first needed the reserve (performance.now), if it did. */
   since: number | undefined;
-  usingSent = false;
-  exhaustedSent = false;
+  /** The outage's events already sent (each once per outage). */
+  readonly sent = new Set<OutageState>();
   /** The reserve was used in this outage: 'replenished' is due once it is full again. */
   owesReplenished = false;
   refilling: Promise<void> | undefined;
   nextProbe = 0;
-  fallbackSent = false;
 }
+
+type OutageState = 'using' | 'fallback' | 'exhausted';
 
 /** A tag's fallback lease (option `fallback`). */
 class TagFallback {
@@ -367,7 +368,13 @@ export class SequoiaClient {
       const r = this.reserves.get(tag);
       if (r?.since !== undefined) ms += now - r.since;
       const state =
-        r === undefined || r.since === undefined ? 'serving' : r.exhaustedSent ? 'exhausted' : r.fallbackSent ? 'fallback' : 'using';
+        r === undefined || r.since === undefined
+          ? 'serving'
+          : r.sent.has('exhausted')
+            ? 'exhausted'
+            : r.sent.has('fallback')
+              ? 'fallback'
+              : 'using';
       const f = this.fallbacks.get(tag)?.held;
       tags[tag] = {
         buffered: b.available,
@@ -515,9 +522,7 @@ export class SequoiaClient {
     if (r === undefined || this.controller.signal.aborted) return;
     if (r.down) {
       r.down = false;
-      r.usingSent = false;
-      r.fallbackSent = false;
-      r.exhaustedSent = false;
+      r.sent.clear();
       if (r.since !== undefined) this.msOnReserveDone += performance.now() - r.since;
       r.since = undefined;
     }
@@ -646,29 +651,30 @@ export class SequoiaClient {
     const ids = r.ids.takeMany(n);
     if (ids !== undefined) {
       this.servedFromReserve += n;
-      r.owesReplenished = true;
-      if (!r.usingSent) {
-        r.usingSent = true;
-        this.emit({ tag: b.tag, state: 'using', remaining: r.ids.size });
-      }
-      return ids;
+      return this.servedInOutage(b.tag, r, 'using', ids);
     }
     const fb = this.takeFallback(b.tag, n);
     if (fb !== undefined) {
       this.servedFromFallback += n;
-      r.owesReplenished = true;
-      if (!r.fallbackSent) {
-        r.fallbackSent = true;
-        this.emit({ tag: b.tag, state: 'fallback', remaining: r.ids.size });
-      }
-      return fb;
+      return this.servedInOutage(b.tag, r, 'fallback', fb);
     }
     this.refusals++;
-    if (r.ids.size === 0 && !r.exhaustedSent) {
-      r.exhaustedSent = true;
-      this.emit({ tag: b.tag, state: 'exhausted', remaining: 0 });
-    }
+    if (r.ids.size === 0) this.emitOnce(b.tag, r, 'exhausted');
     throw reserveExhausted(b.tag, r.lastError);
+  }
+
+  /** IDs served while no server answers (from the reserve or the fallback space, as `state` says). */
+  private servedInOutage(tag: string, r: TagReserve, state: OutageState, ids: bigint[]): bigint[] {
+    r.owesReplenished = true;
+    this.emitOnce(tag, r, state);
+    return ids;
+  }
+
+  /** The outage event `state`, sent the first time the outage reaches it. */
+  private emitOnce(tag: string, r: TagReserve, state: OutageState): void {
+    if (r.sent.has(state)) return;
+    r.sent.add(state);
+    this.emit({ tag, state, remaining: r.ids.size });
   }
 
   /** nextBatch's rest from the reserve (the IDs already taken from the buffer are a gap if it is refused). */

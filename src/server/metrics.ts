@@ -341,69 +341,46 @@ export class SequoiaMetrics {
     const reports = () => sources.flatMap((s) => s.report());
     const registers = [this.registry];
     const now = () => this.clock.now();
-    const each = (m: Gauge<'generator'> | Counter<'generator'>, f: (r: SnowflakeWorkerReport) => number | undefined) => {
-      m.reset();
-      for (const r of reports()) {
-        const v = f(r);
-        if (v === undefined) continue;
-        if (m instanceof Gauge) m.set({ generator: r.generator }, v);
-        else m.inc({ generator: r.generator }, v);
-      }
-    };
-    new Gauge({
-      name: 'sequoia_snowflake_worker_id',
-      help: 'Worker id in use.',
+    // One metric per report field, labelled by generator, filled from the reports at scrape time.
+    const perWorker = (name: string, help: string, f: (r: SnowflakeWorkerReport) => number | undefined) => ({
+      name,
+      help,
       labelNames: ['generator'] as const,
       registers,
-      collect() {
-        each(this, (r) => r.workerId);
+      collect(this: Gauge<'generator'> | Counter<'generator'>) {
+        this.reset();
+        for (const r of reports()) {
+          const v = f(r);
+          if (v === undefined) continue;
+          if (this instanceof Gauge) this.set({ generator: r.generator }, v);
+          else this.inc({ generator: r.generator }, v);
+        }
       },
     });
-    new Gauge({
-      name: 'sequoia_snowflake_last_tick',
-      help: 'Last tick issued (layout time units since its epoch).',
-      labelNames: ['generator'] as const,
-      registers,
-      collect() {
-        each(this, (r) => r.lastTick);
-      },
-    });
-    new Counter({
-      name: 'sequoia_snowflake_clock_backwards_total',
-      help: 'Times the clock was seen behind the last tick.',
-      labelNames: ['generator'] as const,
-      registers,
-      collect() {
-        each(this, (r) => r.clockBackwardsTotal);
-      },
-    });
-    new Counter({
-      name: 'sequoia_snowflake_sequence_exhausted_total',
-      help: 'Ticks whose sequence ran out (callers waited for the next tick).',
-      labelNames: ['generator'] as const,
-      registers,
-      collect() {
-        each(this, (r) => r.sequenceExhaustedTotal);
-      },
-    });
-    new Gauge({
-      name: 'sequoia_worker_lease_expiry_seconds',
-      help: 'Seconds until the worker-id lease expires (negative: expired).',
-      labelNames: ['generator'] as const,
-      registers,
-      collect() {
-        each(this, (r) => (r.leaseExpiresAtMs === undefined ? undefined : (r.leaseExpiresAtMs - now()) / 1000));
-      },
-    });
-    new Gauge({
-      name: 'sequoia_layout_remaining_seconds',
-      help: "Seconds until the layout's time bits run out; after that it refuses to issue (it never wraps).",
-      labelNames: ['generator'] as const,
-      registers,
-      collect() {
-        each(this, (r) => r.layoutRemainingSeconds);
-      },
-    });
+    new Gauge(perWorker('sequoia_snowflake_worker_id', 'Worker id in use.', (r) => r.workerId));
+    new Gauge(perWorker('sequoia_snowflake_last_tick', 'Last tick issued (layout time units since its epoch).', (r) => r.lastTick));
+    new Counter(
+      perWorker('sequoia_snowflake_clock_backwards_total', 'Times the clock was seen behind the last tick.', (r) => r.clockBackwardsTotal),
+    );
+    new Counter(
+      perWorker(
+        'sequoia_snowflake_sequence_exhausted_total',
+        'Ticks whose sequence ran out (callers waited for the next tick).',
+        (r) => r.sequenceExhaustedTotal,
+      ),
+    );
+    new Gauge(
+      perWorker('sequoia_worker_lease_expiry_seconds', 'Seconds until the worker-id lease expires (negative: expired).', (r) =>
+        r.leaseExpiresAtMs === undefined ? undefined : (r.leaseExpiresAtMs - now()) / 1000,
+      ),
+    );
+    new Gauge(
+      perWorker(
+        'sequoia_layout_remaining_seconds',
+        "Seconds until the layout's time bits run out; after that it refuses to issue (it never wraps).",
+        (r) => r.layoutRemainingSeconds,
+      ),
+    );
   }
 
   /** Prometheus text exposition. */

@@ -11,14 +11,29 @@ import { UnavailableError } from '../../core/errors.js';
 
 export const RESERVE_BYTES = 64 * 1024;
 
+/** The refusal of a write when the reserve cannot be written; `code` is the system's (ENOSPC …). */
+export type ReserveRefusal = (code: string, cause: unknown) => Error;
+
+/** A store's refusal: STORE_UNAVAILABLE naming the store (`what`), to be retried. */
+export function storeDiskFull(what: string): ReserveRefusal {
+  return (code, cause) =>
+    new UnavailableError(
+      'STORE_UNAVAILABLE',
+      `the disk of the ${what} is full (${code}): no room for its ${RESERVE_BYTES / 1024} KiB reserve`,
+      {
+        cause,
+        retryAfterMs: 1000,
+      },
+    );
+}
+
 export class DiskReserve {
   constructor(
     readonly path: string,
-    private readonly what: string,
-    private readonly bytes = RESERVE_BYTES,
+    private readonly refuse: ReserveRefusal,
   ) {}
 
-  /** Writes the reserve if it is missing or short; throws STORE_UNAVAILABLE (disk full) when it cannot. */
+  /** Writes the reserve if it is missing or short; throws the refusal (disk full) when it cannot. */
   keep(): void {
     let size = -1;
     try {
@@ -26,26 +41,18 @@ export class DiskReserve {
     } catch {
       // missing
     }
-    if (size >= this.bytes) return;
+    if (size >= RESERVE_BYTES) return;
     try {
       const fd = openSync(this.path, 'w');
       try {
-        writeSync(fd, Buffer.alloc(this.bytes));
+        writeSync(fd, Buffer.alloc(RESERVE_BYTES));
         fsyncSync(fd);
       } finally {
         closeSync(fd);
       }
     } catch (e) {
       rmSync(this.path, { force: true });
-      const code = (e as { code?: string }).code ?? 'ENOSPC';
-      throw new UnavailableError(
-        'STORE_UNAVAILABLE',
-        `the disk of the ${this.what} is full (${code}): no room for its ${this.bytes / 1024} KiB reserve`,
-        {
-          cause: e,
-          retryAfterMs: 1000,
-        },
-      );
+      throw this.refuse((e as { code?: string }).code ?? 'ENOSPC', e);
     }
   }
 

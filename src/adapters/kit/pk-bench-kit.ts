@@ -33,7 +33,12 @@ export function pkTableName(kind: Pick<PkKindSpec, 'name'>): string {
 }
 
 /** The tables a run can make: a leftover's tables are dropped by these names only. */
-export const PK_KIND_TABLES: readonly string[] = PK_KIND_NAMES.map((name) => pkTableName({ name }));
+const PK_KIND_TABLES: readonly string[] = PK_KIND_NAMES.map((name) => pkTableName({ name }));
+
+/** Of the tables found in a scratch object, those a run can make: no other table is ever dropped. */
+export function kindTables(found: readonly string[]): string[] {
+  return found.filter((t) => PK_KIND_TABLES.includes(t));
+}
 
 /** k1..kN. */
 export function intColumns(shape: PkTableShape): string[] {
@@ -48,4 +53,32 @@ export function refuseExisting(what: string, marked: boolean): InvalidArgumentEr
           'drop it with `sequoia bench pk --db URL --drop-leftover`, or choose another name with --scratch'
       : `${what} exists and was not created by \`${PK_MARKER_TOOL}\` (no marker): it is left untouched; choose another name with --scratch`,
   );
+}
+
+/** What a scratch object's marker says. */
+export interface PkMarker {
+  readonly tool: string;
+  readonly run_id: string;
+}
+
+/** A scratch object left by an earlier run, as `--drop-leftover` sees it on one engine. */
+export interface Leftover {
+  exists(): Promise<boolean>;
+  /** Undefined when the object has no marker (table). */
+  marker(): Promise<PkMarker | undefined>;
+  /** Drops the object; called only once its marker proved it the tool's. */
+  drop(): Promise<void>;
+}
+
+/**
+ * `--drop-leftover` on any engine: `what` (e.g. `PostgreSQL schema x`) is
+ * dropped only when it exists and carries the tool's marker; anything else is
+ * refused and left untouched. Answers the id of the run that left it.
+ */
+export async function dropLeftover(what: string, leftover: Leftover): Promise<string> {
+  if (!(await leftover.exists())) throw new InvalidArgumentError(`${what} does not exist: nothing to drop`);
+  const m = await leftover.marker();
+  if (m?.tool !== PK_MARKER_TOOL) throw refuseExisting(what, false);
+  await leftover.drop();
+  return m.run_id;
 }

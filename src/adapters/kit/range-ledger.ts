@@ -6,6 +6,7 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { LedgerEntry, LedgerKind, LedgerPage, ServerIdentity } from '../../ports/range-ledger.js';
+import { DEFAULT_TABLE, tableName } from './segment-rules.js';
 
 /** This process, for stores built without an identity (tests, embedding). */
 export function processIdentity(version = 'unknown'): ServerIdentity {
@@ -105,9 +106,21 @@ export function ledgerValues(
   ];
 }
 
-/** The ledger table beside a SQL store's table: `sequoia_ledger` beside the default, `<table>_ledger` beside another. */
-export function ledgerTable(table: string): string {
-  return table === 'sequoia_alloc' ? 'sequoia_ledger' : `${table}_ledger`;
+/** Where a SQL segment store keeps its tags and its ledger, and who it records as taking ranges. */
+export interface LedgerPlace {
+  readonly table: string;
+  readonly ledger: string;
+  readonly who: ServerIdentity;
+}
+
+/**
+ * A SQL store's place from its options: the table (checked; `sequoia_alloc`
+ * by default), the ledger beside it (`sequoia_ledger` beside the default,
+ * `<table>_ledger` beside another), and who it is (this process by default).
+ */
+export function ledgerPlace(options: { readonly table?: string | undefined; readonly identity?: ServerIdentity | undefined }): LedgerPlace {
+  const table = tableName(options.table);
+  return { table, ledger: table === DEFAULT_TABLE ? 'sequoia_ledger' : `${table}_ledger`, who: options.identity ?? processIdentity() };
 }
 
 /**

@@ -64,6 +64,24 @@ export function storeError(backend: string, e: unknown, target?: string): Sequoi
   return new UnavailableError('STORE_UNAVAILABLE', message, { cause: e, retryAfterMs: 1000 });
 }
 
+/** A synchronous driver call (SQLite's): any failure of it as `storeError` makes it. */
+export function storeCall<T>(backend: string, fn: () => T, target?: string): T {
+  try {
+    return fn();
+  } catch (e) {
+    throw storeError(backend, e, target);
+  }
+}
+
+/** An asynchronous driver call (a statement, or taking a pooled connection): its failure as `storeError` makes it. */
+export async function storeCallAsync<T>(backend: string, fn: () => Promise<T>, target?: string): Promise<T> {
+  try {
+    return await fn();
+  } catch (e) {
+    throw storeError(backend, e, target);
+  }
+}
+
 /** A sequoia_alloc row whose integers arrive as decimal text or numbers. */
 export interface TextTagRow {
   tag: string;

@@ -8,8 +8,8 @@ import mysql, { type Pool, type PoolConnection, type ResultSetHeader, type RowDa
 import { InvalidArgumentError, SequoiaError } from '../../core/errors.js';
 import type { PeerDatabase } from '../kit/peer-store.js';
 import type { RunSql } from '../kit/side-table.js';
-import { PoolUsers } from '../kit/pool-users.js';
-import { positiveSetting, storeError, storeTarget } from '../kit/store-boundary.js';
+import { SharedPool } from '../kit/shared-pool.js';
+import { positiveSetting, storeCallAsync, storeError } from '../kit/store-boundary.js';
 
 export interface MysqlConnectionOptions {
   /** `mysql://user:pass@host:port/db`. */
@@ -22,14 +22,11 @@ export interface MysqlConnectionOptions {
   readonly idleTimeoutMs?: number;
 }
 
-export class MysqlConnection {
+export class MysqlConnection extends SharedPool<Pool> {
   readonly pool: Pool;
-  /** host:port, database: named in every store error. */
-  readonly target: string | undefined;
-  private readonly users = new PoolUsers(() => this.pool.end());
 
   constructor(options: MysqlConnectionOptions) {
-    this.target = storeTarget(options.uri, 3306);
+    super(options.uri, 3306);
     const max = positiveSetting(options.maxConnections ?? 10, 'maxConnections');
     this.pool = mysql.createPool({
       uri: options.uri,
@@ -54,29 +51,13 @@ export class MysqlConnection {
     });
   }
 
-  /** A store starts using the pool; each retain is matched by one `release`. */
-  retain(): this {
-    this.users.retain();
-    return this;
-  }
-
-  /** A store is done; the last one ends the pool. */
-  release(): Promise<void> {
-    return this.users.release();
-  }
-
   /**
    * Runs `fn` on one pooled connection. A connection that failed with a
    * driver error is destroyed, not reused (its session state is unknown);
    * one that failed with a SequoiaError (a rule, not the link) goes back.
    */
   async withConnection<T>(backend: string, fn: (c: PoolConnection) => Promise<T>): Promise<T> {
-    let c: PoolConnection;
-    try {
-      c = await this.pool.getConnection();
-    } catch (e) {
-      throw storeError(backend, e, this.target);
-    }
+    const c = await storeCallAsync(backend, () => this.pool.getConnection(), this.target);
     try {
       const r = await fn(c);
       c.release();

@@ -9,19 +9,21 @@
  * index statistics after ANALYZE TABLE.
  */
 import mysql, { type Pool, type RowDataPacket } from 'mysql2/promise';
-import { InvalidArgumentError, SequoiaError } from '../../core/errors.js';
+import { SequoiaError } from '../../core/errors.js';
 import type { PkBenchTarget, PkCounters, PkKindSpec, PkRow, PkTableShape, PkTableSize, PkTargetInfo } from '../../ports/pk-bench-target.js';
 import {
   checkScratchName,
+  dropLeftover,
   intColumns,
+  kindTables,
   newRunId,
-  PK_KIND_TABLES,
   PK_MARKER_TABLE,
   PK_MARKER_TOOL,
+  type PkMarker,
   pkTableName,
   refuseExisting,
 } from '../kit/pk-bench-kit.js';
-import { storeError, storeTarget } from '../kit/store-boundary.js';
+import { storeCallAsync, storeError, storeTarget } from '../kit/store-boundary.js';
 
 const BACKEND = 'bench pk (MySQL)';
 const LSN_STATUS = ['Innodb_lsn_current', 'Innodb_redo_log_current_lsn', 'Innodb_os_log_written'];
@@ -61,25 +63,20 @@ export class MysqlPkBenchTarget implements PkBenchTarget {
   }
 
   private async q<T = RowDataPacket>(sql: string, values?: unknown[]): Promise<T[]> {
-    try {
-      const [rows] = await this.pool.query(sql, values);
-      return rows as T[];
-    } catch (e) {
-      throw storeError(BACKEND, e, this.target);
-    }
+    return storeCallAsync(BACKEND, async () => (await this.pool.query(sql, values))[0] as T[], this.target);
   }
 
   private get d(): string {
     return `\`${this.scratch}\``;
   }
 
-  private async marker(): Promise<{ tool: string; run_id: string } | undefined> {
+  private async marker(): Promise<PkMarker | undefined> {
     const t = await this.q('SELECT 1 FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?', [
       this.scratch,
       PK_MARKER_TABLE,
     ]);
     if (t.length === 0) return undefined;
-    return (await this.q<{ tool: string; run_id: string }>(`SELECT tool, run_id FROM ${this.d}.${PK_MARKER_TABLE} LIMIT 1`))[0];
+    return (await this.q<PkMarker>(`SELECT tool, run_id FROM ${this.d}.${PK_MARKER_TABLE} LIMIT 1`))[0];
   }
 
   async createScratch(): Promise<PkTargetInfo> {
@@ -247,17 +244,18 @@ export class MysqlPkBenchTarget implements PkBenchTarget {
   }
 
   async dropLeftover(): Promise<string> {
-    const exists = await this.q('SELECT 1 FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = ?', [this.scratch]);
-    if (exists.length === 0) throw new InvalidArgumentError(`MySQL database ${this.scratch} does not exist: nothing to drop`);
-    const m = await this.marker();
-    if (m?.tool !== PK_MARKER_TOOL) throw refuseExisting(`MySQL database ${this.scratch}`, false);
-    const tables = (
-      await this.q<{ n: string }>('SELECT TABLE_NAME AS n FROM information_schema.TABLES WHERE TABLE_SCHEMA = ?', [this.scratch])
-    )
-      .map((r) => r.n)
-      .filter((t) => PK_KIND_TABLES.includes(t));
-    await this.dropOwn(tables);
-    return `dropped MySQL database ${this.scratch} (left by run ${m.run_id})`;
+    const what = `MySQL database ${this.scratch}`;
+    const run = await dropLeftover(what, {
+      exists: async () => (await this.q('SELECT 1 FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = ?', [this.scratch])).length > 0,
+      marker: () => this.marker(),
+      drop: async () => {
+        const found = await this.q<{ n: string }>('SELECT TABLE_NAME AS n FROM information_schema.TABLES WHERE TABLE_SCHEMA = ?', [
+          this.scratch,
+        ]);
+        await this.dropOwn(kindTables(found.map((r) => r.n)));
+      },
+    });
+    return `dropped ${what} (left by run ${run})`;
   }
 
   async close(): Promise<void> {

@@ -24,16 +24,7 @@ import { TagExistsError, TagNotFoundError, UnavailableError } from '../../core/e
 import type { Allocation, NewTag, SegmentStore, TagInfo, TagUpdate } from '../../ports/segment-store.js';
 import { tagInfoFromTextRow } from '../kit/store-boundary.js';
 import { MysqlStatements, type MysqlStoreOptions } from './mysql-connection.js';
-import {
-  assertGiveBack,
-  assertStoredId,
-  DEFAULT_START,
-  DEFAULT_STEP,
-  exhausted,
-  newGeneration,
-  readBack,
-  tableName,
-} from '../kit/segment-rules.js';
+import { assertGiveBack, assertStoredId, DEFAULT_START, DEFAULT_STEP, exhausted, newGeneration, readBack } from '../kit/segment-rules.js';
 import type { LedgerEntry, LedgerPage, ServerIdentity } from '../../ports/range-ledger.js';
 import {
   allocatedRange,
@@ -42,11 +33,10 @@ import {
   givenBackRange,
   rangeLength,
   LEDGER_COLUMNS,
-  ledgerTable,
+  ledgerPlace,
   type LedgerRowText,
   ledgerPageByFirst,
   ledgerValues,
-  processIdentity,
 } from '../kit/range-ledger.js';
 
 export interface MysqlSegmentStoreOptions extends MysqlStoreOptions {
@@ -80,9 +70,7 @@ export class MysqlSegmentStore implements SegmentStore {
   private initialised = false;
 
   constructor(options: MysqlSegmentStoreOptions) {
-    this.table = tableName(options.table);
-    this.ledger = ledgerTable(this.table);
-    this.who = options.identity ?? processIdentity();
+    ({ table: this.table, ledger: this.ledger, who: this.who } = ledgerPlace(options));
     this.db = new MysqlStatements(options, BACKEND);
   }
 

@@ -5,10 +5,10 @@
  */
 import pg from 'pg';
 import { InvalidArgumentError, SequoiaError } from '../../core/errors.js';
-import { PoolUsers } from '../kit/pool-users.js';
 import type { PeerDatabase } from '../kit/peer-store.js';
+import { SharedPool } from '../kit/shared-pool.js';
 import type { RunSql } from '../kit/side-table.js';
-import { positiveSetting, storeError, storeTarget } from '../kit/store-boundary.js';
+import { positiveSetting, storeCallAsync, storeError } from '../kit/store-boundary.js';
 
 /**
  * Key of the advisory lock that serialises every store's schema migrations
@@ -45,14 +45,11 @@ export interface PostgresConnectionOptions {
   readonly onPoolError?: (err: Error) => void;
 }
 
-export class PostgresConnection {
+export class PostgresConnection extends SharedPool<PgPoolLike> {
   readonly pool: PgPoolLike;
-  /** host:port, database: named in every store error. */
-  readonly target: string | undefined;
-  private readonly users = new PoolUsers(() => this.pool.end());
 
   constructor(options: PostgresConnectionOptions) {
-    this.target = storeTarget(options.connectionString, 5432);
+    super(options.connectionString, 5432);
     if (options.pool) {
       this.pool = options.pool;
       return;
@@ -75,34 +72,14 @@ export class PostgresConnection {
     this.pool = pool as unknown as PgPoolLike;
   }
 
-  /** A store starts using the pool; each retain is matched by one `release`. */
-  retain(): this {
-    this.users.retain();
-    return this;
-  }
-
-  /** A store is done; the last one ends the pool. */
-  release(): Promise<void> {
-    return this.users.release();
-  }
-
   /** One statement; driver errors become STORE_UNAVAILABLE naming `backend`. */
   async query(backend: string, text: string, values?: unknown[]): Promise<{ rows: unknown[]; rowCount: number | null }> {
-    try {
-      return await this.pool.query(text, values);
-    } catch (e) {
-      throw storeError(backend, e, this.target);
-    }
+    return storeCallAsync(backend, () => this.pool.query(text, values), this.target);
   }
 
   /** Runs `fn` in one transaction on one client; a client that failed with a driver error is dropped, not reused. */
   async transaction<T>(backend: string, fn: (c: PgClientLike) => Promise<T>): Promise<T> {
-    let c: PgClientLike;
-    try {
-      c = await this.pool.connect();
-    } catch (e) {
-      throw storeError(backend, e, this.target);
-    }
+    const c = await storeCallAsync(backend, () => this.pool.connect(), this.target);
     let failed: unknown;
     try {
       await c.query('BEGIN');

@@ -6,20 +6,22 @@
  * pg_table_size / pg_indexes_size. PostgreSQL counts no page splits.
  */
 import pg from 'pg';
-import { InvalidArgumentError, SequoiaError } from '../../core/errors.js';
+import { SequoiaError } from '../../core/errors.js';
 import { formatUuid } from '../../core/uuid/uuid-text.js';
 import type { PkBenchTarget, PkCounters, PkKindSpec, PkRow, PkTableShape, PkTableSize, PkTargetInfo } from '../../ports/pk-bench-target.js';
 import {
   checkScratchName,
+  dropLeftover,
   intColumns,
+  kindTables,
   newRunId,
   PK_MARKER_TABLE,
-  PK_KIND_TABLES,
   PK_MARKER_TOOL,
+  type PkMarker,
   pkTableName,
   refuseExisting,
 } from '../kit/pk-bench-kit.js';
-import { storeError, storeTarget } from '../kit/store-boundary.js';
+import { storeCallAsync, storeError, storeTarget } from '../kit/store-boundary.js';
 
 const BACKEND = 'bench pk (PostgreSQL)';
 
@@ -46,11 +48,7 @@ export class PostgresPkBenchTarget implements PkBenchTarget {
   }
 
   private async q<T = Record<string, unknown>>(text: string, values?: unknown[]): Promise<T[]> {
-    try {
-      return (await this.pool.query(text, values)).rows as T[];
-    } catch (e) {
-      throw storeError(BACKEND, e, this.target);
-    }
+    return storeCallAsync(BACKEND, async () => (await this.pool.query(text, values)).rows as T[], this.target);
   }
 
   private get s(): string {
@@ -58,10 +56,10 @@ export class PostgresPkBenchTarget implements PkBenchTarget {
   }
 
   /** The marker's tool and run id, or undefined when the schema or its marker table is absent. */
-  private async marker(): Promise<{ tool: string; run_id: string } | undefined> {
+  private async marker(): Promise<PkMarker | undefined> {
     const exists = await this.q<{ t: string | null }>('SELECT to_regclass($1)::text AS t', [`${this.s}.${PK_MARKER_TABLE}`]);
     if (exists[0]?.t == null) return undefined;
-    return (await this.q<{ tool: string; run_id: string }>(`SELECT tool, run_id FROM ${this.s}.${PK_MARKER_TABLE} LIMIT 1`))[0];
+    return (await this.q<PkMarker>(`SELECT tool, run_id FROM ${this.s}.${PK_MARKER_TABLE} LIMIT 1`))[0];
   }
 
   async createScratch(): Promise<PkTargetInfo> {
@@ -188,15 +186,16 @@ export class PostgresPkBenchTarget implements PkBenchTarget {
   }
 
   async dropLeftover(): Promise<string> {
-    const exists = await this.q('SELECT 1 FROM pg_namespace WHERE nspname = $1', [this.scratch]);
-    if (exists.length === 0) throw new InvalidArgumentError(`PostgreSQL schema ${this.scratch} does not exist: nothing to drop`);
-    const m = await this.marker();
-    if (m?.tool !== PK_MARKER_TOOL) throw refuseExisting(`PostgreSQL schema ${this.scratch}`, false);
-    const tables = (await this.q<{ t: string }>('SELECT tablename AS t FROM pg_tables WHERE schemaname = $1', [this.scratch]))
-      .map((r) => r.t)
-      .filter((t) => PK_KIND_TABLES.includes(t));
-    await this.dropOwn(tables);
-    return `dropped PostgreSQL schema ${this.scratch} (left by run ${m.run_id})`;
+    const what = `PostgreSQL schema ${this.scratch}`;
+    const run = await dropLeftover(what, {
+      exists: async () => (await this.q('SELECT 1 FROM pg_namespace WHERE nspname = $1', [this.scratch])).length > 0,
+      marker: () => this.marker(),
+      drop: async () => {
+        const found = await this.q<{ t: string }>('SELECT tablename AS t FROM pg_tables WHERE schemaname = $1', [this.scratch]);
+        await this.dropOwn(kindTables(found.map((r) => r.t)));
+      },
+    });
+    return `dropped ${what} (left by run ${run})`;
   }
 
   async close(): Promise<void> {

@@ -20,7 +20,7 @@
  */
 import { type SequoiaError, TagExistsError, TagNotFoundError } from '../../core/errors.js';
 import type { Allocation, NewTag, SegmentStore, TagInfo, TagUpdate } from '../../ports/segment-store.js';
-import { assertGiveBack, assertStoredId, DEFAULT_START, DEFAULT_STEP, exhausted, newGeneration, tableName } from '../kit/segment-rules.js';
+import { assertGiveBack, assertStoredId, DEFAULT_START, DEFAULT_STEP, exhausted, newGeneration } from '../kit/segment-rules.js';
 import { storeError, tagInfoFromTextRow } from '../kit/store-boundary.js';
 import { type PgPoolLike, PostgresConnection, type PostgresConnectionOptions } from './postgres-connection.js';
 import type { LedgerEntry, LedgerPage, ServerIdentity } from '../../ports/range-ledger.js';
@@ -30,9 +30,8 @@ import {
   LEDGER_COLUMNS,
   ledgerDdl,
   ledgerPageByFirst,
-  ledgerTable,
+  ledgerPlace,
   type LedgerRowText,
-  processIdentity,
   rangeLength,
 } from '../kit/range-ledger.js';
 
@@ -72,9 +71,7 @@ export class PostgresSegmentStore implements SegmentStore {
   private closed = false;
 
   constructor(options: PostgresSegmentStoreOptions) {
-    this.table = tableName(options.table);
-    this.ledger = ledgerTable(this.table);
-    this.who = options.identity ?? processIdentity();
+    ({ table: this.table, ledger: this.ledger, who: this.who } = ledgerPlace(options));
     this.recording = options.recordLedger ?? true;
     this.connection = (options.connection ?? new PostgresConnection(options)).retain();
     this.pool = this.connection.pool;

@@ -49,6 +49,7 @@ import {
   exhausted,
   LEGACY_GENERATION,
   newGeneration,
+  readBack,
 } from '../kit/segment-rules.js';
 import type { LedgerEntry, LedgerPage, ServerIdentity } from '../../ports/range-ledger.js';
 import { covers, processIdentity, rangeLength } from '../kit/range-ledger.js';
@@ -257,7 +258,7 @@ export class RedisSegmentStore implements SegmentStore {
       [t.tag, start.toString(), String(t.step ?? DEFAULT_STEP), t.description ?? '', String(Date.now()), newGeneration()],
     );
     if (Number(created) !== 1) throw new TagExistsError(t.tag);
-    return this.mustGet(t.tag);
+    return readBack(this, t.tag);
   }
 
   async updateTag(tag: string, update: TagUpdate): Promise<TagInfo> {
@@ -272,7 +273,7 @@ export class RedisSegmentStore implements SegmentStore {
       ],
     );
     if (Number(ok) !== 1) throw new TagNotFoundError(tag);
-    return this.mustGet(tag);
+    return readBack(this, tag);
   }
 
   async deleteTag(tag: string): Promise<void> {
@@ -284,7 +285,7 @@ export class RedisSegmentStore implements SegmentStore {
     assertStoredId('to', to);
     const ok = await this.script(FENCE, [this.key(tag), this.ledgerKey(tag)], [to.toString(), String(Date.now()), ...this.identityArgs()]);
     if (Number(ok) !== 1) throw new TagNotFoundError(tag);
-    return this.mustGet(tag);
+    return readBack(this, tag);
   }
 
   async giveBack(
@@ -400,12 +401,6 @@ export class RedisSegmentStore implements SegmentStore {
   /** The hash key of a tag (exported for tests that write the store directly). */
   key(tag: string): string {
     return this.keyPrefix + tag;
-  }
-
-  private async mustGet(tag: string): Promise<TagInfo> {
-    const info = await this.getTag(tag);
-    if (!info) throw new TagNotFoundError(tag);
-    return info;
   }
 
   /** EVALSHA, loading the script with EVAL the first time (or after a SCRIPT FLUSH). */

@@ -11,8 +11,8 @@ import { closeSync, existsSync, openSync, rmSync, statSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import { InvalidArgumentError, SequoiaError } from '../../core/errors.js';
 import type { PkBenchTarget, PkCounters, PkKindSpec, PkRow, PkTableShape, PkTableSize, PkTargetInfo } from '../../ports/pk-bench-target.js';
-import { intColumns, newRunId, PK_MARKER_TABLE, PK_MARKER_TOOL, pkTableName, refuseExisting } from '../kit/pk-bench-kit.js';
-import { storeError } from '../kit/store-boundary.js';
+import { dropLeftover, intColumns, newRunId, PK_MARKER_TABLE, PK_MARKER_TOOL, pkTableName, refuseExisting } from '../kit/pk-bench-kit.js';
+import { storeCall, storeError } from '../kit/store-boundary.js';
 
 const BACKEND = 'bench pk (SQLite)';
 /** The -wal file is checkpointed (and its bytes counted) when it grows past this. */
@@ -36,11 +36,7 @@ export class SqlitePkBenchTarget implements PkBenchTarget {
   }
 
   private run<T>(fn: () => T): T {
-    try {
-      return fn();
-    } catch (e) {
-      throw storeError(BACKEND, e, this.path);
-    }
+    return storeCall(BACKEND, fn, this.path);
   }
 
   /** The marker of an existing file, read-only; undefined when it is not a SQLite file with the marker table. */
@@ -193,11 +189,12 @@ export class SqlitePkBenchTarget implements PkBenchTarget {
   }
 
   async dropLeftover(): Promise<string> {
-    if (!existsSync(this.path)) throw new InvalidArgumentError(`file ${this.path} does not exist: nothing to drop`);
-    const m = this.readMarker();
-    if (m?.tool !== PK_MARKER_TOOL) throw refuseExisting(`file ${this.path}`, false);
-    this.remove();
-    return `deleted ${this.path} (left by run ${m.run_id})`;
+    const run = await dropLeftover(`file ${this.path}`, {
+      exists: async () => existsSync(this.path),
+      marker: async () => this.readMarker(),
+      drop: async () => this.remove(),
+    });
+    return `deleted ${this.path} (left by run ${run})`;
   }
 
   async close(): Promise<void> {

@@ -12,8 +12,8 @@ import type Database from 'better-sqlite3';
 import { SequoiaError, TagExistsError, TagNotFoundError, UnavailableError } from '../../core/errors.js';
 import { MAX_ID } from '../../core/id.js';
 import type { Allocation, NewTag, SegmentStore, TagInfo, TagUpdate } from '../../ports/segment-store.js';
-import { storeError } from '../kit/store-boundary.js';
-import { assertGiveBack, DEFAULT_START, DEFAULT_STEP, exhausted, newGeneration } from '../kit/segment-rules.js';
+import { storeCall, storeError } from '../kit/store-boundary.js';
+import { assertGiveBack, DEFAULT_START, DEFAULT_STEP, exhausted, newGeneration, readBack } from '../kit/segment-rules.js';
 import { SqliteConnection } from './sqlite-connection.js';
 import { sqliteLocation } from './sqlite-location.js';
 import type { LedgerEntry, LedgerPage, ServerIdentity } from '../../ports/range-ledger.js';
@@ -46,6 +46,8 @@ export type SqliteSegmentStoreOptions = (
   /** False only in the benchmark that measures the ledger's cost (`npm run bench -- ledger`); never from a URL. */
   readonly recordLedger?: boolean;
 };
+
+const BACKEND = 'SQLite store';
 
 interface Row {
   tag: string;
@@ -176,7 +178,7 @@ export class SqliteSegmentStore implements SegmentStore {
       if ((e as { code?: string }).code === 'SQLITE_CONSTRAINT_PRIMARYKEY') throw new TagExistsError(t.tag);
       throw wrap(e);
     }
-    return this.mustGet(t.tag);
+    return readBack(this, t.tag);
   }
 
   async updateTag(tag: string, update: TagUpdate): Promise<TagInfo> {
@@ -187,7 +189,7 @@ export class SqliteSegmentStore implements SegmentStore {
         ).run(update.step === undefined ? null : BigInt(update.step), update.description ?? null, BigInt(Date.now()), tag).changes,
     );
     if (changes === 0) throw new TagNotFoundError(tag);
-    return this.mustGet(tag);
+    return readBack(this, tag);
   }
 
   async deleteTag(tag: string): Promise<void> {
@@ -216,7 +218,7 @@ export class SqliteSegmentStore implements SegmentStore {
         .immediate(),
     );
     if (!found) throw new TagNotFoundError(tag);
-    return this.mustGet(tag);
+    return readBack(this, tag);
   }
 
   async giveBack(
@@ -307,12 +309,6 @@ export class SqliteSegmentStore implements SegmentStore {
     this.db = undefined;
   }
 
-  private async mustGet(tag: string): Promise<TagInfo> {
-    const info = await this.getTag(tag);
-    if (!info) throw new TagNotFoundError(tag);
-    return info;
-  }
-
   /** Every statement reads max_id and friends as 64-bit integers (bigint). */
   private prepare(sql: string): Database.Statement {
     return this.open().prepare(sql).safeIntegers(true);
@@ -324,11 +320,7 @@ export class SqliteSegmentStore implements SegmentStore {
   }
 
   private run<T>(fn: () => T): T {
-    try {
-      return fn();
-    } catch (e) {
-      throw wrap(e);
-    }
+    return storeCall(BACKEND, fn);
   }
 }
 
@@ -344,4 +336,4 @@ function toInfo(r: Row): TagInfo {
   };
 }
 
-const wrap = (e: unknown): SequoiaError => storeError('SQLite store', e);
+const wrap = (e: unknown): SequoiaError => storeError(BACKEND, e);

@@ -26,12 +26,13 @@
  * refuse (STORE_UNAVAILABLE) until the reserve can be written again, i.e.
  * until space returns, and nothing needs deleting by hand.
  */
-import { closeSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync, statSync, writeSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type Database from 'better-sqlite3';
 import { InvalidArgumentError, SequoiaError, UnavailableError } from '../../core/errors.js';
 import { checkShared, type GuardVerdict, type HighWaterMark } from '../../core/segment/rollback-guard.js';
 import type { HighWaterMarkStore } from '../../ports/high-water-mark-store.js';
+import { DiskReserve, RESERVE_BYTES } from '../kit/disk-reserve.js';
 import { isDiskFull, openSqlite } from '../kit/sqlite-open.js';
 
 interface MarkRow {
@@ -39,15 +40,13 @@ interface MarkRow {
   tripped_at_epoch: bigint | null;
 }
 
-/** Bytes kept free for the state dir's own use on a disk that fills up. */
-export const RESERVE_BYTES = 64 * 1024;
-
 export class StateDir implements HighWaterMarkStore {
   readonly path: string;
   /** Named in refusals (a CLI's marks are the CLI's state dir, not a server's). */
   readonly where: string;
   private readonly dir: string;
-  private readonly reservePath: string;
+  /** Room kept free for the state dir's own use on a disk that fills up. */
+  private readonly reserve: DiskReserve;
   private readonly db: Database.Database;
   private readonly getMark: Database.Statement<[string], MarkRow>;
   private readonly putMark: Database.Statement<[string, string, number | null]>;
@@ -59,7 +58,10 @@ export class StateDir implements HighWaterMarkStore {
   constructor(stateDir: string, options: { busyTimeoutMs?: number } = {}) {
     this.dir = stateDir;
     this.path = join(stateDir, 'state.db');
-    this.reservePath = join(stateDir, 'reserve');
+    // Refused with the system's code: the caller's stateError makes it STORE_UNAVAILABLE naming the write.
+    this.reserve = new DiskReserve(join(stateDir, 'reserve'), (code) =>
+      Object.assign(new Error(`the disk of ${stateDir} is full (no room for its ${RESERVE_BYTES / 1024} KiB reserve)`), { code }),
+    );
     this.where = `state dir ${stateDir}`;
     try {
       mkdirSync(stateDir, { recursive: true });
@@ -79,15 +81,12 @@ export class StateDir implements HighWaterMarkStore {
         db = open();
       } catch (e) {
         // A full disk: the reserve makes room for the log's index and a checkpoint.
-        if (!isDiskFull(e) || !this.giveUpReserve()) throw e;
+        if (!isDiskFull(e) || !this.reserve.giveUp()) throw e;
         db = open();
       }
       this.db = db;
-      try {
-        this.keepReserve();
-      } catch {
-        // a full disk: the server starts, and writes refuse until space returns
-      }
+      // On a full disk the server still starts; its writes refuse until space returns.
+      this.reserve.tryKeep();
       this.getMark = db.prepare('SELECT mark, tripped_at_epoch FROM marks WHERE tag = ?');
       this.putMark = db.prepare(
         'INSERT INTO marks (tag, mark, tripped_at_epoch) VALUES (?, ?, ?) ON CONFLICT (tag) DO UPDATE SET mark = excluded.mark, tripped_at_epoch = excluded.tripped_at_epoch',
@@ -233,7 +232,7 @@ export class StateDir implements HighWaterMarkStore {
    * restart can open the file.
    */
   private async write<T>(body: () => T | Promise<T>): Promise<T> {
-    this.keepReserve();
+    this.reserve.keep();
     this.db.exec('BEGIN IMMEDIATE');
     try {
       const out = await body();
@@ -241,7 +240,7 @@ export class StateDir implements HighWaterMarkStore {
       return out;
     } catch (e) {
       if (this.db.inTransaction) this.db.exec('ROLLBACK');
-      if (isDiskFull(e) && this.giveUpReserve()) {
+      if (isDiskFull(e) && this.reserve.giveUp()) {
         try {
           this.db.pragma('wal_checkpoint(TRUNCATE)');
         } catch {
@@ -250,42 +249,6 @@ export class StateDir implements HighWaterMarkStore {
       }
       throw e;
     }
-  }
-
-  /** Writes the reserve file if it is missing or short; throws (disk full) when it cannot. */
-  private keepReserve(): void {
-    let size = -1;
-    try {
-      size = statSync(this.reservePath).size;
-    } catch {
-      // missing
-    }
-    if (size >= RESERVE_BYTES) return;
-    try {
-      const fd = openSync(this.reservePath, 'w');
-      try {
-        writeSync(fd, Buffer.alloc(RESERVE_BYTES));
-        fsyncSync(fd);
-      } finally {
-        closeSync(fd);
-      }
-    } catch (e) {
-      rmSync(this.reservePath, { force: true });
-      throw Object.assign(new Error(`the disk of ${this.dir} is full (no room for its ${RESERVE_BYTES / 1024} KiB reserve)`), {
-        code: (e as { code?: string }).code ?? 'ENOSPC',
-      });
-    }
-  }
-
-  /** Frees the reserve; answers whether there was one. */
-  private giveUpReserve(): boolean {
-    try {
-      statSync(this.reservePath);
-    } catch {
-      return false;
-    }
-    rmSync(this.reservePath, { force: true });
-    return true;
   }
 
   private takeOverLegacyMarks(stateDir: string): void {

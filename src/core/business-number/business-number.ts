@@ -193,6 +193,28 @@ function checkDecoded(v: bigint, limit: bigint): bigint {
 }
 
 /**
+ * A positional notation in `radix`: IDs below radix^width (every ID without a
+ * width), checked on the way in and out of `encode` and `decode` (each given
+ * the width).
+ */
+function positional(
+  format: BusinessNumberFormat,
+  radix: bigint,
+  width: number | undefined,
+  encode: (id: Id, width: number | undefined) => string,
+  decode: (text: string, width: number | undefined) => bigint,
+): BusinessNumberCodec {
+  const limit = width === undefined ? ID_LIMIT : minBig(ID_LIMIT, radix ** BigInt(width));
+  const limitNumber = Number(limit);
+  return {
+    format,
+    limit,
+    encode: (id) => encode(checkId(id, limit, limitNumber), width),
+    decode: (text) => checkDecoded(decode(text, width), limit),
+  };
+}
+
+/**
  * Builds the encoder/decoder for a format (validates it first; do this once,
  * not per ID: the permuted kind derives its round keys here).
  * @example
@@ -211,38 +233,19 @@ export function createBusinessNumberCodec(input: BusinessNumberFormat): Business
         decode: (text) => decodeDecimal(text),
       };
     }
-    case 'hex': {
-      const { width } = format;
-      const limit = width === undefined ? ID_LIMIT : minBig(ID_LIMIT, 16n ** BigInt(width));
-      const limitNumber = Number(limit);
-      return {
-        format,
-        limit,
-        encode: (id) => encodeHex(checkId(id, limit, limitNumber), width),
-        decode: (text) => checkDecoded(decodeHex(text, width), limit),
-      };
-    }
-    case 'base62': {
-      const { width } = format;
-      const limit = width === undefined ? ID_LIMIT : minBig(ID_LIMIT, 62n ** BigInt(width));
-      const limitNumber = Number(limit);
-      return {
-        format,
-        limit,
-        encode: (id) => encodeBase62(checkId(id, limit, limitNumber), width),
-        decode: (text) => checkDecoded(decodeBase62(text, width), limit),
-      };
-    }
+    case 'hex':
+      return positional(format, 16n, format.width, encodeHex, decodeHex);
+    case 'base62':
+      return positional(format, 62n, format.width, encodeBase62, decodeBase62);
     case 'crockford32': {
       const { width, check = false } = format;
-      const limit = width === undefined ? ID_LIMIT : minBig(ID_LIMIT, 32n ** BigInt(width));
-      const limitNumber = Number(limit);
-      return {
+      return positional(
         format,
-        limit,
-        encode: (id) => encodeCrockford32(checkId(id, limit, limitNumber), { width, check }),
-        decode: (text) => checkDecoded(decodeCrockford32(text, { width, check }), limit),
-      };
+        32n,
+        width,
+        (id) => encodeCrockford32(id, { width, check }),
+        (text) => decodeCrockford32(text, { width, check }),
+      );
     }
     case 'permuted-base32': {
       const { bits, key, rounds, check = true } = format;

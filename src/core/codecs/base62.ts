@@ -4,6 +4,7 @@
  * Decoding rejects any other character with INVALID_ARGUMENT.
  */
 import { InvalidArgumentError } from '../errors.js';
+import { checkEncodable, padToWidth } from './integer-text.js';
 
 export const BASE62_ALPHABET = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 const DIGITS: readonly string[] = BASE62_ALPHABET.split('');
@@ -32,28 +33,23 @@ function encodeNumber(v: number): string {
  * @example encodeBase62(61n) === 'z'; encodeBase62(62, 4) === '0010'
  */
 export function encodeBase62(value: bigint | number, width?: number): string {
+  checkEncodable(value);
   let s: string;
   if (typeof value === 'number') {
-    if (!Number.isSafeInteger(value) || value < 0) throw new InvalidArgumentError('value must be a non-negative integer');
     s = encodeNumber(value);
+  } else if (value <= BigInt(Number.MAX_SAFE_INTEGER)) {
+    s = encodeNumber(Number(value));
   } else {
-    if (value < 0n) throw new InvalidArgumentError('value must not be negative');
-    if (value <= BigInt(Number.MAX_SAFE_INTEGER)) {
-      s = encodeNumber(Number(value));
-    } else {
-      s = '';
-      let v = value;
-      while (v >= CHUNK) {
-        const q = v / CHUNK;
-        s = encodeNumber(Number(v - q * CHUNK)).padStart(CHUNK_DIGITS, '0') + s;
-        v = q;
-      }
-      s = encodeNumber(Number(v)) + s;
+    s = '';
+    let v = value;
+    while (v >= CHUNK) {
+      const q = v / CHUNK;
+      s = encodeNumber(Number(v - q * CHUNK)).padStart(CHUNK_DIGITS, '0') + s;
+      v = q;
     }
+    s = encodeNumber(Number(v)) + s;
   }
-  if (width === undefined) return s;
-  if (s.length > width) throw new InvalidArgumentError(`value needs ${s.length} base62 digits, more than width ${width}`);
-  return s.padStart(width, '0');
+  return padToWidth(s, width, 'base62 digits');
 }
 
 /**

@@ -10,6 +10,7 @@
  * numbers: it takes the value as two unsigned 32-bit halves, no BigInt.
  */
 import { InvalidArgumentError } from '../errors.js';
+import { checkEncodable, padToWidth } from './integer-text.js';
 
 export const CROCKFORD32_ALPHABET = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
 export const CROCKFORD32_CHECK_ALPHABET = '0123456789ABCDEFGHJKMNPQRSTVWXYZ*~$=U';
@@ -85,14 +86,8 @@ export function encodeCrockford32Parts(hi: number, lo: number, width: number, ch
  * @example encodeCrockford32(1234n) === '16J'; encodeCrockford32(1234, { width: 6, check: true }) === '00016JD'
  */
 export function encodeCrockford32(value: bigint | number, options: Crockford32Options = {}): string {
-  let v: bigint;
-  if (typeof value === 'number') {
-    if (!Number.isSafeInteger(value) || value < 0) throw new InvalidArgumentError('value must be a non-negative integer');
-    v = BigInt(value);
-  } else {
-    if (value < 0n) throw new InvalidArgumentError('value must not be negative');
-    v = value;
-  }
+  checkEncodable(value);
+  const v = typeof value === 'number' ? BigInt(value) : value;
   let s = '';
   let rest = v;
   do {
@@ -100,10 +95,7 @@ export function encodeCrockford32(value: bigint | number, options: Crockford32Op
     rest >>= 5n;
   } while (rest > 0n);
   const { width, check = false } = options;
-  if (width !== undefined) {
-    if (s.length > width) throw new InvalidArgumentError(`value needs ${s.length} base32 symbols, more than width ${width}`);
-    s = s.padStart(width, '0');
-  }
+  s = padToWidth(s, width, 'base32 symbols');
   return check ? s + CHECK_SYMBOLS[Number(v % 37n)]! : s;
 }
 

@@ -3,6 +3,7 @@
  * input; `0x` prefixes, signs and spaces are rejected.
  */
 import { InvalidArgumentError } from '../errors.js';
+import { padToWidth } from './integer-text.js';
 
 /** `HEX_BYTES[b]` is the two lowercase hex digits of byte `b` (shared table for hot paths). */
 export const HEX_BYTES: readonly string[] = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, '0'));
@@ -58,10 +59,7 @@ function toBigInt(value: bigint | number, what: string): bigint {
 
 /** Encodes a non-negative integer as lowercase hex, left-padded with zeros to `width` when given. */
 export function encodeHex(value: bigint | number, width?: number): string {
-  const s = toBigInt(value, 'value').toString(16);
-  if (width === undefined) return s;
-  if (s.length > width) throw new InvalidArgumentError(`value needs ${s.length} hex digits, more than width ${width}`);
-  return s.padStart(width, '0');
+  return padToWidth(toBigInt(value, 'value').toString(16), width, 'hex digits');
 }
 
 /** Decodes hex digits (any case, at least one) to a bigint. With `width`, the length must match. */
