@@ -11,7 +11,7 @@ import type { LeaseHolding, LeaseLedger } from '../ports/lease-ledger.js';
 import { fallbackHoldingSpan, fallbackLeaseSpace } from '../core/fallback/fallback-space.js';
 import type { TagInfo } from '../ports/segment-store.js';
 import { resolveConfig } from './config.js';
-import { parseZookeeperSpec } from '../adapters/zookeeper/zookeeper-spec.js';
+import { ledgerRootOf, parseZookeeperSpec } from '../adapters/zookeeper/zookeeper-spec.js';
 import { createStore, databaseUrl, openBackend, redactStoreUrl } from './stores.js';
 import type { LedgerEntry } from '../ports/range-ledger.js';
 import { describeLedgerEntry } from '../service/ledger-view.js';
@@ -67,7 +67,7 @@ export async function withLeaseLedger<T>(store: string | undefined, fn: (ledger:
   return withLeases(resolveConfig({ store }, process.env, undefined).store, (ledger, url) => {
     if (!ledger) {
       throw new InvalidArgumentError(
-        `--store: ${JSON.stringify(redactStoreUrl(url))} keeps no worker-id leases (the lease ledger is on sqlite, postgres or mysql stores, or in the zookeeper provider's tree: zookeeper://HOST:PORT/ROOT)`,
+        `--store: ${JSON.stringify(redactStoreUrl(url))} keeps no worker-id leases (the lease ledger is on sqlite, postgres or mysql stores, or in ZooKeeper: zookeeper://HOST:PORT/ROOT, zookeeper://HOST:PORT?leaf=NAME)`,
       );
     }
     return fn(ledger);
@@ -75,14 +75,15 @@ export async function withLeaseLedger<T>(store: string | undefined, fn: (ledger:
 }
 
 /**
- * `zookeeper://HOST:PORT[,…][/ROOT]` (or the provider's own `zookeeper:HOST:PORT…`
- * spec, as given to --worker-id-provider): the ledger the zookeeper provider
- * keeps in its tree. Undefined for any other store.
+ * `zookeeper://HOST:PORT[,…][/ROOT]` or `zookeeper://HOST:PORT[,…]?leaf=NAME`
+ * (or the provider's own `zookeeper:HOST:PORT…` spec, as given to
+ * --worker-id-provider): the ledger the zookeeper provider keeps in its tree,
+ * or the leaf=NAME provider beside Leaf's. Undefined for any other store.
  */
 function zookeeperLedgerSpec(store: string | undefined): { connect: string; root: string } | undefined {
   if (store === undefined || !store.startsWith('zookeeper:')) return undefined;
   const spec = parseZookeeperSpec(store.replace(/^zookeeper:\/\//, 'zookeeper:'));
-  return { connect: spec.connect, root: spec.root };
+  return { connect: spec.connect, root: ledgerRootOf(spec) };
 }
 
 async function withLeases<T>(url: string, fn: (ledger: LeaseLedger | undefined, url: string) => Promise<T>): Promise<T> {

@@ -65,31 +65,18 @@ export function createWorkerIdProvider(
 }
 
 function createBareProvider(spec: WorkerIdProviderSpec, leases: () => WorkerLeaseStore | undefined, o: ProviderOptions): WorkerIdProvider {
-  if (spec.kind === 'zookeeper' && spec.zookeeper.leafName !== undefined) {
-    const z = spec.zookeeper;
-    return new LeafZookeeperWorkerIdProvider({
-      connect: z.connect,
-      leafName: z.leafName as string,
-      identity: z.identity,
-      port: o.port,
-      reportIntervalMs: z.reportIntervalMs,
-      logger: o.logger,
-    });
-  }
   if (spec.kind === 'zookeeper') {
+    const { version, ledgerRetentionMs } = leaseOptions(o);
+    const common = { version, ledgerRetentionMs, port: o.port, logger: o.logger };
+    const z = spec.zookeeper;
+    if (z.leafName !== undefined) {
+      const { connect, identity, reportIntervalMs, leafName } = z;
+      return new LeafZookeeperWorkerIdProvider({ ...common, connect, identity, reportIntervalMs, leafName });
+    }
     // ZooKeeper names its node after host:port and this directory: each worker of one port needs its own.
     const dir = o.stateDir ?? DEFAULT_STATE_DIR;
     const stateDir = o.workerSlot === undefined ? dir : workerStateDir(dir, o.workerSlot);
-    const { version, ledgerRetentionMs } = leaseOptions(o);
-    return new ZookeeperWorkerIdProvider({
-      ...spec.zookeeper,
-      version,
-      ledgerRetentionMs,
-      stateDir,
-      port: o.port,
-      hostname: o.hostname,
-      logger: o.logger,
-    });
+    return new ZookeeperWorkerIdProvider({ ...z, ...common, stateDir, hostname: o.hostname });
   }
   if (spec.kind === 'worker-node' && spec.table !== undefined) {
     return new UidWorkerNodeProvider(lazyWorkerNodeTable(spec.table), { hostName: o.hostname, port: o.port });

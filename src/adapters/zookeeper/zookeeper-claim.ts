@@ -49,6 +49,20 @@ export interface ZookeeperClaimerOptions {
 
 type Child = { identity: string; id: number; name: string };
 
+/** One claim's view of a space's tree, what reclaiming reads it through. */
+interface SpaceView {
+  readonly client: zookeeper.Client;
+  readonly spaceDir: string;
+  readonly identity: string;
+  readonly space: IdSpace;
+  readonly exclude: readonly number[];
+  /** The names under `forever`. */
+  readonly children: readonly string[];
+}
+
+/** A silent node, as read at its version. */
+type Silent = { id: number; name: string; tick: number; version: number; mtime: number };
+
 const SEQ_DIGITS = 10;
 
 export class ZookeeperClaimer {
@@ -85,7 +99,7 @@ export class ZookeeperClaimer {
     }
     const fresh = parent.cversion < space.workerCount ? await this.createSequential(client, forever, identity, space) : undefined;
     if (fresh) return { ...fresh, tick: -1, how: 'cold start: new sequential node' };
-    const taken = await this.reclaim(client, spaceDir, identity, space, exclude, children);
+    const taken = await this.reclaim({ client, spaceDir, identity, space, exclude, children });
     await checkStartClock(this.o.startClock, space, taken.tick, `reclaimed node ${taken.path}`);
     return { ...taken, how: 'reclaimed' };
   }
@@ -144,14 +158,8 @@ export class ZookeeperClaimer {
   }
 
   /** Takes over the node silent the longest, if silent for longer than reclaimAfterMs (ZooKeeper's clock). */
-  private async reclaim(
-    client: zookeeper.Client,
-    spaceDir: string,
-    identity: string,
-    space: IdSpace,
-    exclude: readonly number[],
-    children: readonly string[],
-  ): Promise<{ workerId: number; path: string; tick: number }> {
+  private async reclaim(v: SpaceView): Promise<{ workerId: number; path: string; tick: number }> {
+    const { space } = v;
     const r = this.o.reclaimAfterMs;
     if (r === undefined) {
       throw new UnavailableError(
@@ -159,9 +167,9 @@ export class ZookeeperClaimer {
         `every worker id of layout ${space.label} (0..${space.workerCount - 1}) has been handed out in ZooKeeper and ids are never reused; set reclaim-after=SECONDS to reclaim ids of nodes silent that long`,
       );
     }
-    const { zkNow, candidates } = await this.silentNodes(client, spaceDir, identity, space, exclude, children, r);
+    const { zkNow, candidates } = await this.silentNodes(v, r);
     for (const c of candidates) {
-      const taken = await this.takeOver(client, spaceDir, identity, space, c, r);
+      const taken = await this.takeOver(v, c, r);
       if (!taken) continue; // reported meanwhile, or taken by another reclaimer
       this.o.startClock.log.warn(
         { layout: space.label, workerId: c.id, from: c.name, silentSeconds: Math.round((zkNow - c.mtime) / 1000), afterTick: taken.tick },
@@ -179,20 +187,12 @@ export class ZookeeperClaimer {
   }
 
   /** Other identities' nodes not reported for longer than `r` by ZooKeeper's clock, silent longest first. */
-  private async silentNodes(
-    client: zookeeper.Client,
-    spaceDir: string,
-    identity: string,
-    space: IdSpace,
-    exclude: readonly number[],
-    children: readonly string[],
-    r: number,
-  ) {
+  private async silentNodes({ client, spaceDir, identity, space, exclude, children }: SpaceView, r: number) {
     const s = this.o.session;
     await s.call<string>((cb) => client.mkdirp(`${spaceDir}/clock`, cb));
     const clockStat = await s.call<zookeeper.Stat>((cb) => client.setData(`${spaceDir}/clock`, Buffer.from(identity), -1, cb));
     const zkNow = zkTime(clockStat.mtime);
-    const candidates: { id: number; name: string; tick: number; version: number; mtime: number }[] = [];
+    const candidates: Silent[] = [];
     for (const name of children) {
       const c = parseChild(name);
       if (!c || c.id >= space.workerCount || exclude.includes(c.id) || c.identity === identity) continue;
@@ -210,11 +210,8 @@ export class ZookeeperClaimer {
 
   /** Removes the silent node at the version read and creates ours in one transaction; undefined when that version is gone. */
   private async takeOver(
-    client: zookeeper.Client,
-    spaceDir: string,
-    identity: string,
-    space: IdSpace,
-    c: { id: number; name: string; tick: number; version: number; mtime: number },
+    { client, spaceDir, identity, space }: SpaceView,
+    c: Silent,
     r: number,
   ): Promise<{ path: string; tick: number } | undefined> {
     // The old holder stopped issuing before mtime + reclaimAfter − margin by its clock; start after both.

@@ -21,30 +21,33 @@
  * Nothing else is added to Leaf's tree. Unlike Leaf, no id is read from a
  * local file when ZooKeeper is down (the start retries), and an id past the
  * layout's worker ids is refused, as Leaf's SnowflakeIDGenImpl refuses it.
+ *
+ * The lease ledger (zookeeper-lease-ledger.ts) is kept outside Leaf's tree,
+ * in Sequoia's own path, one node per holding:
+ *
+ *   /sequoia/leaf/NAME/<space>/ledger/w0000000007-0000000003
+ *
+ * Opened before the first ID (a grant for a new node or after a clean stop;
+ * a takeover when the {ip}:{port}'s last holding was not released: a crash,
+ * or a Leaf server before it), its horizon written in the same multi-op as
+ * each 3-second report (the ticks reserved, not the timestamp), released with
+ * the last tick issued at a clean stop. While ZooKeeper is unreachable the
+ * holder goes on issuing, as Leaf's do: the next report that reaches it moves
+ * the horizon over every tick reserved meanwhile.
  */
 import { networkInterfaces } from 'node:os';
 import zookeeper from 'node-zookeeper-client';
 import { ClockError, InvalidArgumentError, UnavailableError } from '../../core/errors.js';
-import { type Clock, systemClock } from '../../core/clock.js';
-import { silentLogger } from '../../core/silent-logger.js';
-import type { Logger } from '../../ports/logger.js';
 import type { IdSpace, WorkerGrant, WorkerIdProvider } from '../../ports/worker-id-provider.js';
-import { ZookeeperSession, unavailable } from './zookeeper-session.js';
-import { LEAF_IDENTITY } from './zookeeper-spec.js';
+import type { LedgerRecord } from './zookeeper-lease-ledger.js';
+import { ZookeeperProviderBase, type ZookeeperProviderOptions } from './zookeeper-provider-base.js';
+import { unavailable } from './zookeeper-session.js';
+import { LEAF_IDENTITY, leafLedgerRoot } from './zookeeper-spec.js';
 
-export interface LeafZookeeperOptions {
-  readonly connect: string;
+/** `identity`: `{ip}:{port}`, default the first external IPv4 address and `port`, as Leaf's Utils.getIp(). */
+export interface LeafZookeeperOptions extends ZookeeperProviderOptions {
   /** Leaf's `leaf.name`. */
   readonly leafName: string;
-  /** `{ip}:{port}`; default the first external IPv4 address and `port`, as Leaf's Utils.getIp(). */
-  readonly identity?: string | undefined;
-  /** The server's port. */
-  readonly port?: number | undefined;
-  /** Default 3000, Leaf's. */
-  readonly reportIntervalMs?: number | undefined;
-  readonly connectTimeoutMs?: number | undefined;
-  readonly clock?: Clock | undefined;
-  readonly logger?: Logger | undefined;
 }
 
 /** Leaf's node data. */
@@ -57,44 +60,31 @@ export interface LeafEndpoint {
 interface Held {
   readonly path: string;
   readonly workerId: number;
+  readonly ledger: LedgerRecord;
 }
 
-export class LeafZookeeperWorkerIdProvider implements WorkerIdProvider {
+/** Renewals carry the 3-second reports; the grant itself never expires (Leaf's holders never stop). */
+export class LeafZookeeperWorkerIdProvider extends ZookeeperProviderBase implements WorkerIdProvider {
   readonly kind = 'zookeeper(leaf)';
-  /** Renewals carry the 3-second reports; the grant itself never expires (Leaf's holders never stop). */
-  readonly leased = true;
-  readonly ttlMs: number;
-  readonly identity: string;
   readonly forever: string;
   private readonly ip: string;
   private readonly port: string;
-  private readonly clock: Clock;
-  private readonly log: Logger;
-  private readonly session: ZookeeperSession;
-  private readonly connectTimeoutMs: number;
-  private readonly maxStartWaitMs: number;
   private readonly held = new Map<string, Held>();
 
   constructor(o: LeafZookeeperOptions) {
-    const interval = o.reportIntervalMs ?? 3000;
-    this.ttlMs = 3 * interval;
-    this.maxStartWaitMs = 2 * interval + 2000;
     if (o.identity === undefined && !o.port) {
       throw new InvalidArgumentError(
         'zookeeper leaf=NAME names its node {ip}:{port} as Leaf does: the server needs a fixed --port, or give ?node=IP:PORT',
       );
     }
-    this.identity = o.identity ?? `${localIp()}:${o.port}`;
-    if (!LEAF_IDENTITY.test(this.identity))
-      throw new InvalidArgumentError(`zookeeper leaf node name ${JSON.stringify(this.identity)} must be IP:PORT (Leaf splits names at -)`);
-    const colon = this.identity.lastIndexOf(':');
-    this.ip = this.identity.slice(0, colon);
-    this.port = this.identity.slice(colon + 1);
+    const identity = o.identity ?? `${localIp()}:${o.port}`;
+    if (!LEAF_IDENTITY.test(identity))
+      throw new InvalidArgumentError(`zookeeper leaf node name ${JSON.stringify(identity)} must be IP:PORT (Leaf splits names at -)`);
+    super(o, identity, { root: leafLedgerRoot(o.leafName), host: identity });
+    const colon = identity.lastIndexOf(':');
+    this.ip = identity.slice(0, colon);
+    this.port = identity.slice(colon + 1);
     this.forever = `/snowflake/${o.leafName}/forever`;
-    this.clock = o.clock ?? systemClock;
-    this.log = o.logger ?? silentLogger;
-    this.connectTimeoutMs = o.connectTimeoutMs ?? 3000;
-    this.session = new ZookeeperSession({ connect: o.connect, sessionTimeoutMs: 6000, requestTimeoutMs: 3000 });
   }
 
   async acquire(space: IdSpace, exclude: readonly number[] = []): Promise<WorkerGrant> {
@@ -107,6 +97,8 @@ export class LeafZookeeperWorkerIdProvider implements WorkerIdProvider {
       throw new UnavailableError('LEASE_LOST', `ZooKeeper ${this.session.connect} is unreachable; a start in leaf mode needs it`, {
         retryAfterMs: 1000,
       });
+    // The holder's clock at the grant, read before the claim: its first ID is at or after it.
+    const grantTick = tickOf(space, this.clock.now());
     const s = this.session;
     let path: string;
     let afterTick = -1;
@@ -140,8 +132,7 @@ export class LeafZookeeperWorkerIdProvider implements WorkerIdProvider {
             { retryAfterMs: ts - now },
           );
         }
-        const epoch = space.epochMs ?? 0;
-        afterTick = Math.floor((ts - epoch) / space.unitMs);
+        afterTick = tickOf(space, ts);
         how = 'restart: own node';
       } else {
         await s.call<string>((cb) => client.mkdirp(this.forever, cb));
@@ -161,23 +152,25 @@ export class LeafZookeeperWorkerIdProvider implements WorkerIdProvider {
         `Leaf node ${path} has worker id ${workerId}, beyond layout ${space.label}'s worker ids 0..${space.workerCount - 1} (Leaf refuses it too; ids are never reused)`,
       );
     }
-    this.held.set(space.key, { path, workerId });
-    this.log.info({ layout: space.label, workerId, afterTick, node: path, how }, 'zookeeper (leaf) worker id taken');
+    // A restart after its last holding went unreleased (a crash) takes that holding over.
+    const last = how === 'new sequential node' ? undefined : await this.ledger.latest(client, space.key, workerId);
+    const began = last !== undefined && !last.released ? 'takeover' : 'grant';
+    const ledger = await this.ledger.open(client, space.key, workerId, began, Math.max(afterTick + 1, grantTick));
+    this.held.set(space.key, { path, workerId, ledger });
+    this.log.info({ layout: space.label, workerId, afterTick, node: path, how, ledger: ledger.path }, 'zookeeper (leaf) worker id taken');
     return { workerId, generation: 1, afterTick, validUntil: Number.POSITIVE_INFINITY };
   }
 
   async renew(space: IdSpace, grant: WorkerGrant, ceilingTick: number): Promise<WorkerGrant> {
-    await this.report(space, Math.max(this.clock.now(), tickEndMs(space, ceilingTick)));
+    await this.report(space, Math.max(this.clock.now(), tickEndMs(space, ceilingTick)), ceilingTick);
     return grant;
   }
 
   async release(space: IdSpace, _grant: WorkerGrant, lastTick: number): Promise<void> {
-    await this.report(space, lastTick < 0 ? this.clock.now() : tickEndMs(space, lastTick)).catch(() => {});
+    const h = this.held.get(space.key);
+    if (h) h.ledger.data.released = true;
+    await this.report(space, lastTick < 0 ? this.clock.now() : tickEndMs(space, lastTick), lastTick).catch(() => {});
     this.held.delete(space.key);
-  }
-
-  async close(): Promise<void> {
-    this.session.close();
   }
 
   private data(timestamp: number): Buffer {
@@ -185,13 +178,17 @@ export class LeafZookeeperWorkerIdProvider implements WorkerIdProvider {
     return Buffer.from(JSON.stringify(e));
   }
 
-  /** Leaf's updateNewData: a failure is logged and the holder goes on (Leaf's holders never stop). */
-  private async report(space: IdSpace, timestamp: number): Promise<void> {
+  /**
+   * Leaf's updateNewData, with the holding's horizon raised to `untilTick` in
+   * the same multi-op; a failure is logged and the holder goes on (Leaf's
+   * holders never stop).
+   */
+  private async report(space: IdSpace, timestamp: number, untilTick: number): Promise<void> {
     const h = this.held.get(space.key);
     const client = this.session.connectedNow();
     if (!h || !client) return;
     try {
-      await this.session.call<zookeeper.Stat>((cb) => client.setData(h.path, this.data(timestamp), -1, cb));
+      await this.ledger.report(client, h.path, this.data(timestamp), h.ledger, untilTick, this.clock.now());
     } catch (e) {
       this.log.warn(
         { layout: space.label, node: h.path, err: e instanceof Error ? e.message : String(e) },
@@ -199,6 +196,10 @@ export class LeafZookeeperWorkerIdProvider implements WorkerIdProvider {
       );
     }
   }
+}
+
+function tickOf(space: IdSpace, ms: number): number {
+  return Math.floor((ms - (space.epochMs ?? 0)) / space.unitMs);
 }
 
 /** The last ms of `tick`: the holder may have issued in it until then. */

@@ -1,17 +1,22 @@
 /**
- * The zookeeper provider's lease ledger (ports/lease-ledger.ts), kept in its
- * own tree beside the claim nodes, one persistent node per holding:
+ * The zookeeper providers' lease ledger (ports/lease-ledger.ts), kept in a
+ * tree of its own, one persistent node per holding:
  *
- *   <root>/<space>/ledger/w0000000007-0000000003   data: HoldingData (JSON)
+ *   <ledger root>/<space>/ledger/w0000000007-0000000003   data: HoldingData (JSON)
  *
+ * The ledger root is the `zookeeper` provider's root (beside its claim nodes),
+ * and for `?leaf=NAME` Sequoia's `/sequoia/leaf/NAME` (zookeeper-spec.ts:
+ * never inside Leaf's `/snowflake/NAME`, which Leaf servers read).
  * The node is created before the holder issues its first ID, rewritten in the
- * same multi-op as each tick report (so its until tick is never behind a
- * reservation the generator may use), and marked released at a clean stop.
- * Its sequential suffix is the holding's generation. A holding whose node was
- * not written for the retention period is pruned (the node's mtime, ZooKeeper's
- * clock); a live holding is rewritten every report, so it is never pruned.
+ * same multi-op as each tick report (so its until tick is never behind the
+ * reservation reported), and marked released at a clean stop. Its sequential
+ * suffix is the holding's generation. A holding whose node was not written for
+ * the retention period is pruned (the node's mtime, ZooKeeper's clock); a live
+ * holding is rewritten every report, so it is never pruned.
  */
+import { randomBytes } from 'node:crypto';
 import zookeeper from 'node-zookeeper-client';
+import type { Clock } from '../../core/clock.js';
 import type { LeaseHolder, LeaseHolding, LeaseLedger, LeaseLedgerEntry } from '../../ports/lease-ledger.js';
 import { safe } from './zookeeper-claim.js';
 import { ZookeeperSession, isZookeeperError, unavailable } from './zookeeper-session.js';
@@ -37,28 +42,7 @@ export interface LedgerRecord {
 
 const NAME = /^w([0-9]{10})-([0-9]{10})$/;
 
-export const ledgerDir = (root: string, spaceKey: string): string => `${root}/${safe(spaceKey)}/ledger`;
-
-/** Creates the node of a new holding (before its first ID is issued). */
-export async function openHolding(
-  session: ZookeeperSession,
-  client: zookeeper.Client,
-  dir: string,
-  data: HoldingData,
-): Promise<LedgerRecord> {
-  try {
-    await session.call<string>((cb) => client.mkdirp(dir, cb));
-    const prefix = `${dir}/w${String(data.workerId).padStart(10, '0')}-`;
-    const path = await session.call<string>((cb) =>
-      client.create(prefix, Buffer.from(JSON.stringify(data)), zookeeper.CreateMode.PERSISTENT_SEQUENTIAL, cb),
-    );
-    return { path, data };
-  } catch (e) {
-    throw unavailable(e);
-  }
-}
-
-export const holdingBytes = (r: LedgerRecord): Buffer => Buffer.from(JSON.stringify(r.data));
+const ledgerDir = (root: string, spaceKey: string): string => `${root}/${safe(spaceKey)}/ledger`;
 
 /**
  * Removes at most `limit` holding nodes of `dir` not written for `retentionMs`
@@ -88,18 +72,6 @@ async function pruneDir(
   return gone;
 }
 
-/** The prune a provider runs after taking an id: its space's old holdings, a batch at a time, never failing the grant. */
-export async function pruneSpace(
-  session: ZookeeperSession,
-  client: zookeeper.Client,
-  dir: string,
-  nowMs: number,
-  retentionMs: number,
-): Promise<number> {
-  if (retentionMs <= 0) return 0;
-  return pruneDir(session, client, dir, nowMs, retentionMs, 500).catch(() => 0);
-}
-
 async function childrenOf(session: ZookeeperSession, client: zookeeper.Client, path: string): Promise<string[]> {
   try {
     return await session.call<string[]>((cb) => client.getChildren(path, cb));
@@ -107,6 +79,25 @@ async function childrenOf(session: ZookeeperSession, client: zookeeper.Client, p
     if (isZookeeperError(e, zookeeper.Exception.NO_NODE)) return [];
     throw unavailable(e);
   }
+}
+
+/** The holding of node `name` of `dir`; undefined when it is not one or was pruned meanwhile. */
+async function readHolding(
+  session: ZookeeperSession,
+  client: zookeeper.Client,
+  dir: string,
+  name: string,
+): Promise<LeaseHolding | undefined> {
+  const m = NAME.exec(name);
+  if (!m) return undefined;
+  const data = await session
+    .call2<Buffer, zookeeper.Stat>((cb) => client.getData(`${dir}/${name}`, cb))
+    .then(([d]) => d)
+    .catch((e: unknown) => {
+      if (isZookeeperError(e, zookeeper.Exception.NO_NODE)) return undefined;
+      throw unavailable(e);
+    });
+  return data && parseHolding(Number(m[1]), Number(m[2]), data);
 }
 
 function parseHolding(workerId: number, generation: number, b: Buffer | undefined): LeaseHolding | undefined {
@@ -127,6 +118,90 @@ function parseHolding(workerId: number, generation: number, b: Buffer | undefine
     };
   } catch {
     return undefined;
+  }
+}
+
+/** A provider's side of the ledger: its holdings' nodes, written with its reports, and the prune of old ones. */
+export class HoldingWriter {
+  /** This process, with an instance fixed at its start: a restart is a new holding. */
+  readonly holder: LeaseHolder;
+
+  /**
+   * `place`: the ledger root (holdings go to `<root>/<space>/ledger/`), the
+   * holdings' owner (the provider's node identity) and the holder's `host:port`;
+   * `retentionMs`: how long a holding not written since is kept (0: for ever).
+   */
+  constructor(
+    private readonly session: ZookeeperSession,
+    private readonly clock: Clock,
+    private readonly place: { readonly root: string; readonly owner: string; readonly host: string },
+    version = '',
+    private readonly retentionMs = 90 * 86_400_000,
+  ) {
+    this.holder = { host: place.host, pid: process.pid, instance: randomBytes(6).toString('hex'), version };
+  }
+
+  /**
+   * Creates the node of a new holding from `fromTick` (before its first ID is
+   * issued: a holding the ledger misses would make its IDs look foreign), then
+   * prunes the space's old holdings in the background, never failing the grant.
+   */
+  async open(
+    client: zookeeper.Client,
+    spaceKey: string,
+    workerId: number,
+    began: 'grant' | 'takeover',
+    fromTick: number,
+  ): Promise<LedgerRecord> {
+    const s = this.session;
+    const dir = ledgerDir(this.place.root, spaceKey);
+    const now = this.clock.now();
+    const data: HoldingData = {
+      workerId,
+      began,
+      owner: this.place.owner,
+      holder: this.holder,
+      fromTick,
+      untilTick: fromTick - 1,
+      released: false,
+      firstAtMs: now,
+      lastAtMs: now,
+    };
+    let path: string;
+    try {
+      await s.call<string>((cb) => client.mkdirp(dir, cb));
+      const prefix = `${dir}/w${String(workerId).padStart(10, '0')}-`;
+      path = await s.call<string>((cb) =>
+        client.create(prefix, Buffer.from(JSON.stringify(data)), zookeeper.CreateMode.PERSISTENT_SEQUENTIAL, cb),
+      );
+    } catch (e) {
+      throw unavailable(e);
+    }
+    if (this.retentionMs > 0) void pruneDir(s, client, dir, now, this.retentionMs, 500).catch(() => 0);
+    return { path, data };
+  }
+
+  /** The latest holding of `workerId` still in the space's ledger. */
+  async latest(client: zookeeper.Client, spaceKey: string, workerId: number): Promise<LeaseHolding | undefined> {
+    const dir = ledgerDir(this.place.root, spaceKey);
+    const prefix = `w${String(workerId).padStart(10, '0')}-`;
+    const names = (await childrenOf(this.session, client, dir)).filter((n) => n.startsWith(prefix) && NAME.test(n)).sort();
+    for (const name of names.reverse()) {
+      const h = await readHolding(this.session, client, dir, name);
+      if (h) return h;
+    }
+    return undefined;
+  }
+
+  /**
+   * Writes the claim node's `data` and the holding's horizon, raised to
+   * `untilTick`, in one multi-op: the ledger never trails a reported tick.
+   */
+  async report(client: zookeeper.Client, node: string, data: Buffer, rec: LedgerRecord, untilTick: number, atMs: number): Promise<void> {
+    rec.data.untilTick = Math.max(rec.data.untilTick, untilTick);
+    rec.data.lastAtMs = atMs;
+    const holding = Buffer.from(JSON.stringify(rec.data));
+    await this.session.call<unknown>((cb) => client.transaction().setData(node, data, -1).setData(rec.path, holding, -1).commit(cb));
   }
 }
 
@@ -156,14 +231,7 @@ export class ZookeeperLeaseLedger implements LeaseLedger {
     for (const name of await childrenOf(this.session, client, dir)) {
       const m = NAME.exec(name);
       if (!m || (workerId !== undefined && Number(m[1]) !== workerId)) continue;
-      const data = await this.session
-        .call2<Buffer, zookeeper.Stat>((cb) => client.getData(`${dir}/${name}`, cb))
-        .then(([d]) => d)
-        .catch((e: unknown) => {
-          if (isZookeeperError(e, zookeeper.Exception.NO_NODE)) return undefined; // pruned meanwhile
-          throw unavailable(e);
-        });
-      const h = data && parseHolding(Number(m[1]), Number(m[2]), data);
+      const h = await readHolding(this.session, client, dir, name);
       if (h) out.push(h);
     }
     return out.sort((a, b) => a.workerId - b.workerId || a.generation - b.generation);

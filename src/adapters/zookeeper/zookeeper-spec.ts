@@ -1,4 +1,4 @@
-/** The ZooKeeper provider's spec (`zookeeper:HOST:PORT…`) and the default node identity. */
+/** The ZooKeeper providers' spec (`zookeeper:HOST:PORT…`), where each keeps its lease ledger, and the default node identity. */
 import { createHash } from 'node:crypto';
 import { resolve } from 'node:path';
 import { InvalidArgumentError } from '../../core/errors.js';
@@ -17,6 +17,18 @@ export interface ZookeeperSpec {
 export const LEAF_IDENTITY = /^[A-Za-z0-9._]{1,100}:[0-9]{1,5}$/;
 
 export const DEFAULT_ZOOKEEPER_ROOT = '/sequoia/snowflake';
+/**
+ * Where leaf=NAME keeps its lease ledger (zookeeper-lease-ledger.ts):
+ * `/sequoia/leaf/NAME`, Sequoia's own path, outside Leaf's `/snowflake/NAME`,
+ * whose nodes Leaf servers read.
+ */
+export const leafLedgerRoot = (leafName: string): string => `/sequoia/leaf/${leafName}`;
+
+/** The root of the spec's lease ledger: the provider's root, or Sequoia's path beside Leaf's tree. */
+export function ledgerRootOf(spec: ZookeeperSpec): string {
+  return spec.leafName === undefined ? spec.root : leafLedgerRoot(spec.leafName);
+}
+
 const HOST_PORT = /^[A-Za-z0-9._-]+:[0-9]{1,5}$/;
 /** What a node identity may hold: characters a ZooKeeper path can carry. */
 export const IDENTITY = /^[A-Za-z0-9._:@~-]{1,200}$/;
@@ -53,7 +65,8 @@ export function parseZookeeperSpec(spec: string): ZookeeperSpec {
       if (!IDENTITY.test(v)) throw bad('node must be 1–200 of A-Z a-z 0-9 . _ : @ ~ -');
       identity = v;
     } else if (k === 'leaf') {
-      if (!/^[A-Za-z0-9._]{1,100}$/.test(v)) throw bad("leaf must be Leaf's leaf.name: 1–100 of A-Z a-z 0-9 . _");
+      // `.` and `..` are no ZooKeeper path component (the tree is /snowflake/NAME).
+      if (!/^[A-Za-z0-9._]{1,100}$/.test(v) || /^\.\.?$/.test(v)) throw bad("leaf must be Leaf's leaf.name: 1–100 of A-Z a-z 0-9 . _");
       leafName = v;
     } else throw bad(`unknown option ${k}`);
   }

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_ZOOKEEPER_ROOT, ZookeeperWorkerIdProvider, defaultIdentity, parseZookeeperSpec } from './zookeeper-worker-id-provider.js';
+import { ledgerRootOf } from './zookeeper-spec.js';
 
 describe('parseZookeeperSpec', () => {
   it('reads servers, root and options', () => {
@@ -27,8 +28,15 @@ describe('parseZookeeperSpec', () => {
     'zookeeper:h:1?reclaim-after=1',
     'zookeeper:h:1?x=1',
     'zookeeper:h:1?node=a/b',
+    'zookeeper:h:1?leaf=.',
+    'zookeeper:h:1?leaf=..',
   ])('refuses %s', (spec) => {
     expect(() => parseZookeeperSpec(spec)).toThrow(/INVALID_ARGUMENT|expected zookeeper:/);
+  });
+
+  it("keeps the ledger in the provider's root, and for leaf=NAME outside Leaf's /snowflake/NAME", () => {
+    expect(ledgerRootOf(parseZookeeperSpec('zookeeper:zk1:2181/ids/sf'))).toBe('/ids/sf');
+    expect(ledgerRootOf(parseZookeeperSpec('zookeeper:zk1:2181?leaf=order.v2'))).toBe('/sequoia/leaf/order.v2');
   });
 
   it('refuses a reclaim period a holder could not report within', () => {

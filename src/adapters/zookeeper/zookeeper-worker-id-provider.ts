@@ -34,56 +34,31 @@
  * - A second live process with the same identity is refused at start (the
  *   ephemeral `live` node), since it would share the id.
  */
-import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import zookeeper from 'node-zookeeper-client';
 import { InvalidArgumentError, UnavailableError } from '../../core/errors.js';
-import { type Clock, systemClock } from '../../core/clock.js';
-import { silentLogger } from '../../core/silent-logger.js';
-import type { Logger } from '../../ports/logger.js';
 import type { IdSpace, WorkerGrant, WorkerIdProvider } from '../../ports/worker-id-provider.js';
 import { type CacheFile, readCache, writeCache } from './zookeeper-cache.js';
 import { type NodeData, type StartClock, ZookeeperClaimer, checkStartClock, safe } from './zookeeper-claim.js';
-import { ZookeeperSession, isZookeeperError } from './zookeeper-session.js';
-import { type LedgerRecord, holdingBytes, ledgerDir, openHolding, pruneSpace } from './zookeeper-lease-ledger.js';
-import type { LeaseHolder } from '../../ports/lease-ledger.js';
+import { isZookeeperError } from './zookeeper-session.js';
+import type { LedgerRecord } from './zookeeper-lease-ledger.js';
+import { ZookeeperProviderBase, type ZookeeperProviderOptions } from './zookeeper-provider-base.js';
 import { DEFAULT_ZOOKEEPER_ROOT, IDENTITY, defaultIdentity, parseZookeeperSpec } from './zookeeper-spec.js';
 
 export { DEFAULT_ZOOKEEPER_ROOT, defaultIdentity, parseZookeeperSpec };
 
-export interface ZookeeperWorkerIdProviderOptions {
-  /** Connection string, `host:port[,host:port…]`. */
-  readonly connect: string;
+/** `identity`: node name prefix, default `${hostname}:${port}@${hash of the state dir}`; `connectTimeoutMs`: then the cached id is used. */
+export interface ZookeeperWorkerIdProviderOptions extends ZookeeperProviderOptions {
   /** Default '/sequoia/snowflake'. */
   readonly root?: string | undefined;
   /** Where the worker id is cached (`<stateDir>/zookeeper/`). */
   readonly stateDir: string;
-  /** Node name prefix; default `${hostname}:${port}@${hash of the state dir}`. */
-  readonly identity?: string | undefined;
-  /** Used by the default identity. Default 0. */
-  readonly port?: number | undefined;
   /** Default os.hostname(). */
   readonly hostname?: string | undefined;
-  /** How often the tick is reported, ms. Default 3000. */
-  readonly reportIntervalMs?: number | undefined;
   /** Reclaim ids of nodes silent this long, ms; undefined (default): never reclaim, holders never stop (Leaf). */
   readonly reclaimAfterMs?: number | undefined;
-  /** Largest gap between the clock and the reported tick waited out at start, ms. Default 2 × interval + 2000. */
-  readonly maxStartWaitMs?: number | undefined;
-  /** How long a start waits for ZooKeeper before using the cached id, ms. Default 3000. */
-  readonly connectTimeoutMs?: number | undefined;
-  /** Per request, ms. Default 3000. */
-  readonly requestTimeoutMs?: number | undefined;
-  /** ZooKeeper session timeout, ms (the `live` node of a crashed process lasts this long). Default 6000. */
-  readonly sessionTimeoutMs?: number | undefined;
-  /** How long the lease ledger keeps a holding not written since, ms (0: for ever). Default 90 days. */
-  readonly ledgerRetentionMs?: number | undefined;
-  /** Sequoia's version, for the ledger's holder. */
-  readonly version?: string | undefined;
-  readonly clock?: Clock | undefined;
   readonly monotonic?: (() => number) | undefined;
-  readonly logger?: Logger | undefined;
 }
 
 interface Held {
@@ -101,46 +76,28 @@ interface Held {
   ledger: LedgerRecord | undefined;
 }
 
-export class ZookeeperWorkerIdProvider implements WorkerIdProvider {
+/** Renewals carry the reports (every interval); grants expire only with `reclaimAfterMs`. */
+export class ZookeeperWorkerIdProvider extends ZookeeperProviderBase implements WorkerIdProvider {
   readonly kind = 'zookeeper';
-  /** Renewals carry the reports (every interval); grants expire only with `reclaimAfterMs`. */
-  readonly leased = true;
-  readonly ttlMs: number;
-  readonly identity: string;
   readonly root: string;
   private readonly stateDir: string;
   private readonly reclaimAfterMs: number | undefined;
   private readonly margin: number;
-  private readonly connectTimeoutMs: number;
-  private readonly clock: Clock;
   private readonly mono: () => number;
-  private readonly log: Logger;
   private readonly startClock: StartClock;
-  private readonly session: ZookeeperSession;
   private readonly claimer: ZookeeperClaimer;
   private readonly held = new Map<string, Held>();
-  private readonly holder: LeaseHolder;
-  private readonly ledgerRetentionMs: number;
 
   constructor(o: ZookeeperWorkerIdProviderOptions) {
-    const interval = o.reportIntervalMs ?? 3000;
-    if (!Number.isSafeInteger(interval) || interval < 100)
-      throw new InvalidArgumentError('zookeeper report interval must be an integer of at least 100 ms');
-    // The service renews every ttl/3 and reserves 2·ttl/3 ahead: report every interval, reserve two ahead.
-    this.ttlMs = 3 * interval;
-    this.root = o.root ?? DEFAULT_ZOOKEEPER_ROOT;
+    const root = o.root ?? DEFAULT_ZOOKEEPER_ROOT;
+    const host = o.hostname ?? hostname();
+    const identity = o.identity ?? defaultIdentity(host, o.port ?? 0, o.stateDir);
+    if (!IDENTITY.test(identity))
+      throw new InvalidArgumentError(`zookeeper node identity ${JSON.stringify(identity)} has characters ZooKeeper paths cannot hold`);
+    super(o, identity, { root, host: `${host}:${o.port ?? 0}` });
+    const interval = this.reportIntervalMs;
+    this.root = root;
     this.stateDir = o.stateDir;
-    this.identity = o.identity ?? defaultIdentity(o.hostname ?? hostname(), o.port ?? 0, o.stateDir);
-    // The ledger's holder: host:port, this process, and an instance fixed at its start (a restart is a new holding).
-    this.holder = {
-      host: `${o.hostname ?? hostname()}:${o.port ?? 0}`,
-      pid: process.pid,
-      instance: randomBytes(6).toString('hex'),
-      version: o.version ?? '',
-    };
-    this.ledgerRetentionMs = o.ledgerRetentionMs ?? 90 * 86_400_000;
-    if (!IDENTITY.test(this.identity))
-      throw new InvalidArgumentError(`zookeeper node identity ${JSON.stringify(this.identity)} has characters ZooKeeper paths cannot hold`);
     this.reclaimAfterMs = o.reclaimAfterMs;
     const r = this.reclaimAfterMs;
     // A holder stops `margin` before a reclaimer may act: room for clock-rate drift, a late timer and
@@ -151,19 +108,14 @@ export class ZookeeperWorkerIdProvider implements WorkerIdProvider {
         `reclaim-after must be at least ${Math.ceil((6 * interval) / 1000)} s with a ${interval} ms report interval (a holder stops when it cannot report for half of it)`,
       );
     }
-    this.connectTimeoutMs = o.connectTimeoutMs ?? 3000;
-    const sessionTimeoutMs = o.sessionTimeoutMs ?? 6000;
-    this.clock = o.clock ?? systemClock;
     this.mono = o.monotonic ?? (() => performance.now());
-    this.log = o.logger ?? silentLogger;
-    this.startClock = { clock: this.clock, maxStartWaitMs: o.maxStartWaitMs ?? 2 * interval + 2000, log: this.log };
-    this.session = new ZookeeperSession({ connect: o.connect, sessionTimeoutMs, requestTimeoutMs: o.requestTimeoutMs ?? 3000 });
+    this.startClock = { clock: this.clock, maxStartWaitMs: this.maxStartWaitMs, log: this.log };
     this.claimer = new ZookeeperClaimer({
       session: this.session,
       root: this.root,
       identity: this.identity,
       reclaimAfterMs: r,
-      sessionTimeoutMs,
+      sessionTimeoutMs: this.sessionTimeoutMs,
       mono: this.mono,
       startClock: this.startClock,
     });
@@ -190,8 +142,7 @@ export class ZookeeperWorkerIdProvider implements WorkerIdProvider {
       reportFailing: false,
       ledger: undefined,
     };
-    // Recorded before the first ID: a holding the ledger misses would make its IDs look foreign.
-    h.ledger = await this.openLedger(client, space, workerId, how === 'reclaimed' ? 'takeover' : 'grant', tick);
+    h.ledger = await this.ledger.open(client, space.key, workerId, how === 'reclaimed' ? 'takeover' : 'grant', tick + 1);
     this.saveCache(space, workerId, h);
     this.held.set(heldKey(space, workerId), h);
     this.log.info({ layout: space.label, workerId, afterTick: tick, node: path, how }, 'zookeeper worker id taken');
@@ -219,10 +170,6 @@ export class ZookeeperWorkerIdProvider implements WorkerIdProvider {
     this.saveCache(space, grant.workerId, h);
     await this.report(space, grant.workerId, h).catch(() => {});
     await this.claimer.leave(space, h.identity);
-  }
-
-  async close(): Promise<void> {
-    this.session.close();
   }
 
   /** ZooKeeper is unreachable: start from the cached id, unless it may have been reclaimed meanwhile. */
@@ -304,18 +251,8 @@ export class ZookeeperWorkerIdProvider implements WorkerIdProvider {
       if (!client) throw new Error('not connected');
       const data: NodeData = { tick: h.tick, atMs: wall0, identity: h.identity };
       // A start from the cache gets its holding recorded once ZooKeeper answers (from the tick it started after).
-      h.ledger ??= await this.openLedger(client, space, workerId, 'grant', h.startTick);
-      const led = h.ledger;
-      led.data.untilTick = Math.max(led.data.untilTick, h.tick);
-      led.data.lastAtMs = wall0;
-      // One multi-op: the ledger's horizon moves with the reported tick, never behind it.
-      await this.session.call<unknown>((cb) =>
-        client
-          .transaction()
-          .setData(h.path, Buffer.from(JSON.stringify(data)), -1)
-          .setData(led.path, holdingBytes(led), -1)
-          .commit(cb),
-      );
+      h.ledger ??= await this.ledger.open(client, space.key, workerId, 'grant', h.startTick + 1);
+      await this.ledger.report(client, h.path, Buffer.from(JSON.stringify(data)), h.ledger, h.tick, wall0);
     } catch (e) {
       if (isZookeeperError(e, zookeeper.Exception.NO_NODE)) {
         this.log.error(
@@ -349,31 +286,6 @@ export class ZookeeperWorkerIdProvider implements WorkerIdProvider {
       h.reportFailing = false;
       this.log.info({ layout: space.label, workerId, node: h.path }, 'zookeeper tick reports resumed');
     }
-  }
-
-  private async openLedger(
-    client: zookeeper.Client,
-    space: IdSpace,
-    workerId: number,
-    began: 'grant' | 'takeover',
-    afterTick: number,
-  ): Promise<LedgerRecord> {
-    const dir = ledgerDir(this.root, space.key);
-    const now = this.clock.now();
-    const fromTick = afterTick + 1;
-    const rec = await openHolding(this.session, client, dir, {
-      workerId,
-      began,
-      owner: this.identity,
-      holder: this.holder,
-      fromTick,
-      untilTick: fromTick - 1,
-      released: false,
-      firstAtMs: now,
-      lastAtMs: now,
-    });
-    void pruneSpace(this.session, client, dir, now, this.ledgerRetentionMs);
-    return rec;
   }
 }
 
