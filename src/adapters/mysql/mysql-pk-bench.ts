@@ -11,18 +11,7 @@
 import mysql, { type Pool, type RowDataPacket } from 'mysql2/promise';
 import { SequoiaError } from '../../core/errors.js';
 import type { PkBenchTarget, PkCounters, PkKindSpec, PkRow, PkTableShape, PkTableSize, PkTargetInfo } from '../../ports/pk-bench-target.js';
-import {
-  checkScratchName,
-  dropLeftover,
-  intColumns,
-  kindTables,
-  newRunId,
-  PK_MARKER_TABLE,
-  PK_MARKER_TOOL,
-  type PkMarker,
-  pkTableName,
-  refuseExisting,
-} from '../kit/pk-bench-kit.js';
+import * as pk from '../kit/pk-bench-kit.js';
 import { storeCallAsync, storeError, storeTarget } from '../kit/store-boundary.js';
 
 const BACKEND = 'bench pk (MySQL)';
@@ -37,7 +26,7 @@ export interface MysqlPkBenchOptions {
 export class MysqlPkBenchTarget implements PkBenchTarget {
   private readonly pool: Pool;
   private readonly scratch: string;
-  private readonly runId = newRunId();
+  private readonly runId = pk.newRunId();
   private readonly target: string | undefined;
   private created = false;
   private enabledSplits = false;
@@ -47,7 +36,7 @@ export class MysqlPkBenchTarget implements PkBenchTarget {
   private readonly tables = new Set<string>();
 
   constructor(options: MysqlPkBenchOptions) {
-    this.scratch = checkScratchName(options.scratch);
+    this.scratch = pk.checkScratchName(options.scratch);
     this.target = storeTarget(options.uri, 3306);
     this.pool = mysql.createPool({
       uri: options.uri,
@@ -70,13 +59,13 @@ export class MysqlPkBenchTarget implements PkBenchTarget {
     return `\`${this.scratch}\``;
   }
 
-  private async marker(): Promise<PkMarker | undefined> {
+  private async marker(): Promise<pk.PkMarker | undefined> {
     const t = await this.q('SELECT 1 FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?', [
       this.scratch,
-      PK_MARKER_TABLE,
+      pk.PK_MARKER_TABLE,
     ]);
     if (t.length === 0) return undefined;
-    return (await this.q<PkMarker>(`SELECT tool, run_id FROM ${this.d}.${PK_MARKER_TABLE} LIMIT 1`))[0];
+    return (await this.q<pk.PkMarker>(`SELECT tool, run_id FROM ${this.d}.${pk.PK_MARKER_TABLE} LIMIT 1`))[0];
   }
 
   async createScratch(): Promise<PkTargetInfo> {
@@ -84,14 +73,14 @@ export class MysqlPkBenchTarget implements PkBenchTarget {
       await this.pool.query(`CREATE DATABASE ${this.d}`);
     } catch (e) {
       if ((e as { errno?: number }).errno === 1007)
-        throw refuseExisting(`MySQL database ${this.scratch}`, (await this.marker())?.tool === PK_MARKER_TOOL);
+        throw pk.refuseExisting(`MySQL database ${this.scratch}`, (await this.marker())?.tool === pk.PK_MARKER_TOOL);
       throw storeError(BACKEND, e, this.target);
     }
     this.created = true;
     await this.q(
-      `CREATE TABLE ${this.d}.${PK_MARKER_TABLE} (tool VARCHAR(64) NOT NULL, run_id VARCHAR(128) NOT NULL, created_at TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP) ENGINE=InnoDB`,
+      `CREATE TABLE ${this.d}.${pk.PK_MARKER_TABLE} (tool VARCHAR(64) NOT NULL, run_id VARCHAR(128) NOT NULL, created_at TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP) ENGINE=InnoDB`,
     );
-    await this.q(`INSERT INTO ${this.d}.${PK_MARKER_TABLE} (tool, run_id) VALUES (?, ?)`, [PK_MARKER_TOOL, this.runId]);
+    await this.q(`INSERT INTO ${this.d}.${pk.PK_MARKER_TABLE} (tool, run_id) VALUES (?, ?)`, [pk.PK_MARKER_TOOL, this.runId]);
 
     const notes: string[] = [];
     const status = await this.q<{ Variable_name: string; Value: string }>(
@@ -149,8 +138,8 @@ export class MysqlPkBenchTarget implements PkBenchTarget {
           : kind.keyType === 'uuid'
             ? 'BINARY(16) NOT NULL'
             : `CHAR(${kind.textLength ?? 36}) CHARACTER SET ascii COLLATE ascii_bin NOT NULL`;
-    const cols = intColumns(shape);
-    const name = pkTableName(kind);
+    const cols = pk.intColumns(shape);
+    const name = pk.pkTableName(kind);
     this.tables.add(name);
     await this.q(
       `CREATE TABLE ${this.d}.${name} (id ${type}, ${cols.map((k) => `${k} INT NOT NULL`).join(', ')}${cols.length ? ', ' : ''}` +
@@ -171,7 +160,7 @@ export class MysqlPkBenchTarget implements PkBenchTarget {
       r.push(row.payload);
       values.push(r);
     }
-    await this.q(`INSERT INTO ${this.d}.${pkTableName(kind)} (${cols.join(',')}) VALUES ?`, [values]);
+    await this.q(`INSERT INTO ${this.d}.${pk.pkTableName(kind)} (${cols.join(',')}) VALUES ?`, [values]);
   }
 
   async counters(): Promise<PkCounters> {
@@ -189,7 +178,7 @@ export class MysqlPkBenchTarget implements PkBenchTarget {
   }
 
   async size(kind: PkKindSpec): Promise<PkTableSize> {
-    const name = pkTableName(kind);
+    const name = pk.pkTableName(kind);
     await this.q(`ANALYZE TABLE ${this.d}.${name}`);
     const stats = await this.q<{ index_name: string; pages: string }>(
       "SELECT index_name, stat_value AS pages FROM mysql.innodb_index_stats WHERE database_name = ? AND table_name = ? AND stat_name = 'size'",
@@ -232,7 +221,7 @@ export class MysqlPkBenchTarget implements PkBenchTarget {
     for (const t of tables) await this.q(`DROP TABLE IF EXISTS ${this.d}.${t}`);
     const others = await this.q<{ n: string }>(
       'SELECT TABLE_NAME AS n FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME <> ?',
-      [this.scratch, PK_MARKER_TABLE],
+      [this.scratch, pk.PK_MARKER_TABLE],
     );
     if (others.length > 0) {
       throw new SequoiaError(
@@ -245,14 +234,14 @@ export class MysqlPkBenchTarget implements PkBenchTarget {
 
   async dropLeftover(): Promise<string> {
     const what = `MySQL database ${this.scratch}`;
-    const run = await dropLeftover(what, {
+    const run = await pk.dropLeftover(what, {
       exists: async () => (await this.q('SELECT 1 FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = ?', [this.scratch])).length > 0,
       marker: () => this.marker(),
       drop: async () => {
         const found = await this.q<{ n: string }>('SELECT TABLE_NAME AS n FROM information_schema.TABLES WHERE TABLE_SCHEMA = ?', [
           this.scratch,
         ]);
-        await this.dropOwn(kindTables(found.map((r) => r.n)));
+        await this.dropOwn(pk.kindTables(found.map((r) => r.n)));
       },
     });
     return `dropped ${what} (left by run ${run})`;

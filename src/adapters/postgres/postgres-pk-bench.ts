@@ -9,18 +9,7 @@ import pg from 'pg';
 import { SequoiaError } from '../../core/errors.js';
 import { formatUuid } from '../../core/uuid/uuid-text.js';
 import type { PkBenchTarget, PkCounters, PkKindSpec, PkRow, PkTableShape, PkTableSize, PkTargetInfo } from '../../ports/pk-bench-target.js';
-import {
-  checkScratchName,
-  dropLeftover,
-  intColumns,
-  kindTables,
-  newRunId,
-  PK_MARKER_TABLE,
-  PK_MARKER_TOOL,
-  type PkMarker,
-  pkTableName,
-  refuseExisting,
-} from '../kit/pk-bench-kit.js';
+import * as pk from '../kit/pk-bench-kit.js';
 import { storeCallAsync, storeError, storeTarget } from '../kit/store-boundary.js';
 
 const BACKEND = 'bench pk (PostgreSQL)';
@@ -34,14 +23,14 @@ export interface PostgresPkBenchOptions {
 export class PostgresPkBenchTarget implements PkBenchTarget {
   private readonly pool: pg.Pool;
   private readonly scratch: string;
-  private readonly runId = newRunId();
+  private readonly runId = pk.newRunId();
   private readonly target: string | undefined;
   private created = false;
   private readonly tables = new Set<string>();
   private readonly insertText = new Map<string, string>();
 
   constructor(options: PostgresPkBenchOptions) {
-    this.scratch = checkScratchName(options.scratch);
+    this.scratch = pk.checkScratchName(options.scratch);
     this.target = storeTarget(options.connectionString, 5432);
     this.pool = new pg.Pool({ connectionString: options.connectionString, max: options.concurrency + 1, connectionTimeoutMillis: 5000 });
     this.pool.on('error', () => {});
@@ -56,10 +45,10 @@ export class PostgresPkBenchTarget implements PkBenchTarget {
   }
 
   /** The marker's tool and run id, or undefined when the schema or its marker table is absent. */
-  private async marker(): Promise<PkMarker | undefined> {
-    const exists = await this.q<{ t: string | null }>('SELECT to_regclass($1)::text AS t', [`${this.s}.${PK_MARKER_TABLE}`]);
+  private async marker(): Promise<pk.PkMarker | undefined> {
+    const exists = await this.q<{ t: string | null }>('SELECT to_regclass($1)::text AS t', [`${this.s}.${pk.PK_MARKER_TABLE}`]);
     if (exists[0]?.t == null) return undefined;
-    return (await this.q<PkMarker>(`SELECT tool, run_id FROM ${this.s}.${PK_MARKER_TABLE} LIMIT 1`))[0];
+    return (await this.q<pk.PkMarker>(`SELECT tool, run_id FROM ${this.s}.${pk.PK_MARKER_TABLE} LIMIT 1`))[0];
   }
 
   async createScratch(): Promise<PkTargetInfo> {
@@ -70,16 +59,16 @@ export class PostgresPkBenchTarget implements PkBenchTarget {
       await c.query('BEGIN');
       await c.query(`CREATE SCHEMA ${this.s}`);
       await c.query(
-        `CREATE TABLE ${this.s}.${PK_MARKER_TABLE} (tool text NOT NULL, run_id text NOT NULL, created_at timestamptz NOT NULL DEFAULT now())`,
+        `CREATE TABLE ${this.s}.${pk.PK_MARKER_TABLE} (tool text NOT NULL, run_id text NOT NULL, created_at timestamptz NOT NULL DEFAULT now())`,
       );
-      await c.query(`INSERT INTO ${this.s}.${PK_MARKER_TABLE} (tool, run_id) VALUES ($1, $2)`, [PK_MARKER_TOOL, this.runId]);
-      await c.query(`COMMENT ON SCHEMA ${this.s} IS 'scratch schema of ${PK_MARKER_TOOL} run ${this.runId}: dropped when the run ends'`);
+      await c.query(`INSERT INTO ${this.s}.${pk.PK_MARKER_TABLE} (tool, run_id) VALUES ($1, $2)`, [pk.PK_MARKER_TOOL, this.runId]);
+      await c.query(`COMMENT ON SCHEMA ${this.s} IS 'scratch schema of ${pk.PK_MARKER_TOOL} run ${this.runId}: dropped when the run ends'`);
       await c.query('COMMIT');
       this.created = true;
     } catch (e) {
       await c.query('ROLLBACK').catch(() => {});
       if ((e as { code?: string }).code === '42P06') {
-        throw refuseExisting(`PostgreSQL schema ${this.scratch}`, (await this.marker())?.tool === PK_MARKER_TOOL);
+        throw pk.refuseExisting(`PostgreSQL schema ${this.scratch}`, (await this.marker())?.tool === pk.PK_MARKER_TOOL);
       }
       throw storeError(BACKEND, e, this.target);
     } finally {
@@ -106,7 +95,7 @@ export class PostgresPkBenchTarget implements PkBenchTarget {
   }
 
   async createTable(kind: PkKindSpec, shape: PkTableShape): Promise<string> {
-    const t = `${this.s}.${pkTableName(kind)}`;
+    const t = `${this.s}.${pk.pkTableName(kind)}`;
     const type =
       kind.keyType === 'sequence'
         ? 'bigint GENERATED ALWAYS AS IDENTITY'
@@ -115,10 +104,10 @@ export class PostgresPkBenchTarget implements PkBenchTarget {
           : kind.keyType === 'uuid'
             ? 'uuid'
             : 'text';
-    const ints = intColumns(shape).map((k) => `${k} integer NOT NULL`);
-    this.tables.add(pkTableName(kind));
+    const ints = pk.intColumns(shape).map((k) => `${k} integer NOT NULL`);
+    this.tables.add(pk.pkTableName(kind));
     await this.q(`CREATE TABLE ${t} (id ${type} PRIMARY KEY, ${[...ints, 'payload text NOT NULL'].join(', ')})`);
-    for (const k of intColumns(shape)) await this.q(`CREATE INDEX ${pkTableName(kind)}_${k} ON ${t} (${k})`);
+    for (const k of pk.intColumns(shape)) await this.q(`CREATE INDEX ${pk.pkTableName(kind)}_${k} ON ${t} (${k})`);
     return type;
   }
 
@@ -132,7 +121,7 @@ export class PostgresPkBenchTarget implements PkBenchTarget {
       const cols = [...(withKey ? ['id'] : []), ...rows[0]!.ints.map((_, i) => `k${i + 1}`), 'payload'];
       const tuples: string[] = [];
       for (let r = 0; r < rows.length; r++) tuples.push(`(${cols.map((_, c) => `$${r * perRow + c + 1}`).join(',')})`);
-      text = `INSERT INTO ${this.s}.${pkTableName(kind)} (${cols.join(',')}) VALUES ${tuples.join(',')}`;
+      text = `INSERT INTO ${this.s}.${pk.pkTableName(kind)} (${cols.join(',')}) VALUES ${tuples.join(',')}`;
       this.insertText.set(cacheKey, text);
     }
     const values: unknown[] = [];
@@ -152,7 +141,7 @@ export class PostgresPkBenchTarget implements PkBenchTarget {
   async size(kind: PkKindSpec): Promise<PkTableSize> {
     const [r] = await this.q<{ t: string; i: string }>(
       'SELECT pg_table_size($1::regclass)::text AS t, pg_indexes_size($1::regclass)::text AS i',
-      [`${this.s}.${pkTableName(kind)}`],
+      [`${this.s}.${pk.pkTableName(kind)}`],
     );
     return { tableBytes: Number(r!.t), indexBytes: Number(r!.i) };
   }
@@ -171,7 +160,7 @@ export class PostgresPkBenchTarget implements PkBenchTarget {
   /** Drops the kind tables named, the marker and the schema (RESTRICT: anything else in it keeps it alive, and is reported). */
   private async dropOwn(tables: readonly string[]): Promise<void> {
     for (const t of tables) await this.q(`DROP TABLE IF EXISTS ${this.s}.${t}`);
-    await this.q(`DROP TABLE ${this.s}.${PK_MARKER_TABLE}`);
+    await this.q(`DROP TABLE ${this.s}.${pk.PK_MARKER_TABLE}`);
     try {
       await this.q(`DROP SCHEMA ${this.s} RESTRICT`);
     } catch (e) {
@@ -187,12 +176,12 @@ export class PostgresPkBenchTarget implements PkBenchTarget {
 
   async dropLeftover(): Promise<string> {
     const what = `PostgreSQL schema ${this.scratch}`;
-    const run = await dropLeftover(what, {
+    const run = await pk.dropLeftover(what, {
       exists: async () => (await this.q('SELECT 1 FROM pg_namespace WHERE nspname = $1', [this.scratch])).length > 0,
       marker: () => this.marker(),
       drop: async () => {
         const found = await this.q<{ t: string }>('SELECT tablename AS t FROM pg_tables WHERE schemaname = $1', [this.scratch]);
-        await this.dropOwn(kindTables(found.map((r) => r.t)));
+        await this.dropOwn(pk.kindTables(found.map((r) => r.t)));
       },
     });
     return `dropped ${what} (left by run ${run})`;

@@ -288,13 +288,7 @@ export class RedisSegmentStore implements SegmentStore {
     return readBack(this, tag);
   }
 
-  async giveBack(
-    tag: string,
-    expectedMaxId: bigint,
-    newMaxId: bigint,
-    expectedFenceEpoch?: number,
-    expectedGeneration?: string,
-  ): Promise<boolean> {
+  async giveBack(tag: string, expectedMaxId: bigint, newMaxId: bigint, fenceEpoch?: number, generation?: string): Promise<boolean> {
     assertGiveBack(expectedMaxId, newMaxId);
     const ok = await this.script(
       GIVE_BACK,
@@ -303,8 +297,8 @@ export class RedisSegmentStore implements SegmentStore {
         expectedMaxId.toString(),
         newMaxId.toString(),
         String(Date.now()),
-        expectedFenceEpoch === undefined ? '' : String(expectedFenceEpoch),
-        expectedGeneration ?? '',
+        fenceEpoch === undefined ? '' : String(fenceEpoch),
+        generation ?? '',
         (expectedMaxId - newMaxId).toString(),
         ...this.identityArgs(),
       ],

@@ -221,16 +221,10 @@ export class SqliteSegmentStore implements SegmentStore {
     return readBack(this, tag);
   }
 
-  async giveBack(
-    tag: string,
-    expectedMaxId: bigint,
-    newMaxId: bigint,
-    expectedFenceEpoch?: number,
-    expectedGeneration?: string,
-  ): Promise<boolean> {
+  async giveBack(tag: string, expectedMaxId: bigint, newMaxId: bigint, fenceEpoch?: number, generation?: string): Promise<boolean> {
     assertGiveBack(expectedMaxId, newMaxId);
-    const epoch = expectedFenceEpoch === undefined ? null : BigInt(expectedFenceEpoch);
-    const generation = expectedGeneration === undefined ? null : BigInt(expectedGeneration);
+    const epoch = fenceEpoch === undefined ? null : BigInt(fenceEpoch);
+    const gen = generation === undefined ? null : BigInt(generation);
     const changes = this.run(() =>
       this.open()
         .transaction((): number => {
@@ -239,8 +233,7 @@ export class SqliteSegmentStore implements SegmentStore {
             `UPDATE sequoia_alloc SET max_id = ?, updated_at = ?
              WHERE tag = ? AND max_id = ? AND (? IS NULL OR fence_epoch = ?) AND (? IS NULL OR generation = ?)
              RETURNING step, fence_epoch, generation`,
-          ).get(newMaxId, BigInt(now), tag, expectedMaxId, epoch, epoch, generation, generation) as
-            Pick<Row, 'fence_epoch' | 'generation'> | undefined;
+          ).get(newMaxId, BigInt(now), tag, expectedMaxId, epoch, epoch, gen, gen) as Pick<Row, 'fence_epoch' | 'generation'> | undefined;
           if (!row) return 0;
           const range = givenBackRange(expectedMaxId, newMaxId);
           if (range) {
