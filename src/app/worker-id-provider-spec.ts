@@ -2,17 +2,9 @@
  * The worker-id-provider grammar, in one place: a spec (`--worker-id-provider`,
  * SEQUOIA_WORKER_ID_PROVIDER, `workerIdProvider` in the config file) is parsed
  * once into a typed value here, by the config check, the wiring and the CLI
- * alike; the help texts quote WORKER_ID_PROVIDER_SPECS.
- *
- *   lease | sql-lease        a lease on the configured store (sqlite, postgres, mysql, memory)
- *   static:N                 worker id N, registered like a lease when the store can hold leases
- *   k8s-ordinal[:OFFSET]     the StatefulSet ordinal of the hostname (+ OFFSET), registered likewise
- *   worker-node              a new row (hence a new id) per start, uid-generator style; never reused
- *   worker-node:mysql://…|postgres://…[?table=NAME]
- *                            the same, in uid-generator's own WORKER_NODE table (default WORKER_NODE,
- *                            worker_node on PostgreSQL), inserted as uid-generator does: beside its generators
- *   zookeeper:HOST:PORT[,HOST:PORT…][/ROOT][?reclaim-after=SECONDS&node=NAME&report-interval=MS]
- *                            a sequential node per host:port, as Leaf
+ * alike. The grammar's text is WORKER_ID_PROVIDER_SPECS (`defaults.ts`), which
+ * every help text and error quotes and docs/configuration.md explains form by
+ * form; it is not restated here, so it cannot drift.
  */
 import { InvalidArgumentError } from '../core/errors.js';
 import { type ZookeeperSpec, parseZookeeperSpec } from '../adapters/zookeeper/zookeeper-spec.js';
