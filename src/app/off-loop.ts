@@ -10,7 +10,7 @@ import type { SegmentStore } from '../ports/segment-store.js';
 import type { ServerIdentity } from '../ports/range-ledger.js';
 import type { WorkerLeaseStore } from '../ports/worker-lease-store.js';
 import { OffLoopHost } from '../adapters/kit/off-loop.js';
-import { StateDir } from '../adapters/state-dir/state-dir.js';
+import { StateDir, StateDirReader } from '../adapters/state-dir/state-dir.js';
 
 /**
  * The worker entry beside this module: dist/app/ when run from the compiled
@@ -27,12 +27,35 @@ export function offLoopEntry(): URL | undefined {
 export type StateDirPort = Required<HighWaterMarkStore> &
   Pick<StateDir, 'lastTick' | 'recordTick' | 'boundStore' | 'bindStore' | 'close' | 'where'>;
 
-/** The state dir in a worker thread (in-thread where there is no worker entry). */
+/**
+ * The state dir in a worker thread (in-thread where there is no worker entry).
+ * Marks are read in this thread, through a read-only handle that never waits
+ * (`StateDirReader`), and from the worker only when that handle cannot answer
+ * at once: a strict batch reads its floor while the previous batch's mark is
+ * being recorded, and must not queue behind that fsync.
+ */
 export async function openStateDirOffLoop(dir: string): Promise<StateDirPort> {
   const entry = offLoopEntry();
   if (!entry) return new StateDir(dir);
   const host = await OffLoopHost.start(entry, 'state-dir', { dir }, 'state dir');
-  return host.proxy<StateDirPort>('state');
+  const worker = host.proxy<StateDirPort>('state');
+  let reader: StateDirReader;
+  try {
+    reader = new StateDirReader(dir);
+  } catch {
+    return worker;
+  }
+  const get = (tag: string) => {
+    const read = reader.get(tag);
+    return read === undefined ? worker.get(tag) : Promise.resolve(read ?? undefined);
+  };
+  const close = async () => {
+    reader.close();
+    await worker.close();
+  };
+  return new Proxy(worker, {
+    get: (target, prop, receiver) => (prop === 'get' ? get : prop === 'close' ? close : Reflect.get(target, prop, receiver)),
+  });
 }
 
 /** The segment and lease stores of one SQLite file, sharing one handle in one worker thread. */

@@ -19,9 +19,10 @@
  * operation and one durable high-water-mark record; a failure fails every
  * request of the batch (each request is still all or nothing: a gap, never a
  * short answer). One write per tag and process is in flight at a time; the
- * next batch is sent as soon as the previous write answers, before the
- * previous batch's mark is recorded, so the store and the state directory
- * work at the same time; batches still answer in the order they were sent.
+ * next batch is sent as soon as the previous write answers and the mark
+ * before it is recorded, so the store works on one batch while the state
+ * directory records the previous one, and neither queues batches; batches
+ * still answer in the order they were sent.
  *
  * The store's single-row write rate still caps the whole cluster, but in
  * batches rather than in requests (see BENCHMARKS.md, `strict`). Use strict
@@ -67,6 +68,8 @@ export class StrictTagAllocator implements TagAllocator {
   private scheduled = false;
   /** Settles when the last batch sent has answered its requests: batches answer in the order they were sent. */
   private turn: Promise<void> = Promise.resolve();
+  /** Settles when the last batch sent has recorded its mark, or failed before: see `write`. */
+  private marked: Promise<void> = Promise.resolve();
   /** The highest end of a range the store answered this allocator (see `write`: the floor of the next batch). */
   private answeredEnd: bigint | undefined;
 
@@ -168,8 +171,12 @@ export class StrictTagAllocator implements TagAllocator {
    * One store write for the whole batch, one durable mark, then every request
    * its slice, once the batch sent before it has answered (`previous`). Never
    * rejects. `owner`: this is the tag's one write in flight, which sends the
-   * next batch as soon as the store answers, so the next batch's store write
-   * and this batch's mark are made at the same time.
+   * next batch once the store has answered and the previous batch's mark is
+   * recorded, so the next batch's store write and this batch's mark are made
+   * at the same time. Waiting for that mark matters on a store that answers
+   * faster than a mark is recorded (Redis): without it one small batch after
+   * another would queue its own fsync in the state dir, and requests wait in
+   * that queue instead of joining the next batch.
    */
   private async write(batch: Request[], previous: Promise<void>, owner = true): Promise<void> {
     let released = !owner;
@@ -179,6 +186,9 @@ export class StrictTagAllocator implements TagAllocator {
       this.writing = false;
       this.pump(); // the next batch goes out now: the store works on it while this one's mark is recorded
     };
+    const markedBefore = this.marked;
+    let marked!: () => void;
+    this.marked = new Promise<void>((resolve) => (marked = resolve));
     let total = 0;
     for (const r of batch) total += r.n;
     const { store, clock } = this.deps;
@@ -199,8 +209,9 @@ export class StrictTagAllocator implements TagAllocator {
         this.ops++;
         this.lastOpAt = clock.now();
         this.lastOpMs = performance.now() - t0;
-        release();
       }
+      await markedBefore;
+      release();
       if ((a.stride ?? 1) !== 1) {
         throw new UnavailableError('STORE_UNAVAILABLE', 'strict tags need a single store, not a multi-store set');
       }
@@ -209,6 +220,7 @@ export class StrictTagAllocator implements TagAllocator {
       fenceEpoch = a.fenceEpoch;
       if (a.step !== total) throw new UnavailableError('STORE_UNAVAILABLE', `store answered ${a.step} IDs for ${total}`);
     } catch (e) {
+      marked();
       release();
       await previous;
       if (batch.length > 1 && e instanceof SequoiaError && e.code === 'ID_SPACE_EXHAUSTED') {
@@ -220,15 +232,16 @@ export class StrictTagAllocator implements TagAllocator {
       return;
     }
     // The mark for the whole batch, durable before any of its IDs is returned.
-    try {
-      const admission = await this.guard.admit({ start, end, fenceEpoch, stride: 1, offset: 0 }, floor);
-      if (!admission.ok) throw admission.refusal;
-    } catch (e) {
-      await previous;
-      this.fail(batch, e);
+    const refused = await this.guard.admit({ start, end, fenceEpoch, stride: 1, offset: 0 }, floor).then(
+      (admission) => (admission.ok ? undefined : { e: admission.refusal as unknown }),
+      (e: unknown) => ({ e }),
+    );
+    marked();
+    await previous;
+    if (refused) {
+      this.fail(batch, refused.e);
       return;
     }
-    await previous;
     if (this.guard.closed) {
       this.fail(batch, this.guard.current); // closed meanwhile: a gap, never handed out after close
       return;

@@ -2,7 +2,8 @@ import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { StateDir } from './state-dir.js';
+import Database from 'better-sqlite3';
+import { StateDir, StateDirReader } from './state-dir.js';
 
 const hex = (tag: string) => Buffer.from(tag, 'utf8').toString('hex');
 
@@ -81,5 +82,33 @@ describe('StateDir (a real SQLite file)', () => {
     expect(refused).toMatchObject({ ok: false, record: { mark: 30n, trippedAtEpoch: 2 } });
     expect(refused.ok ? '' : refused.reason).toContain(`kept in state dir ${dir}`);
     expect(await s.get('t')).toEqual({ mark: 30n, trippedAtEpoch: 2 });
+  });
+
+  it('a reader answers the last committed mark at once while a write holds the lock, and undefined (the caller asks the worker) when it cannot read', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'sequoia-state-'));
+    const s = new StateDir(dir);
+    await s.put('t', { mark: 10n, trippedAtEpoch: 3 });
+    const reader = new StateDirReader(dir);
+    expect(reader.get('t')).toEqual({ mark: 10n, trippedAtEpoch: 3 });
+    expect(reader.get('none')).toBeNull();
+    // A write in progress (BEGIN IMMEDIATE, uncommitted): the committed mark, not the pending one.
+    let open!: () => void;
+    const gate = new Promise<void>((r) => (open = r));
+    const writing = s.update('t', async () => {
+      await gate;
+      return { mark: 20n };
+    });
+    await new Promise((r) => setImmediate(r));
+    expect(reader.get('t')).toEqual({ mark: 10n, trippedAtEpoch: 3 });
+    open();
+    await writing;
+    expect(reader.get('t')).toEqual({ mark: 20n, trippedAtEpoch: undefined });
+    await s.close();
+    // A read that fails (here the table is gone) answers undefined, not an error.
+    const other = new Database(join(dir, 'state.db'));
+    other.exec('DROP TABLE marks');
+    other.close();
+    expect(reader.get('t')).toBeUndefined();
+    reader.close();
   });
 });

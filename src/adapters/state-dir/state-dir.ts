@@ -28,7 +28,7 @@
  */
 import { mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type Database from 'better-sqlite3';
+import Database from 'better-sqlite3';
 import { InvalidArgumentError, SequoiaError, UnavailableError } from '../../core/errors.js';
 import { checkShared, type GuardVerdict, type HighWaterMark } from '../../core/segment/rollback-guard.js';
 import type { HighWaterMarkStore } from '../../ports/high-water-mark-store.js';
@@ -273,6 +273,49 @@ export class StateDir implements HighWaterMarkStore {
         this.db.prepare('INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)').run('legacy-marks', new Date().toISOString());
       })
       .immediate();
+  }
+}
+
+/**
+ * The marks read in the caller's thread, never waiting: a server's state dir
+ * runs in a worker thread whose one handle serialises reads behind writes, so
+ * a read would wait out the fsync of the mark being recorded (the previous
+ * strict batch's) and the event loop's turn to hear the answer. This second,
+ * read-only handle reads the last committed marks directly (WAL: readers do
+ * not wait for the writer), with no busy timeout, so it never waits on a lock
+ * (DESIGN.md invariant 6); when SQLite would have to wait, or anything else
+ * fails, `get` answers undefined and the caller asks the worker. A mark being
+ * recorded by this process is not seen yet, as one being recorded by another
+ * process was not before: the guard also raises each floor to the ranges the
+ * store answered this process (`StrictTagAllocator.aboveAnswered`).
+ */
+export class StateDirReader {
+  private readonly db: Database.Database;
+  private readonly getMark: Database.Statement<[string], MarkRow>;
+
+  /** Opens the state dir a server's worker thread has opened (and created); throws when it cannot. */
+  constructor(stateDir: string) {
+    this.db = new Database(join(stateDir, 'state.db'), { readonly: true, fileMustExist: true, timeout: 0 });
+    try {
+      this.db.defaultSafeIntegers(true);
+      this.getMark = this.db.prepare('SELECT mark, tripped_at_epoch FROM marks WHERE tag = ?');
+    } catch (e) {
+      this.db.close();
+      throw e;
+    }
+  }
+
+  /** The committed mark of `tag` (`null`: none), or undefined when it cannot be read at once. */
+  get(tag: string): HighWaterMark | null | undefined {
+    try {
+      return toMark(this.getMark.get(tag)) ?? null;
+    } catch {
+      return undefined;
+    }
+  }
+
+  close(): void {
+    this.db.close();
   }
 }
 
