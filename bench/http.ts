@@ -1,7 +1,7 @@
 /** HTTP throughput and latency with wrk: Sequoia against bare node:http, same machine, same run. */
 import { execFile, execFileSync, spawnSync } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { median, startChild, stopChild } from './util.js';
@@ -81,6 +81,22 @@ export function wrkAsync(url: string, o: WrkOptions): Promise<WrkResult> {
 /** wrk counting errors instead of failing on them. */
 export function wrkCounting(url: string, o: WrkOptions): ReturnType<typeof parseWrk> {
   return parseWrk(execFileSync('wrk', wrkArgs(url, o), { encoding: 'utf8' }));
+}
+
+/**
+ * wrk with one thread on the machine's last CPU (`taskset`), where it can be
+ * pinned: a server's threads (event loop, store, state dir) then keep the
+ * other cores to themselves, as they would with clients on other machines,
+ * instead of sharing every core with wrk's threads. Undefined where it cannot
+ * be pinned (one CPU, no taskset).
+ */
+export function wrkPinned(url: string, connections: number, seconds: number): WrkResult | undefined {
+  const cpus = availableParallelism();
+  if (cpus < 2 || spawnSync('taskset', ['-V']).error !== undefined) return undefined;
+  return strict(
+    url,
+    execFileSync('taskset', ['-c', String(cpus - 1), 'wrk', ...wrkArgs(url, { connections, seconds, threads: 1 })], { encoding: 'utf8' }),
+  );
 }
 
 export function haveWrk(): boolean {

@@ -17,6 +17,12 @@
  * - PostgreSQL also through pgbench (`-c 50 -j 2`) when it is installed,
  *   the tool of the issue's first table.
  *
+ * wrk runs twice on the strict and segment routes: with two threads,
+ * sharing every core with the server (the earlier runs' setting), and with
+ * one thread pinned to the last CPU, so that the server's threads (event
+ * loop, store, state dir) keep the other cores, as with clients on other
+ * machines.
+ *
  * Rounds are interleaved (strict, segment, primitives, then again) so that
  * every figure of a store sees the same load; each figure is the median of
  * the rounds. `BENCH_STRICT_BEFORE=path/to/dist/cli/main.js` adds the strict
@@ -33,7 +39,7 @@ import { Redis } from 'ioredis';
 import mysql from 'mysql2/promise';
 import pg from 'pg';
 import { StateDir } from '../src/adapters/state-dir/state-dir.js';
-import { wrk, type WrkResult } from './http.js';
+import { wrk, wrkPinned, type WrkResult } from './http.js';
 import { BENCH_MYSQL_URL, BENCH_POSTGRES_URL, BENCH_REDIS_URL } from './stores.js';
 import { median, startChild, stopChild } from './util.js';
 
@@ -62,6 +68,8 @@ export interface StrictBenchRow {
   /** The same strict route with the state dir on tmpfs (its fsync costs nothing): what the durable mark costs. */
   readonly strictTmpfs?: WrkResult;
   readonly segment?: WrkResult;
+  /** Strict and segment routes with wrk on one thread pinned to its own CPU, where it can be pinned. */
+  readonly pinned?: { readonly strict: WrkResult; readonly segment: WrkResult };
   readonly primitives?: readonly PrimitiveResult[];
   /** The store's sequence primitive, the issue's yardstick (nextval, AUTO_INCREMENT, INCR, the UPDATE loop). */
   readonly sequence?: string;
@@ -361,16 +369,23 @@ export async function benchStrict(opts: StrictBenchOptions): Promise<StrictBench
         before: [] as WrkResult[],
         tmpfs: [] as WrkResult[],
         segment: [] as WrkResult[],
+        pinnedStrict: [] as WrkResult[],
+        pinnedSegment: [] as WrkResult[],
         prim: set.primitives.map(() => [] as number[]),
       };
       // warm-up
       wrk(`${seq.url}/api/segment/get/strict`, clients, 1);
       wrk(`${seq.url}/api/segment/get/seg`, clients, 1);
+      const pinned = wrkPinned(`${seq.url}/api/segment/get/seg`, clients, 1) !== undefined;
       for (let r = 0; r < opts.rounds; r++) {
         res.strict.push(wrk(`${seq.url}/api/segment/get/strict`, clients, seconds));
         if (old) res.before.push(wrk(`${old.url}/api/segment/get/strict`, clients, seconds));
         if (mem) res.tmpfs.push(wrk(`${mem.url}/api/segment/get/strict`, clients, seconds));
         res.segment.push(wrk(`${seq.url}/api/segment/get/seg`, clients, seconds));
+        if (pinned) {
+          res.pinnedStrict.push(wrkPinned(`${seq.url}/api/segment/get/strict`, clients, seconds) as WrkResult);
+          res.pinnedSegment.push(wrkPinned(`${seq.url}/api/segment/get/seg`, clients, seconds) as WrkResult);
+        }
         for (const [i, p] of set.primitives.entries()) res.prim[i]?.push(await p.run(seconds));
       }
       const med = (xs: WrkResult[]): WrkResult | undefined =>
@@ -383,6 +398,7 @@ export async function benchStrict(opts: StrictBenchOptions): Promise<StrictBench
         strictBefore: med(res.before),
         strictTmpfs: med(res.tmpfs),
         segment: med(res.segment),
+        pinned: pinned ? { strict: med(res.pinnedStrict) as WrkResult, segment: med(res.pinnedSegment) as WrkResult } : undefined,
         primitives: set.primitives.map((p, i) => ({ name: p.name, opsPerSec: median((res.prim[i] ?? []).filter(Number.isFinite)) })),
         sequence: set.primitives[0]?.name,
       });
