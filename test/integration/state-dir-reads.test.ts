@@ -12,9 +12,10 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import type { StateDir } from '../../src/adapters/state-dir/state-dir.js';
+import type { openStateDirOffLoop } from '../../src/app/off-loop.js';
 import { ensureDist } from '../contract/ensure-dist.js';
 
-type OffLoop = typeof import('../../src/app/off-loop.js');
+type OffLoop = { openStateDirOffLoop: typeof openStateDirOffLoop };
 
 const within = <T>(p: Promise<T>, ms: number): Promise<T | 'still waiting'> =>
   Promise.race([p, new Promise<'still waiting'>((r) => setTimeout(() => r('still waiting'), ms))]);

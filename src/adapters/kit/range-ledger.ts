@@ -78,8 +78,24 @@ export function entryFromRow(r: LedgerRowText): LedgerEntry {
 
 export const LEDGER_COLUMNS = 'tag, kind, first_id, last_id, stride, step, host, pid, instance, version, at_ms, fence_epoch, generation';
 
+/**
+ * The values of the ledger row for `range`, written beside the tag row the
+ * store just read or changed (its fence epoch and generation, in the driver's
+ * types): what allocate, fence and give-back each record.
+ */
+export function ledgerRowFor(
+  tag: string,
+  kind: LedgerKind,
+  range: { first: bigint; last: bigint },
+  who: ServerIdentity,
+  atMs: number,
+  row: { readonly fence_epoch: number | bigint | string; readonly generation: bigint | string },
+): unknown[] {
+  return ledgerValues(tag, kind, range, rangeLength(range), who, atMs, Number(row.fence_epoch), String(row.generation));
+}
+
 /** The values of one ledger row, in LEDGER_COLUMNS order (bigints as decimal text, which every driver takes). */
-export function ledgerValues(
+function ledgerValues(
   tag: string,
   kind: LedgerKind,
   range: { first: bigint; last: bigint },

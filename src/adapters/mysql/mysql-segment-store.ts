@@ -31,12 +31,11 @@ import {
   entryFromRow,
   fencedRange,
   givenBackRange,
-  rangeLength,
   LEDGER_COLUMNS,
   ledgerPlace,
   type LedgerRowText,
   ledgerPageByFirst,
-  ledgerValues,
+  ledgerRowFor,
 } from '../kit/range-ledger.js';
 
 export interface MysqlSegmentStoreOptions extends MysqlStoreOptions {
@@ -171,19 +170,7 @@ export class MysqlSegmentStore implements SegmentStore {
       const storedStep = Number(row.step);
       const applied = step ?? storedStep;
       // In the transaction: the ledger row commits with the range or not at all.
-      await this.recordOn(
-        c,
-        ledgerValues(
-          tag,
-          'allocate',
-          allocatedRange(BigInt(row.max_id), applied),
-          applied,
-          this.who,
-          0,
-          Number(row.fence_epoch),
-          String(row.generation),
-        ),
-      );
+      await this.recordOn(c, ledgerRowFor(tag, 'allocate', allocatedRange(BigInt(row.max_id), applied), this.who, 0, row));
       return {
         maxId: BigInt(row.max_id),
         step: step ?? storedStep,
@@ -254,10 +241,7 @@ export class MysqlSegmentStore implements SegmentStore {
       const jumped = fencedRange(BigInt(before.max_id), to);
       if (jumped) {
         const row = (await this.rowOn(c, tag)) as Row;
-        await this.recordOn(
-          c,
-          ledgerValues(tag, 'fence', jumped, rangeLength(jumped), this.who, 0, Number(row.fence_epoch), String(row.generation)),
-        );
+        await this.recordOn(c, ledgerRowFor(tag, 'fence', jumped, this.who, 0, row));
       }
       return true;
     });
@@ -287,10 +271,7 @@ export class MysqlSegmentStore implements SegmentStore {
       const range = givenBackRange(expectedMaxId, newMaxId);
       if (r.affectedRows === 1 && range) {
         const row = (await this.rowOn(c, tag)) as Row;
-        await this.recordOn(
-          c,
-          ledgerValues(tag, 'give-back', range, rangeLength(range), this.who, 0, Number(row.fence_epoch), String(row.generation)),
-        );
+        await this.recordOn(c, ledgerRowFor(tag, 'give-back', range, this.who, 0, row));
       }
       return r.affectedRows === 1;
     });
@@ -330,7 +311,7 @@ export class MysqlSegmentStore implements SegmentStore {
     return r.affectedRows;
   }
 
-  /** The row's time is the database's clock (the `0` placeholder of ledgerValues is replaced). */
+  /** The row's time is the database's clock (the `0` placeholder of ledgerRowFor is replaced). */
   private async recordOn(c: PoolConnection, values: unknown[]): Promise<void> {
     const v = [...values];
     v.splice(10, 1);

@@ -22,12 +22,11 @@ import {
   entryFromRow,
   fencedRange,
   givenBackRange,
-  rangeLength,
   LEDGER_COLUMNS,
   type LedgerRowText,
   ledgerDdl,
   ledgerPageByFirst,
-  ledgerValues,
+  ledgerRowFor,
   processIdentity,
 } from '../kit/range-ledger.js';
 
@@ -141,9 +140,7 @@ export class SqliteSegmentStore implements SegmentStore {
           if (next > MAX_ID) throw exhausted(tag);
           const now = Date.now();
           this.prepare('UPDATE sequoia_alloc SET max_id = ?, updated_at = ? WHERE tag = ?').run(next, BigInt(now), tag);
-          this.record(
-            ledgerValues(tag, 'allocate', allocatedRange(next, s), s, this.who, now, Number(row.fence_epoch), String(row.generation)),
-          );
+          this.record(ledgerRowFor(tag, 'allocate', allocatedRange(next, s), this.who, now, row));
           return { maxId: next, step: s, storedStep, fenceEpoch: Number(row.fence_epoch), generation: String(row.generation) };
         })
         .immediate();
@@ -209,10 +206,7 @@ export class SqliteSegmentStore implements SegmentStore {
              RETURNING fence_epoch, generation`,
           ).get(to, BigInt(now), tag) as Pick<Row, 'fence_epoch' | 'generation'>;
           const jumped = fencedRange(old.max_id, to);
-          if (jumped)
-            this.record(
-              ledgerValues(tag, 'fence', jumped, rangeLength(jumped), this.who, now, Number(row.fence_epoch), String(row.generation)),
-            );
+          if (jumped) this.record(ledgerRowFor(tag, 'fence', jumped, this.who, now, row));
           return true;
         })
         .immediate(),
@@ -237,9 +231,7 @@ export class SqliteSegmentStore implements SegmentStore {
           if (!row) return 0;
           const range = givenBackRange(expectedMaxId, newMaxId);
           if (range) {
-            this.record(
-              ledgerValues(tag, 'give-back', range, rangeLength(range), this.who, now, Number(row.fence_epoch), String(row.generation)),
-            );
+            this.record(ledgerRowFor(tag, 'give-back', range, this.who, now, row));
           }
           return 1;
         })
