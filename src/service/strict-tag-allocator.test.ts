@@ -115,10 +115,11 @@ class CountingMarks extends MemoryHighWaterMarkStore {
   }
 }
 
-/** Mark records that wait while held (a slow fsync), or each for its own delay; `waiting` counts those not yet recorded. */
+/** Mark records that wait while held (a slow fsync), or each for its own delay; `waiting` counts those not yet recorded, `calls` all. */
 class SlowMarks extends MemoryHighWaterMarkStore {
   delays: number[] = [];
   waiting = 0;
+  calls = 0;
   private gate: Promise<void> | undefined;
   private open: (() => void) | undefined;
   hold(): void {
@@ -132,6 +133,7 @@ class SlowMarks extends MemoryHighWaterMarkStore {
     tag: string,
     change: (current: HighWaterMark | undefined) => HighWaterMark | undefined,
   ): Promise<HighWaterMark | undefined> {
+    this.calls++;
     this.waiting++;
     const d = this.delays.shift() ?? 0;
     if (d > 0) await new Promise((r) => setTimeout(r, d));
@@ -246,24 +248,40 @@ describe('strict tags: coalescing', () => {
     await s.close();
   });
 
-  it('a store faster than the marks: requests that come while a mark is recorded wait, and go out as one write', async () => {
+  it('a store faster than the marks: its writes go on while a mark is recorded, and the batches answered meanwhile share the next record', async () => {
     const { store, marks, s, a } = await strictOn(new SlowMarks());
     marks.hold();
     const first = Promise.resolve(a.next());
     await until(() => marks.waiting === 1);
-    const second = Promise.resolve(a.next()); // the store answers it at once; its mark must wait for the first's
-    await until(() => store.calls.length === 2);
     const later: Promise<unknown>[] = [];
     for (let i = 0; i < 10; i++) {
       later.push(Promise.resolve(a.next())); // one per turn of the event loop, as requests come over sockets
-      await settle();
-      await settle();
+      await until(() => store.calls.length === i + 2); // sent at once: no write waits for a mark
     }
-    expect(store.calls).toEqual([1, 1]); // not ten writes, each queueing its own mark
-    expect(marks.waiting).toBe(1);
+    expect(marks.waiting).toBe(1); // not ten records queued behind the first, each with its own fsync
     marks.release();
-    expect([await first, await second, ...(await Promise.all(later))]).toEqual(Array.from({ length: 12 }, (_, i) => i + 1));
-    expect(store.calls).toEqual([1, 1, 10]);
+    expect([await first, ...(await Promise.all(later))]).toEqual(Array.from({ length: 11 }, (_, i) => i + 1));
+    expect(marks.calls).toBe(2); // the first batch's, then one for the ten answered while it was recorded
+    expect((await marks.get('seq'))?.mark).toBe(12n);
+    await s.close();
+  });
+
+  it('batches recorded together are each judged by their own floor: a restore between two of them refuses the later one only', async () => {
+    const { store, marks, s, a } = await strictOn(new SlowMarks());
+    expect(await a.nextMany(10)).toEqual(Array.from({ length: 10 }, (_, i) => i + 1)); // the marks say 11
+    marks.hold();
+    const held = Promise.resolve(a.next()); // [11, 12): its record is held
+    await until(() => marks.waiting === 1);
+    const good = Promise.resolve(a.nextMany(3)); // [12, 15): answered, waits for the next record
+    await until(() => store.calls.length === 3);
+    store.restore('seq', 13n); // an old backup: the next answer, [13, 14), repeats an ID of [12, 15)
+    const bad = Promise.resolve(a.next());
+    await until(() => store.calls.length === 4);
+    marks.release();
+    expect(await held).toBe(11);
+    expect(await good).toEqual([12, 13, 14]);
+    await expect(bad).rejects.toMatchObject({ code: 'STORE_ROLLBACK_DETECTED' });
+    await expect(Promise.resolve(a.next())).rejects.toMatchObject({ code: 'STORE_ROLLBACK_DETECTED' }); // refused until a fence
     await s.close();
   });
 

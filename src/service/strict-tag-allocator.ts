@@ -16,13 +16,15 @@
  * before that request was sent came from an earlier commit, hence is smaller;
  * and no request of a batch is answered before the write ends, so none is
  * answered before another of the same batch was sent. Each batch is one store
- * operation and one durable high-water-mark record; a failure fails every
+ * operation and at most one durable high-water-mark record; a failure fails every
  * request of the batch (each request is still all or nothing: a gap, never a
- * short answer). One write per tag and process is in flight at a time; the
- * next batch is sent as soon as the previous write answers and the mark
- * before it is recorded, so the store works on one batch while the state
- * directory records the previous one, and neither queues batches; batches
- * still answer in the order they were sent.
+ * short answer). One store write per tag and process is in flight at a
+ * time, and one mark record: the next batch is sent as soon as the previous
+ * write answers, and the batches the store answered while a mark was being
+ * recorded wait together for ONE record (of the highest end), so a store
+ * that answers faster than the disk records a mark (Redis) neither queues one
+ * fsync per batch nor holds its next write back; batches still answer in the
+ * order they were sent.
  *
  * The store's single-row write rate still caps the whole cluster, but in
  * batches rather than in requests (see BENCHMARKS.md, `strict`). Use strict
@@ -34,19 +36,30 @@
  * (everything committed before that is below it in a monotonic store), and at
  * or above the end of every range the store answered this allocator before
  * then (the previous batch's mark may not be recorded yet). The mark then
- * rises to the batch's end, durably, before any of its IDs is returned.
+ * rises to the batch's end, durably, before any of its IDs is returned;
+ * batches recorded together are each checked against their own floor
+ * (`TagGuard.admitAll`), and one record covers them all.
  */
 import { SequoiaError, UnavailableError } from '../core/errors.js';
 import { type Id, toId } from '../core/id.js';
 import type { Allocation } from '../ports/segment-store.js';
 import { newInstance, snapshotOf, type TagAllocator, type TagAllocatorDeps, type TagAllocatorSnapshot } from './tag-allocator.js';
-import { type Floor, TagGuard } from './tag-guard.js';
+import { type Admission, type AnsweredRange, type Floor, TagGuard } from './tag-guard.js';
 
 /** One caller's request: `n` consecutive IDs, all or nothing. */
 interface Request {
   readonly n: number;
   readonly resolve: (ids: Id[]) => void;
   readonly reject: (e: unknown) => void;
+}
+
+/** A batch after its store write: the range answered and the floor it is judged by, or why it failed. */
+interface Answered {
+  readonly batch: Request[];
+  readonly total: number;
+  readonly range?: AnsweredRange;
+  readonly floor?: Floor;
+  readonly failure?: unknown;
 }
 
 export class StrictTagAllocator implements TagAllocator {
@@ -66,10 +79,10 @@ export class StrictTagAllocator implements TagAllocator {
   private writing = false;
   /** A batch is due at the end of this event-loop turn. */
   private scheduled = false;
-  /** Settles when the last batch sent has answered its requests: batches answer in the order they were sent. */
-  private turn: Promise<void> = Promise.resolve();
-  /** Settles when the last batch sent has recorded its mark, or failed before: see `write`. */
-  private marked: Promise<void> = Promise.resolve();
+  /** Batches the store answered (or failed), in the order they were sent, waiting for the next mark record. */
+  private answered: Answered[] = [];
+  /** A mark record is under way (at most one per tag and process). */
+  private marking = false;
   /** The highest end of a range the store answered this allocator (see `write`: the floor of the next batch). */
   private answeredEnd: bigint | undefined;
 
@@ -161,46 +174,26 @@ export class StrictTagAllocator implements TagAllocator {
     const batch = this.queue;
     this.queue = [];
     this.writing = true;
-    const previous = this.turn;
-    let done!: () => void;
-    this.turn = new Promise<void>((resolve) => (done = resolve));
-    void this.write(batch, previous).finally(done);
+    void this.send(batch).finally(() => {
+      this.writing = false;
+      this.pump(); // the next batch goes out now, while the marks of those answered are recorded
+    });
   }
 
   /**
-   * One store write for the whole batch, one durable mark, then every request
-   * its slice, once the batch sent before it has answered (`previous`). Never
-   * rejects. `owner`: this is the tag's one write in flight, which sends the
-   * next batch once the store has answered and the previous batch's mark is
-   * recorded, so the next batch's store write and this batch's mark are made
-   * at the same time. Waiting for that mark matters on a store that answers
-   * faster than a mark is recorded (Redis): without it one small batch after
-   * another would queue its own fsync in the state dir, and requests wait in
-   * that queue instead of joining the next batch.
+   * One store write for the whole batch. Its answer (or its failure) joins
+   * the batches waiting for their mark, in the order they were sent. Never
+   * rejects.
    */
-  private async write(batch: Request[], previous: Promise<void>, owner = true): Promise<void> {
-    let released = !owner;
-    const release = () => {
-      if (released) return;
-      released = true;
-      this.writing = false;
-      this.pump(); // the next batch goes out now: the store works on it while this one's mark is recorded
-    };
-    const markedBefore = this.marked;
-    let marked!: () => void;
-    this.marked = new Promise<void>((resolve) => (marked = resolve));
+  private async send(batch: Request[]): Promise<void> {
     let total = 0;
     for (const r of batch) total += r.n;
     const { store, clock } = this.deps;
     const t0 = performance.now();
-    let start: bigint;
-    let end: bigint;
-    let fenceEpoch: number;
-    let floor: Floor;
     try {
       // Server-wide, read before sending (see the class comment); off the event loop. Throws a refusal
-      // that arose while these requests waited (a rollback seen by the previous batch, a close), or one recorded earlier.
-      floor = this.aboveAnswered(await this.guard.floor());
+      // that arose while these requests waited (a rollback seen by an earlier batch, a close), or one recorded earlier.
+      const floor = this.aboveAnswered(await this.guard.floor());
       let a: Allocation;
       try {
         a = await store.allocate(this.tag, total);
@@ -210,49 +203,75 @@ export class StrictTagAllocator implements TagAllocator {
         this.lastOpAt = clock.now();
         this.lastOpMs = performance.now() - t0;
       }
-      await markedBefore;
-      release();
       if ((a.stride ?? 1) !== 1) {
         throw new UnavailableError('STORE_UNAVAILABLE', 'strict tags need a single store, not a multi-store set');
       }
-      end = a.maxId;
-      start = end - BigInt(a.step);
-      fenceEpoch = a.fenceEpoch;
       if (a.step !== total) throw new UnavailableError('STORE_UNAVAILABLE', `store answered ${a.step} IDs for ${total}`);
+      const range = { start: a.maxId - BigInt(a.step), end: a.maxId, fenceEpoch: a.fenceEpoch, stride: 1, offset: 0 };
+      this.answered.push({ batch, total, range, floor });
     } catch (e) {
-      marked();
-      release();
-      await previous;
       if (batch.length > 1 && e instanceof SequoiaError && e.code === 'ID_SPACE_EXHAUSTED') {
         // The sum would pass 2^63-1; smaller requests alone may still fit. One write each, in arrival order.
-        for (const r of batch) await this.write([r], previous, false);
+        for (const r of batch) await this.send([r]);
         return;
       }
-      this.fail(batch, e);
-      return;
+      this.answered.push({ batch, total, failure: e });
     }
-    // The mark for the whole batch, durable before any of its IDs is returned.
-    const refused = await this.guard.admit({ start, end, fenceEpoch, stride: 1, offset: 0 }, floor).then(
-      (admission) => (admission.ok ? undefined : { e: admission.refusal as unknown }),
-      (e: unknown) => ({ e }),
-    );
-    marked();
-    await previous;
-    if (refused) {
-      this.fail(batch, refused.e);
-      return;
+    this.recordMarks();
+  }
+
+  /** Records one mark for every batch answered since the last record began, unless a record is under way (its end calls this again). */
+  private recordMarks(): void {
+    if (this.marking || this.answered.length === 0) return;
+    const group = this.answered;
+    this.answered = [];
+    this.marking = true;
+    void this.settle(group).finally(() => {
+      this.marking = false;
+      this.recordMarks();
+    });
+  }
+
+  /**
+   * The mark for every answered batch of the group, durable before any of
+   * their IDs is returned, then each request its slice, batch after batch in
+   * the order they were sent. Never rejects.
+   */
+  private async settle(group: Answered[]): Promise<void> {
+    const ok = group.filter((b): b is Answered & { range: AnsweredRange; floor: Floor } => b.range !== undefined);
+    const admitted = new Map<Answered, unknown>(); // the batch's refusal or failure; absent when admitted
+    const verdict = (p: Promise<Admission | undefined>) =>
+      p.then(
+        (a) => (a === undefined ? undefined : a.ok ? { e: undefined } : { e: a.refusal as unknown }),
+        (e: unknown) => ({ e }),
+      );
+    const all = await verdict(this.guard.admitAll(ok));
+    if (all) {
+      if (all.e !== undefined) for (const b of ok) admitted.set(b, all.e);
+    } else {
+      // A later batch fails its own check: one record each, so the refusal falls where it arose.
+      for (const b of ok) {
+        const one = await verdict(this.guard.admit(b.range, b.floor));
+        if (one?.e !== undefined) admitted.set(b, one.e);
+      }
     }
-    if (this.guard.closed) {
-      this.fail(batch, this.guard.current); // closed meanwhile: a gap, never handed out after close
-      return;
+    for (const b of group) {
+      if (b.range === undefined) {
+        this.fail(b.batch, b.failure);
+      } else if (admitted.has(b)) {
+        this.fail(b.batch, admitted.get(b));
+      } else if (this.guard.closed) {
+        this.fail(b.batch, this.guard.current); // closed meanwhile: a gap, never handed out after close
+      } else {
+        let v0 = b.range.start;
+        for (const r of b.batch) {
+          const ids: Id[] = new Array<Id>(r.n);
+          for (let k = 0; k < r.n; k++) ids[k] = toId(v0++);
+          r.resolve(ids);
+        }
+        this.issuedIds += b.total;
+      }
     }
-    let v0 = start;
-    for (const r of batch) {
-      const ids: Id[] = new Array<Id>(r.n);
-      for (let k = 0; k < r.n; k++) ids[k] = toId(v0++);
-      r.resolve(ids);
-    }
-    this.issuedIds += total;
   }
 
   /**

@@ -9,7 +9,7 @@
  */
 import { monotonicMs } from '../core/clock.js';
 import { SequoiaError, TagNotFoundError, UnavailableError } from '../core/errors.js';
-import { checkShared, earlierTrip, type GuardVerdict, type HighWaterMark } from '../core/segment/rollback-guard.js';
+import { checkAnswer, checkShared, earlierTrip, type GuardVerdict, type HighWaterMark } from '../core/segment/rollback-guard.js';
 import type { TagAllocatorDeps } from './tag-allocator.js';
 
 const FENCE_RECHECK_MS = 1000;
@@ -126,6 +126,30 @@ export class TagGuard {
     }
     const at = { start: String(range.start), end: String(range.end) };
     return { ok: false, refusal: this.refuse(v.reason + note, v.record.trippedAtEpoch ?? range.fenceEpoch, at) };
+  }
+
+  /**
+   * Answers of one store in the order their requests were sent, each with the
+   * floor read before it was sent, admitted with ONE durable mark record (a
+   * strict tag's batches answered while the previous mark was recorded).
+   * Each later answer is checked against its own floor here, as `admit`
+   * would; the first, and the record of the highest end, go through `admit`.
+   * Undefined, with nothing recorded, when the answers are not one
+   * store's plain ranges under one fence epoch, or a later one fails its
+   * check: the caller admits them one by one, so a refusal falls on the
+   * answer that caused it and on those after it.
+   */
+  async admitAll(answers: ReadonlyArray<{ readonly range: AnsweredRange; readonly floor: Floor }>): Promise<Admission | undefined> {
+    const [first, ...rest] = answers;
+    if (!first) return ADMITTED;
+    if (rest.length === 0) return this.admit(first.range, first.floor);
+    let end = first.range.end;
+    for (const { range, floor } of [first, ...rest]) {
+      if (range.stride !== 1 || range.fenceEpoch !== first.range.fenceEpoch) return undefined;
+      if (range !== first.range && !checkAnswer(floor.get(this.tag), range.start, range.end, range.fenceEpoch).ok) return undefined;
+      if (range.end > end) end = range.end;
+    }
+    return this.admit({ ...first.range, end }, first.floor);
   }
 
   /**
