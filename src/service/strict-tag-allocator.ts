@@ -174,18 +174,16 @@ export class StrictTagAllocator implements TagAllocator {
     const batch = this.queue;
     this.queue = [];
     this.writing = true;
-    void this.send(batch).finally(() => {
-      this.writing = false;
-      this.pump(); // the next batch goes out now, while the marks of those answered are recorded
-    });
+    void this.send(batch);
   }
 
   /**
    * One store write for the whole batch. Its answer (or its failure) joins
-   * the batches waiting for their mark, in the order they were sent. Never
-   * rejects.
+   * the batches waiting for their mark, in the order they were sent, and the
+   * next batch goes out at once. Never rejects. `alone`: one request of a
+   * batch split near 2^63-1, whose caller sends the next batch.
    */
-  private async send(batch: Request[]): Promise<void> {
+  private async send(batch: Request[], alone = false): Promise<void> {
     let total = 0;
     for (const r of batch) total += r.n;
     const { store, clock } = this.deps;
@@ -212,12 +210,18 @@ export class StrictTagAllocator implements TagAllocator {
     } catch (e) {
       if (batch.length > 1 && e instanceof SequoiaError && e.code === 'ID_SPACE_EXHAUSTED') {
         // The sum would pass 2^63-1; smaller requests alone may still fit. One write each, in arrival order.
-        for (const r of batch) await this.send([r]);
+        for (const r of batch) await this.send([r], true);
+        this.writing = false;
+        this.pump();
         return;
       }
       this.answered.push({ batch, total, failure: e });
     }
     this.recordMarks();
+    if (alone) return;
+    // Now, not a few promise turns later: those turns wait behind the answers the event loop is writing.
+    this.writing = false;
+    this.pump();
   }
 
   /** Records one mark for every batch answered since the last record began, unless a record is under way (its end calls this again). */
@@ -226,16 +230,13 @@ export class StrictTagAllocator implements TagAllocator {
     const group = this.answered;
     this.answered = [];
     this.marking = true;
-    void this.settle(group).finally(() => {
-      this.marking = false;
-      this.recordMarks();
-    });
+    void this.settle(group);
   }
 
   /**
    * The mark for every answered batch of the group, durable before any of
    * their IDs is returned, then each request its slice, batch after batch in
-   * the order they were sent. Never rejects.
+   * the order they were sent. Never rejects (the next record would never start).
    */
   private async settle(group: Answered[]): Promise<void> {
     const ok = group.filter((b): b is Answered & { range: AnsweredRange; floor: Floor } => b.range !== undefined);
@@ -255,6 +256,10 @@ export class StrictTagAllocator implements TagAllocator {
         if (one?.e !== undefined) admitted.set(b, one.e);
       }
     }
+    // The next record starts before this group is answered: writing the answers keeps the event loop busy
+    // a while, and the disk can work meanwhile. Its answers still come after these: they wait for its record.
+    this.marking = false;
+    this.recordMarks();
     for (const b of group) {
       if (b.range === undefined) {
         this.fail(b.batch, b.failure);
