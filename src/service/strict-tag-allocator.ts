@@ -15,10 +15,10 @@
  * batch was sent before the batch's write was sent: whatever was answered
  * before that request was sent came from an earlier commit, hence is smaller;
  * and no request of a batch is answered before the write ends, so none is
- * answered before another of the same batch was sent. Each batch is one store
- * operation and at most one durable high-water-mark record; a failure fails every
- * request of the batch (each request is still all or nothing: a gap, never a
- * short answer). One store write per tag and process is in flight at a
+ * answered before another of the same batch was sent. Each batch is one
+ * store operation and at most one durable high-water-mark record; a failure
+ * fails every request of the batch (each request is still all or nothing: a
+ * gap, never a short answer). One store write per tag and process is in flight at a
  * time, and one mark record: the next batch is sent as soon as the previous
  * write answers, and the batches the store answered while a mark was being
  * recorded wait together for ONE record (of the highest end), so a store
@@ -83,7 +83,7 @@ export class StrictTagAllocator implements TagAllocator {
   private answered: Answered[] = [];
   /** A mark record is under way (at most one per tag and process). */
   private marking = false;
-  /** The highest end of a range the store answered this allocator (see `write`: the floor of the next batch). */
+  /** The highest end of a range the store answered this allocator (see `send`: the floor of the next batch). */
   private answeredEnd: bigint | undefined;
 
   constructor(tag: string, deps: TagAllocatorDeps) {
