@@ -107,6 +107,47 @@ describe('TagGuard', () => {
     expect(marks.changesFromCaller).toBe(0);
   });
 
+  it('admitAll: answers recorded together, each judged by its own floor, one record for the highest end; nothing recorded when one fails', async () => {
+    const { marks, guard } = await setup();
+    const above = (floor: Floor, mark: bigint): Floor => new Map(floor).set('t', { mark });
+    const f0 = await guard.floor();
+    // [0, 10) then [10, 30): the second's floor is the first's end (its mark not yet recorded).
+    expect(
+      await guard.admitAll([
+        { range: range(0n, 10n), floor: f0 },
+        { range: range(10n, 30n), floor: above(f0, 10n) },
+      ]),
+    ).toEqual({ ok: true });
+    expect(await marks.get('t')).toEqual({ mark: 30n });
+    const f1 = await guard.floor();
+    // The second answer lies below its own floor (a store restored between the two writes): not recorded here.
+    expect(
+      await guard.admitAll([
+        { range: range(30n, 40n), floor: f1 },
+        { range: range(35n, 45n), floor: above(f1, 40n) },
+      ]),
+    ).toBeUndefined();
+    // Two fence epochs: not one record either.
+    expect(
+      await guard.admitAll([
+        { range: range(30n, 40n), floor: f1 },
+        { range: range(40n, 50n, 1), floor: above(f1, 40n) },
+      ]),
+    ).toBeUndefined();
+    expect(await marks.get('t')).toEqual({ mark: 30n });
+    // The first answer below the recorded mark: refused and tripped, as admit would.
+    expect(
+      await guard.admitAll([
+        { range: range(20n, 25n), floor: f1 },
+        { range: range(25n, 26n), floor: above(f1, 25n) },
+      ]),
+    ).toMatchObject({
+      ok: false,
+      refusal: { code: 'STORE_ROLLBACK_DETECTED' },
+    });
+    expect(await marks.get('t')).toEqual({ mark: 30n, trippedAtEpoch: 0 });
+  });
+
   it('lowers the mark for a give-back only from the end it recorded itself, never under a trip', async () => {
     const { guard, marks } = await setup();
     await guard.admit(range(0n, 100n), await guard.floor());
