@@ -31,4 +31,8 @@ echo "node $(node --version), npm $(npm --version) in $work/src"
 retry npm ci --no-audit --no-fund
 node -e "require('better-sqlite3')(':memory:').prepare('select 1').get()" # the native module loads on this ABI
 # `npm ci` built dist/ (prepare); typecheck and lint do not depend on the Node version and ran on Node 20.
-npx vitest run
+# Two files check the repository, not the runtime, and ran on Node 20 too: the
+# torture harness catching bugs planted in a copy of dist/ (80 s; the harness
+# itself runs once, in .ci/run's short set) and the API report built from the
+# type declarations. Leaving them out keeps CI under its 40 minutes.
+npx vitest run --exclude torture/planted.test.ts --exclude test/architecture/api-report.test.ts
