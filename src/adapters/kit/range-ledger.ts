@@ -94,6 +94,11 @@ export function ledgerRowFor(
   return ledgerValues(tag, kind, range, rangeLength(range), who, atMs, Number(row.fence_epoch), String(row.generation));
 }
 
+/** Who took a range, in LEDGER_COLUMNS order (host, pid, instance, version): for a row built in SQL. */
+export function identityValues(who: ServerIdentity): unknown[] {
+  return [who.host, who.pid, who.instance, who.version];
+}
+
 /** The values of one ledger row, in LEDGER_COLUMNS order (bigints as decimal text, which every driver takes). */
 function ledgerValues(
   tag: string,
@@ -105,21 +110,7 @@ function ledgerValues(
   fenceEpoch: number,
   generation: string,
 ): unknown[] {
-  return [
-    tag,
-    kind,
-    range.first.toString(),
-    range.last.toString(),
-    1,
-    step,
-    who.host,
-    who.pid,
-    who.instance,
-    who.version,
-    atMs,
-    fenceEpoch,
-    generation,
-  ];
+  return [tag, kind, range.first.toString(), range.last.toString(), 1, step, ...identityValues(who), atMs, fenceEpoch, generation];
 }
 
 /** Where a SQL segment store keeps its tags and its ledger, and who it records as taking ranges. */

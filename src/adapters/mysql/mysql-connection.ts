@@ -41,6 +41,9 @@ export class MysqlConnection extends SharedPool<Pool> {
       waitForConnections: true,
       // Matched rows, not changed rows: an UPDATE that writes the same values still counts.
       flags: ['FOUND_ROWS'],
+      // A transaction sent in one round trip (`MysqlStatements.multi`). Every value is a
+      // placeholder and the only interpolated names are checked, so no input can add a statement.
+      multipleStatements: true,
     });
     // A pooled connection that dies while idle emits 'error'; without a
     // listener Node would throw it and kill the process. The pool drops it.
@@ -131,6 +134,24 @@ export class MysqlStatements {
 
   withConnection<T>(fn: (c: PoolConnection) => Promise<T>): Promise<T> {
     return this.connection.withConnection(this.backend, fn);
+  }
+
+  /**
+   * Several statements in one round trip on one connection, answering each
+   * one's result in order. The text must hold its own transaction (START
+   * TRANSACTION … COMMIT): the server stops at a failed statement, and the
+   * transaction it leaves open is rolled back here.
+   */
+  multi(sql: string, values: unknown[]): Promise<unknown[]> {
+    return this.withConnection(async (c) => {
+      try {
+        const [results] = await c.query({ sql, values, timeout: this.timeout });
+        return results as unknown[];
+      } catch (e) {
+        await c.query('ROLLBACK').catch(() => {});
+        throw e;
+      }
+    });
   }
 
   /**

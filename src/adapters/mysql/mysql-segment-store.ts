@@ -1,17 +1,21 @@
 /**
  * SegmentStore on MySQL 8 or MariaDB 10.11+ (`mysql2`). As Leaf does, an
- * allocation is one transaction on one connection:
+ * allocation is one transaction on one connection, here sent in one round
+ * trip (a strict tag waits for it on every batch):
  *
- *   BEGIN
- *   UPDATE <table> SET max_id = max_id + s WHERE tag = ? AND max_id <= 2^63-1 - s
- *   SELECT max_id, step, fence_epoch FROM <table> WHERE tag = ?      -- read-back
+ *   START TRANSACTION;
+ *   UPDATE <table> SET max_id = max_id + s WHERE tag = ? AND max_id <= 2^63-1 - s;
+ *   SET @sequoia_allocated = ROW_COUNT();
+ *   INSERT INTO <ledger> SELECT …the range… FROM <table> WHERE tag = ? AND @sequoia_allocated = 1;
+ *   SELECT @sequoia_allocated, max_id, step, fence_epoch … FROM <table> WHERE tag = ?;   -- read-back
  *   COMMIT
  *
- * InnoDB's row lock, taken by the UPDATE and held to COMMIT, makes the pair
- * atomic against every other allocator; the read-back sees this transaction's
- * own write. The overflow check is in the UPDATE's WHERE clause, i.e. before
- * anything is written: max_id never passes 2^63-1. When the UPDATE matches no
- * row, the read-back tells TAG_NOT_FOUND from ID_SPACE_EXHAUSTED.
+ * InnoDB's row lock, taken by the UPDATE and held to COMMIT, makes the write,
+ * its ledger row and the read-back atomic against every other allocator; the
+ * read-back sees this transaction's own write. The overflow check is in the
+ * UPDATE's WHERE clause, i.e. before anything is written: max_id never passes
+ * 2^63-1, and a refused allocation records no range. When the UPDATE matches
+ * no row, the read-back tells TAG_NOT_FOUND from ID_SPACE_EXHAUSTED.
  *
  * BIGINT never becomes a lossy JS number: the pool runs with supportBigNumbers
  * and bigNumberStrings, and values go out as decimal strings. Tags are stored
@@ -27,10 +31,10 @@ import { MysqlStatements, type MysqlStoreOptions } from './mysql-connection.js';
 import { assertGiveBack, assertStoredId, DEFAULT_START, DEFAULT_STEP, exhausted, newGeneration, readBack } from '../kit/segment-rules.js';
 import type { LedgerEntry, LedgerPage, ServerIdentity } from '../../ports/range-ledger.js';
 import {
-  allocatedRange,
   entryFromRow,
   fencedRange,
   givenBackRange,
+  identityValues,
   LEDGER_COLUMNS,
   ledgerPlace,
   type LedgerRowText,
@@ -156,29 +160,32 @@ export class MysqlSegmentStore implements SegmentStore {
 
   async allocate(tag: string, step?: number): Promise<Allocation> {
     const s = step ?? null;
-    return this.db.transaction(async (c) => {
-      const upd = (await this.db.run(
-        c,
-        `UPDATE ${this.table}
-           SET max_id = max_id + COALESCE(?, step), updated_at = UTC_TIMESTAMP(3)
-         WHERE tag = ? AND max_id <= 9223372036854775807 - COALESCE(?, step)`,
-        [s, tag, s],
-      )) as ResultSetHeader;
-      const row = await this.rowOn(c, tag);
-      if (!row) throw new TagNotFoundError(tag);
-      if (upd.affectedRows !== 1) throw exhausted(tag);
-      const storedStep = Number(row.step);
-      const applied = step ?? storedStep;
-      // In the transaction: the ledger row commits with the range or not at all.
-      await this.recordOn(c, ledgerRowFor(tag, 'allocate', allocatedRange(BigInt(row.max_id), applied), this.who, 0, row));
-      return {
-        maxId: BigInt(row.max_id),
-        step: step ?? storedStep,
-        storedStep,
-        fenceEpoch: Number(row.fence_epoch),
-        generation: String(row.generation),
-      };
-    });
+    // One round trip (a strict tag waits for it on every batch): the statements of the transaction go together.
+    const results = (await this.db.multi(
+      `START TRANSACTION;
+       UPDATE ${this.table}
+          SET max_id = max_id + COALESCE(?, step), updated_at = UTC_TIMESTAMP(3)
+        WHERE tag = ? AND max_id <= 9223372036854775807 - COALESCE(?, step);
+       SET @sequoia_allocated = ROW_COUNT();
+       INSERT INTO ${this.ledger} (${LEDGER_COLUMNS})
+       SELECT tag, 'allocate', max_id - COALESCE(?, step), max_id - 1, 1, COALESCE(?, step), ?, ?, ?, ?,
+              ROUND(UNIX_TIMESTAMP(NOW(3)) * 1000), fence_epoch, generation
+         FROM ${this.table} WHERE tag = ? AND @sequoia_allocated = 1;
+       SELECT @sequoia_allocated AS allocated, ${COLUMNS} FROM ${this.table} WHERE tag = ?;
+       COMMIT`,
+      [s, tag, s, s, s, ...identityValues(this.who), tag, tag],
+    )) as unknown[];
+    const row = (results[4] as Array<Row & { allocated: number | string | null }>)[0];
+    if (!row) throw new TagNotFoundError(tag);
+    if (Number(row.allocated) !== 1) throw exhausted(tag);
+    const storedStep = Number(row.step);
+    return {
+      maxId: BigInt(row.max_id),
+      step: step ?? storedStep,
+      storedStep,
+      fenceEpoch: Number(row.fence_epoch),
+      generation: String(row.generation),
+    };
   }
 
   async getTag(tag: string): Promise<TagInfo | undefined> {

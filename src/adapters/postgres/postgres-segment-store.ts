@@ -27,6 +27,7 @@ import type { LedgerEntry, LedgerPage, ServerIdentity } from '../../ports/range-
 import {
   entryFromRow,
   fencedRange,
+  identityValues,
   LEDGER_COLUMNS,
   ledgerDdl,
   ledgerPageByFirst,
@@ -123,7 +124,7 @@ export class PostgresSegmentStore implements SegmentStore {
                 (extract(epoch FROM now()) * 1000)::bigint, a.fence_epoch, a.generation FROM a WHERE $7::boolean
        )
        SELECT max_id::text AS max_id, step, fence_epoch, generation::text AS generation, applied FROM a`,
-      [tag, step ?? null, ...this.identityValues(), this.recording],
+      [tag, step ?? null, ...identityValues(this.who), this.recording],
     );
     const row = r.rows[0] as { max_id: string; step: number; fence_epoch: number; generation: string; applied: number } | undefined;
     if (row) {
@@ -209,7 +210,7 @@ export class PostgresSegmentStore implements SegmentStore {
             jumped.first.toString(),
             jumped.last.toString(),
             rangeLength(jumped),
-            ...this.identityValues(),
+            ...identityValues(this.who),
             row.fence_epoch,
             row.generation,
           ],
@@ -243,7 +244,7 @@ export class PostgresSegmentStore implements SegmentStore {
         newMaxId.toString(),
         fenceEpoch === undefined ? null : String(fenceEpoch),
         generation ?? null,
-        ...this.identityValues(),
+        ...identityValues(this.who),
       ],
     );
     return r.rowCount === 1;
@@ -285,10 +286,6 @@ export class PostgresSegmentStore implements SegmentStore {
 
   async ping(): Promise<void> {
     await this.q('SELECT 1');
-  }
-
-  private identityValues(): unknown[] {
-    return [this.who.host, this.who.pid, this.who.instance, this.who.version];
   }
 
   async close(): Promise<void> {
