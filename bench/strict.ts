@@ -378,8 +378,12 @@ export async function benchStrict(opts: StrictBenchOptions): Promise<StrictBench
       wrk(`${seq.url}/api/segment/get/seg`, clients, 1);
       const pinned = wrkPinned(`${seq.url}/api/segment/get/seg`, clients, 1) !== undefined;
       for (let r = 0; r < opts.rounds; r++) {
-        res.strict.push(wrk(`${seq.url}/api/segment/get/strict`, clients, seconds));
-        if (old) res.before.push(wrk(`${old.url}/api/segment/get/strict`, clients, seconds));
+        // Which build goes first alternates: the first of a pair measured faster in every store, changed or not.
+        const pair = [
+          () => res.strict.push(wrk(`${seq.url}/api/segment/get/strict`, clients, seconds)),
+          () => old && res.before.push(wrk(`${old.url}/api/segment/get/strict`, clients, seconds)),
+        ];
+        for (const run of r % 2 === 0 ? pair : pair.reverse()) run();
         if (mem) res.tmpfs.push(wrk(`${mem.url}/api/segment/get/strict`, clients, seconds));
         res.segment.push(wrk(`${seq.url}/api/segment/get/seg`, clients, seconds));
         if (pinned) {

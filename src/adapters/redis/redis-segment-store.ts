@@ -52,7 +52,7 @@ import {
   readBack,
 } from '../kit/segment-rules.js';
 import type { LedgerEntry, LedgerPage, ServerIdentity } from '../../ports/range-ledger.js';
-import { covers, processIdentity, rangeLength } from '../kit/range-ledger.js';
+import { covers, identityValues, processIdentity, rangeLength } from '../kit/range-ledger.js';
 
 export interface RedisSegmentStoreOptions {
   /** `redis://[:password@]host:port[/db]`. */
@@ -349,7 +349,7 @@ export class RedisSegmentStore implements SegmentStore {
   }
 
   private identityArgs(): string[] {
-    return [this.who.host, String(this.who.pid), this.who.instance, this.who.version];
+    return identityValues(this.who).map(String);
   }
 
   private async readLedger(tag: string): Promise<LedgerEntry[]> {
