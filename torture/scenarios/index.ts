@@ -8,7 +8,7 @@ import { manyServers, manyServersMixed } from './many-servers.js';
 import { multiStoreFrozen } from './multi-store.js';
 import { segmentKills } from './segment-kills.js';
 import { storeFaultsMysql, storeFaultsPostgres, storeFaultsRedis } from './store-faults.js';
-import { strictCoalescePostgres, strictCoalesceRedis } from './strict-coalesce.js';
+import { strictCoalesceMysql, strictCoalescePostgres, strictCoalesceRedis } from './strict-coalesce.js';
 import { snowflakeWorkers } from './snowflake-workers.js';
 import { restorePostgresSkewed, restoreSqlite, restoreSqliteSkewed } from './restore.js';
 import { recreatePostgres, recreateSqlite } from './recreate.js';
@@ -21,6 +21,7 @@ export const SCENARIOS: readonly Scenario[] = [
   storeFaultsMysql,
   storeFaultsRedis,
   strictCoalescePostgres,
+  strictCoalesceMysql,
   strictCoalesceRedis,
   ...CLOCK_SCENARIOS,
   leasePause,

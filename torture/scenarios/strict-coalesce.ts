@@ -15,9 +15,9 @@ import { FaultProxy } from '../../test/helpers/fault-proxy.js';
 import type { CheckSpec } from '../checker.js';
 import type { Context, Scenario } from '../harness/context.js';
 import { sleep } from '../harness/rng.js';
-import { type PrivateStore, PrivatePostgres, PrivateRedis } from '../harness/stores.js';
+import { type PrivateStore, PrivateMariadb, PrivatePostgres, PrivateRedis } from '../harness/stores.js';
 
-type Kind = 'postgres' | 'redis';
+type Kind = 'postgres' | 'mysql' | 'redis';
 
 function strictCoalesce(kind: Kind): Scenario {
   return {
@@ -26,7 +26,9 @@ function strictCoalesce(kind: Kind): Scenario {
     about: `strict tag only, ${kind} behind the fault proxy, 3 servers (${kind === 'redis' ? 'one process each' : 'workers 2, 2, 1'}), 48 concurrent clients: store faults and process kills, taking turns, while requests are coalesced`,
     async run(ctx: Context): Promise<CheckSpec> {
       const dir = join(ctx.dir, kind);
-      const db: PrivateStore = ctx.store(kind === 'postgres' ? new PrivatePostgres(dir) : new PrivateRedis(dir));
+      const db: PrivateStore = ctx.store(
+        kind === 'postgres' ? new PrivatePostgres(dir) : kind === 'mysql' ? new PrivateMariadb(dir) : new PrivateRedis(dir),
+      );
       await db.start();
       const proxy = await ctx.proxy('127.0.0.1', db.port);
       const store = FaultProxy.rewrite(db.url, proxy.port);
@@ -148,4 +150,6 @@ function strictCoalesce(kind: Kind): Scenario {
 }
 
 export const strictCoalescePostgres = strictCoalesce('postgres');
+// MySQL's allocation is one multi-statement round trip: a cut or a crash can land between its statements.
+export const strictCoalesceMysql = strictCoalesce('mysql');
 export const strictCoalesceRedis = strictCoalesce('redis');
