@@ -112,8 +112,12 @@ if (want('strict')) {
     console.log(
       `## Strict tags against the store's own primitive, 50 clients (${sr} interleaved rounds; load average ${loadavg()[0]?.toFixed(1)} at the end)\n`,
     );
-    console.log('| store | route / primitive | req/s or ops/s | p50 ms | p99 ms | strict vs this | strict p99 vs segment p99 |');
+    console.log(
+      "| store | route / primitive | req/s or ops/s | p50 ms | p99 ms | strict vs this | strict p99 vs segment p99 (primitives: vs this primitive's p99) |",
+    );
     console.log('| --- | --- | ---: | ---: | ---: | ---: | ---: |');
+    // As wrk prints them: two decimals.
+    const ms = (x: number | undefined) => (x === undefined ? '' : x.toFixed(2));
     for (const r of rows) {
       if (!r.strict || !r.segment) {
         console.log(`| ${r.store} | ${r.note ?? 'no result'} | | | | | |`);
@@ -152,7 +156,7 @@ if (want('strict')) {
         const mark = p.name === r.sequence ? " (the target's yardstick)" : '';
         console.log(
           Number.isFinite(p.opsPerSec)
-            ? `| ${r.store} | ${p.name}${mark} | ${fmt(p.opsPerSec)} | | | ${(s.rps / p.opsPerSec).toFixed(2)}× | |`
+            ? `| ${r.store} | ${p.name}${mark} | ${fmt(p.opsPerSec)} | ${ms(p.p50ms)} | ${ms(p.p99ms)} | ${(s.rps / p.opsPerSec).toFixed(2)}× | ${p.p99ms === undefined ? '' : `${(s.p99ms / p.p99ms).toFixed(2)}×`} |`
             : `| ${r.store} | ${p.name}${mark} | could not run | | | | |`,
         );
       }

@@ -7,7 +7,8 @@
  *   -c50 on `GET /api/segment/get/{strict tag}`, and on the same server's
  *   segment (buffered) tag for the p99 baseline at the same load;
  * - the primitive, from this process with 50 connections (one loop per
- *   connection, one statement awaited at a time, as a client would):
+ *   connection, one statement awaited at a time, as a client would; each
+ *   statement timed, so its p99 stands beside the strict route's):
  *   PostgreSQL `nextval()` and a single-row `UPDATE … RETURNING`, MySQL an
  *   AUTO_INCREMENT insert and Flickr's single-row `UPDATE … LAST_INSERT_ID(v
  *   + 1)`, Redis `INCR`, SQLite a single-row `UPDATE … RETURNING` loop (one
@@ -56,9 +57,15 @@ export interface StrictBenchOptions {
   readonly stores?: readonly string[];
 }
 
-export interface PrimitiveResult {
-  readonly name: string;
+/** One measurement of a primitive; the latencies where the primitive runs as 50 clients awaiting each operation. */
+interface PrimitiveRun {
   readonly opsPerSec: number;
+  readonly p50ms?: number;
+  readonly p99ms?: number;
+}
+
+export interface PrimitiveResult extends PrimitiveRun {
+  readonly name: string;
 }
 
 export interface StrictBenchRow {
@@ -78,7 +85,7 @@ export interface StrictBenchRow {
 
 interface Primitive {
   readonly name: string;
-  run(seconds: number): Promise<number>;
+  run(seconds: number): Promise<PrimitiveRun>;
 }
 
 interface Kind {
@@ -88,20 +95,28 @@ interface Kind {
   setup(dir: string, id: string): Promise<{ url: string; serveArgs: string[]; primitives: Primitive[]; drop: () => Promise<void> }>;
 }
 
-/** `clients` loops of `op` for `seconds`: completed operations per second. */
-async function loops(clients: number, seconds: number, op: (c: number) => Promise<unknown>): Promise<number> {
-  let done = 0;
+/**
+ * `clients` loops of `op` for `seconds`: completed operations per second, and
+ * each operation's latency as its client saw it (the strict route's p99 is
+ * the same kind of figure, one store commit per answer, plus HTTP and the mark).
+ */
+async function loops(clients: number, seconds: number, op: (c: number) => Promise<unknown>): Promise<PrimitiveRun> {
+  const ms: number[] = [];
   const t0 = performance.now();
   const until = t0 + seconds * 1000;
   await Promise.all(
     Array.from({ length: clients }, async (_, c) => {
-      while (performance.now() < until) {
+      for (let t = performance.now(); t < until;) {
         await op(c);
-        done++;
+        const end = performance.now();
+        ms.push(end - t);
+        t = end;
       }
     }),
   );
-  return done / ((performance.now() - t0) / 1000);
+  const opsPerSec = ms.length / ((performance.now() - t0) / 1000);
+  ms.sort((a, b) => a - b);
+  return { opsPerSec, p50ms: ms[Math.floor(ms.length * 0.5)], p99ms: ms[Math.floor(ms.length * 0.99)] };
 }
 
 /** pgbench's tps, or NaN when it cannot run (e.g. the server's connection limit, shared with other users). */
@@ -177,7 +192,7 @@ function kinds(clients: number): Kind[] {
                   // let the timer-free loop breathe once in a while, as a server would
                   if ((done & 1023) === 0) await new Promise((r) => setImmediate(r));
                 }
-                return done / ((performance.now() - t0) / 1000);
+                return { opsPerSec: done / ((performance.now() - t0) / 1000) };
               },
             },
           ],
@@ -214,10 +229,13 @@ function kinds(clients: number): Kind[] {
         ];
         if (havePgbench()) {
           primitives.push(
-            { name: '`nextval()`, pgbench -c 50 -j 2', run: async (s) => pgbench(BENCH_POSTGRES_URL, nextval, clients, s, dir) },
+            {
+              name: '`nextval()`, pgbench -c 50 -j 2',
+              run: async (s) => ({ opsPerSec: pgbench(BENCH_POSTGRES_URL, nextval, clients, s, dir) }),
+            },
             {
               name: 'single-row `UPDATE … RETURNING`, pgbench -c 50 -j 2',
-              run: async (s) => pgbench(BENCH_POSTGRES_URL, update, clients, s, dir),
+              run: async (s) => ({ opsPerSec: pgbench(BENCH_POSTGRES_URL, update, clients, s, dir) }),
             },
           );
         }
@@ -371,7 +389,7 @@ export async function benchStrict(opts: StrictBenchOptions): Promise<StrictBench
         segment: [] as WrkResult[],
         pinnedStrict: [] as WrkResult[],
         pinnedSegment: [] as WrkResult[],
-        prim: set.primitives.map(() => [] as number[]),
+        prim: set.primitives.map(() => [] as PrimitiveRun[]),
       };
       // warm-up
       wrk(`${seq.url}/api/segment/get/strict`, clients, 1);
@@ -403,7 +421,14 @@ export async function benchStrict(opts: StrictBenchOptions): Promise<StrictBench
         strictTmpfs: med(res.tmpfs),
         segment: med(res.segment),
         pinned: pinned ? { strict: med(res.pinnedStrict) as WrkResult, segment: med(res.pinnedSegment) as WrkResult } : undefined,
-        primitives: set.primitives.map((p, i) => ({ name: p.name, opsPerSec: median((res.prim[i] ?? []).filter(Number.isFinite)) })),
+        primitives: set.primitives.map((p, i) => {
+          const runs = res.prim[i] ?? [];
+          const of = (f: (r: PrimitiveRun) => number | undefined) => {
+            const xs = runs.map(f).filter((x): x is number => x !== undefined && Number.isFinite(x));
+            return xs.length === 0 ? undefined : median(xs);
+          };
+          return { name: p.name, opsPerSec: of((r) => r.opsPerSec) ?? Number.NaN, p50ms: of((r) => r.p50ms), p99ms: of((r) => r.p99ms) };
+        }),
         sequence: set.primitives[0]?.name,
       });
     } catch (e) {
