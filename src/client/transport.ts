@@ -97,9 +97,10 @@ export class Transport {
   private async send(path: string, body: string | undefined): Promise<string> {
     const { attempts, baseDelayMs, maxDelayMs } = this.opts.retry;
     let last: SequoiaError | undefined;
-    // A draining server's refusal is a planned stop, not a failure: retried at once on another
-    // server without using an attempt, at most once per listed URL per call (all draining: attempts count).
-    let drainingLeft = this.urls.length;
+    // A draining server's refusal, or a listed server's port refusing connections (it is being
+    // restarted), is a planned stop, not a failure: retried at once on another server without using
+    // an attempt, at most once per listed URL per call (all of them stopped: attempts count).
+    let stoppedLeft = this.urls.length;
     let skipBackoff = false;
     for (let attempt = 0; attempt < attempts; attempt++) {
       if (this.opts.signal.aborted) throw closedError();
@@ -126,9 +127,9 @@ export class Transport {
       last = r.error;
       // Fail over: the next call starts at the next URL.
       this.preferred = (i + 1) % this.urls.length;
-      if (r.error.code === 'SHUTTING_DOWN') {
+      if (r.error.code === 'SHUTTING_DOWN' || (r.refused && this.urls.length > 1)) {
         this.leave(i);
-        if (drainingLeft-- > 0) {
+        if (stoppedLeft-- > 0) {
           attempt--;
           skipBackoff = true;
         }
@@ -140,7 +141,7 @@ export class Transport {
   }
 
   /**
-   * Server i is stopping: later calls go to another one. With one URL (a load
+   * Server i is stopping (draining, or its port refuses connections): later calls go to another one. With one URL (a load
    * balancer, or `--workers N` behind one port) it stays: the server closed
    * the connection, so the next request reaches another process.
    */
@@ -167,12 +168,15 @@ export class Transport {
     return best;
   }
 
-  /** The answer's text; `{ draining }` for a good answer from a server about to stop; or the error and whether to retry. */
+  /**
+   * The answer's text; `{ draining }` for a good answer from a server about to stop; or the error,
+   * whether to retry, and whether the connection was refused (nothing listens: a restart).
+   */
   private async once(
     i: number,
     path: string,
     body?: string,
-  ): Promise<string | { draining: string } | { retry: boolean; error: SequoiaError }> {
+  ): Promise<string | { draining: string } | { retry: boolean; error: SequoiaError; refused?: boolean }> {
     const url = this.urls[i]! + path;
     const signal = AbortSignal.any([this.opts.signal, AbortSignal.timeout(this.opts.timeoutMs)]);
     let res: Response;
@@ -189,12 +193,13 @@ export class Transport {
       if (this.opts.signal.aborted) return { retry: false, error: closedError() };
       const timedOut = e instanceof Error && (e.name === 'TimeoutError' || e.name === 'AbortError');
       const reason = timedOut ? `no answer within ${this.opts.timeoutMs} ms` : describeNetworkError(e);
-      // A refused connection is not worth trying again at once.
+      // Not worth trying again at once (with several URLs a refused one is passed over longer: see send).
       this.coolUntil[i] = performance.now() + this.opts.retry.baseDelayMs;
       // The code stays STORE_UNAVAILABLE (callers branch on it); the message says it is the
       // Sequoia server that cannot be reached, not its store.
       return {
         retry: true,
+        refused: reason === 'ECONNREFUSED',
         error: new UnavailableError(
           'STORE_UNAVAILABLE',
           `the Sequoia server ${this.urls[i]} cannot be reached (${reason}); its store was not asked`,

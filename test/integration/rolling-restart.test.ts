@@ -84,10 +84,26 @@ function load(urls: string[], tag: string, clients: number) {
   const failures: string[] = [];
   let stopped = false;
   const sdks: SequoiaClient[] = [];
+  // Every attempt that did not succeed, of every client (`c<n> <ms since start> <url> <what>`), so a
+  // failed call or a stall shows what the attempts met.
+  const missed: string[] = [];
+  const t0 = performance.now();
   const loops = Array.from({ length: clients }, async (_, c) => {
     // No reserve: a call that no server answered would fail here instead of being served from it.
+    const recording: typeof fetch = async (input, init) => {
+      const at = `c${c} ${Math.round(performance.now() - t0)}ms ${String(input).replace(/\?.*/, '')}`;
+      try {
+        const res = await fetch(input, init);
+        if (res.status >= 300) missed.push(`${at} ${res.status} retry-after=${res.headers.get('retry-after')} ${await res.clone().text()}`);
+        return res;
+      } catch (e) {
+        missed.push(`${at} ${String((e as { cause?: unknown }).cause ?? e)}`);
+        throw e;
+      }
+    };
     const sdk = createClient({
       urls: [...urls.slice(c % urls.length), ...urls.slice(0, c % urls.length)],
+      fetch: recording,
       reserve: false,
       mode: c === clients - 1 ? 'leaf' : 'segment',
       batch: { initial: 10, min: 1, max: 50, targetMs: 100 },
@@ -101,7 +117,12 @@ function load(urls: string[], tag: string, clients: number) {
           for (let k = 0; k < 5; k++) ids.push((await sdk.next(tag)).toString());
         }
       } catch (e) {
-        failures.push(e instanceof Error ? `${(e as { code?: string }).code ?? ''} ${e.message}` : String(e));
+        failures.push(
+          `${e instanceof Error ? `${(e as { code?: string }).code ?? ''} ${e.message}` : String(e)}; attempts that missed: ${missed
+            .filter((m) => m.startsWith(`c${c} `))
+            .slice(-8)
+            .join(' | ')}`,
+        );
       }
       await sleep(2); // timers and sockets get their turn
     }
@@ -110,6 +131,17 @@ function load(urls: string[], tag: string, clients: number) {
     ids,
     failures,
     count: () => ids.length,
+    /** Passes once more IDs than `before` were returned; otherwise fails saying what the attempts met. */
+    progressed: async (before: number) => {
+      try {
+        await expect.poll(() => ids.length, { timeout: 10_000, interval: 50 }).toBeGreaterThan(before);
+      } catch (e) {
+        throw new Error(
+          `no ID returned for 10 s (at ${Math.round(performance.now() - t0)} ms); failed calls: ${JSON.stringify(failures.slice(-5))}; last attempts that missed: ${JSON.stringify(missed.slice(-20))}`,
+          { cause: e },
+        );
+      }
+    },
     stop: async () => {
       stopped = true;
       await Promise.all(loops);
@@ -224,7 +256,7 @@ describe('rolling restarts', () => {
           servers[i] = await serve(ports[i]!, args(i, 500));
           await ready(servers[i]!.url);
           // The load went on through the restart (polled: on a loaded machine 300 ms once passed without an answer).
-          await expect.poll(() => l.count(), { timeout: 10_000, interval: 50 }).toBeGreaterThan(before);
+          await l.progressed(before);
         }
       }
       await sleep(500);
@@ -254,7 +286,7 @@ describe('rolling restarts', () => {
           process.kill(pid, 'SIGTERM');
           replaced++;
           await expect.poll(() => lines(s, 'worker replaced').length, { timeout: 30_000, interval: 50 }).toBe(replaced);
-          await expect.poll(() => l.count(), { timeout: 10_000, interval: 50 }).toBeGreaterThan(before);
+          await l.progressed(before);
         }
         pids = lines(s, 'worker replaced')
           .slice(-2)
