@@ -18,11 +18,11 @@
  */
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { BIN, ROOT, assertBuilt, cleanEnv } from './helpers/cli.js';
+import { freePort } from './helpers/ports.js';
 
 export interface Step {
   command: string;
@@ -116,16 +116,6 @@ function rewrite(command: string, port: number): string {
 for i in $(seq 1 600); do curl -s -o /dev/null localhost:${port}/healthz && break; sleep 0.1; done`;
   }
   return c;
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
 }
 
 /** Runs the steps in a fresh directory; answers each step's output. */

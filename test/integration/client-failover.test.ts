@@ -8,6 +8,7 @@
 import { type Server, createServer } from 'node:http';
 import { afterAll, describe, expect, it } from 'vitest';
 import { Transport } from '../../src/client/transport.js';
+import { freePort } from '../helpers/ports.js';
 
 const servers: Server[] = [];
 afterAll(async () => {
@@ -37,12 +38,7 @@ async function upServer(busy: number): Promise<{ url: string; answered: number[]
 
 /** The URL of a port nothing listens on any more. */
 async function downUrl(): Promise<string> {
-  const srv = createServer();
-  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
-  const addr = srv.address();
-  await new Promise((r) => srv.close(r));
-  if (addr === null || typeof addr !== 'object') throw new Error('no port');
-  return `http://127.0.0.1:${addr.port}`;
+  return `http://127.0.0.1:${await freePort()}`;
 }
 
 function transport(urls: string[], attempts = 6): Transport {

@@ -8,12 +8,13 @@
  * at a time behind its single URL.
  */
 import { mkdtempSync } from 'node:fs';
-import { connect, createServer } from 'node:net';
+import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createClient, type SequoiaClient } from '../../src/client/index.js';
 import { BIN, assertBuilt, launchServe, type ServerProcess } from '../helpers/cli.js';
+import { freePort } from '../helpers/ports.js';
 
 const running = new Set<ServerProcess>();
 afterAll(() => {
@@ -21,16 +22,6 @@ afterAll(() => {
 });
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-/** A port free now, so a server can be started again at the same URL. */
-async function freePort(): Promise<number> {
-  const srv = createServer();
-  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
-  const addr = srv.address();
-  await new Promise((r) => srv.close(r));
-  if (addr === null || typeof addr !== 'object') throw new Error('no port');
-  return addr.port;
-}
 
 async function serve(port: number, args: string[]): Promise<ServerProcess> {
   assertBuilt();

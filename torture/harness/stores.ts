@@ -6,7 +6,7 @@
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { chownSync, mkdirSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { freePort } from '../../test/helpers/ports.js';
 import { join } from 'node:path';
 import { track, untrack } from './reaper.js';
 import { sleep } from './rng.js';
@@ -30,14 +30,6 @@ export function dropSharedTable(kind: 'postgres' | 'mysql', table: string): void
       stdio: 'ignore',
       timeout: 10_000,
     });
-}
-
-export async function freePort(): Promise<number> {
-  const srv = createServer();
-  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', () => r()));
-  const port = (srv.address() as { port: number }).port;
-  await new Promise<void>((r) => srv.close(() => r()));
-  return port;
 }
 
 async function waitFor(what: string, probe: () => boolean, ms = 30_000): Promise<void> {
