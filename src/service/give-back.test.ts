@@ -3,6 +3,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import type { Allocation } from '../ports/segment-store.js';
 import { SqliteSegmentStore } from '../adapters/sqlite/sqlite-segment-store.js';
 import { MemoryHighWaterMarkStore } from '../adapters/memory/memory-high-water-mark-store.js';
 import { StateDir } from '../adapters/state-dir/state-dir.js';
@@ -178,5 +179,46 @@ describe('give-back on a clean shutdown', () => {
     await again.start();
     expect(BigInt(await again.next('t'))).toBeGreaterThan(top);
     await again.close();
+  });
+
+  it("two workers on one state directory and one SQLite file: a give-back between the other worker's floor read and its store answer is no rollback", async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'sequoia-giveback-race-'));
+    const path = join(dir, 'ids.db');
+    /** A worker's own connection to the file, whose allocations can be held at the store's door (sent, not yet answered). */
+    class Held extends SqliteSegmentStore {
+      hold = false;
+      readonly waiting: Array<() => void> = [];
+      override async allocate(tag: string, step?: number): Promise<Allocation> {
+        if (this.hold) await new Promise<void>((r) => this.waiting.push(r));
+        return super.allocate(tag, step);
+      }
+    }
+    const storeA = new Held({ path });
+    const storeB = new Held({ path });
+    const a = service(storeA, new StateDir(join(dir, 'state')));
+    const b = service(storeB, new StateDir(join(dir, 'state')));
+    await a.start();
+    await b.start();
+    await a.createTag({ tag: 't', step: 10 });
+    const fromA = await take(a, 't', 2);
+    await settle(a, 't');
+    const aEnd = (await storeA.getTag('t'))!.maxId;
+    // B's first request: its floor is read (A's range end), its allocation waits at the store.
+    storeB.hold = true;
+    const bFirst = b.next('t');
+    await expect.poll(() => storeB.waiting.length).toBe(1);
+    // A stops meanwhile: the server-wide mark and the store's max_id go back to A's cursor.
+    await a.close();
+    expect((await storeB.getTag('t'))!.maxId).toBeLessThan(aEnd);
+    storeB.hold = false;
+    storeB.waiting.shift()!();
+    // B's answer starts at A's cursor, below the floor it read before sending: a give-back, not a restore.
+    const id = BigInt(await bFirst);
+    expect(id).toBe(fromA[fromA.length - 1]! + 1n);
+    const more = await take(b, 't', 20);
+    const all = [...fromA, id, ...more];
+    expect(new Set(all).size).toBe(all.length);
+    await b.close();
+    await storeA.close();
   });
 });

@@ -38,4 +38,14 @@ describe('checkShared (one set of marks for all processes of a server)', () => {
     expect(checkShared({ mark: 0n }, tripped, 400n, 500n, 2).ok).toBe(false);
     expect(checkShared({ mark: 0n }, tripped, 400n, 500n, 3)).toEqual({ ok: true, record: { mark: 500n } });
   });
+
+  it('a mark lowered since the floor was read (another process gave its tail back) judges the answer instead', () => {
+    // read at mark 300 (A's range [200, 300)); A stopped, handed out up to 250, gave [250, 300) back: mark and store at 250
+    expect(checkShared({ mark: 300n }, { mark: 250n }, 250n, 260n, 0)).toEqual({ ok: true, record: { mark: 260n } });
+    // a store restored below what was handed out is still a rollback
+    expect(checkShared({ mark: 300n }, { mark: 250n }, 240n, 250n, 0)).toMatchObject({
+      ok: false,
+      record: { mark: 250n, trippedAtEpoch: 0 },
+    });
+  });
 });

@@ -49,6 +49,12 @@ export function checkAnswer(previous: HighWaterMark | undefined, start: bigint, 
  * is the mark as it is now (other processes may have raised it meanwhile with
  * answers of their own, which is no alarm, or recorded a trip, which refuses
  * here too). The record to store is the highest mark seen, tripped or not.
+ *
+ * A current mark below the floor was lowered by a give-back since the floor
+ * was read (the only way a mark goes down): another process stopped and gave
+ * its unused tail back, so the store's max_id went back with it. The answer
+ * is then judged by the current mark, which still covers every ID the
+ * server's processes handed out.
  */
 export function checkShared(
   floor: HighWaterMark | undefined,
@@ -61,7 +67,8 @@ export function checkShared(
   if (current?.trippedAtEpoch !== undefined && epoch <= current.trippedAtEpoch) {
     return { ok: false, record: current, reason: earlierTrip(current.mark, where) };
   }
-  const v = checkAnswer(floor && { mark: floor.mark }, start, end, epoch, where);
+  const base = floor && current && current.mark < floor.mark ? current : floor;
+  const v = checkAnswer(base && { mark: base.mark }, start, end, epoch, where);
   const top = (a: bigint, b: bigint | undefined) => (b !== undefined && b > a ? b : a);
   if (!v.ok) return { ok: false, record: { mark: top(v.record.mark, current?.mark), trippedAtEpoch: epoch }, reason: v.reason };
   return { ok: true, record: { mark: top(end, current?.mark) } };
