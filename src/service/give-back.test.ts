@@ -219,6 +219,5 @@ describe('give-back on a clean shutdown', () => {
     const all = [...fromA, id, ...more];
     expect(new Set(all).size).toBe(all.length);
     await b.close();
-    await storeA.close();
   });
 });
