@@ -8,12 +8,10 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import { SequoiaError } from '../core/errors.js';
 import { ERROR_STATUS } from './error-status.js';
 import type { SequoiaMetrics } from './metrics.js';
+import { isLeafPath } from './leaf-paths.js';
 import { publicMessage } from './public-message.js';
 
 export type ErrorRecord = Parameters<SequoiaMetrics['recordError']>[0];
-
-/** Paths of Leaf's own API: every error under them (404 and 405 included) is Leaf's `text/plain` `CODE: message`. */
-const LEAF_PREFIXES = ['/api/segment/', '/api/snowflake/', '/api/decode/'];
 
 interface RouteFlags {
   leaf?: boolean;
@@ -40,8 +38,7 @@ export function sendError(err: Error, req: FastifyRequest, reply: FastifyReply, 
   onError({ code: code as ErrorRecord['code'], status, method: req.method, path: req.url.split('?')[0]?.slice(0, 200) ?? '', message });
   const flags = (req.routeOptions?.config ?? {}) as RouteFlags;
   void reply.code(status);
-  if (flags.leaf || LEAF_PREFIXES.some((p) => req.url.startsWith(p)))
-    return reply.type('text/plain; charset=utf-8').send(`${code}: ${message}`);
+  if (flags.leaf || isLeafPath(req.url)) return reply.type('text/plain; charset=utf-8').send(`${code}: ${message}`);
   return reply.type('application/json; charset=utf-8').send(JSON.stringify({ error: { code, message } }));
 }
 

@@ -3,12 +3,14 @@
  * (`{"error":{"code","message"}}`, Retry-After on 429 and 503): for requests
  * Node rejects before any handler (malformed, head too large, too slow), for
  * CONNECT, for HTTP/1.1 without Host, and for requests arriving while the
- * server drains.
+ * server drains. Under Leaf's paths, in Leaf's `text/plain` `CODE: message`,
+ * as fastify's own error answers there.
  */
 import type { ServerResponse } from 'node:http';
 import { STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { ErrorCode } from '../core/errors.js';
+import { isLeafPath } from './leaf-paths.js';
 
 export interface RawError {
   readonly status: number;
@@ -24,9 +26,10 @@ function body(e: RawError): string {
 
 /** Answers on a request Node parsed, then closes the connection. */
 export function answerRaw(res: ServerResponse, e: RawError): void {
-  const text = body(e);
+  const leaf = isLeafPath(res.req.url);
+  const text = leaf ? `${e.code}: ${e.message}` : body(e);
   const headers: Record<string, string | number> = {
-    'content-type': 'application/json; charset=utf-8',
+    'content-type': leaf ? 'text/plain; charset=utf-8' : 'application/json; charset=utf-8',
     'content-length': Buffer.byteLength(text),
     connection: 'close',
   };

@@ -258,6 +258,14 @@ describe('every request gets one complete answer in the contract shape', () => {
     expect(one((await rawExchange(port, 'GET /v1/segment/t HTTP/1.0\r\n\r\n', { halfClose: true })).raw).status).toBe(200);
   });
 
+  it("HTTP/1.1 without Host on Leaf's path: Leaf's text/plain `CODE: message`, as every other error there", async () => {
+    const r = one((await rawExchange(port, 'GET /api/segment/get/t HTTP/1.1\r\n\r\n', { halfClose: true })).raw);
+    expect(r.status).toBe(400);
+    expect(r.headers['content-type']).toMatch(/^text\/plain/);
+    expect(r.body).toMatch(/^INVALID_ARGUMENT: .*Host/);
+    expect(contractProblem(r)).toBeUndefined();
+  });
+
   it('CONNECT: 405 METHOD_NOT_ALLOWED in the error shape, then close', async () => {
     const x = await rawExchange(port, 'CONNECT 127.0.0.1:22 HTTP/1.1\r\nHost: 127.0.0.1:22\r\n\r\n');
     expect(x.serverClosed).toBe(true);
@@ -321,33 +329,53 @@ describe('every request gets one complete answer in the contract shape', () => {
   });
 });
 
+/** A connection with a POST in flight (its body half sent): it keeps a SIGTERMed server draining. */
+async function postInFlight(port: number, body: string) {
+  const sock = connect(port, '127.0.0.1');
+  let got = '';
+  sock.on('data', (d: Buffer) => (got += d.toString('latin1')));
+  const closed = new Promise<void>((resolve) => sock.on('close', () => resolve()));
+  sock.on('error', () => undefined);
+  await new Promise((r) => sock.once('connect', r));
+  sock.write(
+    `POST /v1/tags HTTP/1.1\r\nHost: x\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\n\r\n${body.slice(0, 5)}`,
+  );
+  return {
+    /** Sends the rest of the body, then `next` on the same connection; its answers once the server closes it. */
+    async finish(next: string): Promise<RawResponse[]> {
+      sock.write(`${body.slice(5)}${next}`);
+      await Promise.race([closed, new Promise((r) => setTimeout(r, 8000))]);
+      sock.destroy();
+      return parseResponses(Buffer.from(got, 'latin1')).responses;
+    },
+  };
+}
+
 describe('shutdown', () => {
   it('a request arriving while the server drains gets 503 SHUTTING_DOWN with Retry-After; the one in flight completes', async () => {
     const { s, port } = await serve(['t'], ['--shutdown-timeout-ms', '5000']);
-    const body = JSON.stringify({ tag: 'made-while-draining' });
-    const sock = connect(port, '127.0.0.1');
-    let got = '';
-    sock.on('data', (d: Buffer) => (got += d.toString('latin1')));
-    const closed = new Promise<void>((resolve) => sock.on('close', () => resolve()));
-    sock.on('error', () => undefined);
-    await new Promise((r) => sock.once('connect', r));
-    // A request in flight (its body half sent) keeps the server draining ...
-    sock.write(
-      `POST /v1/tags HTTP/1.1\r\nHost: x\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\n\r\n${body.slice(0, 5)}`,
-    );
+    // Requests in flight keep the server draining ...
+    const json = await postInFlight(port, JSON.stringify({ tag: 'made-while-draining' }));
+    const leaf = await postInFlight(port, JSON.stringify({ tag: 'made-while-draining-2' }));
     await new Promise((r) => setTimeout(r, 300));
     s.child.kill('SIGTERM');
     await new Promise((r) => setTimeout(r, 500));
-    // ... and a second one arrives on the same connection after SIGTERM.
-    sock.write(`${body.slice(5)}GET /v1/uuid HTTP/1.1\r\nHost: x\r\n\r\n`);
-    await Promise.race([closed, new Promise((r) => setTimeout(r, 8000))]);
-    sock.destroy();
-    const { responses } = parseResponses(Buffer.from(got, 'latin1'));
+    // ... and a second one arrives on each connection after SIGTERM.
+    const [responses, leafAnswers] = await Promise.all([
+      json.finish('GET /v1/uuid HTTP/1.1\r\nHost: x\r\n\r\n'),
+      leaf.finish('GET /api/segment/get/t HTTP/1.1\r\nHost: x\r\n\r\n'),
+    ]);
     expect(responses.map((r) => r.status)).toEqual([201, 503]);
     const refused = responses[1] as RawResponse;
     expect(contractProblem(refused)).toBeUndefined();
     expect(JSON.parse(refused.body)).toMatchObject({ error: { code: 'SHUTTING_DOWN' } });
     expect(Number(refused.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+    // On Leaf's path, in Leaf's text/plain.
+    expect(leafAnswers.map((r) => r.status)).toEqual([201, 503]);
+    const leafRefused = leafAnswers[1] as RawResponse;
+    expect(leafRefused.headers['content-type']).toMatch(/^text\/plain/);
+    expect(leafRefused.body).toMatch(/^SHUTTING_DOWN: /);
+    expect(contractProblem(leafRefused)).toBeUndefined();
     expect(await s.exited).toBe(0);
   });
 });
