@@ -231,7 +231,7 @@ async function registerRoutes(
   // One lane per server process: batches of every generator take turns in it (batch-lane.ts).
   const lane = new BatchLane();
   await app.register(segmentRoutes, { service: opts.service, formats: opts.formats ?? new FormatRegistry(), access, gate, lane, metrics });
-  await app.register(uuidRoutes, { access, lane });
+  await app.register(uuidRoutes, { access, lane, metrics });
   await app.register(leafDecodeRoute, { access });
   await app.register(tagRoutes, { service: opts.service, checkAdmin: (req) => access.admin(req) });
   await app.register(conflictRoutes, { access, metrics, store: opts.service.store });

@@ -21,6 +21,9 @@ import type { SnowflakeMetricsSource, SnowflakeWorkerReport } from '../ports/met
 
 type IssuedLabel = 'generator' | 'tag' | 'layout';
 
+/** The forms `/v1/uuid` hands out, the `layout` label of `generator="uuid"`. */
+export type UuidForm = 'v7' | 'v4' | 'ulid';
+
 /** Cover at or above this is healthy (green). */
 export const COVER_OK_SECONDS = 300;
 /** Cover below this is critical (red); between the two, a warning (amber). */
@@ -165,6 +168,8 @@ export class SequoiaMetrics {
   private readonly reserves = new Map<string, Map<string, ReserveHolder>>();
   private readonly loadSeconds: Histogram<'tag'>;
   private snowflakeSources: SnowflakeMetricsSource[] | undefined;
+  /** UUIDs handed out, by form (`v7`, `v4`, `ulid`): plain numbers, added to the counter at scrape time. */
+  private readonly uuidIssued = new Map<UuidForm, number>();
 
   constructor(options: SequoiaMetricsOptions = {}) {
     this.clock = options.clock ?? systemClock;
@@ -177,15 +182,17 @@ export class SequoiaMetrics {
     // Read at scrape time from the allocators; see the file comment.
     const statuses = () => this.tagStatuses();
     const snowflakeIssued = (c: Counter<IssuedLabel>) => this.collectSnowflakeIssued(c);
+    const uuids = this.uuidIssued;
     new Counter({
       name: 'sequoia_ids_issued_total',
-      help: 'IDs handed out: generator="segment" by tag, generator="snowflake" by layout (read from the generators at scrape time).',
+      help: 'IDs handed out: generator="segment" by tag, generator="snowflake" by layout, generator="uuid" by form (layout v7, v4 or ulid); exact at scrape time.',
       labelNames: ['generator', 'tag', 'layout'] as const,
       registers,
       collect: function (this: Counter<IssuedLabel>) {
         this.reset();
         for (const s of statuses()) this.inc({ generator: 'segment', tag: s.snapshot.tag }, s.issuedTotal);
         snowflakeIssued(this);
+        for (const [form, n] of uuids) this.inc({ generator: 'uuid', layout: form }, n);
       },
     });
     this.errorsTotal = new Counter({
@@ -268,6 +275,11 @@ export class SequoiaMetrics {
     this.errorCounts.set(e.code, (this.errorCounts.get(e.code) ?? 0) + 1);
     this.recent.push({ ...e, at: this.clock.now() });
     if (this.recent.length > RECENT_ERRORS) this.recent.shift();
+  }
+
+  /** Counts `n` UUIDs of one form about to be answered (once per request, not per ID). */
+  recordUuids(form: UuidForm, n: number): void {
+    this.uuidIssued.set(form, (this.uuidIssued.get(form) ?? 0) + n);
   }
 
   /**

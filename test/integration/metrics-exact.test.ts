@@ -2,7 +2,8 @@
  * sequoia_ids_issued_total is exact at scrape time, on a real server (one
  * process, and a cluster of two) on SQLite: 2,000 segment IDs through the
  * Leaf route and the JSON route, 2,000 snowflake IDs, then one scrape, no
- * wait. Snowflake series say generator="snowflake" and carry the layout.
+ * wait. Snowflake series say generator="snowflake" and carry the layout;
+ * UUIDs say generator="uuid" with their form (v7, v4, ulid) as the layout.
  */
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -49,10 +50,18 @@ for (const workers of ['1', '2']) {
       // 2,000 snowflake IDs: 1,000 on the Leaf route (default layout leaf), 1,000 twitter in batches
       for (let i = 0; i < 100; i++) await Promise.all(Array.from({ length: 10 }, () => get('/api/snowflake/get/order')));
       for (let i = 0; i < 4; i++) await get('/v1/snowflake?layout=twitter&count=250');
+      // UUIDs: 300 v7 (one by one and a batch), 70 v4, 5 ULIDs
+      for (let i = 0; i < 10; i++) await Promise.all(Array.from({ length: 10 }, () => get('/v1/uuid')));
+      await get('/v1/uuid?count=200');
+      await get('/v1/uuid?version=4&count=70');
+      await get('/v1/uuid?format=ulid&count=5');
       const m = series(await get('/metrics'), 'sequoia_ids_issued_total');
       expect(m.get('{generator="segment",tag="order"}')).toBe(2000);
       expect(m.get('{generator="snowflake",layout="leaf"}')).toBe(1000);
       expect(m.get('{generator="snowflake",layout="twitter"}')).toBe(1000);
+      expect(m.get('{generator="uuid",layout="v7"}')).toBe(300);
+      expect(m.get('{generator="uuid",layout="v4"}')).toBe(70);
+      expect(m.get('{generator="uuid",layout="ulid"}')).toBe(5);
       expect([...m.keys()].filter((k) => k.includes('tag=""'))).toEqual([]);
     }, 60_000);
   });

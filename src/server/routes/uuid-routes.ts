@@ -7,10 +7,11 @@ import { type Random, systemRandom } from '../../core/random.js';
 import type { Access } from '../auth.js';
 import { parseCount } from '../../core/request-rules.js';
 import { BatchLane } from '../batch-lane.js';
+import type { SequoiaMetrics } from '../metrics.js';
 
 export async function uuidRoutes(
   app: FastifyInstance,
-  opts: { clock?: Clock; random?: Random; access?: Access; lane?: BatchLane },
+  opts: { clock?: Clock; random?: Random; access?: Access; lane?: BatchLane; metrics?: SequoiaMetrics },
 ): Promise<void> {
   const v7 = new UuidV7Generator({ clock: opts.clock ?? systemClock, random: opts.random ?? systemRandom });
   const v4 = new UuidV4Generator({ random: opts.random ?? systemRandom });
@@ -26,6 +27,7 @@ export async function uuidRoutes(
     const serve = () => {
       const ids = new Array<string>(count);
       for (let i = 0; i < count; i++) ids[i] = version === '4' ? v4.next() : format === 'ulid' ? v7.nextUlid() : v7.next();
+      opts.metrics?.recordUuids(version === '4' ? 'v4' : format === 'ulid' ? 'ulid' : 'v7', count);
       return reply.type('application/json; charset=utf-8').send(`{"version":${version},"ids":["${ids.join('","')}"]}`);
     };
     // A batch waits its turn, so single IDs that arrive meanwhile are answered first (batch-lane.ts).
