@@ -55,8 +55,9 @@ export async function runPrimary(config: ServeConfig, n: number): Promise<void> 
   // Checked before any worker starts (and leases anything): a port in use is one line, not one per worker.
   const probe = await reservePort(config.host, config.port);
   await probe.release();
-  // The state dir is this server's for the primary's life (workers share it, nothing else may), bound to its store.
-  await bindStateDir(config.stateDir, config.store, true);
+  // The state dir is this server's for the primary's life (workers share it, nothing else may). A dir of another store is
+  // refused here; the workers bind an unbound one once their store has started.
+  await bindStateDir(config.stateDir, config.store, false);
   claimStateDir(config.stateDir, config.store);
   cluster.setupPrimary({ exec: fileURLToPath(new URL('./cluster-worker.js', import.meta.url)), args: [] });
   const p: Primary = {

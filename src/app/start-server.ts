@@ -72,7 +72,8 @@ async function startReserved(
   };
   let backend: Backend;
   try {
-    await state.bindStore(storeIdentity(config.store), true);
+    // Checked now, bound once the store has started: a typo in --store, or a store that cannot be reached, must not bind the dir.
+    await state.bindStore(storeIdentity(config.store), false);
     if (options.lockStateDir !== false) lock = claimStateDir(config.stateDir, config.store);
     backend = await backendP;
   } catch (e) {
@@ -85,6 +86,13 @@ async function startReserved(
   try {
     await service.start();
   } catch (e) {
+    await release();
+    throw e;
+  }
+  try {
+    await state.bindStore(storeIdentity(config.store), true);
+  } catch (e) {
+    await service.close().catch(() => {});
     await release();
     throw e;
   }

@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { BIN, type ServerProcess, sequoia, startServe } from '../helpers/cli.js';
 import { spawnSync } from 'node:child_process';
+import { freePort } from '../helpers/ports.js';
 
 const running: ServerProcess[] = [];
 afterAll(() => {
@@ -102,4 +103,29 @@ describe('one state dir, one server (issue 28 item 8)', () => {
     b.child.kill('SIGTERM');
     expect(await b.exited).toBe(0);
   }, 300_000);
+
+  for (const workers of ['1', '2']) {
+    it(`--workers ${workers}: a start that fails (a typo in --store, a store nobody answers at) leaves the state dir unbound`, async () => {
+      const dir = mkdtempSync(join(tmpdir(), 'sequoia-owner-'));
+      const stateDir = join(dir, 'state');
+      const w = ['--workers', workers];
+      const typo = serveRefused(['--store', 'sqlit:/tmp/x.db', '--state-dir', stateDir, ...w]);
+      expect(typo.status).toBe(2);
+      expect(typo.output).toContain('store');
+      const down = serveRefused(['--store', `postgres://postgres@127.0.0.1:${await freePort()}/test`, '--state-dir', stateDir, ...w]);
+      expect(down.status).not.toBe(0);
+      expect(down.output).not.toContain('belongs to store');
+      // The store meant: the dir is still free to bind (before the fix: "belongs to store sqlit:/tmp/x.db").
+      const store = `sqlite:${join(dir, 'a.db')}`;
+      expect(sequoia(['tag', 'create', 't', '--store', store, '--state-dir', stateDir]).status).toBe(0);
+      const a = await startServe(['--store', store, '--state-dir', stateDir, ...w]);
+      running.push(a);
+      expect((await get(`${a.url}/api/segment/get/t`)).status).toBe(200);
+      a.child.kill('SIGTERM');
+      expect(await a.exited).toBe(0);
+      // Once bound, it stays bound: the typo is refused now, naming the store.
+      const after = serveRefused(['--store', `sqlite:${join(dir, 'b.db')}`, '--state-dir', stateDir, ...w]);
+      expect(after.output).toContain(`belongs to store ${store}`);
+    }, 300_000);
+  }
 });
