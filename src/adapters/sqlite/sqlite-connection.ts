@@ -9,10 +9,21 @@
  * The handle reads integers as numbers; a store that needs 64-bit values asks
  * for them per statement (`safeIntegers(true)`), so one store's choice never
  * changes what the other reads.
+ *
+ * A FILE REPLACED UNDER A RUNNING SERVER. An open handle keeps reading and
+ * writing the file it opened, even after another file was renamed onto its
+ * path (a restore) and the old one is gone from every directory: this server
+ * would go on taking ranges nobody else sees, and a fence made on the file at
+ * the path would never reach it. So each store operation first compares the
+ * file at the path with the one open (`current`): a different file is opened
+ * in its place (the rollback guard then judges its answers against the marks,
+ * as after a restart); no file at all refuses, rather than creating an empty
+ * one.
  */
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type Database from 'better-sqlite3';
+import { UnavailableError } from '../../core/errors.js';
 import { openSqlite, retryWhileBusy } from '../kit/sqlite-open.js';
 
 export interface SqliteConnectionOptions {
@@ -29,7 +40,10 @@ export class SqliteConnection {
   private readonly busyTimeoutMs: number;
   private readonly openTimeoutMs: number;
   private db: Database.Database | undefined;
-  private readonly ready = new Set<string>();
+  /** The file the handle has open (device and inode); undefined in memory. */
+  private file: { dev: number; ino: number } | undefined;
+  /** Each store's schema set-up, run again on a file opened in place of a replaced one. */
+  private readonly setUps = new Map<string, (db: Database.Database) => void>();
   private users = 0;
 
   constructor(options: SqliteConnectionOptions) {
@@ -50,21 +64,80 @@ export class SqliteConnection {
   acquire(name: string, setUp: (db: Database.Database) => void): Database.Database {
     if (!this.db) {
       if (this.path !== ':memory:') mkdirSync(dirname(this.path), { recursive: true });
-      this.db = openSqlite(this.path, this.openTimeoutMs, (db) => db.pragma(`busy_timeout = ${this.busyTimeoutMs}`));
-      this.ready.clear();
+      this.openFile();
+      if (this.users === 0) this.setUps.clear();
     }
-    const db = this.db;
-    if (!this.ready.has(name)) {
+    const db = this.db as Database.Database;
+    if (!this.setUps.has(name)) {
       try {
         retryWhileBusy(() => setUp(db), this.openTimeoutMs);
       } catch (e) {
         if (this.users === 0) this.close();
         throw e;
       }
-      this.ready.add(name);
+      this.setUps.set(name, setUp);
     }
     this.users++;
     return db;
+  }
+
+  /**
+   * The handle on the file now at the path, for one store operation: the open
+   * one while it is still that file; else (replaced, see the file comment)
+   * one opened on the new file, with every store's set-up run on it. Throws
+   * STORE_UNAVAILABLE when the path names no file any more.
+   *
+   * @internal as `acquire`.
+   */
+  current(): Database.Database {
+    if (this.users === 0) throw new UnavailableError('STORE_UNAVAILABLE', 'the SQLite store is not open');
+    if (this.db && this.file === undefined) return this.db; // in memory
+    let now: { dev: number; ino: number } | undefined;
+    try {
+      now = statSync(this.path, { throwIfNoEntry: false });
+    } catch (e) {
+      throw new UnavailableError('STORE_UNAVAILABLE', `cannot look at the SQLite file ${this.path}`, { cause: e, retryAfterMs: 1000 });
+    }
+    if (now === undefined) {
+      throw new UnavailableError(
+        'STORE_UNAVAILABLE',
+        `the SQLite file ${this.path} was removed while this process had it open; put the store's file back at that path`,
+        { retryAfterMs: 1000 },
+      );
+    }
+    if (this.db && now.dev === this.file?.dev && now.ino === this.file.ino) return this.db;
+    // Replaced (or a reopen that failed last time): the file at the path from now on.
+    this.db?.close();
+    this.db = undefined;
+    let fresh: Database.Database | undefined;
+    try {
+      fresh = this.openFile();
+      for (const setUp of this.setUps.values()) retryWhileBusy(() => setUp(fresh as Database.Database), this.openTimeoutMs);
+      return fresh;
+    } catch (e) {
+      fresh?.close();
+      this.db = undefined;
+      throw new UnavailableError('STORE_UNAVAILABLE', `cannot open the SQLite file now at ${this.path}`, { cause: e, retryAfterMs: 1000 });
+    }
+  }
+
+  private openFile(): Database.Database {
+    const open = () => openSqlite(this.path, this.openTimeoutMs, (db) => db.pragma(`busy_timeout = ${this.busyTimeoutMs}`));
+    if (this.path === ':memory:') {
+      this.file = undefined;
+      return (this.db = open());
+    }
+    // The same file before and after opening is the file SQLite opened (a rename in between: open again).
+    for (;;) {
+      const before = statSync(this.path, { throwIfNoEntry: false });
+      const db = open();
+      const after = statSync(this.path, { throwIfNoEntry: false });
+      if (after !== undefined && before?.dev === after.dev && before.ino === after.ino) {
+        this.file = { dev: after.dev, ino: after.ino };
+        return (this.db = db);
+      }
+      db.close();
+    }
   }
 
   /** One user is done; the last one closes the handle. */
@@ -77,5 +150,6 @@ export class SqliteConnection {
   private close(): void {
     this.db?.close();
     this.db = undefined;
+    this.file = undefined;
   }
 }

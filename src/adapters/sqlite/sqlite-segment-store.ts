@@ -127,9 +127,8 @@ export class SqliteSegmentStore implements SegmentStore {
   }
 
   async allocate(tag: string, step?: number): Promise<Allocation> {
-    const db = this.open();
     try {
-      return db
+      return this.open()
         .transaction((): Allocation => {
           const row = this.prepare('SELECT max_id, step, fence_epoch, generation FROM sequoia_alloc WHERE tag = ?').get(tag) as
             Pick<Row, 'max_id' | 'step' | 'fence_epoch' | 'generation'> | undefined;
@@ -161,6 +160,7 @@ export class SqliteSegmentStore implements SegmentStore {
 
   async createTag(t: NewTag): Promise<TagInfo> {
     try {
+      this.open();
       this.prepare(
         'INSERT INTO sequoia_alloc (tag, max_id, step, description, updated_at, fence_epoch, generation) VALUES (?, ?, ?, ?, ?, 0, ?)',
       ).run(
@@ -196,7 +196,7 @@ export class SqliteSegmentStore implements SegmentStore {
 
   async fence(tag: string, to: bigint): Promise<TagInfo> {
     const found = this.run(() =>
-      this.open()
+      this.handle()
         .transaction((): boolean => {
           const now = Date.now();
           const old = this.prepare('SELECT max_id FROM sequoia_alloc WHERE tag = ?').get(tag) as Pick<Row, 'max_id'> | undefined;
@@ -220,7 +220,7 @@ export class SqliteSegmentStore implements SegmentStore {
     const epoch = fenceEpoch === undefined ? null : BigInt(fenceEpoch);
     const gen = generation === undefined ? null : BigInt(generation);
     const changes = this.run(() =>
-      this.open()
+      this.handle()
         .transaction((): number => {
           const now = Date.now();
           const row = this.prepare(
@@ -294,18 +294,28 @@ export class SqliteSegmentStore implements SegmentStore {
     this.db = undefined;
   }
 
-  /** Every statement reads max_id and friends as 64-bit integers (bigint). */
+  /** Every statement reads max_id and friends as 64-bit integers (bigint); on the handle `open` chose for this operation. */
   private prepare(sql: string): Database.Statement {
-    return this.open().prepare(sql).safeIntegers(true);
+    return this.handle().prepare(sql).safeIntegers(true);
   }
 
-  private open(): Database.Database {
+  private handle(): Database.Database {
     if (!this.db) throw new UnavailableError('STORE_UNAVAILABLE', 'the SQLite store is not open');
     return this.db;
   }
 
+  /** Once per operation, before its statements: the file now at the path (see sqlite-connection.ts). */
+  private open(): Database.Database {
+    if (!this.db) throw new UnavailableError('STORE_UNAVAILABLE', 'the SQLite store is not open');
+    this.db = this.connection.current();
+    return this.db;
+  }
+
   private run<T>(fn: () => T): T {
-    return storeCall(BACKEND, fn);
+    return storeCall(BACKEND, () => {
+      this.open();
+      return fn();
+    });
   }
 }
 

@@ -201,8 +201,10 @@ export class SqliteWorkerLeaseStore implements WorkerLeaseStore {
     this.db = undefined;
   }
 
+  /** Once per operation: the file now at the path (see sqlite-connection.ts). */
   private open(): Database.Database {
     if (!this.db) throw new UnavailableError('STORE_UNAVAILABLE', 'the SQLite lease store is not open');
+    this.db = this.connection.current();
     return this.db;
   }
 }
