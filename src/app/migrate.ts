@@ -43,12 +43,16 @@ export interface MigrateOptions {
 /** The source's kind from its URL: only Leaf's and Tinyid's tables are sources. */
 export function sourceSchema(url: string): 'leaf' | 'tinyid' {
   let schema: string | null = null;
+  let sql = false;
   try {
-    schema = new URL(url).searchParams.get('schema');
+    const u = new URL(url);
+    schema = u.searchParams.get('schema');
+    // Leaf's and Tinyid's tables live in SQL databases; a sqlite: or redis: URL would be taken for a Sequoia store of its own.
+    sql = ['postgres:', 'postgresql:', 'mysql:'].includes(u.protocol);
   } catch {
     // not a URL: refused below
   }
-  if (schema !== 'leaf' && schema !== 'tinyid') {
+  if (!sql || (schema !== 'leaf' && schema !== 'tinyid')) {
     throw new InvalidArgumentError(
       `--from must name a Leaf or Tinyid table: a postgres:// or mysql:// URL with ?schema=leaf or ?schema=tinyid (got ${JSON.stringify(redactStoreUrl(url))})`,
     );

@@ -5,7 +5,7 @@
  * changes nothing; a second run changes nothing; a run after the old table
  * moved on raises (fences) the copy; bad input is a message and exit 2.
  */
-import { mkdtempSync } from 'node:fs';
+import { existsSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect, it } from 'vitest';
@@ -100,6 +100,9 @@ it('bad input: a message and exit 2, nothing written', () => {
     [['migrate', '--store', store], /required option '--from <url>'/],
     [['migrate', '--from', 'postgres://postgres@127.0.0.1:5432/test', '--store', store], /--from must name a Leaf or Tinyid table/],
     [['migrate', '--from', 'not a url', '--store', store], /--from must name a Leaf or Tinyid table/],
+    // Not SQL: before, taken for a Sequoia store of its own ("the source table has no tags", exit 0; a file named `x?schema=leaf`)
+    [['migrate', '--from', `sqlite:${store.slice(7)}-old?schema=leaf`, '--store', store], /--from must name a Leaf or Tinyid table/],
+    [['migrate', '--from', 'redis://127.0.0.1:6379?schema=tinyid', '--store', store], /--from must name a Leaf or Tinyid table/],
     [
       ['migrate', '--from', 'postgres://u:secret@127.0.0.1:5432/test?schema=leaf', '--store', store, '--margin', '-1'],
       /--margin must be a whole number/,
@@ -123,4 +126,5 @@ it('bad input: a message and exit 2, nothing written', () => {
     expect(r.stderr).not.toContain('secret');
     expect(r.stderr).not.toMatch(/\n\s+at /);
   }
+  expect(existsSync(`${store.slice(7)}-old?schema=leaf`)).toBe(false);
 });
