@@ -175,6 +175,9 @@ describe('resolveConfig', () => {
     expect(resolveConfig({}, {}, undefined).workers).toBe(1);
     expect(resolveConfig({ workers: 'auto' }, {}, undefined).workers).toBe(0);
     expect(resolveConfig({}, { SEQUOIA_WORKERS: '3' }, undefined).workers).toBe(3);
+    // 0 is no spelling of auto: before, it quietly ran one worker per core.
+    expect(() => resolveConfig({ workers: '0' }, {}, undefined)).toThrow(/workers \(from .*\): must be at least 1/);
+    expect(() => resolveConfig({}, { SEQUOIA_WORKERS: '0' }, undefined)).toThrow(/workers/);
     expect(() => resolveConfig({ workers: 'many' }, {}, undefined)).toThrow(
       /workers \(from --workers\): must be auto or an integer from 1 to 256/,
     );

@@ -147,11 +147,10 @@ const proxyList = z.preprocess(
 
 const filePath = z.string().min(1, 'must not be empty');
 
-/** `auto` (one per core) is kept as 0; N from 1. */
-const workersSchema = z.preprocess(
-  (v) => (v === 'auto' || v === '0' ? 0 : v),
-  z.union([z.literal(0), intFrom(1, 256)], { error: 'must be auto or an integer from 1 to 256' }),
-);
+/** `auto` (one per core) is kept as 0; N from 1. A 0 given is refused, not taken for `auto`: it would drop the one-process order unasked. */
+const workersSchema = z.union([z.literal('auto').transform(() => 0), intFrom(1, 256)], {
+  error: 'must be auto or an integer from 1 to 256',
+});
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 

@@ -101,34 +101,52 @@ export function describeLayout(layout: Layout, nowMs = Date.now()): Record<strin
   };
 }
 
-function num(name: string) {
-  return (v: string): number => {
-    if (!/^[0-9]+(\.[0-9]+)?$/.test(v)) throw new InvalidArgumentError(`${name} must be a positive number, got ${JSON.stringify(v)}`);
-    return Number(v);
-  };
+/** The numeric options ([value, flag] each), read as positive numbers; one message per bad value, all of them at once. */
+function numbers<K extends string>(given: Record<K, [string | undefined, string]>): Partial<Record<K, number>> {
+  const out: Partial<Record<K, number>> = {};
+  const bad: string[] = [];
+  for (const key of Object.keys(given) as K[]) {
+    const [v, flag] = given[key];
+    if (v === undefined) continue;
+    if (/^[0-9]+(\.[0-9]+)?$/.test(v) && Number(v) > 0) out[key] = Number(v);
+    else bad.push(`${flag} must be a positive number, got ${JSON.stringify(v)}`);
+  }
+  if (bad.length > 0) throw new InvalidArgumentError(bad.join('\n'));
+  return out;
 }
 
 export function registerPlan(program: Command): void {
   program
     .command('plan')
     .description('size a snowflake layout: bit widths, lifetime, 53-bit and signed-64 warnings')
-    .option('--nodes <n>', 'most issuing nodes active at once', num('--nodes'))
-    .option('--peak-per-ms <n>', 'peak IDs per node per millisecond', num('--peak-per-ms'))
-    .option('--years <n>', 'years the format must last', num('--years'))
-    .option('--unit-ms <n>', 'milliseconds per tick (default 1)', num('--unit-ms'))
+    .option('--nodes <n>', 'most issuing nodes active at once')
+    .option('--peak-per-ms <n>', 'peak IDs per node per millisecond')
+    .option('--years <n>', 'years the format must last')
+    .option('--unit-ms <n>', 'milliseconds per tick (default 1)')
     .option('--layout <name>', 'instead: show a preset or configured layout (widths, lifetime, warnings)')
     .option('--config <file>', 'JSON config file with `layouts` (env SEQUOIA_CONFIG)')
     .option('--json', 'print JSON')
     .action(
-      async (o: {
-        nodes?: number;
-        peakPerMs?: number;
-        years?: number;
-        unitMs?: number;
+      async (given: {
+        nodes?: string;
+        peakPerMs?: string;
+        years?: string;
+        unitMs?: string;
         layout?: string;
         config?: string;
         json?: boolean;
       }) => {
+        const o = {
+          layout: given.layout,
+          config: given.config,
+          json: given.json,
+          ...numbers({
+            nodes: [given.nodes, '--nodes'],
+            peakPerMs: [given.peakPerMs, '--peak-per-ms'],
+            years: [given.years, '--years'],
+            unitMs: [given.unitMs, '--unit-ms'],
+          }),
+        };
         if (o.layout !== undefined) {
           if (o.nodes !== undefined || o.peakPerMs !== undefined || o.years !== undefined || o.unitMs !== undefined) {
             throw new InvalidArgumentError('plan: give --layout, or --nodes, --peak-per-ms and --years, not both');

@@ -89,6 +89,12 @@ describe('snowflake across processes', () => {
     expect(sequoia(['plan', '--nodes', '256', '--peak-per-ms', '1500', '--years', '30']).stdout).toMatch(/node bits\s+8/);
     expect(sequoia(['plan', '--nodes', '0', '--peak-per-ms', '1', '--years', '1']).status).toBe(2);
     expect(sequoia(['plan', '--nodes', 'x', '--peak-per-ms', '1', '--years', '1']).status).toBe(2);
+    // One message per problem, all at once (before: only the first).
+    const bad = sequoia(['plan', '--nodes', '-1', '--peak-per-ms', 'x', '--years', '0']);
+    expect(bad.status).toBe(2);
+    expect(bad.stderr).toMatch(/--nodes must be a positive number, got "-1"/);
+    expect(bad.stderr).toMatch(/--peak-per-ms must be a positive number, got "x"/);
+    expect(bad.stderr).toMatch(/--years must be a positive number, got "0"/);
     expect(sequoia(['gen', 'snowflake', '--layout', 'nope', '--store', store]).status).toBe(2);
   });
 
