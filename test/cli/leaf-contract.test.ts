@@ -123,7 +123,7 @@ describe('Leaf routes: every error is text/plain CODE: message', () => {
     ['POST', '/api/segment/get/nope', 404, 'TAG_NOT_FOUND'],
     ['DELETE', '/api/segment/get/bad%20tag/', 400, 'INVALID_ARGUMENT'],
     ['POST', '/api/segment/get/a/b', 404, 'NOT_FOUND'],
-    ['PUT', '/api/decode/snowflakeId?snowflakeId=1', 405, 'METHOD_NOT_ALLOWED'],
+    ['PUT', '/api/decode/snowflakeId/', 400, 'INVALID_ARGUMENT'],
     ['GET', '/api/segment/get/nope', 404, 'TAG_NOT_FOUND'],
     ['GET', '/api/segment/get/', 400, 'INVALID_ARGUMENT'],
     ['GET', '/api/segment/get/a/b', 404, 'NOT_FOUND'],
@@ -200,6 +200,26 @@ describe("Leaf's decode route", () => {
         workerId: String((n >> 12n) ^ ((n >> 22n) << 10n)),
       });
     }
+  });
+
+  it("takes the methods and the trailing slash of Leaf's mapping, and the ID from a form body as Spring's @RequestParam does", async () => {
+    const id = ((1_000_000_000_000n << 22n) | (1023n << 12n) | 4095n).toString();
+    const want = { timestamp: '2288834974657(2042-07-13 03:29:34.657)', sequenceId: '4095', workerId: '1023' };
+    for (const method of ['GET', 'POST', 'PUT', 'PATCH', 'DELETE']) {
+      for (const path of ['/api/decode/snowflakeId', '/api/decode/snowflakeId/']) {
+        const r = await call(method, `${path}?snowflakeId=${id}`);
+        expect({ method, path, status: r.status, body: JSON.parse(r.body) as unknown }).toEqual({ method, path, status: 200, body: want });
+      }
+    }
+    const form = await call('POST', '/api/decode/snowflakeId', {
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: `snowflakeId=${id}`,
+    });
+    expect(JSON.parse(form.body)).toEqual(want);
+    expect((await call('OPTIONS', '/api/decode/snowflakeId')).allow).toBe('GET,HEAD,POST,PUT,PATCH,DELETE,OPTIONS');
+    const t = await trace('/api/decode/snowflakeId');
+    expect(t.status).toBe(405);
+    expect(t.body).toMatch(/^METHOD_NOT_ALLOWED: /);
   });
 
   it('decodes a fixed ID the same way', async () => {

@@ -1,5 +1,5 @@
 /**
- * Leaf's two ID routes as Leaf's controller maps them. `LeafController`
+ * Leaf's routes as Leaf's controller maps them (the two ID routes, and the decode route, mapped the same way). `LeafController`
  * declares `@RequestMapping("/api/segment/get/{key}")` with no method, on
  * Spring Boot 1.5 (Spring MVC 4.3, Tomcat 8.5), so a Leaf server answers an ID
  * to GET, HEAD, POST, PUT, PATCH and DELETE alike, whatever the body; OPTIONS
@@ -23,17 +23,25 @@ type Handler<P> = (req: FastifyRequest<{ Params: P }>, reply: FastifyReply) => u
  * Registers `path` and `path/` for every method Leaf's mapping takes, in a
  * scope of its own whose body parser takes any content type and drops the
  * body (still within the server's body limit): Leaf never looks at it, so a
- * form or a JSON body must not be refused.
+ * form or a JSON body must not be refused. With `form`, a form body
+ * (`application/x-www-form-urlencoded`) is kept as its fields, as Spring's
+ * `@RequestParam` reads them beside the query's.
  */
 export async function leafIdRoute<P>(
   app: FastifyInstance,
   path: string,
   config: Record<string, unknown>,
   handler: Handler<P>,
+  form = false,
 ): Promise<void> {
   await app.register(async (scope) => {
     scope.removeAllContentTypeParsers();
     scope.addContentTypeParser('*', { parseAs: 'buffer' }, (_req, _body, done) => done(null, undefined));
+    if (form) {
+      scope.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_req, body, done) =>
+        done(null, Object.fromEntries(new URLSearchParams(body as string))),
+      );
+    }
     for (const url of [path, `${path}/`]) {
       scope.route<{ Params: P }>({ method: [...LEAF_ID_METHODS] as HTTPMethods[], url, config, handler: handler as never });
       scope.route({ method: 'OPTIONS', url, handler: (_req, reply) => reply.code(200).header('allow', LEAF_ALLOW).send() });

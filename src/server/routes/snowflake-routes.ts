@@ -6,7 +6,7 @@
  *   GET /v1/explain/{id}?layout=L         {"id","layout","time","timestampMs",<fields>,"sequence"}
  * IDs are decimal strings. `shardKey` (instagram) hashes to a shard (core/request-rules.ts).
  */
-import type { FastifyInstance, FastifyReply } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { InvalidArgumentError, SequoiaError } from '../../core/errors.js';
 import { explainId } from '../../core/snowflake/explain.js';
 import { getLayout } from '../../core/snowflake/layout.js';
@@ -74,16 +74,20 @@ export async function snowflakeRoutes(
  */
 export async function leafDecodeRoute(app: FastifyInstance, opts: { access?: Access }): Promise<void> {
   const leaf = getLayout('leaf');
-  app.get<{ Querystring: { snowflakeId?: string } }>('/api/decode/snowflakeId', { config: { leaf: true } }, async (req, reply) => {
+  // `@RequestMapping("/api/decode/snowflakeId")` has no method either: the methods and trailing slash of the ID routes.
+  const handler = async (req: FastifyRequest, reply: FastifyReply) => {
     opts.access?.any(req);
-    const raw = req.query.snowflakeId;
+    const query = req.query as { snowflakeId?: unknown };
+    const form = req.body as { snowflakeId?: unknown } | undefined;
+    const raw = query.snowflakeId ?? form?.snowflakeId;
     if (typeof raw !== 'string' || raw === '') throw new InvalidArgumentError('snowflakeId is required: a decimal ID of the leaf layout');
     const e = explainId(raw, leaf);
     const time = new Date(e.timestampMs).toISOString().replace('T', ' ').slice(0, 23);
     return reply
       .type('application/json; charset=utf-8')
       .send(JSON.stringify({ timestamp: `${e.timestampMs}(${time})`, sequenceId: String(e.sequence), workerId: String(e.worker) }));
-  });
+  };
+  await leafIdRoute(app, '/api/decode/snowflakeId', { leaf: true }, handler, true);
 }
 
 /** Without the snowflake generator Leaf's snowflake route answers an error, never a placeholder ID. */
