@@ -140,7 +140,7 @@ export const ERRORS = {
     status: 405,
     exit: 1,
     rebuild: plain('METHOD_NOT_ALLOWED'),
-    doc: 'The route exists, not for this method.',
+    doc: 'The route exists, not for this method (any method Node parses, PROPFIND or SEARCH too); the `Allow` header lists the methods it takes.',
   },
   TAG_EXISTS: {
     status: 409,

@@ -5,6 +5,7 @@
  * stack trace, a path or SQL: unexpected errors answer INTERNAL with the
  * request id that the log line also carries.
  */
+import { METHODS } from 'node:http';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import type { Logger as PinoLogger } from 'pino';
 import { SequoiaError } from '../core/errors.js';
@@ -77,7 +78,11 @@ export interface AppOptions {
   readonly drain?: Drain | undefined;
 }
 
-const ALL_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS'] as const;
+/**
+ * Every method Node parses, CONNECT aside (http-front.ts answers it below fastify). Fastify routes only
+ * its own few; the rest (PROPFIND, SEARCH, …) are added so that a known path answers them 405, not 404.
+ */
+const ALL_METHODS = METHODS.filter((m) => m !== 'CONNECT');
 
 export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   const verbose = isVerbose(opts.logger);
@@ -95,6 +100,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     onError: () => undefined,
   };
   const app: FastifyInstance = Fastify(fastifyOptions(opts, front));
+  for (const m of ALL_METHODS) if (!app.supportedMethods.includes(m)) app.addHttpMethod(m);
   guardFastPath(app, front);
   const methodsByPath = trackRoutes(app);
   const metrics = attachMetrics(app, opts);
@@ -257,13 +263,16 @@ async function registerRoutes(
 /** 405 on a known path with another method, naming the methods it takes. */
 function answerOtherMethods(app: FastifyInstance, methodsByPath: ReadonlyMap<string, ReadonlySet<string>>): void {
   for (const [url, methodSet] of [...methodsByPath]) {
-    const methods = [...methodSet].filter((m) => m !== 'HEAD');
+    // TRACE is only ever routed to be refused (Leaf's routes, as Tomcat does).
+    const methods = [...methodSet].filter((m) => m !== 'HEAD' && m !== 'TRACE');
+    const allow = ALL_METHODS.filter((m) => methodSet.has(m) && m !== 'TRACE').join(', ');
     const others = ALL_METHODS.filter((m) => !methodSet.has(m));
     if (others.length === 0) continue;
     app.route({
       method: others,
       url,
-      handler: async (req) => {
+      handler: async (req, reply) => {
+        void reply.header('allow', allow); // RFC 9110: a 405 names the methods the resource takes
         throw new SequoiaError('METHOD_NOT_ALLOWED', `${req.method} is not allowed on ${url}; use ${methods.join(', ')}`);
       },
     });

@@ -46,7 +46,7 @@ export function hooksSkippedByFastPath(app: FastifyInstance): string[] {
   const skipped: string[] = [];
   let current: string | undefined;
   for (const line of app.printRoutes({ includeHooks: true, commonPrefix: false }).split('\n')) {
-    const route = /(\/\S*) \(([A-Z, ]+)\)\s*$/.exec(line);
+    const route = /(\/\S*) \(([A-Z, -]+)\)\s*$/.exec(line); // methods such as M-SEARCH carry a hyphen
     if (route) {
       const methods = (route[2] as string).split(',').map((m) => m.trim());
       current =

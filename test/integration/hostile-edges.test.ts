@@ -276,6 +276,24 @@ describe('every request gets one complete answer in the contract shape', () => {
     expect((await get(port, '/metrics')).body).toMatch(/sequoia_errors_total\{code="METHOD_NOT_ALLOWED"\} [1-9]/);
   });
 
+  it('methods fastify does not route (PROPFIND, SEARCH, …) on a known path: 405 with Allow, as every other method; 404 elsewhere', async () => {
+    const ask = async (method: string, path: string) =>
+      one((await rawExchange(port, `${method} ${path} HTTP/1.1\r\nHost: x\r\n\r\n`, { halfClose: true })).raw);
+    for (const method of ['PROPFIND', 'SEARCH', 'PUT']) {
+      const r = await ask(method, '/v1/tags');
+      expect({ method, status: r.status, allow: r.headers.allow }).toEqual({ method, status: 405, allow: 'GET, HEAD, POST' });
+      expect(JSON.parse(r.body)).toMatchObject({ error: { code: 'METHOD_NOT_ALLOWED' } });
+    }
+    const leaf = await ask('PROPFIND', '/api/segment/get/t');
+    expect(leaf.status).toBe(405);
+    expect(leaf.headers.allow).toBe('DELETE, GET, HEAD, OPTIONS, PATCH, POST, PUT');
+    expect(leaf.body).toMatch(/^METHOD_NOT_ALLOWED: PROPFIND is not allowed/);
+    expect(contractProblem(leaf)).toBeUndefined();
+    const nowhere = await ask('PROPFIND', '/nope');
+    expect(nowhere.status).toBe(404);
+    expect(contractProblem(nowhere)).toBeUndefined();
+  });
+
   it('requestTimeoutMs fires within a second of its setting, with a 408 in the error shape', async () => {
     // a head that never ends
     const x = await rawExchange(port, 'GET /v1/uuid HTTP/1.1\r\nHost: x\r\nX-Slow: 1\r\n', { timeoutMs: 10_000, quietMs: 5000 });
