@@ -163,6 +163,8 @@ describeZk('zookeeper worker-id provider (real ZooKeeper, real processes)', () =
       await new Promise((res) => setTimeout(res, 250));
     }
     expect(b.output()).toMatch(/zookeeper tick reports resumed/);
+    // Its live node is taken at that report, so a second process with the name is refused from then on.
+    expect(b.output()).toMatch(/zookeeper claim taken for the worker id started from the cache/);
     await stop(b);
   }, 40_000);
 

@@ -104,6 +104,30 @@ export class ZookeeperClaimer {
     return { ...taken, how: 'reclaimed' };
   }
 
+  /**
+   * Claims, on the client's session, a holding that runs without one (started
+   * from the cache while ZooKeeper was down): its `live` node, without waiting
+   * for another session's to go (the holding is issuing), and its node not
+   * reported past the tick the holding started after. Undefined when claimed,
+   * else why not (the caller then claims as at a start).
+   */
+  async rejoin(client: zookeeper.Client, space: IdSpace, identity: string, path: string, startTick: number): Promise<string | undefined> {
+    const s = this.o.session;
+    const live = `${this.o.root}/${safe(space.key)}/live/${identity}`;
+    try {
+      await s.call<string>((cb) => client.create(live, Buffer.from(this.o.identity), zookeeper.CreateMode.EPHEMERAL, cb));
+    } catch (e) {
+      if (!isZookeeperError(e, zookeeper.Exception.NODE_EXISTS)) throw e;
+      const stat = await s.call<zookeeper.Stat | undefined>((cb) => client.exists(live, (e2, st) => cb(e2, st ?? undefined)));
+      if (!stat?.ephemeralOwner.equals(client.getSessionId())) return `another live process may run as ${identity}`;
+    }
+    const [data] = await s.call2<Buffer, zookeeper.Stat>((cb) => client.getData(path, cb));
+    const { tick } = parseData(data);
+    if (tick > startTick)
+      return `its node ${path} was reported at tick ${tick}, past the tick ${startTick} it started after, by another process`;
+    return undefined;
+  }
+
   /** Ends this process's `live` node of `identity`, if connected (else the session's expiry ends it). */
   async leave(space: IdSpace, identity: string): Promise<void> {
     const client = this.o.session.currentIfConnected();

@@ -58,6 +58,15 @@ export class ZookeeperSession {
     return c && isConnected(c) ? c : undefined;
   }
 
+  /**
+   * Whether `sessionId` may still be alive: it is this object's current
+   * session, connected or not. False once ZooKeeper said it expired (the client
+   * is then replaced, the session's ephemeral nodes are gone).
+   */
+  holds(sessionId: Buffer): boolean {
+    return this.client !== undefined && this.client.getSessionId().equals(sessionId);
+  }
+
   close(): void {
     this.closed = true;
     this.client?.close();

@@ -30,9 +30,14 @@
  *   reclaimers, or a reclaimer and a late report, cannot both win. In return, a
  *   holder stops issuing when it could not report for `reclaimAfterMs - margin`,
  *   and the new holder starts after both the node's tick and mtime + reclaimAfter.
- *   Without `reclaimAfterMs` holders never stop (Leaf), and nothing is reclaimed.
+ *   Without `reclaimAfterMs` nothing is reclaimed.
  * - A second live process with the same identity is refused at start (the
- *   ephemeral `live` node), since it would share the id.
+ *   ephemeral `live` node), since it would share the id. That node dies with
+ *   the session, after which a process with the name may start on the id: so
+ *   a holder stops issuing before its session can have expired (its last
+ *   answered request + the session timeout − a margin, as the sql lease), and
+ *   a holder whose session did expire gives the grant up (LEASE_LOST) and is
+ *   claimed again as at a start, refused while another process has the name.
  */
 import { hostname } from 'node:os';
 import { join } from 'node:path';
@@ -72,8 +77,17 @@ interface Held {
   reportedMono: number;
   reportedAtMs: number;
   reportFailing: boolean;
-  /** This holding's ledger node; undefined until ZooKeeper was reachable (a start from the cache). */
+  /** This holding's ledger node; undefined for a start from the cache. */
   ledger: LedgerRecord | undefined;
+  /**
+   * The session whose ephemeral `live` node backs the claim; undefined for a
+   * start from the cache (no claim in ZooKeeper yet).
+   */
+  sessionId: Buffer | undefined;
+  /** That session's timeout, as ZooKeeper granted it (never above the one asked for). */
+  sessionTimeoutMs: number;
+  /** Monotonic ms at which the last request answered on that session was sent. */
+  confirmedMono: number;
 }
 
 /** Renewals carry the reports (every interval); grants expire only with `reclaimAfterMs`. */
@@ -87,6 +101,8 @@ export class ZookeeperWorkerIdProvider extends ZookeeperProviderBase implements 
   private readonly startClock: StartClock;
   private readonly claimer: ZookeeperClaimer;
   private readonly held = new Map<string, Held>();
+  /** Cache files whose holding ended in this process: never started from the cache again. */
+  private readonly lostHere = new Set<string>();
 
   constructor(o: ZookeeperWorkerIdProviderOptions) {
     const root = o.root ?? DEFAULT_ZOOKEEPER_ROOT;
@@ -131,6 +147,7 @@ export class ZookeeperWorkerIdProvider extends ZookeeperProviderBase implements 
     if (!client) return this.acquireCached(space, exclude, identity, cacheFile, cached);
 
     const { workerId, path, tick, how } = await this.claimer.claim(client, space, identity, exclude, cached);
+    const confirmedMono = this.mono();
     const h: Held = {
       path,
       startTick: tick,
@@ -141,6 +158,9 @@ export class ZookeeperWorkerIdProvider extends ZookeeperProviderBase implements 
       reportedAtMs: this.clock.now(),
       reportFailing: false,
       ledger: undefined,
+      sessionId: client.getSessionId(),
+      sessionTimeoutMs: grantedSessionTimeout(client, this.sessionTimeoutMs),
+      confirmedMono,
     };
     h.ledger = await this.ledger.open(client, space.key, workerId, how === 'reclaimed' ? 'takeover' : 'grant', tick + 1);
     this.saveCache(space, workerId, h);
@@ -168,6 +188,8 @@ export class ZookeeperWorkerIdProvider extends ZookeeperProviderBase implements 
     h.tick = lastTick;
     if (h.ledger) h.ledger.data.released = true;
     this.saveCache(space, grant.workerId, h);
+    // Without the claim's session the node and the live node may be another process's now: left alone.
+    if (h.sessionId === undefined || !this.session.holds(h.sessionId)) return;
     await this.report(space, grant.workerId, h).catch(() => {});
     await this.claimer.leave(space, h.identity);
   }
@@ -180,6 +202,15 @@ export class ZookeeperWorkerIdProvider extends ZookeeperProviderBase implements 
     cacheFile: string,
     cached: CacheFile | undefined,
   ): Promise<WorkerGrant> {
+    if (this.lostHere.has(cacheFile)) {
+      // This process's claim ended (session expired, or ZooKeeper seen after a cache start): another
+      // process may hold the name now, which only ZooKeeper can tell.
+      throw new UnavailableError(
+        'LEASE_LOST',
+        `ZooKeeper ${this.session.connect} is unreachable and this process's claim on ${identity} ended; the worker id is claimed again only through ZooKeeper`,
+        { retryAfterMs: 1000 },
+      );
+    }
     if (!cached) {
       throw new UnavailableError(
         'LEASE_LOST',
@@ -210,6 +241,9 @@ export class ZookeeperWorkerIdProvider extends ZookeeperProviderBase implements 
       reportedAtMs: cached.reportedAtMs,
       reportFailing: true,
       ledger: undefined,
+      sessionId: undefined,
+      sessionTimeoutMs: this.sessionTimeoutMs,
+      confirmedMono: this.mono(),
     };
     this.held.set(heldKey(space, cached.workerId), h);
     this.log.warn(
@@ -233,28 +267,60 @@ export class ZookeeperWorkerIdProvider extends ZookeeperProviderBase implements 
 
   private grant(workerId: number, h: Held): WorkerGrant {
     const r = this.reclaimAfterMs;
+    // The session outlives its last answered request by its timeout (ZooKeeper's timer restarts at each
+    // request it receives): stop before, as the sql lease does, so no one can take the live node while we issue.
+    const session =
+      h.sessionId === undefined ? Number.POSITIVE_INFINITY : h.confirmedMono + h.sessionTimeoutMs - sessionMargin(h.sessionTimeoutMs);
     return {
       workerId,
       generation: 1,
       afterTick: h.startTick,
-      validUntil: r === undefined ? Number.POSITIVE_INFINITY : h.reportedMono + r - this.margin,
+      validUntil: Math.min(session, r === undefined ? Number.POSITIVE_INFINITY : h.reportedMono + r - this.margin),
       expiresAtMs: r === undefined ? undefined : h.reportedAtMs + r,
     };
   }
 
-  /** Sends the tick to the node; a failure to reach ZooKeeper is logged, not thrown (the cache file holds the tick). */
+  /**
+   * Sends the tick to the node, on the session that holds the claim only. A
+   * failure to reach ZooKeeper is logged and thrown as STORE_UNAVAILABLE, so
+   * the generator keeps its ceiling and deadline (the cache file holds the
+   * tick); a start from the cache, which holds no claim, goes on issuing, and
+   * claims its live node at the first report that reaches ZooKeeper. Throws
+   * LEASE_LOST when the claim is gone or cannot be had: the node removed, the
+   * session ended, another live process with the name (then the service
+   * claims again, through the checks of a start).
+   */
   private async report(space: IdSpace, workerId: number, h: Held): Promise<void> {
+    if (h.sessionId !== undefined && !this.session.holds(h.sessionId)) {
+      throw this.lose(space, workerId, h, EXPIRED);
+    }
     const client = this.session.connectedNow();
     const t0 = this.mono();
     const wall0 = this.clock.now();
+    let ended: string | undefined;
     try {
       if (!client) throw new Error('not connected');
-      const data: NodeData = { tick: h.tick, atMs: wall0, identity: h.identity };
-      // A start from the cache gets its holding recorded once ZooKeeper answers (from the tick it started after).
-      h.ledger ??= await this.ledger.open(client, space.key, workerId, 'grant', h.startTick + 1);
-      await this.ledger.report(client, h.path, Buffer.from(JSON.stringify(data)), h.ledger, h.tick, wall0);
+      if (h.sessionId === undefined || h.ledger === undefined) {
+        ended = await this.claimer.rejoin(client, space, h.identity, h.path, h.startTick);
+        if (ended === undefined) {
+          h.sessionId = client.getSessionId();
+          h.sessionTimeoutMs = grantedSessionTimeout(client, this.sessionTimeoutMs);
+          h.confirmedMono = t0;
+          this.log.info({ layout: space.label, workerId, node: h.path }, 'zookeeper claim taken for the worker id started from the cache');
+          // Recorded from the tick it started after.
+          h.ledger = await this.ledger.open(client, space.key, workerId, 'grant', h.startTick + 1);
+        }
+      }
+      if (ended === undefined && h.sessionId !== undefined && h.ledger !== undefined) {
+        const data: NodeData = { tick: h.tick, atMs: wall0, identity: h.identity };
+        await this.ledger.report(client, h.path, Buffer.from(JSON.stringify(data)), h.ledger, h.tick, wall0);
+        // A client keeps one session, but its expiry may have been told while the request ran.
+        if (!this.session.holds(h.sessionId)) ended = EXPIRED;
+      }
     } catch (e) {
-      if (isZookeeperError(e, zookeeper.Exception.NO_NODE)) {
+      if (isZookeeperError(e, zookeeper.Exception.SESSION_EXPIRED)) {
+        ended = EXPIRED;
+      } else if (isZookeeperError(e, zookeeper.Exception.NO_NODE)) {
         this.log.error(
           { layout: space.label, workerId, node: h.path },
           'zookeeper node of this worker id is gone (reclaimed?); issuing stopped',
@@ -263,31 +329,55 @@ export class ZookeeperWorkerIdProvider extends ZookeeperProviderBase implements 
           cause: e,
           retryAfterMs: 1000,
         });
-      }
-      if (!h.reportFailing) {
-        h.reportFailing = true;
-        this.log.warn(
-          {
-            layout: space.label,
-            workerId,
-            node: h.path,
-            err: e instanceof Error ? e.message : String(e),
-            stopsInMs:
-              this.reclaimAfterMs === undefined ? undefined : Math.round(h.reportedMono + this.reclaimAfterMs - this.margin - this.mono()),
-          },
-          'zookeeper tick report failed; the tick is kept in the cache file',
+      } else {
+        const err = e instanceof Error || e instanceof zookeeper.Exception ? e.toString() : String(e);
+        const stopsInMs = Math.round(this.grant(workerId, h).validUntil - this.mono());
+        if (!h.reportFailing) {
+          h.reportFailing = true;
+          this.log.warn(
+            { layout: space.label, workerId, node: h.path, err, stopsInMs: Number.isFinite(stopsInMs) ? stopsInMs : undefined },
+            'zookeeper tick report failed; the tick is kept in the cache file',
+          );
+        }
+        if (h.sessionId === undefined) return;
+        throw new UnavailableError(
+          'STORE_UNAVAILABLE',
+          `ZooKeeper ${this.session.connect} did not take the tick report of worker id ${workerId} (${err}); issuing stops ${stopsInMs > 0 ? `in ${stopsInMs} ms` : 'now'} unless a report gets through`,
+          { cause: e, retryAfterMs: 1000 },
         );
       }
-      return;
     }
+    if (ended !== undefined) throw this.lose(space, workerId, h, ended);
     h.reportedMono = t0;
     h.reportedAtMs = wall0;
+    h.confirmedMono = t0;
     if (h.reportFailing) {
       h.reportFailing = false;
       this.log.info({ layout: space.label, workerId, node: h.path }, 'zookeeper tick reports resumed');
     }
   }
+
+  /** The holding's claim has ended: forgotten here, never taken from the cache again in this process. */
+  private lose(space: IdSpace, workerId: number, h: Held, why: string): UnavailableError {
+    this.held.delete(heldKey(space, workerId));
+    this.lostHere.add(h.cacheFile);
+    this.log.warn({ layout: space.label, workerId, node: h.path }, `zookeeper claim on this worker id ended (${why}); claiming it again`);
+    return new UnavailableError('LEASE_LOST', `the claim on worker id ${workerId} (${h.path}) ended: ${why}`, { retryAfterMs: 1000 });
+  }
 }
+
+/** The timeout ZooKeeper granted (it bounds what a client asks for), never above the one asked for. */
+function grantedSessionTimeout(client: zookeeper.Client, asked: number): number {
+  const granted = client.getSessionTimeout();
+  return granted > 0 ? Math.min(granted, asked) : asked;
+}
+
+/** As the sql lease's margin: room for clock-rate drift between this host and ZooKeeper, and for a late timer. */
+function sessionMargin(timeoutMs: number): number {
+  return Math.min(2000, Math.max(50, Math.floor(timeoutMs / 5)));
+}
+
+const EXPIRED = 'its ZooKeeper session expired: its live node is gone and another process may hold the name';
 
 function heldKey(space: IdSpace, workerId: number): string {
   return `${space.key}#${workerId}`;
