@@ -1,7 +1,7 @@
 /**
  * The primary of `serve --workers N` (cluster.ts describes the whole): it
  * forks one worker per slot, answers their messages, replaces a worker that
- * dies, and drains every worker on SIGTERM/SIGINT.
+ * dies, and drains every worker on SIGTERM/SIGINT/SIGHUP.
  */
 import cluster, { type Worker } from 'node:cluster';
 import { fileURLToPath } from 'node:url';
@@ -76,8 +76,7 @@ export async function runPrimary(config: ServeConfig, n: number): Promise<void> 
     p.onStartFailed = reject;
     for (let i = 0; i < n; i++) fork(p, i);
   });
-  process.once('SIGTERM', () => shutdown(p, 'SIGTERM'));
-  process.once('SIGINT', () => shutdown(p, 'SIGINT'));
+  for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) process.once(signal, () => shutdown(p, signal));
   try {
     await startup;
   } catch (e) {

@@ -2,7 +2,7 @@
  * Entry of one `serve --workers N` worker (forked by cluster.ts): asks the
  * primary for the resolved configuration (over IPC, so secrets never sit in
  * the environment), runs a complete server on the shared port, reports ready.
- * SIGTERM/SIGINT drain it like a single server; losing the primary (its IPC
+ * SIGTERM/SIGINT/SIGHUP drain it like a single server; losing the primary (its IPC
  * channel closes) drains it too, so no orphan keeps serving.
  */
 import { SequoiaError, exitStatusFor } from '../core/errors.js';

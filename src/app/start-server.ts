@@ -1,7 +1,7 @@
 /**
  * Wires a configured server: store, state directory, IdService, HTTP app,
  * and graceful shutdown (stop accepting, finish in-flight requests, close the
- * store) on SIGTERM/SIGINT.
+ * store) on SIGTERM/SIGINT/SIGHUP.
  */
 import { readFileSync } from 'node:fs';
 import { SequoiaError } from '../core/errors.js';
@@ -207,8 +207,8 @@ async function startReserved(
         },
       );
     };
-    process.once('SIGTERM', onSignal);
-    process.once('SIGINT', onSignal);
+    // SIGHUP too: a server left in a terminal or ssh session must drain and give its ranges back when the session ends.
+    for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) process.once(signal, onSignal);
   }
   return { url, service, close };
 }

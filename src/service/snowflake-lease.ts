@@ -10,11 +10,16 @@ import type { Layout } from '../core/snowflake/layout.js';
 import type { Logger } from '../ports/logger.js';
 import type { IdSpace, WorkerGrant, WorkerIdProvider } from '../ports/worker-id-provider.js';
 
+const RENEWAL_WARN_EVERY_MS = 5000;
+
 export class LeasedWorker {
   grants: WorkerGrant[];
   lost = false;
   private timer: NodeJS.Timeout | undefined;
   private renewing: Promise<void> | undefined;
+  /** Renewal failures are logged once per RENEWAL_WARN_EVERY_MS, with how many failed since: requests renew on demand, many a second. */
+  private lastWarnAt = Number.NEGATIVE_INFINITY;
+  private failedSinceWarn = 0;
 
   constructor(
     readonly layout: Layout,
@@ -59,7 +64,16 @@ export class LeasedWorker {
           throw e;
         }
         // The store is unreachable: keep the current deadline; the generator stops by itself when it passes.
-        this.logger.warn({ layout: this.layout.name, err: e instanceof Error ? e.message : String(e) }, 'worker lease renewal failed');
+        this.failedSinceWarn++;
+        const now = performance.now();
+        if (now - this.lastWarnAt >= RENEWAL_WARN_EVERY_MS) {
+          this.logger.warn(
+            { layout: this.layout.name, err: e instanceof Error ? e.message : String(e), failures: this.failedSinceWarn },
+            'worker lease renewal failed',
+          );
+          this.lastWarnAt = now;
+          this.failedSinceWarn = 0;
+        }
         throw e;
       } finally {
         this.renewing = undefined;
