@@ -3,9 +3,9 @@
  * The `sequoia` command. Bad input exits 2 with one message per problem;
  * a store that cannot be reached exits 1; success exits 0.
  */
-import { Command, CommanderError } from 'commander';
+import { Command, CommanderError, Option } from 'commander';
 import { InvalidArgumentError, SequoiaError, exitStatusFor } from '../core/errors.js';
-import { MAX_STORED_STEP } from '../core/validate.js';
+import { MAX_STORED_STEP, assertIdValue } from '../core/validate.js';
 import type { IdService } from '../service/id-service.js';
 import { VERSION } from '../version.js';
 import type { FieldName } from '../app/config.js';
@@ -57,12 +57,26 @@ function storeOption(cmd: Command): Command {
     .option('--state-dir <dir>', `local state directory (env SEQUOIA_STATE_DIR; default ${DEFAULT_STATE_DIR})`);
 }
 
-/** A service for one-shot admin commands: no refresh timer, no HTTP. */
-async function withService<T>(opts: StoreOpts, fn: (s: IdService) => Promise<T>, o: { checkStateDir?: boolean } = {}): Promise<T> {
+/** The `tag` commands' options: they use no state dir, but scripts written when they took one still pass `--state-dir`. */
+function tagStoreOption(cmd: Command): Command {
+  return cmd
+    .option('--store <url>', `store URL (env SEQUOIA_STORE; default ${DEFAULT_STORE_URL})`)
+    .addOption(new Option('--state-dir <dir>', 'ignored: tag commands use no state directory').hideHelp());
+}
+
+/**
+ * A service for one-shot admin commands: no refresh timer, no HTTP. Only
+ * `stateDir` commands (fence) open the state dir: the others never take a
+ * range, so they have no marks to keep, and opening it would create `./data`
+ * in whatever directory they run from (or fail there, blaming the store).
+ */
+async function withService<T>(opts: StoreOpts, fn: (s: IdService) => Promise<T>, o: { stateDir?: boolean } = {}): Promise<T> {
   // Loaded here, not at start-up: `sequoia gen uuid` never loads the config schema, a store or a driver.
   const [{ resolveConfig }, { withIdService }] = await Promise.all([import('../app/config.js'), import('../app/wiring.js')]);
+  if (!o.stateDir) return withIdService({ ...resolveConfig({ store: opts.store }, process.env, undefined), stateDir: null }, fn);
   const config = resolveConfig({ store: opts.store, stateDir: opts.stateDir }, process.env, undefined);
-  return withIdService(config, fn, o);
+  // The marks of the server whose state dir this is: refused when it belongs to another store.
+  return withIdService(config, fn, { checkStateDir: true });
 }
 
 function parseIntArg(name: string, max: number) {
@@ -75,7 +89,7 @@ function parseIntArg(name: string, max: number) {
 }
 
 const tag = program.command('tag').description('manage segment tags (works while servers run)');
-storeOption(tag.command('create <tag>').description('create a tag'))
+tagStoreOption(tag.command('create <tag>').description('create a tag'))
   .option('--step <n>', 'minimum segment length (default 1000)', parseIntArg('--step', MAX_STORED_STEP))
   .option('--start <n>', 'the first ID (default 1)')
   .option('--description <text>', 'free text')
@@ -114,11 +128,23 @@ storeOption(tag.command('create <tag>').description('create a tag'))
             : `read MAX(${column}) = ${read.max} of ${o.table} at ${read.where}; starting at ${start} (max + 1 + margin ${margin})`,
         );
       }
-      const info = await withService(o, (s) => s.createTag({ tag: name, step: o.step, start, description: o.description }));
+      const { belowHistory } = await import('../service/tag-history.js');
+      const info = await withService(o, async (s) => {
+        const history = await s.tagHistory(name);
+        // An existing tag is TAG_EXISTS below, not a matter of where it starts.
+        if (history.current === undefined) {
+          const below = belowHistory(history, start === undefined ? undefined : assertIdValue(start, 'start'));
+          // No --start is how a name gets re-created at 1 by mistake (its IDs then repeat); a start given is the operator's choice.
+          if (below !== undefined && start === undefined)
+            throw new InvalidArgumentError(`start: ${below}; or give --start explicitly to start lower on purpose`);
+          if (below !== undefined) console.error(`sequoia: warning: ${below}`);
+        }
+        return s.createTag({ tag: name, step: o.step, start, description: o.description });
+      });
       console.log(`created ${info.tag}: next ID ${info.maxId}, step ${info.step}`);
     },
   );
-storeOption(tag.command('list').description('list tags'))
+tagStoreOption(tag.command('list').description('list tags'))
   .option('--json', 'print JSON')
   .action(async (o: StoreOpts & { json?: boolean }) => {
     const tags = await withService(o, (s) => s.listTags());
@@ -136,23 +162,23 @@ storeOption(tag.command('list').description('list tags'))
     console.log(['TAG', 'MAX_ID', 'STEP', 'DESCRIPTION'].join('\t'));
     for (const t of tags) console.log([t.tag, t.maxId.toString(), t.step, t.description].join('\t'));
   });
-storeOption(tag.command('update <tag>').description("change a tag's step or description"))
+tagStoreOption(tag.command('update <tag>').description("change a tag's step or description"))
   .option('--step <n>', 'new minimum step', parseIntArg('--step', MAX_STORED_STEP))
   .option('--description <text>', 'new description')
   .action(async (name: string, o: StoreOpts & { step?: number; description?: string }) => {
     const info = await withService(o, (s) => s.updateTag(name, { step: o.step, description: o.description }));
     console.log(`updated ${info.tag}: step ${info.step}`);
   });
-storeOption(tag.command('delete <tag>').description('delete a tag')).action(async (name: string, o: StoreOpts) => {
-  const before = await withService(o, async (s) => {
+tagStoreOption(tag.command('delete <tag>').description('delete a tag')).action(async (name: string, o: StoreOpts) => {
+  const { deleteAdvice } = await import('../service/tag-history.js');
+  const advice = await withService(o, async (s) => {
     const info = await s.getTag(name);
     await s.deleteTag(name);
-    return info;
+    // Read after the delete: a range a server took in between is in the ledger by then.
+    // Servers may still hold ranges up to max_id, and earlier creations of the name may have gone higher.
+    return deleteAdvice(await s.tagHistory(name, info.maxId), info.maxId);
   });
-  // Servers may still hold ranges up to max_id: a new tag of this name repeats nothing only from there on.
-  console.log(
-    `deleted ${name} (its max_id was ${before.maxId}: to create it again without repeating its IDs, use --start ${before.maxId} or higher)`,
-  );
+  console.log(advice);
 });
 
 storeOption(
@@ -161,8 +187,7 @@ storeOption(
     .description('after a restore: raise the stored max_id to --to and accept the store again')
     .requiredOption('--to <n>', 'a bound above every ID that may have been handed out'),
 ).action(async (name: string, o: StoreOpts & { to: string }) => {
-  // The marks of the server whose state dir this is: refused when it belongs to another store.
-  const info = await withService(o, (s) => s.fence(name, o.to), { checkStateDir: true });
+  const info = await withService(o, (s) => s.fence(name, o.to), { stateDir: true });
   console.log(`fenced ${info.tag}: next ID ${info.maxId} (fence epoch ${info.fenceEpoch})`);
 });
 

@@ -51,6 +51,18 @@ export interface LedgerPage {
   readonly next?: string | undefined;
 }
 
+/** How high a tag name's ranges reached, as far as the ledger still knows (see RangeLedger.ledgerTop). */
+export interface LedgerTop {
+  /**
+   * The highest ID an allocation or a fence of the name covers, over every
+   * creation of it; undefined when only give-backs are left (they lie inside
+   * allocations, so they never raise it).
+   */
+  readonly last: bigint | undefined;
+  /** When the oldest row still kept for the name was written (ms since 1970): older rows were pruned, or never written. */
+  readonly oldestAtMs: number;
+}
+
 /** What a segment store that keeps a ledger answers (SegmentStore's optional ledger methods). */
 export interface RangeLedger {
   /** Entries of `tag` whose range holds `id` (allocations and give-backs), oldest first. */
@@ -63,6 +75,13 @@ export interface RangeLedger {
    * in no promised order: what `sequoia audit` reads, holding one page at once.
    */
   ledgerPage(tag: string, cursor: string | undefined, limit: number): Promise<LedgerPage>;
+  /**
+   * The top of `tag`'s ranges across deletes and re-creations (undefined: no
+   * row of it): where a re-created tag may start without repeating an ID the
+   * ledger knows of. Counts give-backs as issued, since the ledger cannot
+   * tell whether a later range took those IDs again.
+   */
+  ledgerTop(tag: string): Promise<LedgerTop | undefined>;
   /** Deletes at most `limit` entries older than `beforeMs`; answers how many it deleted. */
   pruneLedger(beforeMs: number, limit: number): Promise<number>;
 }

@@ -22,6 +22,7 @@ import type { NewTag, SegmentStore, TagInfo, TagUpdate } from '../ports/segment-
 import { DEFAULT_ALLOCATOR_OPTIONS, type TagAllocator, type TagAllocatorOptions, type TagAllocatorSnapshot } from './tag-allocator.js';
 import { BufferedTagAllocator } from './buffered-tag-allocator.js';
 import { StrictTagAllocator } from './strict-tag-allocator.js';
+import { nameHistory, type TagNameHistory } from './tag-history.js';
 
 export interface IdServiceOptions {
   readonly store: SegmentStore;
@@ -228,6 +229,22 @@ export class IdService {
     const info = await this.store.getTag(assertTag(tag));
     if (!info) throw new TagNotFoundError(tag);
     return info;
+  }
+
+  /**
+   * What the store knows of the IDs handed out under a tag name, across its
+   * deletes and re-creations: max(max_id, the range ledger's highest range
+   * end) is where the name may start again without repeating them.
+   * `deletedMaxId`: the max_id of a creation just deleted (its row is gone,
+   * its ledger rows are not).
+   */
+  async tagHistory(tag: string, deletedMaxId = 0n): Promise<TagNameHistory> {
+    assertTag(tag);
+    const current = await this.store.getTag(tag);
+    const ledgerTop = this.store.ledgerTop?.bind(this.store);
+    const top = ledgerTop ? await ledgerTop(tag) : undefined;
+    const maxId = current && current.maxId > deletedMaxId ? current.maxId : deletedMaxId;
+    return nameHistory(tag, current, maxId, ledgerTop !== undefined, top);
   }
 
   async listTags(): Promise<TagInfo[]> {

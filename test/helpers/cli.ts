@@ -12,12 +12,17 @@ export function assertBuilt(): void {
   if (!existsSync(BIN)) throw new Error('dist/ is missing: run `npm run build` first (npm test does)');
 }
 
-export function sequoia(args: string[], env: NodeJS.ProcessEnv = {}): { status: number | null; stdout: string; stderr: string } {
+export function sequoia(
+  args: string[],
+  env: NodeJS.ProcessEnv = {},
+  o: { readonly cwd?: string } = {},
+): { status: number | null; stdout: string; stderr: string } {
   assertBuilt();
   const r = spawnSync(process.execPath, [BIN, ...args], {
     encoding: 'utf8',
     env: { ...cleanEnv(), ...env },
     timeout: 30_000,
+    ...(o.cwd !== undefined ? { cwd: o.cwd } : {}),
   });
   return { status: r.status, stdout: r.stdout, stderr: r.stderr };
 }

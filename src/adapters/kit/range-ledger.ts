@@ -5,7 +5,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
-import type { LedgerEntry, LedgerKind, LedgerPage, ServerIdentity } from '../../ports/range-ledger.js';
+import type { LedgerEntry, LedgerKind, LedgerPage, LedgerTop, ServerIdentity } from '../../ports/range-ledger.js';
 import { DEFAULT_TABLE, tableName } from './segment-rules.js';
 
 /** This process, for stores built without an identity (tests, embedding). */
@@ -74,6 +74,38 @@ export function entryFromRow(r: LedgerRowText): LedgerEntry {
     fenceEpoch: Number(r.fence_epoch),
     generation: String(r.generation),
   };
+}
+
+/** A tag's ledger top from its entries (the stores that cannot ask their database for it). */
+export function ledgerTopOf(entries: Iterable<Pick<LedgerEntry, 'kind' | 'last' | 'atMs'>>): LedgerTop | undefined {
+  let last: bigint | undefined;
+  let oldestAtMs: number | undefined;
+  for (const e of entries) {
+    if (e.kind !== 'give-back' && (last === undefined || e.last > last)) last = e.last;
+    if (oldestAtMs === undefined || e.atMs < oldestAtMs) oldestAtMs = e.atMs;
+  }
+  return oldestAtMs === undefined ? undefined : { last, oldestAtMs };
+}
+
+/** Two parts of one name's ledger as one (pages of a stream, members of a multi-store set). */
+export function higherTop(a: LedgerTop | undefined, b: LedgerTop | undefined): LedgerTop | undefined {
+  if (!a || !b) return a ?? b;
+  const last = a.last === undefined || (b.last !== undefined && b.last > a.last) ? b.last : a.last;
+  return { last, oldestAtMs: Math.min(a.oldestAtMs, b.oldestAtMs) };
+}
+
+/**
+ * The SQL stores' ledger top: one aggregate over the tag's rows (`top`, the
+ * highest last_id but give-backs', and `since`, the oldest at_ms, both as
+ * text or null), so no row crosses the wire.
+ */
+export function ledgerTopSql(ledger: string, text: string, placeholder = '?'): string {
+  return `SELECT CAST(MAX(CASE WHEN kind <> 'give-back' THEN last_id END) AS ${text}) AS top, CAST(MIN(at_ms) AS ${text}) AS since FROM ${ledger} WHERE tag = ${placeholder}`;
+}
+
+export function ledgerTopFromRow(row: { top: string | bigint | null; since: string | bigint | null } | undefined): LedgerTop | undefined {
+  if (!row || row.since === null) return undefined;
+  return { last: row.top === null ? undefined : BigInt(row.top), oldestAtMs: Number(row.since) };
 }
 
 export const LEDGER_COLUMNS = 'tag, kind, first_id, last_id, stride, step, host, pid, instance, version, at_ms, fence_epoch, generation';

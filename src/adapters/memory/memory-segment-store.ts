@@ -3,8 +3,8 @@ import { TagExistsError, TagNotFoundError } from '../../core/errors.js';
 import { MAX_ID } from '../../core/id.js';
 import type { Allocation, NewTag, SegmentStore, TagInfo, TagUpdate } from '../../ports/segment-store.js';
 import { assertGiveBack, DEFAULT_START, DEFAULT_STEP, exhausted, newGeneration, sameSinceRange } from '../kit/segment-rules.js';
-import type { LedgerEntry, LedgerKind, LedgerPage, ServerIdentity } from '../../ports/range-ledger.js';
-import { allocatedRange, covers, fencedRange, givenBackRange, processIdentity, rangeLength } from '../kit/range-ledger.js';
+import type { LedgerEntry, LedgerKind, LedgerPage, LedgerTop, ServerIdentity } from '../../ports/range-ledger.js';
+import { allocatedRange, covers, fencedRange, givenBackRange, ledgerTopOf, processIdentity, rangeLength } from '../kit/range-ledger.js';
 
 interface Row {
   maxId: bigint;
@@ -118,6 +118,10 @@ export class MemorySegmentStore implements SegmentStore {
     const all = await this.ledgerEntries(tag);
     const from = Number(cursor ?? 0);
     return { entries: all.slice(from, from + limit), next: from + limit < all.length ? String(from + limit) : undefined };
+  }
+
+  async ledgerTop(tag: string): Promise<LedgerTop | undefined> {
+    return ledgerTopOf(this.ledger.filter((e) => e.tag === tag));
   }
 
   async pruneLedger(beforeMs: number, limit: number): Promise<number> {

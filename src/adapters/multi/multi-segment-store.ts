@@ -61,7 +61,8 @@ import { MAX_ID } from '../../core/id.js';
 import { MULTI_META_TAG } from '../../core/segment/multi-meta-tag.js';
 import type { Allocation, NewTag, SegmentStore, TagInfo, TagUpdate } from '../../ports/segment-store.js';
 import { assertGiveBack, assertStoredId, DEFAULT_START, exhausted } from '../kit/segment-rules.js';
-import type { LedgerEntry, LedgerPage } from '../../ports/range-ledger.js';
+import type { LedgerEntry, LedgerPage, LedgerTop } from '../../ports/range-ledger.js';
+import { higherTop } from '../kit/range-ledger.js';
 
 export interface MultiSegmentStoreOptions {
   /** A store that failed is tried last for this long, ms. Default 5000. */
@@ -313,6 +314,23 @@ export class MultiSegmentStore implements SegmentStore {
       entries: page.entries.map((e) => this.toIds(e, m.index)),
       next: page.next === undefined ? following : `${index}:${page.next}`,
     };
+  }
+
+  /**
+   * Every member's top, in IDs (unit u of store i is the ID u*N + i). A
+   * member that cannot be read fails the answer: a top without it could be
+   * below IDs that member handed out. A member without a ledger adds nothing.
+   */
+  async ledgerTop(tag: string): Promise<LedgerTop | undefined> {
+    const results = await this.onAll(async (m) => {
+      if (!m.store.ledgerTop) return undefined;
+      await this.ready(m);
+      const top = await m.store.ledgerTop(tag);
+      return top && { ...top, last: top.last === undefined ? undefined : top.last * this.bigN + BigInt(m.index) };
+    });
+    const failed = results.find((r) => !r.ok);
+    if (failed && !failed.ok) throw failed.error;
+    return results.reduce<LedgerTop | undefined>((acc, r) => higherTop(acc, r.ok ? r.value : undefined), undefined);
   }
 
   /** On every reachable member, up to `limit` each (pruning is best effort: the next round takes the rest). */

@@ -29,7 +29,7 @@ import type { Allocation, NewTag, SegmentStore, TagInfo, TagUpdate } from '../..
 import { tagInfoFromTextRow } from '../kit/store-boundary.js';
 import { MysqlStatements, type MysqlStoreOptions } from './mysql-connection.js';
 import { assertGiveBack, assertStoredId, DEFAULT_START, DEFAULT_STEP, exhausted, newGeneration, readBack } from '../kit/segment-rules.js';
-import type { LedgerEntry, LedgerPage, ServerIdentity } from '../../ports/range-ledger.js';
+import type { LedgerEntry, LedgerPage, LedgerTop, ServerIdentity } from '../../ports/range-ledger.js';
 import {
   entryFromRow,
   fencedRange,
@@ -40,6 +40,8 @@ import {
   type LedgerRowText,
   ledgerPageByFirst,
   ledgerRowFor,
+  ledgerTopFromRow,
+  ledgerTopSql,
 } from '../kit/range-ledger.js';
 
 export interface MysqlSegmentStoreOptions extends MysqlStoreOptions {
@@ -311,6 +313,11 @@ export class MysqlSegmentStore implements SegmentStore {
       (first, n) => select('first_id >= CAST(? AS SIGNED) ORDER BY first_id LIMIT ?', first.toString(), n),
       (first) => select('first_id = CAST(? AS SIGNED)', first.toString()),
     );
+  }
+
+  async ledgerTop(tag: string): Promise<LedgerTop | undefined> {
+    const rows = await this.db.select<Row>(ledgerTopSql(this.ledger, 'CHAR'), [tag]);
+    return ledgerTopFromRow(rows[0] as unknown as Parameters<typeof ledgerTopFromRow>[0]);
   }
 
   async pruneLedger(beforeMs: number, limit: number): Promise<number> {

@@ -23,7 +23,7 @@ import type { Allocation, NewTag, SegmentStore, TagInfo, TagUpdate } from '../..
 import { assertGiveBack, assertStoredId, DEFAULT_START, DEFAULT_STEP, exhausted, newGeneration } from '../kit/segment-rules.js';
 import { storeError, tagInfoFromTextRow } from '../kit/store-boundary.js';
 import { type PgPoolLike, PostgresConnection, type PostgresConnectionOptions } from './postgres-connection.js';
-import type { LedgerEntry, LedgerPage, ServerIdentity } from '../../ports/range-ledger.js';
+import type { LedgerEntry, LedgerPage, LedgerTop, ServerIdentity } from '../../ports/range-ledger.js';
 import {
   entryFromRow,
   fencedRange,
@@ -33,6 +33,8 @@ import {
   ledgerPageByFirst,
   ledgerPlace,
   type LedgerRowText,
+  ledgerTopFromRow,
+  ledgerTopSql,
   rangeLength,
 } from '../kit/range-ledger.js';
 
@@ -274,6 +276,11 @@ export class PostgresSegmentStore implements SegmentStore {
       (first, n) => select('l.first_id >= $2::bigint ORDER BY l.first_id LIMIT $3', first.toString(), n),
       (first) => select('l.first_id = $2::bigint', first.toString()),
     );
+  }
+
+  async ledgerTop(tag: string): Promise<LedgerTop | undefined> {
+    const r = await this.q(ledgerTopSql(this.ledger, 'text', '$1'), [tag]);
+    return ledgerTopFromRow(r.rows[0] as Parameters<typeof ledgerTopFromRow>[0]);
   }
 
   async pruneLedger(beforeMs: number, limit: number): Promise<number> {

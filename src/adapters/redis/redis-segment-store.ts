@@ -51,8 +51,8 @@ import {
   newGeneration,
   readBack,
 } from '../kit/segment-rules.js';
-import type { LedgerEntry, LedgerPage, ServerIdentity } from '../../ports/range-ledger.js';
-import { covers, identityValues, processIdentity, rangeLength } from '../kit/range-ledger.js';
+import type { LedgerEntry, LedgerPage, LedgerTop, ServerIdentity } from '../../ports/range-ledger.js';
+import { covers, higherTop, identityValues, ledgerTopOf, processIdentity, rangeLength } from '../kit/range-ledger.js';
 
 export interface RedisSegmentStoreOptions {
   /** `redis://[:password@]host:port[/db]`. */
@@ -321,6 +321,18 @@ export class RedisSegmentStore implements SegmentStore {
     );
     const last = items[items.length - 1];
     return { entries: items.map((item) => this.ledgerEntry(tag, item)), next: items.length < limit || !last ? undefined : last[0] };
+  }
+
+  /** A page at a time: a busy tag's stream holds a row per range for the whole retention. */
+  async ledgerTop(tag: string): Promise<LedgerTop | undefined> {
+    let top: LedgerTop | undefined;
+    let cursor: string | undefined;
+    do {
+      const page = await this.ledgerPage(tag, cursor, 1000);
+      top = higherTop(top, ledgerTopOf(page.entries));
+      cursor = page.next;
+    } while (cursor !== undefined);
+    return top;
   }
 
   /** Deletes, stream by stream, entries older than `beforeMs` (a stream entry's id starts with Redis's own ms clock). */

@@ -16,7 +16,7 @@ import { storeCall, storeError } from '../kit/store-boundary.js';
 import { assertGiveBack, DEFAULT_START, DEFAULT_STEP, exhausted, newGeneration, readBack } from '../kit/segment-rules.js';
 import { SqliteConnection } from './sqlite-connection.js';
 import { sqliteLocation } from './sqlite-location.js';
-import type { LedgerEntry, LedgerPage, ServerIdentity } from '../../ports/range-ledger.js';
+import type { LedgerEntry, LedgerPage, LedgerTop, ServerIdentity } from '../../ports/range-ledger.js';
 import {
   allocatedRange,
   entryFromRow,
@@ -27,6 +27,8 @@ import {
   ledgerDdl,
   ledgerPageByFirst,
   ledgerRowFor,
+  ledgerTopFromRow,
+  ledgerTopSql,
   processIdentity,
 } from '../kit/range-ledger.js';
 
@@ -267,6 +269,12 @@ export class SqliteSegmentStore implements SegmentStore {
       limit,
       async (first, n) => select('first_id >= ? ORDER BY first_id LIMIT ?', first, n),
       async (first) => select('first_id = ?', first),
+    );
+  }
+
+  async ledgerTop(tag: string): Promise<LedgerTop | undefined> {
+    return ledgerTopFromRow(
+      this.run(() => this.prepare(ledgerTopSql('sequoia_ledger', 'TEXT')).get(tag) as Parameters<typeof ledgerTopFromRow>[0]),
     );
   }
 
