@@ -6,6 +6,9 @@
 export type Id = number | bigint;
 
 export const MAX_ID = (1n << 63n) - 1n;
+
+/** Where a new tag's first ID is unless its creation says otherwise (every store, and the advice on re-creating a name). */
+export const DEFAULT_START = 1n;
 export const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
 
 /** The canonical form of an ID value: a number when safe, a bigint otherwise. */

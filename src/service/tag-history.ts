@@ -7,6 +7,7 @@
  * range ledger keeps every creation's ranges, so it is what can tell, for as
  * long as it keeps them (ledgerRetentionDays).
  */
+import { DEFAULT_START } from '../core/id.js';
 import type { LedgerTop } from '../ports/range-ledger.js';
 import type { TagInfo } from '../ports/segment-store.js';
 
@@ -51,9 +52,6 @@ export function deleteAdvice(h: TagNameHistory, maxId: bigint): string {
     h.top?.last === undefined ? '' : `; the range ledger records ranges up to ID ${h.top.last} under this name, across its creations`;
   return `deleted ${h.tag} (its max_id was ${maxId}${seen}): to create it again without repeating its IDs, use --start ${h.safeStart} or higher. Note: ${ledgerCaveat(h)}.`;
 }
-
-/** The stores' default start (DEFAULT_START of adapters/kit/segment-rules.ts, which this layer may not import). */
-const DEFAULT_START = 1n;
 
 /**
  * Said when a tag is created at `start` (undefined: the default) below IDs

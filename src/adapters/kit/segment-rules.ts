@@ -9,7 +9,7 @@ import { MAX_ID } from '../../core/id.js';
 import type { SegmentStore, TagInfo } from '../../ports/segment-store.js';
 
 export const DEFAULT_STEP = 1000;
-export const DEFAULT_START = 1n;
+export { DEFAULT_START } from '../../core/id.js';
 
 /** SQL table names: letters, digits, underscores; no quoting needed on any backend. */
 export const TABLE_NAME_PATTERN = /^[a-z_][a-z0-9_]{0,62}$/;
