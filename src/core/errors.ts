@@ -134,7 +134,7 @@ export const ERRORS = {
     status: 404,
     exit: 1,
     rebuild: plain('NOT_FOUND'),
-    doc: 'No such route (on the fallback routes: a tag without a fallback space).',
+    doc: 'No such route (on the fallback routes: a tag without a fallback space; on the snowflake routes: a server whose snowflake generator is off, the message says why).',
   },
   METHOD_NOT_ALLOWED: {
     status: 405,

@@ -57,6 +57,18 @@ describe('HTTP API', () => {
     expect(bad.body).toMatch(/^INVALID_ARGUMENT: /);
   });
 
+  it('without the snowflake generator, its routes say so (Leaf text and JSON alike), not "no route"', async () => {
+    const { app } = await setup(); // no snowflake service, as on a store that holds no leases
+    const leaf = await app.inject('/api/snowflake/get/x');
+    expect(leaf.statusCode).toBe(404);
+    expect(leaf.body).toMatch(/^NOT_FOUND: the snowflake generator is not enabled on this server: .*--worker-id-provider/);
+    for (const path of ['/v1/snowflake', '/v1/snowflake?count=3', '/v1/explain/123']) {
+      const r = await app.inject(path);
+      expectError(r, 404, 'NOT_FOUND');
+      expect((r.json() as { error: { message: string } }).error.message, path).toMatch(/snowflake generator is not enabled/);
+    }
+  });
+
   it('/v1/segment gives count IDs as decimal strings, all distinct', async () => {
     const { app, service } = await setup();
     await service.createTag({ tag: 'order', step: 7 });

@@ -90,9 +90,19 @@ export async function leafDecodeRoute(app: FastifyInstance, opts: { access?: Acc
   await leafIdRoute(app, '/api/decode/snowflakeId', { leaf: true }, handler, true);
 }
 
-/** Without the snowflake generator Leaf's snowflake route answers an error, never a placeholder ID. */
+/**
+ * Without the snowflake generator its routes answer why, never a placeholder
+ * ID: Leaf's route and the JSON routes alike (a bare "no route" would send an
+ * operator looking for a typo in the path).
+ */
 export async function snowflakeDisabledRoute(app: FastifyInstance): Promise<void> {
-  await leafIdRoute(app, '/api/snowflake/get/:tag', { leaf: true }, async () => {
-    throw new SequoiaError('NOT_FOUND', 'the snowflake generator is not enabled on this server');
-  });
+  const disabled = async () => {
+    throw new SequoiaError(
+      'NOT_FOUND',
+      'the snowflake generator is not enabled on this server: the default worker-id provider (lease) needs a store that holds leases; set --worker-id-provider (static:N, k8s-ordinal, zookeeper:…)',
+    );
+  };
+  await leafIdRoute(app, '/api/snowflake/get/:tag', { leaf: true }, disabled);
+  app.get('/v1/snowflake', disabled);
+  app.get('/v1/explain/:id', disabled);
 }
