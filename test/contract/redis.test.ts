@@ -36,6 +36,23 @@ describeRedis('redis: own cases', () => {
     }
   });
 
+  it('a max_id that is no integer (written by hand) is STORE_UNAVAILABLE naming the tag and value, on every read; never a crash', async () => {
+    const h = await redisHarness();
+    try {
+      await h.store.init();
+      await h.store.createTag({ tag: 'hand', step: 10 });
+      for (const v of ['abc', '1e3', '12.5']) {
+        await h.restore('hand', v);
+        for (const op of [() => h.store.getTag('hand'), () => h.store.listTags(), () => h.store.allocate('hand')]) {
+          await expect(op()).rejects.toMatchObject({ code: 'STORE_UNAVAILABLE' });
+        }
+        await expect(h.store.getTag('hand')).rejects.toThrow(`max_id "${v}" for tag "hand", which is not an integer`);
+      }
+    } finally {
+      await h.cleanup();
+    }
+  });
+
   it('refuses a tags key that a tag could collide with', () => {
     expect(() => new RedisSegmentStore({ url: REDIS_URL, keyPrefix: 'x:', tagsKey: 'x:tags' })).toThrow(/tagsKey/);
   });

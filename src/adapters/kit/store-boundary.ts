@@ -94,6 +94,24 @@ export interface TextTagRow {
   generation?: string | number | bigint | null | undefined;
 }
 
+/**
+ * A tag's max_id as the store holds it. A store whose values are text anyone
+ * can write (Redis `HSET`) may hold one that is no integer: that is the
+ * store's state, refused as STORE_UNAVAILABLE naming the tag and the value,
+ * not a crash of the server (INTERNAL).
+ */
+export function storedMaxId(backend: string, tag: string, raw: string | number | bigint): bigint {
+  if (typeof raw === 'bigint') return raw;
+  const text = String(raw);
+  if (!/^-?[0-9]{1,19}$/.test(text)) {
+    throw new UnavailableError(
+      'STORE_UNAVAILABLE',
+      `the ${backend} holds max_id ${JSON.stringify(text.slice(0, 40))} for tag ${JSON.stringify(tag)}, which is not an integer (written by hand?): write the tag's real bound back, above every ID it handed out, then fence it`,
+    );
+  }
+  return BigInt(text);
+}
+
 export function tagInfoFromTextRow(r: TextTagRow): TagInfo {
   return {
     tag: r.tag,

@@ -53,6 +53,7 @@ import {
 } from '../kit/segment-rules.js';
 import type { LedgerEntry, LedgerPage, LedgerTop, ServerIdentity } from '../../ports/range-ledger.js';
 import { covers, higherTop, identityValues, ledgerTopOf, processIdentity, rangeLength } from '../kit/range-ledger.js';
+import { storedMaxId } from '../kit/store-boundary.js';
 
 export interface RedisSegmentStoreOptions {
   /** `redis://[:password@]host:port[/db]`. */
@@ -458,7 +459,7 @@ function toInfo(tag: string, h: Record<string, string> | undefined): TagInfo | u
   if (!h || h.max_id === undefined) return undefined;
   return {
     tag,
-    maxId: BigInt(h.max_id),
+    maxId: storedMaxId('Redis store', tag, h.max_id),
     step: Number(h.step),
     description: h.description ?? '',
     updatedAt: new Date(Number(h.updated_at ?? 0)),
