@@ -248,8 +248,11 @@ describe('MultiSegmentStore', () => {
     const a = new MemorySegmentStore();
     const b = new MemorySegmentStore();
     await new MultiSegmentStore([a, b]).init();
-    // swapped order
+    // swapped order: the message says where each store stands and where the procedure is (not a source file)
     expect(await codeOf(new MultiSegmentStore([b, a]).init())).toBe('INVALID_ARGUMENT');
+    await expect(new MultiSegmentStore([b, a]).init()).rejects.toThrow(
+      /records its place .* \(index counts from 0\), but the --store list puts it at index 0 of 2; .*"Growing the set" in docs\/operations.md/,
+    );
     // grown without the procedure
     expect(await codeOf(new MultiSegmentStore([a, b, new MemorySegmentStore()]).init())).toBe('INVALID_ARGUMENT');
     // the same configuration again is fine

@@ -458,8 +458,9 @@ export class MultiSegmentStore implements SegmentStore {
     if (got.n !== want.n || got.index !== want.index) {
       throw new InvalidArgumentError(
         `store: store #${m.index + 1} (${m.store.kind}) records its place in a multi-store set as ` +
-          `${JSON.stringify(meta?.description ?? '')}, but is configured as index ${m.index} of ${this.n}; ` +
-          'changing the number or order of stores needs the procedure in multi-segment-store.ts (fence above every ID handed out first)',
+          `${JSON.stringify(meta?.description ?? '')} (index counts from 0), but the --store list puts it at index ${m.index} of ${this.n}; ` +
+          'keep the list identical on every server, in the same order; to change the number or order of stores, follow ' +
+          '"Growing the set" in docs/operations.md (stop every server, fence above every ID handed out, record the new places)',
       );
     }
   }
