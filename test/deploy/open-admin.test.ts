@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { FIELDS } from '../../src/app/config.js';
 import { isLoopbackHost } from '../../src/server/listen-check.js';
-import { BIN, type ServerProcess, assertBuilt, cleanEnv, startServe } from '../helpers/cli.js';
+import { BIN, PACKAGED_BIN, type ServerProcess, assertBuilt, cleanEnv, startServe } from '../helpers/cli.js';
 
 const dirs: string[] = [];
 const running: ServerProcess[] = [];
@@ -140,8 +140,8 @@ describe('serve beyond loopback without an admin token', () => {
     expect(await stop(s)).toBe(0);
   });
 
-  it('--workers 2 opted out: the primary warns once, the workers do not repeat it', async () => {
-    const s = await startServe([...place().args, '--host', '0.0.0.0', '--workers', '2', '--allow-open-admin']);
+  it('--workers 2 opted out, from the bundle the shipped files run: the primary warns once, the workers do not repeat it', async () => {
+    const s = await startServe([...place().args, '--host', '0.0.0.0', '--workers', '2', '--allow-open-admin'], {}, PACKAGED_BIN);
     running.push(s);
     const warnings = logLines(s.output()).filter((l) => /without an admin token/.test(l.msg));
     expect(warnings).toHaveLength(1);
