@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { type Logger, pino } from 'pino';
 import { redactStoreUrl } from './stores.js';
 import { bindStateDir, claimStateDir } from './state-dir-claim.js';
-import type { ServeConfig } from './config.js';
+import { type ServeConfig, checkAdminExposure } from './config.js';
 import type { PrimaryMessage, WorkerMessage } from './cluster.js';
 import { VERSION } from '../version.js';
 import { handleGatherInPrimary } from '../server/cluster-gather.js';
@@ -49,7 +49,10 @@ export function youngDeaths(previous: number, livedMs: number): number {
 }
 
 export async function runPrimary(config: ServeConfig, n: number): Promise<void> {
+  // No admin token beyond loopback: refused before a port, a worker or a lease is taken; workers do not ask again.
+  const openAdmin = checkAdminExposure(config);
   const logger = pino({ level: config.logLevel, base: { pid: process.pid, role: 'primary' } });
+  if (openAdmin !== undefined) logger.warn({ host: config.host }, openAdmin);
   // Node reports trouble with the connections it hands to workers (e.g. SentHandleNotReceivedWarning) as process warnings: log them.
   process.on('warning', (w) => logger.warn({ warning: w.name, err: w.message }, 'node warning'));
   // Checked before any worker starts (and leases anything): a port in use is one line, not one per worker.

@@ -21,7 +21,7 @@ process.on('message', (m: PrimaryMessage) => {
       // The slot this worker was forked for (SEQUOIA_WORKER_SLOT, its one carrier): its own ZooKeeper node and cache.
       const server = await startServer(
         { ...m.config, workerSlot: workerSlot() },
-        { handleSignals: true, listeningMessage: 'worker listening', reservePort: false, lockStateDir: false },
+        { handleSignals: true, listeningMessage: 'worker listening', reservePort: false, lockStateDir: false, checkAdminExposure: false },
       );
       process.once('disconnect', () => {
         void server.close().then(

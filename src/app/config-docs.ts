@@ -24,7 +24,14 @@ const MANUAL: Record<FieldName, FieldManual> = {
     meaning:
       "local state, one per server (all its workers share it): the rollback guard's high-water marks and the last snowflake ticks, in `state.db`; keep it on a persistent disk",
   },
-  adminToken: { meaning: 'bearer token for the admin routes (at least 8 characters; never logged or echoed)' },
+  adminToken: {
+    meaning:
+      'bearer token for the admin routes (at least 8 characters; never logged or echoed). Required when `host` is beyond loopback (anything but `localhost`, 127.0.0.0/8 and `::1`): without it `serve` exits 2, unless `allowOpenAdmin`. See [security](security.md#listening-beyond-loopback)',
+  },
+  allowOpenAdmin: {
+    meaning:
+      'the explicit opt-out: listen beyond loopback without an admin token, the admin routes (tag create, update, delete, fence) open to anyone who reaches the port; `serve` logs a warning at start. `true` or `false`; the flag alone is `true`',
+  },
   logLevel: { meaning: 'pino level: fatal, error, warn, info, debug, trace, silent' },
   maxStep: { meaning: 'cap of the dynamic step' },
   refreshIntervalMs: { meaning: 'how often the tag list is re-read; 0 never' },
@@ -47,6 +54,7 @@ const MANUAL: Record<FieldName, FieldManual> = {
     meaning:
       'bearer token that reads `/metrics` and the tags of `/v1/status` (as the admin token does), and nothing else; ≥ 16 characters. See [security](security.md#who-needs-which-token)',
   },
+  metricsTokenFile: { meaning: 'read the metrics token from a file (a mounted secret: keeps it out of `ps` and the environment)' },
   trustedProxies: {
     meaning:
       'proxies (addresses, CIDR ranges, `loopback`, comma-separated) whose `X-Forwarded-For` names the client for rate limits; unset: the peer address. See [security](security.md#what-the-rate-limit-keys-on)',

@@ -78,6 +78,14 @@ describe('resolveConfig', () => {
       return '';
     };
     expect(bad({ adminTokenFile: join(dir, 'missing') })).toMatch(/adminTokenFile: cannot read/);
+    // The metrics token from a file (a mounted secret), held to the metrics token's own rule, never echoed.
+    writeFileSync(join(dir, 'metrics'), 'metrics-token-from-a-file\n');
+    expect(resolveConfig({ metricsTokenFile: join(dir, 'metrics') }, {}, undefined).metricsToken).toBe('metrics-token-from-a-file');
+    writeFileSync(join(dir, 'short'), 'short-secret\n');
+    expect(bad({ metricsTokenFile: join(dir, 'short') })).toBe('metricsTokenFile: must be at least 16 characters');
+    expect(bad({ metricsToken: 'metrics-token-0123456789', metricsTokenFile: join(dir, 'metrics') })).toBe(
+      'metricsTokenFile: give either metricsToken or metricsTokenFile, not both',
+    );
     expect(bad({ clientTokens: '[{"token":"short","tags":["a"]}]' })).toMatch(
       /clientTokens \(from --client-tokens\): each token must be at least 16/,
     );

@@ -14,6 +14,7 @@ import { DEFAULT_LAYOUT, PRESETS, defineLayouts } from '../core/snowflake/layout
 import { TAG_PATTERN, TAG_RULE, isValidTag } from '../core/tag.js';
 import { LAYOUT_NAME } from '../core/request-rules.js';
 import { type WorkerIdProviderSpec, parseWorkerIdProvider } from './worker-id-provider-spec.js';
+import { isLoopbackHost } from '../server/listen-check.js';
 
 const intFrom = (min: number, max: number) =>
   z.preprocess(
@@ -152,6 +153,19 @@ const workersSchema = z.union([z.literal('auto').transform(() => 0), intFrom(1, 
   error: 'must be auto or an integer from 1 to 256',
 });
 
+/**
+ * An on/off setting: `true`/`false` (also `1`/`0`, `yes`/`no`) from the environment or a
+ * flag's value, a JSON boolean from the file; a flag given bare is `true` (cli/main.ts).
+ */
+const switchSchema = z.preprocess(
+  (v) => {
+    if (typeof v !== 'string') return v;
+    const t = v.trim().toLowerCase();
+    return ['true', '1', 'yes'].includes(t) ? true : ['false', '0', 'no'].includes(t) ? false : v;
+  },
+  z.boolean({ error: 'must be true or false' }),
+);
+
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
 export const FIELDS = {
@@ -182,7 +196,14 @@ export const FIELDS = {
     default: undefined,
     env: 'SEQUOIA_ADMIN_TOKEN',
     flag: '--admin-token',
-    doc: 'bearer token for the admin routes; unset leaves them open',
+    doc: 'bearer token for the admin routes; required to listen beyond loopback (or --allow-open-admin)',
+  },
+  allowOpenAdmin: {
+    schema: switchSchema,
+    default: false,
+    env: 'SEQUOIA_ALLOW_OPEN_ADMIN',
+    flag: '--allow-open-admin',
+    doc: 'listen beyond loopback without an admin token, the admin routes open to anyone who reaches the port (logged as a warning)',
   },
   logLevel: {
     schema: z.enum(LOG_LEVELS, { error: `must be one of ${LOG_LEVELS.join(', ')}` }),
@@ -257,6 +278,13 @@ export const FIELDS = {
     env: 'SEQUOIA_METRICS_TOKEN',
     flag: '--metrics-token',
     doc: 'bearer token that reads /metrics and tag-level /v1/status (as the admin token does), nothing else',
+  },
+  metricsTokenFile: {
+    schema: filePath.optional(),
+    default: undefined,
+    env: 'SEQUOIA_METRICS_TOKEN_FILE',
+    flag: '--metrics-token-file',
+    doc: 'read the metrics token from this file instead',
   },
   trustedProxies: {
     schema: proxyList.optional(),
@@ -482,6 +510,8 @@ const crossFieldRules = z.record(z.string(), z.unknown()).superRefine((c, ctx) =
   const problem = (field: FieldName, message: string): void => void ctx.addIssue({ code: 'custom', path: [field], message });
   if (c.adminTokenFile !== undefined && c.adminToken !== undefined)
     problem('adminTokenFile', 'give either adminToken or adminTokenFile, not both');
+  if (c.metricsTokenFile !== undefined && c.metricsToken !== undefined)
+    problem('metricsTokenFile', 'give either metricsToken or metricsTokenFile, not both');
   if (c.clientTokensFile !== undefined && c.clientTokens !== undefined)
     problem('clientTokensFile', 'give either clientTokens or clientTokensFile, not both');
   const provider = typeof c.workerIdProvider === 'string' ? parsedOrUndefined(c.workerIdProvider) : undefined;
@@ -539,6 +569,14 @@ function readSecretFiles(out: Record<string, unknown>, problems: string[]): void
       else out.adminToken = text;
     }
   }
+  if (typeof out.metricsTokenFile === 'string') {
+    const text = read('metricsTokenFile', out.metricsTokenFile)?.trim();
+    if (text !== undefined) {
+      const r = FIELDS.metricsToken.schema.safeParse(text);
+      if (r.success) out.metricsToken = r.data;
+      else problems.push(`metricsTokenFile: ${r.error.issues[0]?.message ?? 'invalid'}`);
+    }
+  }
   if (typeof out.clientTokensFile === 'string') {
     const text = read('clientTokensFile', out.clientTokensFile);
     if (text !== undefined) {
@@ -549,6 +587,28 @@ function readSecretFiles(out: Record<string, unknown>, problems: string[]): void
   }
   if (typeof out.tlsCert === 'string') read('tlsCert', out.tlsCert);
   if (typeof out.tlsKey === 'string') read('tlsKey', out.tlsKey);
+}
+
+/**
+ * DESIGN.md "Safe as shipped": a server listening beyond loopback without an
+ * admin token refuses to start (a ConfigError: exit 2) unless
+ * `allowOpenAdmin` says so explicitly. Asked by serve only (start-server.ts,
+ * the cluster primary), before the port is bound or anything is leased: the
+ * admin commands read the same environment and listen on nothing. Answers
+ * the warning to log when the server runs open on purpose.
+ */
+export function checkAdminExposure(config: Pick<ServeConfig, 'host' | 'adminToken' | 'allowOpenAdmin'>): string | undefined {
+  if (config.adminToken !== undefined || isLoopbackHost(config.host)) return undefined;
+  const { adminToken, adminTokenFile, allowOpenAdmin, host } = FIELDS;
+  if (config.allowOpenAdmin) {
+    return `listening on ${config.host}, beyond loopback, without an admin token (${allowOpenAdmin.flag}): anyone who reaches the port may create, change and delete tags and fence them`;
+  }
+  throw new ConfigError([
+    `adminToken: serve would listen on ${config.host}, beyond loopback, without an admin token, so anyone who reaches the port could create, change and delete tags and fence them. ` +
+      `Give ${adminToken.flag} (env ${adminToken.env}) or ${adminTokenFile.flag} (env ${adminTokenFile.env}); ` +
+      `or listen on 127.0.0.1 (${host.flag}, env ${host.env}); ` +
+      `or, to run open on purpose, ${allowOpenAdmin.flag} (env ${allowOpenAdmin.env}=true)`,
+  ]);
 }
 
 /** The parsed spec, or undefined when it is malformed (the schema has already said why). */

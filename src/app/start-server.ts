@@ -14,7 +14,7 @@ import { FallbackLeases } from '../service/fallback-leases.js';
 import type { IdService } from '../service/id-service.js';
 import { VERSION } from '../version.js';
 import { type PortReservation, listenError, reservePort } from '../server/listen-check.js';
-import type { ServeConfig } from './config.js';
+import { type ServeConfig, checkAdminExposure } from './config.js';
 import { probeStateDir } from '../adapters/state-dir/state-dir-probe.js';
 import { connectionCap, openFileLimit } from './fd-limit.js';
 import { type StateDirPort, openStateDirOffLoop } from './off-loop.js';
@@ -35,13 +35,22 @@ export async function startServer(
   /** listeningMessage: the log line's msg once listening (cluster workers use 'worker listening'; the primary logs 'listening'). */
   /** reservePort: false in cluster workers (the primary checked the port; the workers share it). */
   /** lockStateDir: false in cluster workers (the primary holds the state dir's lock for the whole server). */
-  options: { handleSignals?: boolean; listeningMessage?: string; reservePort?: boolean; lockStateDir?: boolean } = {},
+  /** checkAdminExposure: false in cluster workers (the primary refused or warned once for the whole server). */
+  options: {
+    handleSignals?: boolean;
+    listeningMessage?: string;
+    reservePort?: boolean;
+    lockStateDir?: boolean;
+    checkAdminExposure?: boolean;
+  } = {},
 ): Promise<RunningServer> {
+  // No admin token beyond loopback is refused before anything is bound or taken.
+  const openAdmin = options.checkAdminExposure === false ? undefined : checkAdminExposure(config);
   // Bind first: a port in use must fail before a store connection or a worker-id lease is taken.
   const reservation = options.reservePort === false ? undefined : await reservePort(config.host, config.port);
   try {
     // The configured port (0 stays 0) still names this server to its worker-id provider (ZooKeeper's host:port node).
-    return await startReserved(config, options, reservation);
+    return await startReserved(config, { ...options, openAdmin }, reservation);
   } finally {
     await reservation?.release();
   }
@@ -49,10 +58,11 @@ export async function startServer(
 
 async function startReserved(
   config: ServeConfig,
-  options: { handleSignals?: boolean; listeningMessage?: string; lockStateDir?: boolean },
+  options: { handleSignals?: boolean; listeningMessage?: string; lockStateDir?: boolean; openAdmin?: string | undefined },
   reservation: PortReservation | undefined,
 ): Promise<RunningServer> {
   const logger = pino({ level: config.logLevel, base: { pid: process.pid } });
+  if (options.openAdmin !== undefined) logger.warn({ host: config.host }, options.openAdmin);
   // One state dir, one server, one store (DESIGN.md invariant 5); its I/O runs off the event loop (invariant 6).
   // The binding first: a dir of another store names that store, whether or not its server runs.
   // Both threads start at once (a start pays for one thread's start-up, not two).

@@ -32,7 +32,9 @@ if (process.argv.slice(2).includes('serve')) {
     // commander names the option's attribute after the flag: --state-dir → stateDir, matching FIELDS.
     // A field whose doc names its own default (derived from another field) shows no "default none".
     const dflt = f.default !== undefined ? `; default ${String(f.default)}` : /\(default /.test(f.doc) ? '' : '; default none';
-    serve.option(`${f.flag} <value>`, `${f.doc} (env ${f.env}${dflt})`);
+    // An on/off field (a boolean default) is a bare switch: `--allow-open-admin`, or `--allow-open-admin false`.
+    const arg = typeof f.default === 'boolean' ? '[true|false]' : '<value>';
+    serve.option(`${f.flag} ${arg}`, `${f.doc} (env ${f.env}${dflt})`);
   }
   serve.option('--config <file>', 'JSON config file (env SEQUOIA_CONFIG)');
 }

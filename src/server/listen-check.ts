@@ -1,9 +1,11 @@
 /**
  * Start-up order: the port is bound before anything else is taken (a store
  * connection, a snowflake worker-id lease), so a port in use fails at once,
- * in one line naming the flag to change, and leases nothing.
+ * in one line naming the flag to change, and leases nothing. Before even
+ * that, app/config.ts asks `isLoopbackHost` whether the server may run
+ * without an admin token (DESIGN.md, "Safe as shipped").
  */
-import { createServer } from 'node:net';
+import { BlockList, createServer, isIP } from 'node:net';
 
 /** A start-up failure the operator fixes with a flag: `message` starts with the code. */
 export class StartupError extends Error {
@@ -64,4 +66,21 @@ export function reservePort(host: string, port: number): Promise<PortReservation
       });
     });
   });
+}
+
+const LOOPBACK = new BlockList();
+LOOPBACK.addSubnet('127.0.0.0', 8, 'ipv4');
+LOOPBACK.addAddress('::1', 'ipv6'); // IPv4-mapped addresses (::ffff:127.0.0.1) are checked against the IPv4 rule
+
+/**
+ * Whether listening on `host` reaches only this machine: `localhost`, or an
+ * address in 127.0.0.0/8 or ::1 (any spelling, brackets allowed). Any other
+ * name counts as beyond loopback, unresolved: what a name resolves to may
+ * change under a running server, and `0.0.0.0` and `::` are every interface.
+ */
+export function isLoopbackHost(host: string): boolean {
+  const h = host.replace(/^\[(.*)\]$/, '$1').toLowerCase();
+  if (h === 'localhost') return true;
+  const family = isIP(h);
+  return family !== 0 && LOOPBACK.check(h, family === 4 ? 'ipv4' : 'ipv6');
 }

@@ -8,12 +8,16 @@
  * secret it tells you to create holds every key the manifests read; and the
  * PrometheusRule holds exactly the rules of ops/prometheus/sequoia-alerts.yml.
  */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { MemoryHighWaterMarkStore } from '../../src/adapters/memory/memory-high-water-mark-store.js';
 import { k8sOrdinal } from '../../src/adapters/k8s/k8s-ordinal.js';
-import { FIELDS, type FieldName, resolveConfig } from '../../src/app/config.js';
+import { FIELDS, type FieldName, checkAdminExposure, resolveConfig } from '../../src/app/config.js';
+import { isLoopbackHost } from '../../src/server/listen-check.js';
 import { PRESETS } from '../../src/core/snowflake/layout.js';
 import { buildApp } from '../../src/server/build-app.js';
 import { IdService } from '../../src/service/id-service.js';
@@ -70,6 +74,16 @@ const SECRET_STANDIN: Record<string, string> = {
   SEQUOIA_ADMIN_TOKEN: 'admin-token-from-secret',
   SEQUOIA_METRICS_TOKEN: 'metrics-token-from-secret-0123',
 };
+/** The same stand-ins as the files a `*_FILE` variable names (a mounted secret). */
+const secretFiles = mkdtempSync(join(tmpdir(), 'sequoia-drift-secrets-'));
+afterAll(() => rmSync(secretFiles, { recursive: true, force: true }));
+function standinFile(env: string): string {
+  const value = SECRET_STANDIN[env.replace(/_FILE$/, '')];
+  if (value === undefined) throw new Error(`${env} names a secret file: add a stand-in value to the test`);
+  const path = join(secretFiles, env);
+  writeFileSync(path, `${value}\n`);
+  return path;
+}
 
 /** The environment a Kubernetes container sees (secret values by stand-in), over the image's. */
 function containerEnv(c: Obj, image: Record<string, string>): Record<string, string> {
@@ -86,6 +100,60 @@ function containerEnv(c: Obj, image: Record<string, string>): Record<string, str
   return env;
 }
 
+/** The variables that carry the admin token: the token, or the file it is read from. */
+const ADMIN_TOKEN_VARS = [FIELDS.adminToken.env, FIELDS.adminTokenFile.env] as string[];
+
+/**
+ * Where a Kubernetes container takes its admin token from: a Secret
+ * (`valueFrom.secretKeyRef`), or undefined (unset, or a literal `value`).
+ */
+export function k8sAdminTokenSecret(c: Obj): string | undefined {
+  for (const e of (c.env as Obj[] | undefined) ?? []) {
+    const ref = (e.valueFrom as Obj | undefined)?.secretKeyRef as { name?: string; key?: string } | undefined;
+    if (ADMIN_TOKEN_VARS.includes(e.name as string) && ref?.name && ref.key) return `Secret ${ref.name}, key ${ref.key}`;
+  }
+  return undefined;
+}
+
+/**
+ * Where a compose service takes its admin token from: a file under
+ * /run/secrets/ that is one of the service's secrets, defined at the top
+ * level; else undefined (a literal token in the file, or none).
+ */
+export function composeAdminTokenSecret(service: Obj, topLevelSecrets: Obj | undefined): string | undefined {
+  const env = (service.environment as Record<string, string> | undefined) ?? {};
+  if (env[FIELDS.adminToken.env] !== undefined) return undefined; // a literal token in the compose file
+  const m = /^\/run\/secrets\/([A-Za-z0-9_.-]+)$/.exec(env[FIELDS.adminTokenFile.env] ?? '');
+  if (!m) return undefined;
+  const mounted = ((service.secrets as (string | { source: string })[] | undefined) ?? []).map((x) =>
+    typeof x === 'string' ? x : x.source,
+  );
+  return mounted.includes(m[1]!) && topLevelSecrets?.[m[1]!] !== undefined ? `compose secret ${m[1]}` : undefined;
+}
+
+/** Where the systemd unit takes its admin token from: its EnvironmentFile (root-only), when that file sets it. */
+export function systemdAdminTokenSecret(service: Map<string, string[]>, file: { active: Map<string, string> }): string | undefined {
+  const envFiles = service.get('EnvironmentFile') ?? [];
+  if (envFiles.length !== 1 || !envFiles[0]!.startsWith('/etc/')) return undefined;
+  if (service.has('Environment') && (service.get('Environment') ?? []).some((e) => ADMIN_TOKEN_VARS.some((v) => e.includes(v))))
+    return undefined; // a token in the unit itself, which any user may read
+  return ADMIN_TOKEN_VARS.some((v) => file.active.has(v)) ? `EnvironmentFile ${envFiles[0]}` : undefined;
+}
+
+/** A compose service's environment, a `/run/secrets/…` file by a stand-in file. */
+function composeEnv(s: Obj): Record<string, string> {
+  const env = { ...(s.environment as Record<string, string>) };
+  for (const [k, v] of Object.entries(env)) if (k.endsWith('_FILE') && v.startsWith('/run/secrets/')) env[k] = standinFile(k);
+  return env;
+}
+
+/** The systemd environment file's settings, a secret left for the operator to fill in (`SEQUOIA_ADMIN_TOKEN=`) by its stand-in. */
+function systemdEnv(file: { active: Map<string, string> }): Record<string, string> {
+  const env = Object.fromEntries(file.active);
+  for (const [k, v] of Object.entries(env)) if (v === '' && SECRET_STANDIN[k] !== undefined) env[k] = SECRET_STANDIN[k];
+  return env;
+}
+
 const image = runtimeImage(parseContainerfile(read('deploy/Containerfile')));
 const k8sObjects = (yamlDoc('deploy/kubernetes/kustomization.yaml').resources as string[]).flatMap((f) =>
   yamlDocs(`deploy/kubernetes/${f}`),
@@ -98,15 +166,27 @@ const unitService = unit.get('Service')!;
 const envFile = parseEnvFile(read('deploy/systemd/sequoia.env'));
 const prometheusConfig = yamlDoc('deploy/prometheus/prometheus.yml');
 
-/** Each place that runs a server, with the environment it runs with. */
-const runs: { where: string; env: Record<string, string> }[] = [
-  { where: 'Containerfile', env: image.env },
+/**
+ * Each place that runs a server, with the environment it runs with (secrets
+ * by stand-ins) and where it takes its admin token from. The image's own
+ * environment is one too: what `podman run IMAGE` starts with nothing added.
+ */
+const runs: { where: string; env: Record<string, string>; adminTokenSecret: string | undefined }[] = [
+  { where: 'Containerfile', env: image.env, adminTokenSecret: undefined },
   ...workloads.map((w) => {
     const c = ((w.spec as Obj).template as { spec: { containers: Obj[] } }).spec.containers[0]!;
-    return { where: `${String(w.kind)} ${String((w.metadata as Obj).name)}`, env: containerEnv(c, image.env) };
+    return {
+      where: `${String(w.kind)} ${String((w.metadata as Obj).name)}`,
+      env: containerEnv(c, image.env),
+      adminTokenSecret: k8sAdminTokenSecret(c),
+    };
   }),
-  ...composeServers.map(([name, s]) => ({ where: `compose ${name}`, env: { ...image.env, ...(s.environment as Record<string, string>) } })),
-  { where: 'systemd', env: Object.fromEntries(envFile.active) },
+  ...composeServers.map(([name, s]) => ({
+    where: `compose ${name}`,
+    env: { ...image.env, ...composeEnv(s) },
+    adminTokenSecret: composeAdminTokenSecret(s, compose.secrets as Obj | undefined),
+  })),
+  { where: 'systemd', env: systemdEnv(envFile), adminTokenSecret: systemdAdminTokenSecret(unitService, envFile) },
 ];
 /** A setting as the server resolves it: the given environment, else the field's default. */
 const effective = (env: Record<string, string>, name: FieldName): string => env[FIELDS[name].env] ?? defaultOf(name);
@@ -160,6 +240,52 @@ describe('names in deploy/ exist in the field table', () => {
   it.each(runs.map((r) => [r.where, r.env]))('the configuration of %s passes the config schema', (_where, env) => {
     const sequoiaOnly = Object.fromEntries(Object.entries(env).filter(([k]) => k.startsWith('SEQUOIA_')));
     expect(() => resolveConfig({}, sequoiaOnly, undefined)).not.toThrow();
+  });
+
+  const shipped = runs.filter((r) => r.where !== 'Containerfile');
+  it.each(shipped.map((r) => [r.where, r]))(
+    '%s listens beyond loopback only with an admin token from a secret, and so starts (no opt-out)',
+    (_where, r) => {
+      if (isLoopbackHost(effective(r.env, 'host'))) return; // on loopback no token is required
+      expect(r.adminTokenSecret, `${r.where} listens on ${effective(r.env, 'host')}: take the admin token from a secret`).toBeDefined();
+      expect(effective(r.env, 'allowOpenAdmin'), r.where).toBe('false');
+      const config = resolveConfig({}, r.env, undefined);
+      expect(config.adminToken).toBe(SECRET_STANDIN.SEQUOIA_ADMIN_TOKEN);
+      expect(checkAdminExposure(config)).toBeUndefined();
+    },
+  );
+
+  it('the image carries no token, and with only its own environment refuses to start (it listens on 0.0.0.0)', () => {
+    expect(isLoopbackHost(effective(image.env, 'host'))).toBe(false);
+    for (const v of [...ADMIN_TOKEN_VARS, FIELDS.metricsToken.env, FIELDS.allowOpenAdmin.env]) expect(image.env[v], v).toBeUndefined();
+    expect(() => checkAdminExposure(resolveConfig({}, image.env, undefined))).toThrow(/--admin-token.*--allow-open-admin/s);
+  });
+
+  it('the secret check can fail: a token written in the manifest, or none, is not a secret', () => {
+    const dep = structuredClone(workloads.find((w) => w.kind === 'Deployment')!);
+    const c = ((dep.spec as Obj).template as { spec: { containers: Obj[] } }).spec.containers[0]!;
+    expect(k8sAdminTokenSecret(c)).toBe('Secret sequoia, key admin-token');
+    const env = c.env as Obj[];
+    env.splice(
+      env.findIndex((e) => e.name === FIELDS.adminToken.env),
+      1,
+      { name: FIELDS.adminToken.env, value: 'literal-token' },
+    );
+    expect(k8sAdminTokenSecret(c)).toBeUndefined();
+    c.env = env.filter((e) => e.name !== FIELDS.adminToken.env);
+    expect(k8sAdminTokenSecret(c)).toBeUndefined();
+
+    const [, server] = composeServers[0]!;
+    expect(composeAdminTokenSecret(server, compose.secrets as Obj)).toBe('compose secret sequoia-admin-token');
+    expect(composeAdminTokenSecret({ ...server, secrets: [] }, compose.secrets as Obj)).toBeUndefined();
+    expect(composeAdminTokenSecret(server, {})).toBeUndefined();
+    const literal = { ...server, environment: { ...(server.environment as Obj), SEQUOIA_ADMIN_TOKEN: 'literal-token' } };
+    expect(composeAdminTokenSecret(literal, compose.secrets as Obj)).toBeUndefined();
+
+    expect(systemdAdminTokenSecret(unitService, envFile)).toBe('EnvironmentFile /etc/sequoia/sequoia.env');
+    expect(systemdAdminTokenSecret(unitService, { active: new Map([['SEQUOIA_HOST', '0.0.0.0']]) })).toBeUndefined();
+    const inUnit = new Map([...unitService, ['Environment', ['SEQUOIA_ADMIN_TOKEN=in-the-unit']]]);
+    expect(systemdAdminTokenSecret(inUnit, envFile)).toBeUndefined();
   });
 
   it('the k8s-ordinal StatefulSet pods get worker ids inside the layout, apart from the ids the segment pods lease', () => {

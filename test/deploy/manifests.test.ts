@@ -227,7 +227,9 @@ describe('Containerfile (static: containers cannot run on these machines)', () =
     expect(image.healthcheck).toBeDefined();
     expect(image.healthcheck!.command.join(' ')).toContain('/readyz');
     expect(image.stopSignal).toBe('SIGTERM');
-    expect(image.entrypoint.slice(0, 3)).toEqual(['node', 'dist/cli/main.js', 'serve']);
+    // The package's bin (entry-point.test.ts holds every start to it).
+    const pkg = JSON.parse(read('package.json')) as { bin: { sequoia: string } };
+    expect(image.entrypoint.slice(0, 3)).toEqual(['node', pkg.bin.sequoia, 'serve']);
   });
 
   it('the volume directory is created and owned by the image user', () => {
@@ -290,7 +292,7 @@ describe('Containerfile (static: containers cannot run on these machines)', () =
     }
     const buildDir = stages[0]!.instructions.find((i) => i.op === 'WORKDIR')?.args;
     expect(buildDir).toBe('/src');
-    // The build writes dist/ from src/ (tsconfig.build.json), where the entrypoint lives.
+    // The build writes dist/ from src/ (tsconfig.build.json), and bundles the entrypoint from it (package.json "bundle").
     expect(read('tsconfig.build.json')).toMatch(/"outDir": "dist"/);
     expect(existsSync(join(root, 'src/cli/main.ts'))).toBe(true);
   });

@@ -89,7 +89,9 @@ describe('the unit holds the hardening docs/deploy.md promises', () => {
   });
 
   it('runs the built CLI by path (not by package name), and no MemoryDenyWriteExecute (the JIT needs it)', () => {
-    expect(one('ExecStart')).toMatch(/^node \/opt\/sequoia\/dist\/cli\/main\.js serve$/);
+    // The package's bin (entry-point.test.ts holds every start to it).
+    const pkg = JSON.parse(read('package.json')) as { bin: { sequoia: string } };
+    expect(one('ExecStart')).toBe(`node /opt/sequoia/${pkg.bin.sequoia} serve`);
     expect(one('WorkingDirectory')).toBe('/opt/sequoia');
     expect(service.has('MemoryDenyWriteExecute')).toBe(false);
     expect(unit.get('Install')?.get('WantedBy')).toEqual(['multi-user.target']);
