@@ -5,9 +5,16 @@
  * The server runs in-process (buildApp + listen on port 0) over a
  * ControlledStore, so the test can take the store down at will; everything
  * the browser sees still goes over HTTP. A second suite checks that the built
- * `sequoia serve` (dist/) serves the page and the metrics too.
+ * `sequoia serve` (dist/) serves the page and the metrics too; a third loads
+ * the page of a built server at 1400 × 900 (issue 39, item 7): ten tags, one
+ * named with 64 characters, fit without a horizontal scroll bar, and the
+ * snowflake card names its worker.
  *
- * The screenshot is kept at test-artifacts/ui.png (path printed in the output).
+ * Colours are checked against the page's own legend: a tag's pill must wear
+ * the colour of exactly one legend entry, the one that describes its state.
+ *
+ * Screenshots are kept at test-artifacts/ui.png (docs/ui.png is a copy) and
+ * test-artifacts/ui-1400.png.
  */
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
