@@ -31,8 +31,8 @@
  *   Node's round-robin then never offers that worker another connection (the
  *   acknowledgement it waits for never comes): the server stops answering
  *   for good, silently. So every worker keeps its connections below its
- *   open-file limit (start-server.ts, `maxConnections`; http-front.ts closes
- *   the surplus on arrival), and the primary logs Node's process warnings.
+ *   open-file limit (start-server.ts, `maxConnections`; http-front.ts answers
+ *   and closes the surplus on arrival), and the primary logs Node's process warnings.
  * - `--workers 1` (the default) runs the server in this process, without
  *   cluster; `--workers auto` (kept as 0) means one worker per core
  *   (os.availableParallelism()). N workers interleave like N servers: IDs of a

@@ -71,11 +71,11 @@ const MANUAL: Record<FieldName, FieldManual> = {
   maxHeaderBytes: { meaning: 'largest request head accepted (431 beyond); bodies are limited to 16 KiB (413)' },
   maxConnections: {
     meaning:
-      'open connections a server process keeps (each worker of `--workers N`); a connection beyond it is closed at once, before any byte is read. The process lowers it to its open-file limit (`ulimit -n`) minus 64 when that is smaller, so a flood is refused instead of exhausting descriptors ([Connection floods](operations.md#connection-floods))',
+      'open connections a server process keeps (each worker of `--workers N`); a connection beyond it is answered 429 `RATE_LIMITED` at once, before its request is read, and closed. The process lowers it to its open-file limit (`ulimit -n`) minus 96 when that is smaller (64 descriptors for stores and logs, 32 for those answers), so a flood is refused instead of exhausting descriptors ([Connection floods](operations.md#connection-floods))',
   },
   maxConnectionsPerAddress: {
     meaning:
-      'open connections one client address may keep per server process; beyond it the new connection is closed at once. Behind a load balancer or proxy every connection comes from its address: raise it, or set 0 (no limit)',
+      'open connections one client address may keep per server process; beyond it the new connection is answered 429 `RATE_LIMITED` at once and closed. Behind a load balancer or proxy every connection comes from its address: raise it, or set 0 (no limit)',
   },
   shutdownTimeoutMs: { meaning: 'how long SIGTERM waits for in-flight requests' },
   drainDelayMs: {

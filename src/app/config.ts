@@ -334,14 +334,14 @@ export const FIELDS = {
     default: 10_000,
     env: 'SEQUOIA_MAX_CONNECTIONS',
     flag: '--max-connections',
-    doc: 'open connections per server process; more are closed at once (kept below the open-file limit)',
+    doc: 'open connections per server process; more are answered 429 and closed at once (kept below the open-file limit)',
   },
   maxConnectionsPerAddress: {
     schema: intFrom(0, 1_000_000),
     default: 1000,
     env: 'SEQUOIA_MAX_CONNECTIONS_PER_ADDRESS',
     flag: '--max-connections-per-address',
-    doc: 'open connections per client address and server process; more are closed at once (0: no limit)',
+    doc: 'open connections per client address and server process; more are answered 429 and closed at once (0: no limit)',
   },
   shutdownTimeoutMs: {
     schema: intFrom(0, 600_000),

@@ -5,6 +5,7 @@
  * connection flood is refused before the process runs out of descriptors.
  */
 import { readFileSync } from 'node:fs';
+import { REFUSAL_ANSWERS } from '../server/http-front.js';
 
 /** Descriptors kept free for everything that is not a client connection: stores, the state directory, logs, IPC. */
 export const FD_RESERVE = 64;
@@ -19,8 +20,12 @@ export function openFileLimit(read: () => string = () => readFileSync('/proc/sel
   }
 }
 
-/** The connection cap: the configured one, lowered to the open-file limit minus the reserve (at least 1). */
+/**
+ * The connection cap: the configured one, lowered to the open-file limit minus the reserve and the
+ * descriptors of the refusals answered at a time (at least 1), so a connection over the cap still
+ * finds a descriptor for its answer.
+ */
 export function connectionCap(configured: number, fileLimit: number | undefined): number {
   if (fileLimit === undefined) return configured;
-  return Math.max(1, Math.min(configured, fileLimit - FD_RESERVE));
+  return Math.max(1, Math.min(configured, fileLimit - FD_RESERVE - REFUSAL_ANSWERS));
 }

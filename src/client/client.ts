@@ -65,8 +65,12 @@ export interface TagStats {
   readonly reserve: number;
   /** The size the reserve is kept at (seconds × observed rate, within min..max). */
   readonly reserveTarget: number;
-  /** `serving` (servers answer), `using` (on the reserve), `fallback` (in the fallback space), `exhausted` (refusing). */
-  readonly state: 'serving' | 'using' | 'fallback' | 'exhausted';
+  /**
+   * `serving` (servers answer), `using` (on the reserve), `fallback` (in the fallback space), `exhausted` (refusing),
+   * `missing` (the servers answered TAG_NOT_FOUND: the tag was deleted while this client still holds IDs of it).
+   * A tag the servers do not know and of which nothing is held is not listed.
+   */
+  readonly state: 'serving' | 'using' | 'fallback' | 'exhausted' | 'missing';
   /** The fallback worker id leased for the tag (option `fallback`), if one is held. */
   readonly fallbackWorkerId?: number;
 }
@@ -195,6 +199,8 @@ export class SequoiaClient {
   private readonly reserveQuery: string;
   private refusals = 0;
   private msOnReserveDone = 0;
+  /** Tags the servers last answered TAG_NOT_FOUND for while IDs of them are still held. */
+  private readonly missing = new Set<string>();
 
   constructor(opts: ClientOptions) {
     const urls = opts.urls ?? (opts.url !== undefined ? [opts.url] : []);
@@ -350,6 +356,7 @@ export class SequoiaClient {
         this.noServer(r, e);
         if (r.held) return this.batchFromReserve(b, r, out, n);
       }
+      this.notFound(tag, e);
       throw e;
     }
     this.serverAnswered(tag);
@@ -367,8 +374,9 @@ export class SequoiaClient {
     for (const [tag, b] of this.buffers) {
       const r = this.reserves.get(tag);
       if (r?.since !== undefined) ms += now - r.since;
-      const state =
-        r === undefined || r.since === undefined
+      const state = this.missing.has(tag)
+        ? 'missing'
+        : r === undefined || r.since === undefined
           ? 'serving'
           : r.sent.has('exhausted')
             ? 'exhausted'
@@ -504,10 +512,37 @@ export class SequoiaClient {
     } catch (e) {
       const r = this.reserves.get(tag);
       if (r !== undefined && !this.controller.signal.aborted && isNoServerAnswer(e)) this.noServer(r, e);
+      this.notFound(tag, e);
       throw e;
     }
     this.serverAnswered(tag);
     return ids;
+  }
+
+  /**
+   * After TAG_NOT_FOUND: a tag of which nothing is held is forgotten (stats()
+   * would otherwise list a tag that does not exist, and every mistyped name
+   * would keep a buffer for the client's life); one still holding IDs (deleted
+   * on the server) keeps them and is `missing` until a server serves it again.
+   */
+  private notFound(tag: string, e: unknown): void {
+    if (!(e instanceof SequoiaError) || e.code !== 'TAG_NOT_FOUND') return;
+    const b = this.buffers.get(tag);
+    if (b === undefined) return;
+    const held = b.available > 0 || (this.reserves.get(tag)?.ids.size ?? 0) > 0 || this.fallbacks.get(tag)?.held !== undefined;
+    if (held) {
+      this.missing.add(tag);
+      return;
+    }
+    b.clear();
+    this.buffers.delete(tag);
+    this.reserves.delete(tag);
+    this.fallbacks.delete(tag);
+    this.missing.delete(tag);
+    if (this.lastBuffer === b) {
+      this.lastTag = undefined;
+      this.lastBuffer = undefined;
+    }
   }
 
   private noServer(r: TagReserve, e: unknown): void {
@@ -518,6 +553,7 @@ export class SequoiaClient {
 
   /** A server answered for the tag: the outage (if any) is over, and the reserve is topped up to its target. */
   private serverAnswered(tag: string): void {
+    this.missing.delete(tag);
     const r = this.reserves.get(tag);
     if (r === undefined || this.controller.signal.aborted) return;
     if (r.down) {

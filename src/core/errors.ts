@@ -152,7 +152,7 @@ export const ERRORS = {
     status: 429,
     exit: 1,
     rebuild: plain('RATE_LIMITED'),
-    doc: 'Too many requests from this client, or too many look-ups of tags the server does not know; retry after `Retry-After`.',
+    doc: 'Too many requests from this client, too many look-ups of tags the server does not know, or too many open connections (the connection caps); retry after `Retry-After`.',
   },
   SEGMENTS_EXHAUSTED: {
     status: 503,

@@ -149,18 +149,27 @@ function fastifyOptions(opts: AppOptions, front: Front): FastifyServerOptions {
   };
 }
 
-/** Connections closed by a limit: one warning per 10 s with the count since the last, so a flood cannot flood the log. */
+/**
+ * Connections refused by a limit: one warning per 10 s with the count since the last (and how many
+ * of them were reset without an answer), so a flood cannot flood the log.
+ */
 function refusalLog(logger: PinoLogger | undefined): ((e: ConnectionRefusal) => void) | undefined {
   if (logger === undefined) return undefined;
   let since = 0;
+  let reset = 0;
   let lastAt = Number.NEGATIVE_INFINITY;
   return (e) => {
     since++;
+    if (!e.answered) reset++;
     const now = performance.now();
     if (now - lastAt < 10_000) return;
     lastAt = now;
-    logger.warn({ limit: e.limit, address: e.address, open: e.open, max: e.max, refused: since }, 'connections refused: limit reached');
+    logger.warn(
+      { limit: e.limit, address: e.address, open: e.open, max: e.max, refused: since, reset },
+      'connections refused: limit reached',
+    );
     since = 0;
+    reset = 0;
   };
 }
 

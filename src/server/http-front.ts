@@ -1,7 +1,7 @@
 /**
  * The Node server in front of fastify: it answers what fastify never sees
  * (requests during close, HTTP/1.1 without Host, CONNECT, requests Node itself
- * rejects) in the error shape, never a bare status line, and lets the fast
+ * rejects, connections over the connection caps) in the error shape, never a bare status line, and lets the fast
  * path answer the hot routes before fastify when it can.
  */
 import type { FastifyServerOptions } from 'fastify';
@@ -43,7 +43,10 @@ export interface FrontOptions {
   readonly tls?: { readonly cert: string | Buffer; readonly key: string | Buffer } | undefined;
   readonly requestTimeout: number;
   readonly maxHeaderBytes: number;
-  /** Open connections this process keeps; a new one beyond is closed at once. Default: no limit. */
+  /**
+   * Open connections this process keeps; a new one beyond is answered 429 and closed at once (see
+   * REFUSAL_ANSWERS). Default: no limit.
+   */
   readonly maxConnections?: number | undefined;
   /** Open connections per peer address; 0 or undefined: no limit. */
   readonly maxConnectionsPerAddress?: number | undefined;
@@ -57,7 +60,21 @@ export interface ConnectionRefusal {
   /** Connections open (of the server, or of that address) when it was refused. */
   readonly open: number;
   readonly max: number;
+  /** Answered 429 before closing; false: reset without an answer (TLS, or every answer slot taken). */
+  readonly answered: boolean;
 }
+
+/**
+ * Connections beyond a bound that may be answering at the same time: each
+ * holds a descriptor until its client has read the answer and closed (at
+ * most REFUSAL_LINGER_MS). Beyond them a refused connection is reset without
+ * a word, so a flood cannot take the descriptors the answers need; the
+ * server's cap is kept this many descriptors further below the open-file
+ * limit (app/fd-limit.ts).
+ */
+export const REFUSAL_ANSWERS = 32;
+/** How long an answered refusal may stay open for its client to read the answer and close. */
+const REFUSAL_LINGER_MS = 5000;
 
 /** fastify's options that hand requests to the front. */
 export function frontOptions(
@@ -114,7 +131,7 @@ function createFrontServer(o: FrontOptions, front: Front, handler: (req: Incomin
   };
   const h = frontHandler(front, handler);
   const server = o.tls ? createHttpsServer({ cert: o.tls.cert, key: o.tls.key, ...options }, h) : createHttpServer(options, h);
-  limitConnections(server, o);
+  limitConnections(server, o, front);
   // fastify leaves these to the factory: idle keep-alive sockets close, slow requests get 408.
   server.keepAliveTimeout = 65_000;
   // A client that half-closes after sending (`nc -q1`, some health checkers) still reads
@@ -135,29 +152,45 @@ function createFrontServer(o: FrontOptions, front: Front, handler: (req: Incomin
 
 /**
  * Bounds the connections this process holds, per server and per peer
- * address: a connection beyond a bound is closed the moment it arrives,
- * before Node reads a byte of it, so a flood of idle or slow connections is
- * refused instead of using up the process's file descriptors. (A worker of
+ * address: a connection beyond a bound never reaches the HTTP parser; it is
+ * answered 429 RATE_LIMITED (Retry-After: 1) in the error shape and closed
+ * the moment it arrives, so a flood of idle or slow connections is refused
+ * instead of using up the process's file descriptors, and an HTTP client
+ * learns why instead of seeing a reset. Past REFUSAL_ANSWERS answers in
+ * flight, and on TLS (an answer would cost a handshake), it is reset. (A worker of
  * `--workers N` that runs out of descriptors cannot even receive the
  * connections the primary hands it; Node's round-robin then never hands that
  * worker another one: see cluster.ts.) Not `server.maxConnections`: in a
  * cluster worker that sends the connection back to the primary, which hands
  * it straight back, in a loop, while the worker is full.
  */
-function limitConnections(server: NetServer, o: FrontOptions): void {
+function limitConnections(server: NetServer, o: FrontOptions, front: Front): void {
   const max = o.maxConnections ?? Number.POSITIVE_INFINITY;
   const perAddress = o.maxConnectionsPerAddress || Number.POSITIVE_INFINITY;
   if (max === Number.POSITIVE_INFINITY && perAddress === Number.POSITIVE_INFINITY) return;
   let open = 0;
+  let answering = 0;
   const byAddress = new Map<string, number>();
-  // First in line: a refused connection never reaches the HTTP parser.
-  server.prependListener('connection', (socket: Socket) => {
+  // The HTTP (or TLS) server's own listeners run only for admitted connections: a refused one
+  // must never reach the parser, and answering it means writing to it after this listener returns.
+  const admitted = server.listeners('connection') as Array<(socket: Socket) => void>;
+  server.removeAllListeners('connection');
+  server.on('connection', (socket: Socket) => {
     const address = socket.remoteAddress ?? '';
     const mine = byAddress.get(address) ?? 0;
     if (open >= max || mine >= perAddress) {
+      const answered = o.tls === undefined && answering < REFUSAL_ANSWERS;
       const refusal: ConnectionRefusal =
-        open >= max ? { limit: 'server', address, open, max } : { limit: 'address', address, open: mine, max: perAddress };
-      socket.destroy();
+        open >= max
+          ? { limit: 'server', address, open, max, answered }
+          : { limit: 'address', address, open: mine, max: perAddress, answered };
+      if (answered) {
+        answering++;
+        socket.once('close', () => answering--);
+        const e = refusal.limit === 'server' ? SERVER_FULL : ADDRESS_FULL;
+        recordRaw(front, e);
+        answerRefusal(socket, e);
+      } else socket.destroy();
       o.onConnectionRefused?.(refusal);
       return;
     }
@@ -169,7 +202,42 @@ function limitConnections(server: NetServer, o: FrontOptions): void {
       if (n <= 0) byAddress.delete(address);
       else byAddress.set(address, n);
     });
+    for (const listener of admitted) listener.call(server, socket);
   });
+}
+
+// No code of the contract's table says "this server is full" (nginx's limit_conn answers 503).
+// RATE_LIMITED is the true one (a limit was reached; retry later), as for the server-wide cap on
+// look-ups of unknown tags; STORE_UNAVAILABLE would send the operator to the store, SHUTTING_DOWN
+// would tell the client the server is stopping.
+const SERVER_FULL: RawError = {
+  status: ERROR_STATUS.RATE_LIMITED,
+  code: 'RATE_LIMITED',
+  message: 'too many open connections to this server; retry in 1 s',
+  retryAfter: 1,
+};
+const ADDRESS_FULL: RawError = {
+  status: ERROR_STATUS.RATE_LIMITED,
+  code: 'RATE_LIMITED',
+  message: 'too many open connections to this server from your address; close some or retry in 1 s',
+  retryAfter: 1,
+};
+
+/**
+ * Answers a refused connection at once, without reading its request (its
+ * bytes are read and dropped, so closing sends FIN, not RST, and the client
+ * reads the whole answer), then lets it go once the client closes, or after
+ * REFUSAL_LINGER_MS.
+ */
+function answerRefusal(socket: Socket, e: RawError): void {
+  const linger = setTimeout(() => socket.destroy(), REFUSAL_LINGER_MS);
+  linger.unref();
+  socket.once('close', () => clearTimeout(linger));
+  socket.on('error', () => socket.destroy());
+  // The client read the answer and closed: let go once the answer is out (not before: destroy drops unsent bytes).
+  socket.on('end', () => (socket.writableFinished ? socket.destroy() : socket.once('finish', () => socket.destroy())));
+  socket.resume();
+  answerSocket(socket, e);
 }
 
 function frontHandler(front: Front, handler: (req: IncomingMessage, res: ServerResponse) => void) {

@@ -2,8 +2,8 @@
  * Error answers written below fastify, in the contract's shape
  * (`{"error":{"code","message"}}`, Retry-After on 429 and 503): for requests
  * Node rejects before any handler (malformed, head too large, too slow), for
- * CONNECT, for HTTP/1.1 without Host, and for requests arriving while the
- * server drains. Under Leaf's paths, in Leaf's `text/plain` `CODE: message`,
+ * CONNECT, for HTTP/1.1 without Host, for requests arriving while the
+ * server drains, and for connections over the connection caps. Under Leaf's paths, in Leaf's `text/plain` `CODE: message`,
  * as fastify's own error answers there.
  */
 import type { ServerResponse } from 'node:http';

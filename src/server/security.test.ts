@@ -166,21 +166,39 @@ describe('TLS', () => {
       ],
       { stdio: 'ignore' },
     );
-    const a = await setup({ tls: { cert: readFileSync(join(dir, 'cert.pem')), key: readFileSync(join(dir, 'key.pem')) } });
-    const port = await listen(a);
-    const body = await new Promise<string>((resolve, reject) => {
-      const req = httpsRequest(
-        { host: '127.0.0.1', port, path: '/v1/segment/a', ca: readFileSync(join(dir, 'cert.pem')), servername: 'localhost' },
-        (res) => {
-          let d = '';
-          res.on('data', (c) => (d += c));
-          res.on('end', () => resolve(d));
-        },
-      );
-      req.on('error', reject);
-      req.end();
+    // With a connection cap of 1: the cap's listener hands admitted connections to the TLS server's own.
+    const a = await setup({
+      tls: { cert: readFileSync(join(dir, 'cert.pem')), key: readFileSync(join(dir, 'key.pem')) },
+      maxConnections: 1,
     });
-    expect(JSON.parse(body)).toEqual({ tag: 'a', ids: ['1'] });
+    const port = await listen(a);
+    const get = () =>
+      new Promise<string>((resolve, reject) => {
+        const req = httpsRequest(
+          {
+            host: '127.0.0.1',
+            port,
+            path: '/v1/segment/a',
+            ca: readFileSync(join(dir, 'cert.pem')),
+            servername: 'localhost',
+            agent: false,
+          },
+          (res) => {
+            let d = '';
+            res.on('data', (c) => (d += c));
+            res.on('end', () => resolve(d));
+          },
+        );
+        req.on('error', reject);
+        req.end();
+      });
+    expect(JSON.parse(await get())).toEqual({ tag: 'a', ids: ['1'] });
+    // Over the cap on TLS: reset, not a plain-text answer the TLS client could not read.
+    const holder = connect({ host: '127.0.0.1', port });
+    await new Promise((r) => holder.once('connect', r));
+    await expect(get()).rejects.toMatchObject({ code: expect.stringMatching(/^(ECONNRESET|EPIPE)$/) });
+    holder.destroy();
+    await expect.poll(async () => get().catch(() => ''), { timeout: 10_000 }).toContain('"tag":"a"');
   });
 });
 

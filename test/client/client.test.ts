@@ -120,6 +120,46 @@ describe('client SDK against real servers', () => {
     expect(await s.exited).toBe(0);
   });
 
+  it('stats() never lists a tag the servers do not know as serving (issue 39, item 8)', async () => {
+    const s = await serve('stats-missing');
+    const client = createClient({ url: s.url, batch: 20, reserve: false });
+    try {
+      // A tag that never existed: TAG_NOT_FOUND, and stats() leaves it out.
+      await expect(client.next('stats-no-such-tag')).rejects.toBeInstanceOf(TagNotFoundError);
+      await expect(client.nextBatch('stats-no-such-tag-2', 3)).rejects.toBeInstanceOf(TagNotFoundError);
+      expect(client.stats().tags['stats-no-such-tag']).toBeUndefined();
+      expect(client.stats().tags['stats-no-such-tag-2']).toBeUndefined();
+      expect(client.buffered('stats-no-such-tag')).toBe(0);
+
+      // A tag deleted on the server while this client still holds IDs of it: `missing`, not `serving`.
+      const tag = `stats-del-${process.pid}`;
+      const json = { 'content-type': 'application/json' };
+      expect((await fetch(`${s.url}/v1/tags`, { method: 'POST', headers: json, body: JSON.stringify({ tag, step: 100 }) })).status).toBe(
+        201,
+      );
+      for (let i = 0; i < 4; i++) await client.next(tag); // past the prefetch point (more than 10 % used)
+      await expect.poll(() => client.buffered(tag), { timeout: 10_000 }).toBeGreaterThan(20); // the next batch is in
+      expect(client.stats().tags[tag]?.state).toBe('serving');
+      expect((await fetch(`${s.url}/v1/tags/${tag}`, { method: 'DELETE' })).status).toBe(204);
+      // Into the next batch, past its prefetch point: that fetch answers TAG_NOT_FOUND.
+      while (client.buffered(tag) > 15) await client.next(tag);
+      await expect.poll(() => client.stats().tags[tag]?.state, { timeout: 10_000 }).toBe('missing');
+      expect(client.stats().tags[tag]?.buffered).toBeGreaterThan(0);
+      // Created again: served, and `serving` once a server answered for it.
+      expect(
+        (await fetch(`${s.url}/v1/tags`, { method: 'POST', headers: json, body: JSON.stringify({ tag, step: 100, start: '1000000' }) }))
+          .status,
+      ).toBe(201);
+      while (client.buffered(tag) > 0) await client.next(tag);
+      expect(await client.next(tag)).toBeGreaterThanOrEqual(1_000_000n);
+      expect(client.stats().tags[tag]?.state).toBe('serving');
+    } finally {
+      await client.close();
+      s.child.kill('SIGTERM');
+      await s.exited;
+    }
+  });
+
   it('many concurrent callers, one server restarted, the other killed: no repeat, no lost promise, no unhandled rejection', async () => {
     const a = await serve('a');
     const b = await serve('b');

@@ -5,9 +5,16 @@
  * The server runs in-process (buildApp + listen on port 0) over a
  * ControlledStore, so the test can take the store down at will; everything
  * the browser sees still goes over HTTP. A second suite checks that the built
- * `sequoia serve` (dist/) serves the page and the metrics too.
+ * `sequoia serve` (dist/) serves the page and the metrics too; a third loads
+ * the page of a built server at 1400 × 900 (issue 39, item 7): ten tags, one
+ * named with 64 characters, fit without a horizontal scroll bar, and the
+ * snowflake card names its worker.
  *
- * The screenshot is kept at test-artifacts/ui.png (path printed in the output).
+ * Colours are checked against the page's own legend: a tag's pill must wear
+ * the colour of exactly one legend entry, the one that describes its state.
+ *
+ * Screenshots are kept at test-artifacts/ui.png (docs/ui.png is a copy) and
+ * test-artifacts/ui-1400.png.
  */
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
@@ -36,6 +43,36 @@ const CHROMIUM_ARGS = [
   '--disable-component-update',
   '--disable-sync',
 ];
+
+/** What the page shows of a tag's colour: its pill's and its cover's colour, and the legend's swatches (runs in the page). */
+interface Colours {
+  readonly pill: string;
+  readonly cover: string;
+  readonly legend: ReadonlyArray<{ readonly state: string; readonly text: string; readonly colour: string }>;
+}
+const coloursOf = (page: Page, tag: string): Promise<Colours> =>
+  // A string: this project's TypeScript has no DOM types.
+  page.evaluate(`(() => {
+    const row = [...document.querySelectorAll('#tags tbody tr')].find((r) => r.dataset.tag === ${JSON.stringify(tag)});
+    const colour = (e, p) => (e ? getComputedStyle(e)[p] : 'none');
+    return {
+      pill: colour(row && row.querySelector('td.health .pill'), 'backgroundColor'),
+      cover: colour(row && row.querySelector('td.cover'), 'color'),
+      legend: [...document.querySelectorAll('#legend [data-state]')].map((i) => ({
+        state: i.dataset.state,
+        text: i.textContent,
+        colour: colour(i.querySelector('.swatch'), 'backgroundColor'),
+      })),
+    };
+  })()`);
+
+/** The legend's entry whose swatch has the tag's colour: there must be exactly one, and the pill and cover wear it. */
+function legendEntryOf(c: Colours): Colours['legend'][number] {
+  const entries = c.legend.filter((i) => i.colour === c.pill);
+  expect(entries, `legend entries coloured ${c.pill}: ${JSON.stringify(c.legend)}`).toHaveLength(1);
+  expect(c.cover).toBe(c.pill);
+  return entries[0] as Colours['legend'][number];
+}
 
 const describeChromium = await describeWithService('chromium', async () => {
   if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} not found (apt-get install chromium)`);
@@ -76,7 +113,7 @@ describeChromium('monitoring page in Chromium', () => {
       executablePath: CHROMIUM,
       headless: true,
       args: CHROMIUM_ARGS,
-      viewport: { width: 1500, height: 760 },
+      viewport: { width: 1400, height: 900 },
     });
     page = context.pages()[0] ?? (await context.newPage());
   });
@@ -133,10 +170,10 @@ describeChromium('monitoring page in Chromium', () => {
     expect(await row('invoices').getAttribute('data-health')).toBe('critical');
     const pill = row('invoices').locator('td.health .pill');
     expect(await pill.innerText()).toBe('CRITICAL');
-    // Runs in the page (this project's TypeScript has no DOM types).
-    const background = (e: unknown) =>
-      (globalThis as unknown as { getComputedStyle(x: unknown): { backgroundColor: string } }).getComputedStyle(e).backgroundColor;
-    expect(await pill.evaluate(background)).toBe('rgb(198, 40, 40)'); // red
+    // Red, and the legend says red means this.
+    const colours = await coloursOf(page, 'invoices');
+    expect(colours.pill).toBe('rgb(198, 40, 40)');
+    expect(legendEntryOf(colours).text).toMatch(/red.*store is failing/i);
     await expect.poll(() => page.locator('#store-card').getAttribute('data-reachable'), { timeout: 10_000 }).toBe('false');
     await expect.poll(() => page.locator('#errors tr[data-code="SEGMENTS_EXHAUSTED"] td.num').innerText(), { timeout: 10_000 }).toBe('1');
     expect(await page.locator('#recent tbody').innerText()).toContain('SEGMENTS_EXHAUSTED');
@@ -178,7 +215,7 @@ describeChromium('monitoring page in Chromium', () => {
     ]);
   });
 
-  it('a reported business unique-key conflict turns the tag red with CONFLICT', async () => {
+  it('a reported business unique-key conflict marks the tag CONFLICT, in the colour the legend gives a conflict', async () => {
     // The busy tag of the test above is healthy until a client reports a conflict on one of its IDs.
     await expect.poll(() => row('orders').getAttribute('data-health'), { timeout: 10_000 }).not.toBe('critical');
     const r = await call('/v1/tags/orders/conflicts', {
@@ -191,9 +228,13 @@ describeChromium('monitoring page in Chromium', () => {
     const pill = row('orders').locator('td.health .pill');
     expect(await pill.innerText()).toBe('CONFLICT 1');
     expect(await row('orders').locator('td.health').getAttribute('title')).toMatch(/business unique-key conflict/);
-    const background = (e: unknown) =>
-      (globalThis as unknown as { getComputedStyle(x: unknown): { backgroundColor: string } }).getComputedStyle(e).backgroundColor;
-    expect(await pill.evaluate(background)).toBe('rgb(198, 40, 40)'); // red
+    // Issue 39, item 7: the row was painted red while the legend said red means a short cover.
+    const colours = await coloursOf(page, 'orders');
+    const entry = legendEntryOf(colours);
+    expect(entry.state).toBe('conflict');
+    expect(entry.text).toMatch(/conflict/);
+    // The legend names the colour it shows, and no other state wears it.
+    expect(entry.text).toMatch(/^\s*purple\b/i);
   });
 });
 
@@ -230,5 +271,121 @@ describe('the built server (dist/) serves the page and the metrics', () => {
     const status = (await (await fetch(`${base}/v1/status`)).json()) as { store: { kind: string; reachable: boolean }; tags: unknown[] };
     expect(status.store).toMatchObject({ kind: 'sqlite', reachable: true });
     expect(status.tags).toHaveLength(1);
+  });
+});
+
+describeChromium('the page of a built server (dist/) in Chromium at 1400 × 900', () => {
+  let server: ServerProcess | undefined;
+  let dir: string;
+  let profile: string;
+  let context: BrowserContext;
+  let page: Page;
+  /** 64 characters and no place to break: the widest a tag of this length can be. */
+  const long = `ui-fit-${process.pid}-${'0123456789'.repeat(7)}`.slice(0, 64);
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'sequoia-ui-fit-'));
+    server = await startServe(['--store', `sqlite:${join(dir, 'ui.db')}`, '--state-dir', dir], { SEQUOIA_WORKERS: '1' });
+    profile = mkdtempSync(join(tmpdir(), 'sequoia-chromium-'));
+    context = await chromium.launchPersistentContext(profile, {
+      executablePath: CHROMIUM,
+      headless: true,
+      args: CHROMIUM_ARGS,
+      viewport: { width: 1400, height: 900 },
+    });
+    page = context.pages()[0] ?? (await context.newPage());
+  });
+
+  afterAll(async () => {
+    await context?.close();
+    server?.child.kill('SIGTERM');
+    await server?.exited;
+    if (profile) rmSync(profile, { recursive: true, force: true });
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('ten tags, one named with 64 characters: no horizontal scroll, every column and every cell in view', async () => {
+    const base = server?.url as string;
+    expect(long).toHaveLength(64);
+    const tags = [long, ...Array.from({ length: 9 }, (_, i) => `ui-fit-${i}`)];
+    for (const tag of tags) {
+      const created = await fetch(`${base}/v1/tags`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ tag, step: 1_000_000 }),
+      });
+      expect(created.status).toBe(201);
+      expect((await fetch(`${base}/v1/segment/${tag}?count=7`)).status).toBe(200);
+    }
+    // Reserves by several named clients widen the last column.
+    for (const client of ['checkout-service-eu-west-1a', 'billing-worker-7', 'ledger-sync']) {
+      expect((await fetch(`${base}/v1/segment/${long}?count=300&reserve=1&client=${client}`)).status).toBe(200);
+    }
+    await page.goto(`${base}/ui`);
+    await expect.poll(() => page.locator('#tags tbody tr').count(), { timeout: 10_000 }).toBe(10);
+    await expect
+      .poll(() => page.locator(`#tags tr[data-tag="${long}"] td.reserves`).innerText(), { timeout: 10_000 })
+      .toContain('ledger-sync');
+
+    const m = (await page.evaluate(`(() => {
+      const doc = document.documentElement;
+      const table = document.getElementById('tags');
+      const box = table.parentElement;
+      const rect = (e) => { const r = e.getBoundingClientRect(); return { left: r.left, right: r.right, width: r.width }; };
+      const row = [...table.tBodies[0].rows].find((r) => r.dataset.tag === ${JSON.stringify(long)});
+      return {
+        doc: { scroll: doc.scrollWidth, client: doc.clientWidth },
+        box: { scroll: box.scrollWidth, client: box.clientWidth, ...rect(box) },
+        columns: [...table.tHead.rows[0].cells].map((c) => ({ name: c.textContent, ...rect(c) })),
+        cells: [...row.cells].map((c) => ({ name: c.className, scroll: c.scrollWidth, client: c.clientWidth, text: c.textContent, ...rect(c) })),
+      };
+    })()`)) as {
+      doc: { scroll: number; client: number };
+      box: { scroll: number; client: number; left: number; right: number };
+      columns: Array<{ name: string; left: number; right: number; width: number }>;
+      cells: Array<{ name: string; scroll: number; client: number; text: string; left: number; right: number; width: number }>;
+    };
+    // The page scrolls sideways neither as a whole nor in the table's own box.
+    expect(m.doc.scroll, 'document scrollWidth').toBeLessThanOrEqual(m.doc.client);
+    expect(m.box.scroll, "the table's container scrollWidth").toBeLessThanOrEqual(m.box.client);
+    expect(m.columns.map((c) => c.name)).toEqual([
+      'status',
+      'tag',
+      'current [value, max)',
+      'current buffer',
+      'next buffer',
+      'remaining',
+      'step (stored)',
+      'rate /s',
+      'rate, last minute',
+      'cover',
+      'last load',
+      'load failures',
+      'client reserves',
+    ]);
+    const right = Math.min(m.doc.client, m.box.right);
+    for (const c of [...m.columns, ...m.cells]) {
+      expect(c.width, `${c.name} has a width`).toBeGreaterThan(0);
+      expect(c.left, `${c.name} starts in view`).toBeGreaterThanOrEqual(0);
+      expect(c.right, `${c.name} ends in view (${right} px)`).toBeLessThanOrEqual(right + 0.5);
+    }
+    // Nothing is cut inside a cell either: the whole tag name is there.
+    for (const c of m.cells) expect(c.scroll, `${c.name} shows all of its content`).toBeLessThanOrEqual(c.client);
+    expect(m.cells.find((c) => c.name.startsWith('tag'))?.text).toBe(long);
+    mkdirSync(join(ROOT, 'test-artifacts'), { recursive: true });
+    await page.screenshot({ path: join(ROOT, 'test-artifacts', 'ui-1400.png'), fullPage: true });
+  });
+
+  it('the snowflake card names each worker: its layout and worker id, and "1 worker"', async () => {
+    const base = server?.url as string;
+    const status = (await (await fetch(`${base}/v1/status`)).json()) as { workers: Array<{ generator: string; workerId: number }> };
+    expect(status.workers).toHaveLength(1);
+    const w = status.workers[0] as { generator: string; workerId: number };
+    if (!page.url().endsWith('/ui')) await page.goto(`${base}/ui`);
+    const worker = page.locator(`#workers tr[data-worker-id="${w.workerId}"]`);
+    await worker.waitFor({ timeout: 10_000 });
+    expect(await worker.locator('td.layout').innerText()).toContain(w.generator);
+    expect(await worker.locator('td.worker').innerText()).toBe(String(w.workerId));
+    expect(await page.locator('#workers-count').innerText()).toBe('1 worker');
   });
 });

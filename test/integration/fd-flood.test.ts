@@ -40,6 +40,8 @@ function open(port: number, first?: string, localAddress?: string): Promise<Sock
 /** Whether the server closed the connection within `ms` (a refused connection), without the client closing it. */
 function closedByServer(s: Socket, ms: number): Promise<boolean> {
   if (s.destroyed || s.readableEnded) return Promise.resolve(true);
+  // A refused connection is answered (429) before the server's FIN: read it, or the FIN is never seen.
+  s.resume();
   return new Promise((resolve) => {
     const t = setTimeout(() => resolve(false), ms);
     s.once('close', () => {

@@ -46,13 +46,15 @@ export const UI_HTML = `<!doctype html>
     <table id="errors"><tbody></tbody></table>
     <div id="no-errors" class="muted">none</div>
   </div>
-  <div class="card">
-    <h2>Snowflake workers</h2>
-    <div id="workers" class="muted">none on this server</div>
+  <div class="card" id="snowflake-card">
+    <h2>Snowflake workers <span id="workers-count" class="muted"></span></h2>
+    <table id="workers" hidden><thead><tr><th>layout</th><th class="num">worker id</th><th>lease</th><th>layout ends in</th></tr></thead><tbody></tbody></table>
+    <div id="no-workers" class="muted">none on this server</div>
   </div>
 </section>
 <section>
   <h2>Segment tags</h2>
+  <div class="table-box">
   <table id="tags">
     <thead><tr>
       <th>status</th><th>tag</th><th>current [value, max)</th><th>current buffer</th><th>next buffer</th>
@@ -61,22 +63,29 @@ export const UI_HTML = `<!doctype html>
     </tr></thead>
     <tbody></tbody>
   </table>
+  </div>
+  <div id="legend">
+    <span class="legend-item" data-state="ok"><span class="swatch swatch-ok"></span> green: cover at least <span class="cover-ok">300</span> s, or idle with IDs buffered</span>
+    <span class="legend-item" data-state="warn"><span class="swatch swatch-warn"></span> amber: cover between <span class="cover-critical">60</span> and <span class="cover-ok">300</span> s, or the last load failed while the buffers hold, or the first segment is loading</span>
+    <span class="legend-item" data-state="critical"><span class="swatch swatch-critical"></span> red: cover below <span class="cover-critical">60</span> s, the tag refuses (rollback, deleted), or the store is failing with the buffers low</span>
+    <span class="legend-item" data-state="conflict"><span class="swatch swatch-conflict"></span> purple: a client reported a business unique-key conflict on one of its IDs (see docs/audit.md), until the server restarts</span>
+    <div class="muted">Cover = buffered IDs / recent rate. <span id="updated"></span></div>
+  </div>
   <p id="no-tags" class="muted">No tags yet: a tag appears here once this server has handed out its first ID.</p>
 </section>
 <section>
   <h2>Recent errors</h2>
-  <table id="recent"><thead><tr><th>time</th><th>code</th><th>status</th><th>request</th><th>message</th></tr></thead><tbody></tbody></table>
+  <div class="table-box"><table id="recent"><thead><tr><th>time</th><th>code</th><th>status</th><th>request</th><th>message</th></tr></thead><tbody></tbody></table></div>
   <p id="recent-note" class="muted"></p>
 </section>
 </main>
-<footer class="muted" id="legend"></footer>
 <script src="/ui/app.js"></script>
 </body>
 </html>
 `;
 
 export const UI_CSS = `
-:root { --ok: #1a7f37; --warn: #b7791f; --crit: #c62828; --bg: #f7f8fa; --fg: #1f2328; --muted: #656d76; --line: #d8dee4; }
+:root { --ok: #1a7f37; --warn: #b7791f; --crit: #c62828; --conflict: #8250df; --bg: #f7f8fa; --fg: #1f2328; --muted: #656d76; --line: #d8dee4; }
 * { box-sizing: border-box; }
 body { margin: 0; font: 14px/1.4 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; background: var(--bg); color: var(--fg); }
 header { display: flex; align-items: center; gap: 12px; padding: 10px 20px; background: #24292f; color: #fff; flex-wrap: wrap; }
@@ -91,27 +100,44 @@ h2 { font-size: 15px; margin: 14px 0 6px; }
 .card { background: #fff; border: 1px solid var(--line); border-radius: 6px; padding: 6px 12px 10px; min-width: 240px; }
 .card h2 { margin-top: 6px; }
 table { border-collapse: collapse; background: #fff; }
-#tags, #recent { width: 100%; border: 1px solid var(--line); }
-th, td { padding: 4px 8px; border-bottom: 1px solid var(--line); text-align: left; white-space: nowrap; }
+/* The tables wrap their cells instead of growing past the window: tag names, client names and paths are
+   unbounded data. The box scrolls only on a window too narrow for the shortest cells (never at 1400 px). */
+.table-box { max-width: 100%; overflow-x: auto; }
+#tags, #recent { width: 100%; border: 1px solid var(--line); font-size: 13px; }
+th, td { padding: 4px 6px; border-bottom: 1px solid var(--line); text-align: left; }
 th { background: #eef1f4; font-weight: 600; font-size: 12px; }
 .num { text-align: right; font-variant-numeric: tabular-nums; }
-td.tag { font-family: ui-monospace, monospace; }
+td.num, td.health, td.cover, td.spark, .pill { white-space: nowrap; }
+td.step, td.failures { white-space: normal; }
+td.tag { font-family: ui-monospace, monospace; overflow-wrap: anywhere; }
+#tags td.tag .name { display: block; min-width: 10ch; max-width: 24ch; }
+td.reserves, td.failures, #recent td { overflow-wrap: anywhere; }
+#tags td.reserves { max-width: 22ch; }
 .pill { padding: 1px 8px; border-radius: 10px; font-size: 12px; font-weight: 600; color: #fff; }
-.pill-ok { background: var(--ok); } .pill-warn { background: var(--warn); } .pill-critical { background: var(--crit); }
+/* One colour per state; the legend's swatches wear the same classes, so page and legend cannot disagree. */
+.pill-ok, .swatch-ok { background: var(--ok); }
+.pill-warn, .swatch-warn { background: var(--warn); }
+.pill-critical, .swatch-critical { background: var(--crit); }
+.pill-conflict, .swatch-conflict { background: var(--conflict); }
 .dot { display: inline-block; width: 10px; height: 10px; border-radius: 50%; background: var(--muted); }
 .dot.ok { background: var(--ok); } .dot.critical { background: var(--crit); }
-tr.health-ok td.cover { color: var(--ok); font-weight: 600; }
-tr.health-warn td.cover { color: var(--warn); font-weight: 600; }
-tr.health-critical td.cover { color: var(--crit); font-weight: 600; }
-tr.health-critical { background: #fdecea; }
-.bar { width: 120px; height: 12px; background: #e6e9ed; border-radius: 3px; overflow: hidden; display: inline-block; vertical-align: middle; }
+tr.state-ok td.cover { color: var(--ok); font-weight: 600; }
+tr.state-warn td.cover { color: var(--warn); font-weight: 600; }
+tr.state-critical td.cover { color: var(--crit); font-weight: 600; }
+tr.state-conflict td.cover { color: var(--conflict); font-weight: 600; }
+tr.state-critical { background: #fdecea; }
+tr.state-conflict { background: #f3eefc; }
+.bar { width: 84px; height: 12px; background: #e6e9ed; border-radius: 3px; overflow: hidden; display: block; }
 .bar > span { display: block; height: 100%; background: #3b82f6; }
 .bar.empty > span { background: var(--crit); }
 .bar.loading { background: repeating-linear-gradient(45deg, #e6e9ed, #e6e9ed 4px, #cfd5dc 4px, #cfd5dc 8px); }
-.bar-label { font-size: 11px; color: var(--muted); margin-left: 4px; }
+.bar-label { display: block; font-size: 11px; color: var(--muted); white-space: nowrap; }
 svg.spark { vertical-align: middle; }
 svg.spark polyline { fill: none; stroke: #3b82f6; stroke-width: 1.5; }
-footer { padding: 8px 20px 20px; font-size: 12px; }
+#legend { margin: 6px 0; font-size: 12px; display: flex; flex-wrap: wrap; gap: 4px 18px; }
+#legend > div { flex-basis: 100%; }
+.swatch { display: inline-block; width: 12px; height: 12px; border-radius: 3px; vertical-align: -2px; }
+#workers td.layout { font-family: ui-monospace, monospace; }
 `;
 
 export const UI_JS = `'use strict';
@@ -135,7 +161,8 @@ export const UI_JS = `'use strict';
     if (s < 120) return s.toFixed(s < 10 ? 1 : 0) + ' s';
     if (s < 7200) return (s / 60).toFixed(0) + ' min';
     if (s < 172800) return (s / 3600).toFixed(1) + ' h';
-    return (s / 86400).toFixed(0) + ' d';
+    if (s < 63072000) return (s / 86400).toFixed(0) + ' d';
+    return (s / 31557600).toFixed(0) + ' y';
   }
   function fmtAgo(iso) {
     if (!iso) return '-';
@@ -155,7 +182,7 @@ export const UI_JS = `'use strict';
 
   function sparkline(cell, values) {
     var NS = 'http://www.w3.org/2000/svg';
-    var w = 120, h = 22;
+    var w = 84, h = 22;
     var svg = document.createElementNS(NS, 'svg');
     svg.setAttribute('class', 'spark');
     svg.setAttribute('width', String(w));
@@ -190,7 +217,7 @@ export const UI_JS = `'use strict';
       tr.appendChild(td);
       cells[c.split(' ')[0]] = td;
     });
-    cells.tag.textContent = tag;
+    cells.tag.appendChild(el('span', 'name', tag));
     r = { tr: tr, cells: cells };
     rows.set(tag, r);
     $('tags').tBodies[0].appendChild(tr);
@@ -200,10 +227,13 @@ export const UI_JS = `'use strict';
   function renderTag(t) {
     var r = rowFor(t.tag);
     var c = r.cells;
+    // A conflict is its own colour (the legend's purple), not red: red says the buffers are short.
+    var state = t.businessConflicts > 0 ? 'conflict' : t.health;
     r.tr.dataset.health = t.health;
-    r.tr.className = 'health-' + t.health;
+    r.tr.dataset.state = state;
+    r.tr.className = 'state-' + state;
     c.health.textContent = '';
-    var pill = el('span', 'pill pill-' + t.health, t.businessConflicts > 0 ? 'CONFLICT ' + t.businessConflicts : t.health === 'ok' ? 'OK' : t.health === 'warn' ? 'WARN' : 'CRITICAL');
+    var pill = el('span', 'pill pill-' + state, state === 'conflict' ? 'CONFLICT ' + t.businessConflicts : t.health === 'ok' ? 'OK' : t.health === 'warn' ? 'WARN' : 'CRITICAL');
     pill.title = t.healthReason;
     c.health.appendChild(pill);
     c.health.title = t.healthReason;
@@ -277,10 +307,39 @@ export const UI_JS = `'use strict';
       rb.appendChild(tr);
     });
     $('recent-note').textContent = s.admin ? '' : 'Requests and messages are shown with the admin token.';
-    $('workers').textContent = s.workers.length ? s.workers.length + ' workers' : 'none on this server';
-    $('legend').textContent = 'Cover = buffered IDs / recent rate. Green: at least ' + s.thresholds.coverOkSeconds +
-      ' s; amber: at least ' + s.thresholds.coverCriticalSeconds + ' s or the last load failed; red: less, or the store is failing with the buffers low. Updated ' +
-      new Date(s.now).toLocaleTimeString() + '.';
+    renderWorkers(s);
+    setAll('cover-ok', s.thresholds.coverOkSeconds);
+    setAll('cover-critical', s.thresholds.coverCriticalSeconds);
+    $('updated').textContent = 'Updated ' + new Date(s.now).toLocaleTimeString() + '.';
+  }
+
+  function setAll(cls, text) {
+    var list = document.getElementsByClassName(cls);
+    for (var i = 0; i < list.length; i++) list[i].textContent = String(text);
+  }
+
+  // One row per snowflake id space: the layout it issues in and the worker id it holds.
+  function renderWorkers(s) {
+    var n = s.workers.length;
+    $('workers-count').textContent = n ? n + (n === 1 ? ' worker' : ' workers') : '';
+    $('workers').hidden = n === 0;
+    $('no-workers').hidden = n > 0;
+    var layouts = new Map();
+    (s.layouts || []).forEach(function (l) { layouts.set(l.name, l); });
+    var body = $('workers').tBodies[0];
+    body.textContent = '';
+    s.workers.forEach(function (w) {
+      var l = layouts.get(w.generator);
+      var tr = el('tr');
+      tr.dataset.workerId = String(w.workerId);
+      var name = el('td', 'layout', w.generator + (l && l.default ? ' (default)' : ''));
+      if (l) name.title = l.fields.map(function (f) { return f.name + ' ' + f.bits + ' bits'; }).join(', ') + '; epoch ' + l.epoch;
+      tr.appendChild(name);
+      tr.appendChild(el('td', 'worker num', w.workerId));
+      tr.appendChild(el('td', 'lease', w.leaseExpiresInSeconds === null ? 'no lease (static id)' : 'expires in ' + fmtSeconds(w.leaseExpiresInSeconds)));
+      tr.appendChild(el('td', 'ends', w.layoutRemainingSeconds === null ? '-' : fmtSeconds(w.layoutRemainingSeconds)));
+      body.appendChild(tr);
+    });
   }
 
   function setConn(text, cls) {
