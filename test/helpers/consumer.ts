@@ -13,7 +13,7 @@ export interface ConsumerProject {
   readonly dir: string;
   /** What `npm install` printed (stdout and stderr). */
   readonly installLog: string;
-  /** The installed package's bin (what `npx sequoia` runs there). */
+  /** The installed package's bin (what `npx --no-install sequoia` runs there). */
   readonly bin: string;
 }
 
