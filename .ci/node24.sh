@@ -50,7 +50,7 @@ if [ "$mode" != test ]; then
   node -e "require('better-sqlite3')(':memory:').prepare('select 1').get()" # the native module loads on this ABI
 fi
 [ "$mode" = prepare ] && exit 0
-# `npm ci` built dist/ (prepare); typecheck and lint do not depend on the Node version and ran on Node 20.
+# `npm ci` built dist/ (postprepare); typecheck and lint do not depend on the Node version and ran on Node 20.
 # Two files check the repository, not the runtime, and ran on Node 20 too: the
 # torture harness catching bugs planted in a copy of dist/ (80 s; the harness
 # itself runs once, in .ci/run's short set) and the API report built from the

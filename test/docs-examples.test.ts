@@ -1,27 +1,32 @@
 /**
  * The console examples of README.md and docs/ run, so a page cannot drift
- * silently: every ```console block is run in a fresh directory, command by
- * command (`$ ` lines, `\` continuing them), and each command's output is
- * compared with the lines the page shows under it, after normalizing what
- * differs from run to run (ISO times); stderr is shown with stdout, as in a
- * terminal. A command the page shows no output for must succeed; its output
- * is not compared.
+ * silently: every ```console block is run command by command (`$ ` lines, `\`
+ * continuing them), and each command's output is compared with the lines the
+ * page shows under it, after normalizing what differs from run to run (ISO
+ * times); stderr is shown with stdout, as in a terminal. A command the page
+ * shows no output for must succeed; its output is not compared.
  *
- * As a reader would run them: `npx sequoia` is the built CLI, `npm start &`
- * starts `sequoia serve` in the background (on a free port here, standing in
- * for 8080, and waited for), `localhost:8080` is that port.
+ * Each block runs twice, in a fresh empty directory in each of the two places
+ * a reader has the CLI: inside this checkout (after `npm ci`), and inside a
+ * consumer's project where the packed tarball is installed (packed and
+ * installed once per run, test/helpers/consumer.ts). `npx --no-install
+ * sequoia` runs as written, with a fresh npm cache for the checkout and npm
+ * offline in both: a download or a rebuild would show. `npm start &` starts `sequoia serve` in
+ * the background (the package's bin, run by node: npx would not pass the stop
+ * signal on), on a free port here, standing in for 8080, and is waited for;
+ * `localhost:8080` is that port.
  *
  * A block that cannot run here says why inside itself, on a line
  * `# not run by the docs test: <reason>`. Commands shown in any other block
  * (```sh, or a bare ``` whose first line is a command) would drift unseen:
  * such a block must be a ```console block, or say why it cannot run.
  */
-import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
-import { BIN, ROOT, assertBuilt, cleanEnv } from './helpers/cli.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { BIN, PACKAGED_BIN, ROOT, assertBuilt, cleanEnv } from './helpers/cli.js';
+import { type ConsumerProject, installPackedConsumer, runCommand } from './helpers/consumer.js';
 import { freePort } from './helpers/ports.js';
 
 export interface Step {
@@ -110,18 +115,28 @@ const MARK = '@@docs-test-step@@';
 const STATUS = '@@docs-test-status@@';
 
 function rewrite(command: string, port: number): string {
-  let c = command.replace(/localhost:8080/g, `localhost:${port}`).replace(/\bnpx sequoia\b/g, `"$NODE" "$BIN"`);
+  let c = command.replace(/localhost:8080/g, `localhost:${port}`);
   if (/^npm start &/.test(c)) {
-    c = `"$NODE" "$BIN" serve --port ${port} > server.log 2>&1 &
+    c = `"$NODE" "$SERVE_BIN" serve --port ${port} > server.log 2>&1 &
 for i in $(seq 1 600); do curl -s -o /dev/null localhost:${port}/healthz && break; sleep 0.1; done`;
   }
   return c;
 }
 
-/** Runs the steps in a fresh directory; answers each step's output. */
-async function run(list: Step[]): Promise<{ outputs: string[]; statuses: number[]; status: number | null; stderr: string }> {
+/** Where a reader runs the examples: fresh directories under `parent`, with `env` and the bin `npm start` stands for. */
+interface Place {
+  readonly parent: string;
+  readonly env: NodeJS.ProcessEnv;
+  readonly serveBin: string;
+}
+
+/** Runs the steps in a fresh directory of the place; answers each step's output. */
+async function run(
+  list: Step[],
+  place: Place = { parent: tmpdir(), env: {}, serveBin: BIN },
+): Promise<{ outputs: string[]; statuses: number[]; status: number | null; stderr: string }> {
   const port = await freePort();
-  const dir = mkdtempSync(join(tmpdir(), 'sequoia-docs-'));
+  const dir = mkdtempSync(join(place.parent, 'sequoia-docs-'));
   // stderr joins stdout, as in a terminal; each step's exit status follows its output.
   const script = [
     'exec 2>&1',
@@ -129,11 +144,10 @@ async function run(list: Step[]): Promise<{ outputs: string[]; statuses: number[
     ...list.flatMap((s) => [`echo '${MARK}'`, rewrite(s.command, port), `echo "${STATUS}$?"`]),
   ].join('\n');
   try {
-    const r = spawnSync('bash', ['-c', script], {
+    const r = await runCommand('bash', ['-c', script], {
       cwd: dir,
-      encoding: 'utf8',
-      env: { ...cleanEnv(), NODE: process.execPath, BIN, PATH: process.env.PATH },
-      timeout: 90_000,
+      env: { ...cleanEnv(), ...place.env, NODE: process.execPath, SERVE_BIN: place.serveBin },
+      timeoutMs: 150_000,
     });
     const outputs: string[] = [];
     const statuses: number[] = [];
@@ -162,26 +176,100 @@ const pages = [
 const fenced = pages.flatMap((page) => fencedBlocks(readFileSync(join(ROOT, page), 'utf8')).map((b) => ({ page, ...b })));
 const blocks = fenced.filter((b) => b.lang === 'console');
 
+/** Fresh directories inside the checkout (npm finds the project above them, as from any of its folders). */
+function checkoutScratch(): string {
+  const parent = join(ROOT, 'node_modules', '.cache');
+  mkdirSync(parent, { recursive: true });
+  return mkdtempSync(join(parent, 'sequoia-docs-'));
+}
+
+const remove = (dir: string): void => rmSync(dir, { recursive: true, force: true, maxRetries: 10, retryDelay: 200 });
+
+describe('npx --no-install sequoia in the checkout', () => {
+  it("runs the checkout's own build: linked into npx's cache, not rebuilt, nothing downloaded", async () => {
+    assertBuilt();
+    // npx's first run on a machine: a fresh cache. In a project whose package.json has the bin, npm exec
+    // links the project into its cache and runs the project's `prepare` in place: with the build there,
+    // a first run rebuilt dist/ silently (under a running server, too).
+    const cache = mkdtempSync(join(tmpdir(), 'sequoia-npx-cache-'));
+    const dir = checkoutScratch();
+    try {
+      const built = () => [BIN, PACKAGED_BIN].map((f) => statSync(f).mtimeMs);
+      const before = built();
+      const r = await runCommand('npx', ['--no-install', 'sequoia', '--version'], {
+        cwd: dir,
+        env: { ...cleanEnv(), npm_config_cache: cache, npm_config_offline: 'true' },
+        timeoutMs: 120_000,
+      });
+      const { version } = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string };
+      expect(`${r.stdout}${r.stderr}`).toBe(`${version}\n`);
+      expect(built(), 'dist/ was rebuilt').toEqual(before);
+      // a link to the checkout, not a copy that would go stale after the next build
+      const installs = readdirSync(join(cache, '_npx'));
+      expect(installs).toHaveLength(1);
+      expect(realpathSync(join(cache, '_npx', installs[0]!, 'node_modules', 'sequoia-id'))).toBe(realpathSync(ROOT));
+    } finally {
+      remove(cache);
+      remove(dir);
+    }
+  }, 180_000);
+});
+
 describe('docs examples', () => {
+  const places: Record<'checkout' | 'consumer', Place> = {} as Record<'checkout' | 'consumer', Place>;
+  let consumer: ConsumerProject;
+  const cleanup: string[] = [];
+
+  beforeAll(async () => {
+    assertBuilt();
+    const cache = mkdtempSync(join(tmpdir(), 'sequoia-npx-cache-'));
+    const scratch = checkoutScratch();
+    const work = mkdtempSync(join(tmpdir(), 'sequoia-docs-consumer-'));
+    cleanup.push(cache, scratch, work);
+    places.checkout = { parent: scratch, env: { npm_config_cache: cache, npm_config_offline: 'true' }, serveBin: PACKAGED_BIN };
+    consumer = await installPackedConsumer(work);
+    places.consumer = { parent: consumer.dir, env: { npm_config_offline: 'true' }, serveBin: consumer.bin };
+  }, 360_000);
+
+  afterAll(() => {
+    // The page's server may still be writing its files as it exits: a temp dir left behind is harmless.
+    for (const dir of cleanup) {
+      try {
+        remove(dir);
+      } catch {
+        // left in the temp dir
+      }
+    }
+  });
+
   it('there are console examples to run', () => {
     expect(blocks.length).toBeGreaterThan(1);
   });
 
-  it.each(blocks.map((b) => [`${b.page}:${b.line}`, b] as const))('%s runs and prints what the page shows', async (_name, b) => {
-    if (SKIP.test(b.text)) return; // the block says why it cannot run here
-    assertBuilt();
-    const list = steps(b.text);
-    expect(list.length).toBeGreaterThan(0);
-    const { outputs, statuses, status, stderr } = await run(list);
-    expect(status, stderr).toBe(0);
-    expect(outputs.length).toBe(list.length);
-    list.forEach((s, i) => {
-      // the page shows no output for it: it must succeed
-      if (s.expected.every((l) => l.trim() === ''))
-        return expect(statuses[i], `${b.page}:${b.line}: $ ${s.command}\n${outputs[i]}`).toBe(0);
-      expect(normalize(outputs[i]!), `${b.page}:${b.line}: $ ${s.command}`).toBe(normalize(s.expected.join('\n')));
-    });
+  it("a consumer's install of the packed tarball prints no warning", () => {
+    expect(consumer.installLog).toMatch(/added \d+ packages/);
+    expect(consumer.installLog.split('\n').filter((l) => /warn|ERR|EBADENGINE/i.test(l))).toEqual([]);
   });
+
+  it.each(blocks.flatMap((b) => (['checkout', 'consumer'] as const).map((where) => [`${b.page}:${b.line}`, where, b] as const)))(
+    '%s runs in the %s and prints what the page shows',
+    async (_name, where, b) => {
+      if (SKIP.test(b.text)) return; // the block says why it cannot run here
+      const list = steps(b.text);
+      expect(list.length).toBeGreaterThan(0);
+      const { outputs, statuses, status, stderr } = await run(list, places[where]);
+      expect(status, stderr).toBe(0);
+      expect(outputs.length).toBe(list.length);
+      list.forEach((s, i) => {
+        // the page shows no output for it: it must succeed
+        if (s.expected.every((l) => l.trim() === ''))
+          return expect(statuses[i], `${b.page}:${b.line}: $ ${s.command}\n${outputs[i]}`).toBe(0);
+        expect(normalize(outputs[i]!), `${b.page}:${b.line} (${where}): $ ${s.command}`).toBe(normalize(s.expected.join('\n')));
+      });
+    },
+    // each npx is a second or more of npm on a loaded machine; the block's own run is bounded below that
+    180_000,
+  );
 });
 
 describe('commands outside console blocks', () => {

@@ -73,6 +73,23 @@ describe('README', () => {
   });
 });
 
+describe('the command the pages name', () => {
+  const pages = [
+    'README.md',
+    ...readdirSync(join(root, 'docs'))
+      .filter((f) => f.endsWith('.md'))
+      .map((f) => `docs/${f}`),
+  ];
+  it.each(pages.map((p) => [p]))('%s runs the CLI as `npx --no-install sequoia`, never an npx that may download `sequoia`', (page) => {
+    // `sequoia` on npm is an unrelated package: where sequoia-id is not installed, plain npx would fetch it.
+    // (`npx --no sequoia --version` is npm's --version: npx takes `sequoia` for the value of --no.)
+    const risky = read(page)
+      .split('\n')
+      .filter((l) => /\bnpx\s+(?!--no-install\s)[^`\s]*\s*sequoia\b/.test(l) || /\bnpm\s+exec\b/.test(l));
+    expect(risky).toEqual([]);
+  });
+});
+
 /** GitHub's heading anchors: lower case, punctuation dropped, spaces to hyphens. */
 function anchors(markdown: string): Set<string> {
   const out = new Set<string>();

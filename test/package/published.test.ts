@@ -35,6 +35,16 @@ describe('the package', () => {
     expect(pkg.bugs.url).toBe(`${repo}/issues`);
   });
 
+  it("carries no install-time script: a consumer's npm lists none, a checkout builds on npm ci all the same", () => {
+    // npm packs scripts as they are; `prepare` is listed as an install script not covered by
+    // `allowScripts` for a tarball or git source, and npm exec runs it when it installs a checkout's own bin.
+    const scripts = pkg.scripts as Record<string, string>;
+    expect(Object.keys(scripts).filter((s) => ['preinstall', 'install', 'postinstall', 'prepare'].includes(s))).toEqual([]);
+    // npm ci and npm install run postprepare for the project itself only; npm pack and publish run prepack
+    expect(scripts.postprepare).toBe('npm run build');
+    expect(scripts.prepack).toBe('npm run build');
+  });
+
   it('packs LICENSE, README, docs and dist, and no source maps', () => {
     assertBuilt();
     const packed = JSON.parse(
