@@ -455,6 +455,16 @@ export function resolveConfig(
   env: NodeJS.ProcessEnv,
   configFile: string | undefined,
 ): ServeConfig {
+  return resolveConfigSources(flags, env, configFile).config;
+}
+
+/** `resolveConfig`, and the fields that took their default: no flag, environment variable or config file gave them. */
+export function resolveConfigSources(
+  flags: Partial<Record<FieldName, unknown>>,
+  env: NodeJS.ProcessEnv,
+  configFile: string | undefined,
+): { config: ServeConfig; defaulted: ReadonlySet<FieldName> } {
+  const defaulted = new Set<FieldName>();
   const problems: string[] = [];
   let file: Record<string, unknown> = {};
   const path = configFile ?? env.SEQUOIA_CONFIG;
@@ -486,6 +496,7 @@ export function resolveConfig(
       value = flags[name];
       source = f.flag;
     }
+    if (source === 'default') defaulted.add(name);
     const r = (f.schema as z.ZodType).safeParse(value);
     if (r.success) out[name] = r.data;
     else {
@@ -499,7 +510,7 @@ export function resolveConfig(
   if (problems.length === 0) problems.push(...crossFieldProblems(out));
   if (problems.length === 0) readSecretFiles(out, problems);
   if (problems.length) throw new ConfigError(problems);
-  return out as ServeConfig;
+  return { config: out as ServeConfig, defaulted };
 }
 
 /**

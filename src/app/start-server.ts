@@ -15,7 +15,7 @@ import type { IdService } from '../service/id-service.js';
 import { VERSION } from '../version.js';
 import { type PortReservation, listenError, reservePort } from '../server/listen-check.js';
 import { type ServeConfig, checkAdminExposure } from './config.js';
-import { probeStateDir } from '../adapters/state-dir/state-dir-probe.js';
+import { stateDirProbe } from '../adapters/state-dir/state-dir-probe.js';
 import { connectionCap, openFileLimit } from './fd-limit.js';
 import { type StateDirPort, openStateDirOffLoop } from './off-loop.js';
 import type { ServerLock } from '../adapters/state-dir/server-lock.js';
@@ -150,7 +150,7 @@ async function startReserved(
       requestTimeoutMs: config.requestTimeoutMs,
       maxHeaderBytes: config.maxHeaderBytes,
       formats: new FormatRegistry(config.formats ?? {}),
-      stateDirProbe: () => probeStateDir(config.stateDir),
+      stateDirProbe: stateDirProbe(config.stateDir),
       maxConnections,
       maxConnectionsPerAddress: config.maxConnectionsPerAddress,
       drain,

@@ -105,10 +105,13 @@ export function createSnowflakeService(
   });
 }
 
-/** For one-shot commands: a started service without refresh timer, closed (tails given back) after `fn`. */
 /**
  * For one-shot commands: a started service without refresh timer, closed (tails given back) after `fn`.
- * `checkStateDir` (fence, gen segment: commands that use a server's marks) refuses a state dir that belongs to another store.
+ * `checkStateDir` (fence, gen segment: commands that use a server's marks) holds them to the rule a server's
+ * start keeps (start-server.ts): a state dir that belongs to another store is refused before the store is
+ * opened, and a dir bound to none is bound to this store once it has started, before `fn` reads or writes a
+ * mark or takes a range; else the marks one store's IDs left there would be read against the next store's
+ * counters as a rollback, after that store's range was taken (issue 40 item 6).
  */
 export async function withIdService<T>(
   config: SegmentConfig,
@@ -121,6 +124,7 @@ export async function withIdService<T>(
     const service = createIdService({ ...config, refreshIntervalMs: 0 }, await openBackend(config.store), { marks: state });
     try {
       await service.start();
+      if (state && o.checkStateDir) await state.bindStore(storeIdentity(config.store), true);
       return await fn(service);
     } finally {
       await service.close();

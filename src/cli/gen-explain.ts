@@ -152,7 +152,7 @@ export function registerGenAndExplain(program: Command): void {
     )
     .option('--config <file>', 'snowflake: JSON config file with custom `layouts` (env SEQUOIA_CONFIG)')
     .option('--tag <tag>', 'segment: the tag to draw from')
-    .option('--state-dir <dir>', `segment: local state directory (env SEQUOIA_STATE_DIR; default ${DEFAULT_STATE_DIR})`)
+    .option('--state-dir <dir>', `segment: local state directory (env SEQUOIA_STATE_DIR; default ${DEFAULT_STATE_DIR} where it exists)`)
     .action(
       async (
         kind: string,
@@ -303,8 +303,8 @@ async function traceSegment(id: string, tagText: string, o: { layout?: string; f
  * range is given back on exit when no one allocated after it.
  */
 export async function genSegment(tag: string, count: number, opts: { store?: string; stateDir?: string }): Promise<string[]> {
-  const [{ resolveConfig }, { withIdService }] = await Promise.all([import('../app/config.js'), import('../app/wiring.js')]);
-  const config = resolveConfig({ store: opts.store, stateDir: opts.stateDir }, process.env, undefined);
+  const [{ resolveCommandConfig }, { withIdService }] = await Promise.all([import('../app/command-config.js'), import('../app/wiring.js')]);
+  const config = resolveCommandConfig({ store: opts.store, stateDir: opts.stateDir }, { stateDir: true });
   return withIdService(
     config,
     async (service) => {

@@ -55,14 +55,14 @@ interface StoreOpts {
 
 function storeOption(cmd: Command): Command {
   return cmd
-    .option('--store <url>', `store URL (env SEQUOIA_STORE; default ${DEFAULT_STORE_URL})`)
-    .option('--state-dir <dir>', `local state directory (env SEQUOIA_STATE_DIR; default ${DEFAULT_STATE_DIR})`);
+    .option('--store <url>', `store URL (env SEQUOIA_STORE; default ${DEFAULT_STORE_URL} where it exists)`)
+    .option('--state-dir <dir>', `local state directory (env SEQUOIA_STATE_DIR; default ${DEFAULT_STATE_DIR} where it exists)`);
 }
 
 /** The `tag` commands' options: they use no state dir, but scripts written when they took one still pass `--state-dir`. */
 function tagStoreOption(cmd: Command): Command {
   return cmd
-    .option('--store <url>', `store URL (env SEQUOIA_STORE; default ${DEFAULT_STORE_URL})`)
+    .option('--store <url>', `store URL (env SEQUOIA_STORE; default ${DEFAULT_STORE_URL} where it exists)`)
     .addOption(new Option('--state-dir <dir>', 'ignored: tag commands use no state directory').hideHelp());
 }
 
@@ -74,9 +74,9 @@ function tagStoreOption(cmd: Command): Command {
  */
 async function withService<T>(opts: StoreOpts, fn: (s: IdService) => Promise<T>, o: { stateDir?: boolean } = {}): Promise<T> {
   // Loaded here, not at start-up: `sequoia gen uuid` never loads the config schema, a store or a driver.
-  const [{ resolveConfig }, { withIdService }] = await Promise.all([import('../app/config.js'), import('../app/wiring.js')]);
-  if (!o.stateDir) return withIdService({ ...resolveConfig({ store: opts.store }, process.env, undefined), stateDir: null }, fn);
-  const config = resolveConfig({ store: opts.store, stateDir: opts.stateDir }, process.env, undefined);
+  const [{ resolveCommandConfig }, { withIdService }] = await Promise.all([import('../app/command-config.js'), import('../app/wiring.js')]);
+  if (!o.stateDir) return withIdService({ ...resolveCommandConfig({ store: opts.store }, { stateDir: false }), stateDir: null }, fn);
+  const config = resolveCommandConfig({ store: opts.store, stateDir: opts.stateDir }, { stateDir: true });
   // The marks of the server whose state dir this is: refused when it belongs to another store.
   return withIdService(config, fn, { checkStateDir: true });
 }

@@ -27,7 +27,7 @@ export function registerMigrate(program: Command): void {
       '--from <url>',
       'the old table: postgres://… or mysql://… with ?schema=leaf or ?schema=tinyid (and &table=NAME if renamed)',
     )
-    .option('--store <url>', `the Sequoia store to copy into (env SEQUOIA_STORE; default ${DEFAULT_STORE_URL})`)
+    .option('--store <url>', `the Sequoia store to copy into (env SEQUOIA_STORE; default ${DEFAULT_STORE_URL} where it exists)`)
     .option('--margin <n>', 'IDs left free above the old next ID, for what old servers and clients still hold (default 1000000)')
     .option('--tag <tag>', 'copy only this tag (repeatable; default every tag)', (v: string, acc: string[]) => [...acc, v], [] as string[])
     .option('--dry-run', 'print what would be done, change nothing')
@@ -38,8 +38,8 @@ export function registerMigrate(program: Command): void {
       }
       const { assertTag } = await import('../core/validate.js');
       for (const t of o.tag) assertTag(t, '--tag');
-      const { resolveConfig } = await import('../app/config.js');
-      const store = resolveConfig({ store: o.store }, process.env, undefined).store;
+      const { resolveCommandConfig } = await import('../app/command-config.js');
+      const store = resolveCommandConfig({ store: o.store }, { stateDir: false }).store;
       const { migrate } = await import('../app/migrate.js');
       const steps = await migrate({
         from: o.from,

@@ -83,7 +83,13 @@ export function describeRun(result: PkBenchResult): string {
 }
 
 export function formatPkReport(result: PkBenchResult): string {
-  return `${describeRun(result)}\n\n${formatPkTable(result)}\n\ntime ×seq: insert time per row against the database's own sequence (higher is slower); p50/p99: one INSERT statement of ${result.options.batch} rows; size: table + indexes after the run\n`;
+  return `${describeRun(result)}\n\n${formatPkTable(result)}\n\ntime ×seq: insert time per row against the database's own sequence (higher is slower); p50/p99: one INSERT statement, over the ${statementsOf(result)} measured per kind (up to ${result.options.batch} rows each; a slice's last is smaller); size: table + indexes after the run\n`;
+}
+
+/** The measured statements per kind, one number when every kind made as many (they insert the same rows in the same slices). */
+function statementsOf(result: PkBenchResult): string {
+  const counts = [...new Set(result.results.map((r) => r.statements))];
+  return counts.length === 1 ? String(counts[0]) : `${Math.min(...counts)}-${Math.max(...counts)}`;
 }
 
 const esc = (s: string): string => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');

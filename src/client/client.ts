@@ -413,7 +413,9 @@ export class SequoiaClient {
    * database refused a row because the key already existed): the server
    * counts it (sequoia_business_conflicts_total, which pages), logs it and
    * shows the tag red. Needs a client token that grants the tag, or the admin
-   * token. Pair it with `isUniqueViolation(err)`.
+   * token. Pair it with `isUniqueViolation(err)`. An `id` that is no ID (not
+   * 0..2^63-1) rejects with INVALID_ARGUMENT, a tag that does not exist with
+   * TAG_NOT_FOUND; neither is counted.
    */
   async reportConflict(
     tag: string,

@@ -249,7 +249,7 @@ async function registerRoutes(
   await app.register(uuidRoutes, { access, lane, metrics });
   await app.register(leafDecodeRoute, { access });
   await app.register(tagRoutes, { service: opts.service, checkAdmin: (req) => access.admin(req) });
-  await app.register(conflictRoutes, { access, metrics, store: opts.service.store });
+  await app.register(conflictRoutes, { access, metrics, service: opts.service, store: opts.service.store });
   if (opts.fallback) await app.register(fallbackRoutes, { fallback: opts.fallback, access, gate });
   await app.register(healthRoutes, { service: opts.service, stateDirProbe: opts.stateDirProbe, drain });
   await app.register(statusRoutes, {

@@ -4,14 +4,37 @@
  * pool), so the event loop never waits on it. A read-only or full file system,
  * a directory removed or no longer writable, all reject, with the system's
  * code (EROFS, ENOSPC, EACCES, ENOENT …) in the error for the log.
+ *
+ * `stateDirProbe` also rejects once `state.db` is no longer the file the
+ * server opened (replaced by rename or removed: the state dir then refuses
+ * every mark, state-dir.ts), so /readyz says what the ID routes will.
  */
+import { statSync } from 'node:fs';
 import { open, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { RESERVE_BYTES } from '../kit/disk-reserve.js';
 
 export const PROBE_FILE = '.ready-probe';
 
-export async function probeStateDir(stateDir: string): Promise<void> {
+/** The probe of a state dir just opened: its `state.db` as it is now is the file the server has open. */
+export function stateDirProbe(stateDir: string): () => Promise<void> {
+  const path = join(stateDir, 'state.db');
+  const opened = statSync(path, { throwIfNoEntry: false });
+  return async () => {
+    await probeStateDir(stateDir);
+    const now = await stat(path).catch(() => undefined);
+    if (opened !== undefined && (now === undefined || now.dev !== opened.dev || now.ino !== opened.ino)) {
+      throw Object.assign(
+        new Error(`${path} is no longer the file this server opened (replaced or removed): its marks cannot be recorded`),
+        {
+          code: 'ESTALE',
+        },
+      );
+    }
+  };
+}
+
+async function probeStateDir(stateDir: string): Promise<void> {
   const f = await open(join(stateDir, PROBE_FILE), 'w');
   try {
     await f.writeFile(`${Date.now()}\n`);

@@ -1,4 +1,4 @@
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, renameSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -35,6 +35,30 @@ describe('StateDir (a real SQLite file)', () => {
     await b.update(tag, (cur) => ({ mark: (cur?.mark ?? 0n) + 100n }));
     expect((await a.get(tag))?.mark).toBe(200n);
     expect(await b.update(tag, (cur) => cur)).toEqual({ mark: 200n, trippedAtEpoch: undefined });
+  });
+
+  it('refuses every operation once state.db is another file (renamed onto it) or gone, and serves again when it is back', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'sequoia-state-'));
+    const s = new StateDir(dir);
+    await s.put('t', { mark: 10n });
+    const other = new StateDir(mkdtempSync(join(tmpdir(), 'sequoia-state-other-')));
+    await other.close();
+    renameSync(join(dir, 'state.db'), join(dir, 'moved.db'));
+    await expect(s.put('t', { mark: 20n })).rejects.toMatchObject({ code: 'STORE_UNAVAILABLE', message: /state\.db was removed while/ });
+    renameSync(other.path, join(dir, 'state.db'));
+    for (const op of [
+      () => s.get('t'),
+      () => s.put('t', { mark: 20n }),
+      () => s.recordTick('twitter', 1, 5),
+      () => s.lastTick('twitter', 1),
+    ]) {
+      await expect(op()).rejects.toMatchObject({ code: 'STORE_UNAVAILABLE', message: /state\.db was replaced by another file while/ });
+    }
+    renameSync(join(dir, 'state.db'), other.path);
+    renameSync(join(dir, 'moved.db'), join(dir, 'state.db'));
+    await s.put('t', { mark: 30n });
+    expect(await s.get('t')).toEqual({ mark: 30n, trippedAtEpoch: undefined });
+    await s.close();
   });
 
   it('raises a tick, or sets it exactly on release', async () => {

@@ -25,8 +25,18 @@
  * so the log can be checkpointed and a restart can open the file; writes then
  * refuse (STORE_UNAVAILABLE) until the reserve can be written again, i.e.
  * until space returns, and nothing needs deleting by hand.
+ *
+ * A FILE REPLACED UNDER A RUNNING SERVER (issue 40 item 9). The handle keeps
+ * the file it opened, even after another was renamed onto `state.db` (a
+ * restore of the dir) or it was removed: marks written on would go to a file
+ * in no directory, lost at the next start, which would then judge the store
+ * by the older marks at the path. So every operation first compares the file
+ * at the path (device and inode) with the one open, and refuses
+ * (STORE_UNAVAILABLE) when they differ; unlike the SQLite store
+ * (sqlite-connection.ts), it does not take the new file up: the marks that
+ * cover the IDs this server handed out are in the one it has open.
  */
-import { mkdirSync, readdirSync, readFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { InvalidArgumentError, SequoiaError, UnavailableError } from '../../core/errors.js';
@@ -54,6 +64,8 @@ export class StateDir implements HighWaterMarkStore {
   private readonly putTick: Database.Statement<[string, number, number]>;
   /** One transaction at a time on the handle (a `change` may await). */
   private queue: Promise<unknown> = Promise.resolve();
+  /** The file the handle has open (device and inode), checked against the path before every operation. */
+  private readonly file: { readonly dev: number; readonly ino: number };
 
   constructor(stateDir: string, options: { busyTimeoutMs?: number } = {}) {
     this.dir = stateDir;
@@ -76,14 +88,29 @@ export class StateDir implements HighWaterMarkStore {
             db.exec(`CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL)`);
           }).immediate();
         });
+      const openOnce = (): Database.Database => {
+        try {
+          return open();
+        } catch (e) {
+          // A full disk: the reserve makes room for the log's index and a checkpoint.
+          if (!isDiskFull(e) || !this.reserve.giveUp()) throw e;
+          return open();
+        }
+      };
       let db: Database.Database;
-      try {
-        db = open();
-      } catch (e) {
-        // A full disk: the reserve makes room for the log's index and a checkpoint.
-        if (!isDiskFull(e) || !this.reserve.giveUp()) throw e;
-        db = open();
+      let file: { dev: number; ino: number } | undefined;
+      // The same file before and after opening is the file SQLite opened (none before: it created it); a rename in between opens again.
+      for (;;) {
+        const before = statSync(this.path, { throwIfNoEntry: false });
+        db = openOnce();
+        const after = statSync(this.path, { throwIfNoEntry: false });
+        if (after !== undefined && (before === undefined || (before.dev === after.dev && before.ino === after.ino))) {
+          file = { dev: after.dev, ino: after.ino };
+          break;
+        }
+        db.close();
       }
+      this.file = file;
       this.db = db;
       // On a full disk the server still starts; its writes refuse until space returns.
       this.reserve.tryKeep();
@@ -220,9 +247,31 @@ export class StateDir implements HighWaterMarkStore {
   }
 
   private serial<T>(fn: () => T | Promise<T>): Promise<T> {
-    const run = this.queue.then(fn, fn);
+    const checked = () => {
+      this.assertSameFile();
+      return fn();
+    };
+    const run = this.queue.then(checked, checked);
     this.queue = run.catch(() => {});
     return run;
+  }
+
+  /** Refuses when `state.db` at the path is no longer the file this handle has open (see the file comment). */
+  private assertSameFile(): void {
+    let now: { dev: number; ino: number } | undefined;
+    try {
+      now = statSync(this.path, { throwIfNoEntry: false });
+    } catch (e) {
+      throw stateError(`cannot look at ${this.path}`, e);
+    }
+    if (now !== undefined && now.dev === this.file.dev && now.ino === this.file.ino) return;
+    throw new UnavailableError(
+      'STORE_UNAVAILABLE',
+      `the state dir's file ${this.path} was ${now === undefined ? 'removed' : 'replaced by another file'} while this process had it open: ` +
+        'the high-water marks and ticks of the IDs it handed out are in the file it opened, so it records and issues nothing more. ' +
+        'Put that file back at the path (if it was moved), or restart the server to use the file there (docs/operations.md, "Restoring the state dir")',
+      { retryAfterMs: 1000 },
+    );
   }
 
   /**

@@ -5,6 +5,12 @@
  * error log line carries tag, id and detail, and /ui shows the tag red.
  * Allowed to a client token that grants the tag, or the admin token (without
  * client tokens: the admin token when one is configured).
+ *
+ * A report pages someone, so only one that can be true is counted (issue 40
+ * item 7): the id must be an ID (a decimal from 0 to 2^63-1; a JSON number
+ * only up to 2^53-1, above which it has lost digits), else 400
+ * INVALID_ARGUMENT; the tag must exist (served here, or on the store), else
+ * 404 TAG_NOT_FOUND. Neither creates a metric series.
  */
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
@@ -14,24 +20,29 @@ import { parseBody } from '../body.js';
 import type { SequoiaMetrics } from '../metrics.js';
 import type { SegmentStore } from '../../ports/segment-store.js';
 import { parseDecimalId } from '../../core/id.js';
+import { InvalidArgumentError } from '../../core/errors.js';
+import type { IdService } from '../../service/id-service.js';
 import { describeLedgerEntry } from '../../service/ledger-view.js';
 
 const conflictBody = z
   .object({
-    id: z.union([z.string().min(1).max(128), z.number().int().nonnegative()]),
+    id: z.union([z.string().min(1).max(128), z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER)]),
     detail: z.string().max(1000).optional(),
   })
   .strict();
 
 export async function conflictRoutes(
   app: FastifyInstance,
-  opts: { access: Access; metrics: SequoiaMetrics; store?: Pick<SegmentStore, 'rangesContaining'> },
+  opts: {
+    access: Access;
+    metrics: SequoiaMetrics;
+    service: Pick<IdService, 'isKnown' | 'getTag'>;
+    store?: Pick<SegmentStore, 'rangesContaining'>;
+  },
 ): Promise<void> {
-  const { access, metrics, store } = opts;
+  const { access, metrics, service, store } = opts;
   /** The ledger entries that hold the ID, as text; a failed lookup is said, never fails the report. */
-  const ledgerOf = async (tag: string, id: string): Promise<string | string[]> => {
-    const value = parseDecimalId(id);
-    if (value === undefined) return 'not a segment ID: not traced';
+  const ledgerOf = async (tag: string, value: bigint): Promise<string | string[]> => {
     if (!store?.rangesContaining) return 'this store keeps no range ledger: the range that issued this ID cannot be named';
     try {
       const entries = await store.rangesContaining(tag, value);
@@ -46,9 +57,16 @@ export async function conflictRoutes(
     else access.admin(req);
     const b = parseBody(conflictBody, req.body);
     const id = String(b.id);
+    const value = parseDecimalId(id);
+    if (value === undefined)
+      throw new InvalidArgumentError(
+        `id must be an ID: a decimal from 0 to 2^63-1 (as a string above 2^53-1), got ${JSON.stringify(id.slice(0, 40))}`,
+      );
+    // A tag this server serves is known without a store read; any other is looked up (TAG_NOT_FOUND when the store has none).
+    if (!service.isKnown(tag)) await service.getTag(tag);
     const counted = metrics.recordConflict(tag);
     req.log.error(
-      { tag, id, detail: b.detail, ledger: await ledgerOf(tag, id), counted },
+      { tag, id, detail: b.detail, ledger: await ledgerOf(tag, value), counted },
       'business unique-key conflict reported: an ID may have been issued twice; run sequoia audit (docs/audit.md)',
     );
     return reply.code(202).send({ tag, id, conflicts: metrics.conflictsOf(tag) });

@@ -10,6 +10,7 @@
  */
 import { SequoiaError } from '../../core/errors.js';
 import type { FastifyInstance, FastifyReply, FastifyRequest, HTTPMethods } from 'fastify';
+import { type HeadCheck, headWithoutIds } from './head-route.js';
 
 /** The methods whose request takes an ID on Leaf's routes (HEAD comes with GET). */
 export const LEAF_ID_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
@@ -25,15 +26,17 @@ type Handler<P> = (req: FastifyRequest<{ Params: P }>, reply: FastifyReply) => u
  * body (still within the server's body limit): Leaf never looks at it, so a
  * form or a JSON body must not be refused. With `form`, a form body
  * (`application/x-www-form-urlencoded`) is kept as its fields, as Spring's
- * `@RequestParam` reads them beside the query's.
+ * `@RequestParam` reads them beside the query's. With `head` (a route that
+ * issues IDs), HEAD is checked by it and takes no ID (head-route.ts).
  */
 export async function leafIdRoute<P>(
   app: FastifyInstance,
   path: string,
   config: Record<string, unknown>,
   handler: Handler<P>,
-  form = false,
+  o: { readonly form?: boolean; readonly head?: HeadCheck<P> } = {},
 ): Promise<void> {
+  const { form = false, head } = o;
   await app.register(async (scope) => {
     scope.removeAllContentTypeParsers();
     scope.addContentTypeParser('*', { parseAs: 'buffer' }, (_req, _body, done) => done(null, undefined));
@@ -43,6 +46,7 @@ export async function leafIdRoute<P>(
       );
     }
     for (const url of [path, `${path}/`]) {
+      if (head !== undefined) headWithoutIds(scope, url, config, 'text/plain; charset=utf-8', head);
       scope.route<{ Params: P }>({ method: [...LEAF_ID_METHODS] as HTTPMethods[], url, config, handler: handler as never });
       scope.route({ method: 'OPTIONS', url, handler: (_req, reply) => reply.code(200).header('allow', LEAF_ALLOW).send() });
       scope.route({

@@ -15,6 +15,7 @@ import { BatchLane } from '../batch-lane.js';
 import { InvalidArgumentError } from '../../core/errors.js';
 import type { SequoiaMetrics } from '../metrics.js';
 import { leafIdRoute } from './leaf-id-route.js';
+import { headWithoutIds } from './head-route.js';
 
 const checkTag = (tag: string): string => assertTag(tag);
 
@@ -49,32 +50,57 @@ export async function segmentRoutes(
     if (gate !== undefined && !service.isKnown(tag)) gate.lookUp(req.raw);
   };
 
-  await leafIdRoute<{ tag: string }>(app, '/api/segment/get/:tag', { leaf: true, hot: true }, (req, reply) => {
+  /** A HEAD takes no ID (head-route.ts): it is answered as far as a GET is without one, the tag's existence included. */
+  const exists = async (tag: string): Promise<void> => {
+    if (!service.isKnown(tag)) await service.getTag(tag);
+  };
+
+  type LeafRequest = FastifyRequest<{ Params: { tag: string } }>;
+  const leafRequest = (req: LeafRequest) => {
     const tag = checkTag(req.params.tag);
     access?.tag(req, tag);
     knownOrShare(req, tag);
     const f = (req.query as { format?: string }).format;
-    if (f !== undefined) {
-      const codec = formats.codec(f);
-      return Promise.resolve(service.next(tag)).then((id) => reply.type('text/plain; charset=utf-8').send(codec.encode(id)));
-    }
-    const v = service.next(tag);
-    if (typeof v !== 'object') return sendText(reply, v);
-    return v.then((id) => sendText(reply, id));
-  });
+    return { tag, codec: f === undefined ? undefined : formats.codec(f) };
+  };
+  await leafIdRoute<{ tag: string }>(
+    app,
+    '/api/segment/get/:tag',
+    { leaf: true, hot: true },
+    (req, reply) => {
+      const { tag, codec } = leafRequest(req);
+      if (codec !== undefined) {
+        return Promise.resolve(service.next(tag)).then((id) => reply.type('text/plain; charset=utf-8').send(codec.encode(id)));
+      }
+      const v = service.next(tag);
+      if (typeof v !== 'object') return sendText(reply, v);
+      return v.then((id) => sendText(reply, id));
+    },
+    { head: (req) => exists(leafRequest(req).tag) },
+  );
 
+  type V1Request = FastifyRequest<{
+    Params: { tag: string };
+    Querystring: { count?: string; format?: string; reserve?: string; client?: string };
+  }>;
+  const v1Request = (req: V1Request) => {
+    const tag = checkTag(req.params.tag);
+    access?.tag(req, tag);
+    const count = parseCount(req.query.count);
+    knownOrShare(req, tag);
+    // Resolved before any ID is taken: a bad format costs no IDs.
+    const codec = req.query.format === undefined ? undefined : formats.codec(req.query.format);
+    return { tag, count, codec, reserve: reserveMark(req.query.reserve, req.query.client) };
+  };
+  headWithoutIds(app, '/v1/segment/:tag', { hot: true }, 'application/json; charset=utf-8', (req) =>
+    exists(v1Request(req as V1Request).tag),
+  );
   app.get<{ Params: { tag: string }; Querystring: { count?: string; format?: string; reserve?: string; client?: string } }>(
     '/v1/segment/:tag',
     { config: { hot: true } },
     (req, reply) => {
-      const tag = checkTag(req.params.tag);
-      access?.tag(req, tag);
-      const count = parseCount(req.query.count);
-      knownOrShare(req, tag);
+      const { tag, count, codec, reserve } = v1Request(req);
       reply.type('application/json; charset=utf-8');
-      // Resolved before any ID is taken: a bad format costs no IDs.
-      const codec = req.query.format === undefined ? undefined : formats.codec(req.query.format);
-      const reserve = reserveMark(req.query.reserve, req.query.client);
       const record = (ids: Id[]): Id[] => {
         if (reserve !== undefined && metrics !== undefined && ids.length > 0) {
           const caller = opts.access?.caller(req);

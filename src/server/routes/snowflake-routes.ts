@@ -16,6 +16,7 @@ import { parseCount, parseLayoutName, parseShard, snowflakeIdsJson } from '../..
 import { assertTag } from '../../core/validate.js';
 import { BatchLane } from '../batch-lane.js';
 import { leafIdRoute } from './leaf-id-route.js';
+import { headWithoutIds } from './head-route.js';
 
 const checkTag = (tag: string): string => assertTag(tag);
 
@@ -31,23 +32,34 @@ export async function snowflakeRoutes(
   const access = opts.access;
   const lane = opts.lane;
 
-  await leafIdRoute<{ tag: string }>(app, '/api/snowflake/get/:tag', { leaf: true, hot: true }, (req, reply) => {
-    access?.tag(req, checkTag(req.params.tag));
-    const v = sf.next();
-    if (typeof v === 'string') return sendText(reply, v);
-    return v.then((id) => sendText(reply, id));
-  });
+  const leafCheck = (req: FastifyRequest<{ Params: { tag: string } }>): void => access?.tag(req, checkTag(req.params.tag));
+  await leafIdRoute<{ tag: string }>(
+    app,
+    '/api/snowflake/get/:tag',
+    { leaf: true, hot: true },
+    (req, reply) => {
+      leafCheck(req);
+      const v = sf.next();
+      if (typeof v === 'string') return sendText(reply, v);
+      return v.then((id) => sendText(reply, id));
+    },
+    { head: leafCheck },
+  );
 
+  type V1Request = FastifyRequest<{ Querystring: { count?: string; layout?: string; shard?: string; shardKey?: string } }>;
+  /** The request's checks, also all a HEAD does (head-route.ts). */
+  const v1Request = (req: V1Request) => {
+    access?.any(req);
+    const count = parseCount(req.query.count);
+    const l = sf.layout(parseLayoutName(req.query.layout));
+    return { count, name: l.name, shard: parseShard(l, req.query) };
+  };
+  headWithoutIds(app, '/v1/snowflake', { hot: true }, 'application/json; charset=utf-8', (req) => void v1Request(req as V1Request));
   app.get<{ Querystring: { count?: string; layout?: string; shard?: string; shardKey?: string } }>(
     '/v1/snowflake',
     { config: { hot: true } },
     (req, reply) => {
-      access?.any(req);
-      const count = parseCount(req.query.count);
-      const layout = parseLayoutName(req.query.layout);
-      const l = sf.layout(layout);
-      const name = l.name;
-      const shard = parseShard(l, req.query);
+      const { count, name, shard } = v1Request(req);
       reply.type('application/json; charset=utf-8');
       const serve = () => {
         const r = sf.nextMany(name, count, shard);
@@ -87,7 +99,7 @@ export async function leafDecodeRoute(app: FastifyInstance, opts: { access?: Acc
       .type('application/json; charset=utf-8')
       .send(JSON.stringify({ timestamp: `${e.timestampMs}(${time})`, sequenceId: String(e.sequence), workerId: String(e.worker) }));
   };
-  await leafIdRoute(app, '/api/decode/snowflakeId', { leaf: true }, handler, true);
+  await leafIdRoute(app, '/api/decode/snowflakeId', { leaf: true }, handler, { form: true });
 }
 
 /**
