@@ -56,7 +56,7 @@ describePromtool('shipped alerts on a real idle server', () => {
     expect(scrapes.filter((s) => s.text === undefined).length, 'failed scrapes').toBe(0);
     const seconds = Math.round((scrapes.at(-1)!.atMs - scrapes[0]!.atMs) / 1000);
     expect(seconds).toBeGreaterThanOrEqual(60);
-    expect(scrapes.length).toBeGreaterThanOrEqual(50);
+    expect(scrapes.length).toBeGreaterThanOrEqual(30); // every 1-2 s even on a loaded machine
 
     // Not vacuous: every series a rule reads is in the scrapes (up comes with each scrape).
     const exposed = new Set(scrapes.flatMap((s) => parseExposition(s.text ?? '').map((x) => x.name)));
