@@ -30,17 +30,18 @@ const alerts = rules.groups.flatMap((g) => g.rules.map((r) => r.alert));
 const ONLY_ON_EVENTS = new Set(['sequoia_business_conflicts_total']);
 
 let server: ServerProcess | undefined;
-const dir = mkdtempSync(join(tmpdir(), 'sequoia-alerts-live-'));
+let dir: string | undefined;
 afterAll(async () => {
   if (server) {
     server.child.kill('SIGTERM');
     await server.exited;
   }
-  rmSync(dir, { recursive: true, force: true });
+  if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
 });
 
 describePromtool('shipped alerts on a real idle server', () => {
   it('none fires on 60 s of its /metrics, scraped every second', { timeout: 150_000 }, async () => {
+    dir = mkdtempSync(join(tmpdir(), 'sequoia-alerts-live-'));
     server = await startServe(['--store', `sqlite:${join(dir, 'sequoia.db')}`, '--state-dir', dir], {}, PACKAGED_BIN);
     // One tag and one ID of each kind, so the segment series exist too; then nothing more.
     const created = await fetch(`${server.url}/v1/tags`, {
