@@ -9,8 +9,9 @@
 #          service (its postinst runs invoke-rc.d/deb-systemd-invoke), so it is
 #          only downloaded and unpacked (`apt-get download` + `dpkg -x`) into
 #          $SEQUOIA_TOOLS_DIR (default ~/.cache/sequoia-tools); nothing starts.
-# rules    promtool check rules ops/prometheus/sequoia-alerts.yml; promtool check config on
-#          deploy/prometheus/prometheus.yml (compose's) and check rules on the spec of
+# rules    promtool check rules and test rules on ops/prometheus/ (the unit tests: every alert
+#          silent on a recorded healthy server, firing on its trouble); promtool check config
+#          deploy/prometheus/prometheus.yml as it is (compose's); check rules on the spec of
 #          deploy/kubernetes/prometheusrule.yaml
 # metrics  starts the built server (dist/) on a throw-away SQLite file, draws IDs
 #          and provokes an error so every sequoia_* family has samples, fetches
@@ -83,18 +84,19 @@ check_rules() {
   log "promtool test rules ops/prometheus/sequoia-alerts.test.yml"
   (cd ops/prometheus && "$PROMTOOL" test rules sequoia-alerts.test.yml)
 
-  # deploy/: compose's Prometheus config, with the rules where compose mounts them,
-  # and the rules of the Kubernetes PrometheusRule (test/deploy checks they equal the file above).
+  # deploy/: compose's Prometheus config as it is, in a copy: its rule file and its metrics
+  # token are relative to it (rules/ links to the file above in the checkout and is mounted in
+  # compose; ../secrets/metrics-token is deploy/secrets/, which the operator fills, so a
+  # stand-in token is made here; docs/monitoring.md), and the rules of the Kubernetes
+  # PrometheusRule (test/deploy checks they equal the file above).
   local dir
   dir="$(mktemp -d)"
-  mkdir -p "$dir/rules"
-  cp ops/prometheus/sequoia-alerts.yml "$dir/rules/"
-  # and a stand-in for the metrics token compose mounts as a secret (promtool checks the file exists).
-  mkdir -p "$dir/secrets"
-  echo stand-in-metrics-token-0123 >"$dir/secrets/sequoia-metrics-token"
-  sed -e "s|/etc/prometheus/rules/|$dir/rules/|" -e "s|/run/secrets/|$dir/secrets/|" deploy/prometheus/prometheus.yml >"$dir/prometheus.yml"
-  log "promtool check config deploy/prometheus/prometheus.yml"
-  "$PROMTOOL" check config "$dir/prometheus.yml"
+  mkdir -p "$dir/prometheus/rules" "$dir/secrets"
+  cp deploy/prometheus/prometheus.yml "$dir/prometheus/"
+  cp ops/prometheus/sequoia-alerts.yml "$dir/prometheus/rules/"
+  echo stand-in-metrics-token-0123 >"$dir/secrets/metrics-token"
+  log "promtool check config deploy/prometheus/prometheus.yml (with a stand-in metrics token)"
+  "$PROMTOOL" check config "$dir/prometheus/prometheus.yml"
   log "promtool check rules on the spec of deploy/kubernetes/prometheusrule.yaml"
   node -e "const fs=require('fs'),y=require('yaml');fs.writeFileSync(process.argv[1],y.stringify(y.parse(fs.readFileSync('deploy/kubernetes/prometheusrule.yaml','utf8')).spec))" "$dir/prometheusrule-spec.yml"
   "$PROMTOOL" check rules "$dir/prometheusrule-spec.yml"
@@ -126,7 +128,8 @@ check_metrics() {
 
   local missing=0 name
   for name in sequoia_ids_issued_total sequoia_errors_total sequoia_segment_remaining sequoia_segment_next_ready \
-    sequoia_segment_step sequoia_segment_cover_seconds sequoia_segment_load_seconds sequoia_segment_load_failures_total; do
+    sequoia_segment_step sequoia_segment_cover_seconds sequoia_segment_load_seconds sequoia_segment_load_failures_total \
+    sequoia_store_reachable sequoia_worker_lease_expiry_seconds sequoia_worker_lease_ttl_seconds; do
     grep -q "^# TYPE $name " "$dir/metrics.txt" || { echo "error: /metrics lacks $name" >&2; missing=1; }
   done
   [ "$missing" = 0 ] || exit 1

@@ -14,6 +14,8 @@ export interface SnowflakeWorkerReport {
   readonly sequenceExhaustedTotal: number;
   /** Wall-clock ms at which the worker-id lease expires; undefined for providers without leases. */
   readonly leaseExpiresAtMs?: number | undefined;
+  /** The lease's length, ms (each renewal sets the expiry this far ahead); undefined for providers without leases. */
+  readonly leaseTtlMs?: number | undefined;
   /** IDs issued by this worker so far (sequoia_ids_issued_total{generator,tag=""}). */
   readonly issuedTotal?: number | undefined;
   /** Seconds until the layout's time bits run out (sequoia_layout_remaining_seconds). */

@@ -31,6 +31,12 @@ export interface WorkerGrant {
   readonly validUntil: number;
   /** Wall-clock ms at which the lease expires in the store (metrics); undefined when unleased. */
   readonly expiresAtMs?: number | undefined;
+  /**
+   * The lease's length, ms: `expiresAtMs` is this long after the renewal that
+   * set it (metrics: a healthy holder's time left stays near it, so an alert
+   * can tell a missed renewal from the usual countdown). Undefined when unleased.
+   */
+  readonly leaseMs?: number | undefined;
 }
 
 export interface WorkerIdProvider {

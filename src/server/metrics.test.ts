@@ -142,6 +142,7 @@ describe('GET /metrics', () => {
           clockBackwardsTotal: 2,
           sequenceExhaustedTotal: 5,
           leaseExpiresAtMs: 1_030_000,
+          leaseTtlMs: 45_000,
           issuedTotal: 99,
           layoutRemainingSeconds: 86_400,
         },
@@ -153,8 +154,22 @@ describe('GET /metrics', () => {
     expect(value(m, 'sequoia_snowflake_clock_backwards_total{generator="twitter"}')).toBe(2);
     expect(value(m, 'sequoia_snowflake_sequence_exhausted_total{generator="twitter"}')).toBe(5);
     expect(value(m, 'sequoia_worker_lease_expiry_seconds{generator="twitter"}')).toBe(30);
+    expect(value(m, 'sequoia_worker_lease_ttl_seconds{generator="twitter"}')).toBe(45);
     expect(value(m, 'sequoia_ids_issued_total{generator="snowflake",layout="twitter"}')).toBe(99);
     expect(value(m, 'sequoia_layout_remaining_seconds{generator="twitter"}')).toBe(86_400);
+  });
+});
+
+describe('sequoia_store_reachable', () => {
+  it('is 1 while the store answers pings and 0 once it does not, pinged at scrape time (an idle server too)', async () => {
+    const { app, store } = await setup();
+    expect(value((await app.inject('/metrics')).body, 'sequoia_store_reachable')).toBe(1);
+    store.down = true;
+    // The probe caches a ping for a second: wait for the next one, not for a fixed time.
+    await expect.poll(async () => value((await app.inject('/metrics')).body, 'sequoia_store_reachable'), { timeout: 5000 }).toBe(0);
+    expect((await app.inject('/v1/status')).json().store.reachable).toBe(false);
+    store.down = false;
+    await expect.poll(async () => value((await app.inject('/metrics')).body, 'sequoia_store_reachable'), { timeout: 5000 }).toBe(1);
   });
 });
 

@@ -168,6 +168,7 @@ export class SequoiaMetrics {
   private readonly reserves = new Map<string, Map<string, ReserveHolder>>();
   private readonly loadSeconds: Histogram<'tag'>;
   private snowflakeSources: SnowflakeMetricsSource[] | undefined;
+  private storeProbe: (() => Promise<{ readonly reachable: boolean }>) | undefined;
   /** UUIDs handed out, by form (`v7`, `v4`, `ulid`): plain numbers, added to the counter at scrape time. */
   private readonly uuidIssued = new Map<UuidForm, number>();
 
@@ -245,6 +246,29 @@ export class SequoiaMetrics {
       collect: function (this: Counter<'tag'>) {
         this.reset();
         for (const s of statuses()) this.inc({ tag: s.snapshot.tag }, s.loadFailuresTotal);
+      },
+    });
+  }
+
+  /**
+   * Registers sequoia_store_reachable: 1 when the store answered `probe`'s
+   * last ping, 0 when it did not (error or timeout). Pinged at scrape time
+   * through `probe` (which bounds and caches the pings, store-probe.ts), so it
+   * is true of an idle server too, where no segment load or request would show
+   * a dead store. A second call replaces the probe.
+   */
+  registerStoreProbe(probe: () => Promise<{ readonly reachable: boolean }>): void {
+    const registered = this.storeProbe !== undefined;
+    this.storeProbe = probe;
+    if (registered) return;
+    const current = () => this.storeProbe;
+    new Gauge({
+      name: 'sequoia_store_reachable',
+      help: 'Whether the store answered the last ping (1) or not (0: error or no answer within 1 s), pinged at scrape time.',
+      registers: [this.registry],
+      async collect(this: Gauge) {
+        const p = current();
+        if (p !== undefined) this.set((await p()).reachable ? 1 : 0);
       },
     });
   }
@@ -333,7 +357,8 @@ export class SequoiaMetrics {
    * sequoia_snowflake_worker_id, sequoia_snowflake_last_tick,
    * sequoia_snowflake_clock_backwards_total,
    * sequoia_snowflake_sequence_exhausted_total and
-   * sequoia_worker_lease_expiry_seconds (seconds until the lease expires) and
+   * sequoia_worker_lease_expiry_seconds (seconds until the lease expires),
+   * sequoia_worker_lease_ttl_seconds (the lease's length) and
    * sequoia_layout_remaining_seconds (until the layout's time bits run out), all
    * labelled by `generator`, read from `source.report()` at scrape time. Until
    * a generator calls this, none of them is exposed (no placeholder values).
@@ -384,6 +409,13 @@ export class SequoiaMetrics {
     new Gauge(
       perWorker('sequoia_worker_lease_expiry_seconds', 'Seconds until the worker-id lease expires (negative: expired).', (r) =>
         r.leaseExpiresAtMs === undefined ? undefined : (r.leaseExpiresAtMs - now()) / 1000,
+      ),
+    );
+    // The expiry above counts down between renewals (a healthy sql lease reads between 2/3 of this and all
+    // of it): alerts compare the two, so they can tell a missed renewal from the usual countdown.
+    new Gauge(
+      perWorker('sequoia_worker_lease_ttl_seconds', 'Length of the worker-id lease each renewal grants.', (r) =>
+        r.leaseTtlMs === undefined ? undefined : r.leaseTtlMs / 1000,
       ),
     );
     new Gauge(

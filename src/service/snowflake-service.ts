@@ -374,6 +374,7 @@ export class SnowflakeService {
       const s = w.generator.stats();
       const t = this.retired.get(w.layout.name) ?? { backwards: 0, exhausted: 0, issued: 0 };
       const exp = w.grants.map((g) => g.expiresAtMs).filter((x): x is number => x !== undefined);
+      const ttl = w.grants.map((g) => g.leaseMs).filter((x): x is number => x !== undefined);
       return {
         generator: w.layout.name,
         workerId: s.workerId,
@@ -382,6 +383,7 @@ export class SnowflakeService {
         sequenceExhaustedTotal: t.exhausted + s.sequenceExhaustedTotal,
         issuedTotal: t.issued + s.issuedTotal,
         leaseExpiresAtMs: exp.length ? Math.min(...exp) : undefined,
+        leaseTtlMs: ttl.length ? Math.min(...ttl) : undefined,
         layoutRemainingSeconds: remainingSeconds(w.layout, now),
       };
     });

@@ -8,9 +8,9 @@
  * secret it tells you to create holds every key the manifests read; and the
  * PrometheusRule holds exactly the rules of ops/prometheus/sequoia-alerts.yml.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, posix } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
@@ -29,6 +29,7 @@ import {
   parseEnvFile,
   parseUnit,
   read,
+  root,
   runtimeImage,
   yamlDoc,
   yamlDocs,
@@ -506,10 +507,19 @@ describe('alert rules: one source, ops/prometheus/sequoia-alerts.yml', () => {
     expect(rule!.spec.groups).not.toEqual(fewer);
   });
 
-  it('compose loads the same file into Prometheus', () => {
+  it('compose loads the same file into Prometheus, and so does the config checked from the checkout', () => {
     const prom = (compose.services as Record<string, { volumes: string[] }>).prometheus!;
-    const mount = prom.volumes.map((v) => v.split(':')).find(([src]) => src === '../ops/prometheus/sequoia-alerts.yml');
+    const mounts = prom.volumes.map((v) => v.split(':'));
+    const mount = mounts.find(([src]) => src === '../ops/prometheus/sequoia-alerts.yml');
+    const config = mounts.find(([src]) => src === './prometheus/prometheus.yml');
     expect(mount).toBeDefined();
-    expect(prometheusConfig.rule_files).toEqual([mount![1]]);
+    expect(config).toBeDefined();
+    // Relative to the config file, as Prometheus resolves it: in compose, where the rules are mounted;
+    // in the checkout, a link to the same file (so `promtool check config` works on it as it is).
+    const files = prometheusConfig.rule_files as string[];
+    expect(files.map((f) => posix.resolve(posix.dirname(config![1]!), f))).toEqual([mount![1]]);
+    expect(files.map((f) => realpathSync(join(root, 'deploy/prometheus', f)))).toEqual([
+      realpathSync(join(root, 'ops/prometheus/sequoia-alerts.yml')),
+    ]);
   });
 });

@@ -7,7 +7,7 @@
  * CI machines (docs/deploy.md).
  */
 import { existsSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, posix } from 'node:path';
 import { Deployment, StatefulSet } from 'kubernetes-models/apps/v1';
 import { Namespace, Service } from 'kubernetes-models/v1';
 import { PodDisruptionBudget } from 'kubernetes-models/policy/v1';
@@ -335,7 +335,8 @@ describe('compose file (deploy/compose.yaml)', () => {
     const config = mounts.find(([, dst]) => dst === '/etc/prometheus/prometheus.yml');
     expect(config).toBeDefined();
     const promConfig = yamlDoc(join('deploy', config![0]!));
-    expect(promConfig.rule_files).toEqual([rules![1]]);
+    // Prometheus resolves a relative rule file against its config file's directory.
+    expect((promConfig.rule_files as string[]).map((f) => posix.resolve(posix.dirname(config![1]!), f))).toEqual([rules![1]]);
     const targets = at<Obj[]>(promConfig, 'scrape_configs').flatMap((j) =>
       at<Obj[]>(j, 'static_configs').flatMap((t) => t.targets as string[]),
     );

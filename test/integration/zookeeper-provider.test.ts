@@ -237,6 +237,12 @@ describeZk('zookeeper worker-id provider (real ZooKeeper, real processes)', () =
     expect(new Set(got.map(worker))).toEqual(new Set([5]));
     expect(Math.min(...got.map(tick))).toBeGreaterThan(deadTick);
     expect(a.output()).toMatch(/zookeeper worker id reclaimed from a silent node/);
+    // The lease the metrics show is reclaim-after long (what SequoiaWorkerLeaseExpiring compares the expiry with).
+    const metrics = await (await fetch(`${a.url}/metrics`)).text();
+    expect(metrics).toMatch(/^sequoia_worker_lease_ttl_seconds\{generator="[a-z]+"\} 10$/m);
+    const left = Number(/^sequoia_worker_lease_expiry_seconds\{generator="[a-z]+"\} (\S+)$/m.exec(metrics)?.[1]);
+    expect(left).toBeGreaterThan(5);
+    expect(left).toBeLessThanOrEqual(10);
     const names = await children(forever);
     expect(names).toHaveLength(1024);
     expect(names.filter((n) => n.endsWith('-0000000005'))).toHaveLength(1);

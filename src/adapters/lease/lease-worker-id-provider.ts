@@ -133,6 +133,7 @@ export class LeaseWorkerIdProvider implements WorkerIdProvider {
           afterTick: r.lastTick,
           validUntil: t0 + this.ttlMs - this.margin,
           expiresAtMs: wall0 + this.ttlMs,
+          leaseMs: this.ttlMs,
         };
       }
       if (this.mono() >= until)
@@ -159,7 +160,7 @@ export class LeaseWorkerIdProvider implements WorkerIdProvider {
       );
     }
     this.pruneSoon();
-    return { ...grant, validUntil: t0 + this.ttlMs - this.margin, expiresAtMs: wall0 + this.ttlMs };
+    return { ...grant, validUntil: t0 + this.ttlMs - this.margin, expiresAtMs: wall0 + this.ttlMs, leaseMs: this.ttlMs };
   }
 
   async release(space: IdSpace, grant: WorkerGrant, lastTick: number): Promise<void> {

@@ -277,6 +277,7 @@ export class ZookeeperWorkerIdProvider extends ZookeeperProviderBase implements 
       afterTick: h.startTick,
       validUntil: Math.min(session, r === undefined ? Number.POSITIVE_INFINITY : h.reportedMono + r - this.margin),
       expiresAtMs: r === undefined ? undefined : h.reportedAtMs + r,
+      leaseMs: r,
     };
   }
 

@@ -79,6 +79,8 @@ describe('snowflake routes', () => {
     const rows = snowflake.report();
     expect(rows.map((r) => r.generator).sort()).toEqual(['instagram', 'leaf', 'twitter']);
     expect(rows[0]?.leaseExpiresAtMs).toBeGreaterThan(Date.now());
+    // The lease's length beside its expiry: what the lease alert compares them by.
+    for (const r of rows) expect(r.leaseTtlMs, r.generator).toBe(10_000); // LeaseWorkerIdProvider's default ttl
   });
 });
 

@@ -59,6 +59,8 @@ export async function statusRoutes(app: FastifyInstance, opts: StatusRoutesOptio
 function statusRoute(app: FastifyInstance, opts: StatusRoutesOptions): void {
   const { service, metrics, access } = opts;
   const probe = storeProbe(service);
+  // One probe for the page and for sequoia_store_reachable: the store sees one ping per period for both.
+  metrics.registerStoreProbe(probe);
   const buildStatus = async (admin: boolean, detail: boolean): Promise<StatusBody> =>
     statusBody({
       version: opts.version,
