@@ -1,0 +1,221 @@
+/**
+ * A PostgreSQL store (tag table and ledger) restored to a snapshot under a
+ * fleet, with real servers and a business table whose rows carry their
+ * creation time:
+ *
+ * - a server started with a fresh state dir re-issues IDs the business table
+ *   already holds (their inserts fail on its primary key); the new ledger
+ *   rows cover the old IDs, so only the rows' times tell: `audit
+ *   --time-column created_at` reports them as `issued-before-recorded`, with
+ *   the count of rows whose ID lies in a range recorded after them;
+ * - the server that kept its state dir refuses the tag (its high-water mark
+ *   is that of a range of its grown dynamic step); a fence to the highest ID
+ *   plus 10 × the stored step leaves it refusing, and audit given its state
+ *   dir says so (`refused-by-server-marks`) instead of "clean"; the fence
+ *   audit then prints reopens it, and it issues above every ID of the table.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { type ServerProcess, sequoia, startServe } from '../helpers/cli.js';
+import { describeWithService } from '../helpers/services.js';
+
+const PG_URL = process.env.SEQUOIA_TEST_POSTGRES ?? 'postgres://postgres@127.0.0.1:5432/test';
+const describePg = await describeWithService('postgres', async () => {
+  const c = new pg.Client({ connectionString: PG_URL });
+  await c.connect();
+  await c.end();
+});
+
+interface Finding {
+  kind: string;
+  count: number;
+  examples: string[];
+  fence?: { to: string; command: string };
+}
+interface Report {
+  clean: boolean;
+  findings: Finding[];
+}
+
+const TAG = 'orders';
+/** A small margin: the test waits (on PostgreSQL's clock) until the old rows are older than it. */
+const MARGIN_MS = 1000;
+
+describePg('audit after a PostgreSQL store was restored under running servers', () => {
+  const table = `restored_alloc_${process.pid}`;
+  const orders = `restored_orders_${process.pid}`;
+  const store = `${PG_URL}?table=${table}`;
+  let dir: string;
+  let admin: pg.Client;
+  const servers: ServerProcess[] = [];
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'sequoia-restored-'));
+    admin = new pg.Client({ connectionString: PG_URL });
+    await admin.connect();
+    await admin.query(`CREATE TABLE ${orders} (id bigint PRIMARY KEY, created_at timestamptz NOT NULL DEFAULT clock_timestamp())`);
+  });
+  afterAll(async () => {
+    for (const s of servers) s.child.kill('SIGKILL');
+    await Promise.all(servers.map((s) => s.exited));
+    for (const t of [orders, table, `${table}_ledger`, `${table}_snap`, `${table}_ledger_snap`])
+      await admin.query(`DROP TABLE IF EXISTS ${t}`);
+    await admin.end();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  const ok = (r: { status: number | null; stdout: string; stderr: string }) => {
+    expect(r.status, r.stderr + r.stdout).toBe(0);
+    return r.stdout;
+  };
+  const audit = (args: string[]) => {
+    const r = sequoia(['audit', '--tag', TAG, '--store', store, '--json', ...args]);
+    expect([0, 1], r.stderr).toContain(r.status);
+    return { status: r.status, report: JSON.parse(r.stdout) as Report };
+  };
+  const idsFrom = async (s: ServerProcess, count: number): Promise<{ status: number; ids: string[]; body: string }> => {
+    const res = await fetch(`${s.url}/v1/segment/${TAG}?count=${count}`);
+    const body = await res.text();
+    return { status: res.status, ids: res.ok ? (JSON.parse(body) as { ids: string[] }).ids : [], body };
+  };
+  /** Writes IDs to the business table as an application does, one row each; answers the IDs its primary key refused. */
+  const insert = async (ids: readonly string[]): Promise<string[]> => {
+    const r = await admin.query<{ id: string }>(
+      `INSERT INTO ${orders} (id) SELECT unnest($1::bigint[]) ON CONFLICT (id) DO NOTHING RETURNING id::text AS id`,
+      [ids],
+    );
+    const written = new Set(r.rows.map((x) => x.id));
+    return ids.filter((id) => !written.has(id));
+  };
+  const drawAndInsert = async (s: ServerProcess, total: number): Promise<{ ids: string[]; refused: string[] }> => {
+    const ids: string[] = [];
+    const refused: string[] = [];
+    while (ids.length < total) {
+      const r = await idsFrom(s, Math.min(100, total - ids.length));
+      expect(r.status, r.body).toBe(200);
+      // One batch at a time, as requests come: each batch is a row per ID.
+      refused.push(...(await insert(r.ids)));
+      ids.push(...r.ids);
+    }
+    return { ids, refused };
+  };
+
+  it("finds the re-issued IDs by their rows' times, says which servers still refuse, and its fence reopens them", async () => {
+    ok(sequoia(['tag', 'create', TAG, '--step', '100', '--store', store]));
+    const stateA = join(dir, 'state-a');
+    // Its dynamic step grows to a cap (a range the trip below burns stays under its mark, as with a step that stopped doubling).
+    const a = await startServe(['--store', store, '--state-dir', stateA, '--max-step', '800']);
+    servers.push(a);
+
+    // Before the snapshot; the snapshot (tag table and ledger); after it, enough for the dynamic step to grow well past 100.
+    const before = await drawAndInsert(a, 300);
+    await admin.query(
+      `CREATE TABLE ${table}_snap AS SELECT * FROM ${table}; CREATE TABLE ${table}_ledger_snap AS SELECT * FROM ${table}_ledger`,
+    );
+    const after = await drawAndInsert(a, 3000);
+    expect([...before.refused, ...after.refused]).toEqual([]);
+    const old = [...before.ids, ...after.ids];
+    const highest = old.map(BigInt).reduce((x, y) => (x > y ? x : y));
+
+    // The restore: both tables back to the snapshot.
+    await admin.query(
+      `BEGIN; DELETE FROM ${table}; INSERT INTO ${table} SELECT * FROM ${table}_snap; ` +
+        `DELETE FROM ${table}_ledger; INSERT INTO ${table}_ledger SELECT * FROM ${table}_ledger_snap; COMMIT`,
+    );
+    const snapRows = (await admin.query<{ n: string }>(`SELECT count(*)::text AS n FROM ${table}_ledger_snap`)).rows[0]!.n;
+    // Every old row older than the margin on the store's clock before a new range is recorded (a condition, not a sleep).
+    for (;;) {
+      const r = await admin.query<{ ready: boolean }>(
+        `SELECT clock_timestamp() > max(created_at) + make_interval(secs => $1::float8 / 1000) AS ready FROM ${orders}`,
+        [MARGIN_MS * 2],
+      );
+      if (r.rows[0]!.ready) break;
+      await admin.query('SELECT pg_sleep(0.05)');
+    }
+
+    // A kept its marks: it refuses once its buffer is spent (those IDs never reached the table) and it asks the restored store.
+    let refusal = '';
+    for (let i = 0; i < 200 && refusal === ''; i++) {
+      const r = await idsFrom(a, 1000);
+      if (r.status !== 200) refusal = r.body;
+    }
+    expect(refusal).toMatch(/STORE_ROLLBACK_DETECTED/);
+
+    // A server with a fresh state dir: it cannot know, and re-issues IDs the table holds.
+    const b = await startServe(['--store', store, '--state-dir', join(dir, 'state-b'), '--max-step', '400']);
+    servers.push(b);
+    const reissued = await drawAndInsert(b, 1000);
+    expect(reissued.refused.length, 'the restored store re-issued IDs the business table holds').toBeGreaterThan(0);
+    b.child.kill('SIGKILL'); // its buffered IDs are re-issues too: it is stopped before the fence, as an operator would
+    await b.exited;
+
+    // The rows whose ID lies in a range recorded after the restore, counted from the ledger itself.
+    const fresh = await admin.query<{ first: string; last: string }>(
+      `SELECT first_id::text AS first, last_id::text AS last FROM ${table}_ledger l WHERE kind = 'allocate' ` +
+        `AND NOT EXISTS (SELECT 1 FROM ${table}_ledger_snap s WHERE s.first_id = l.first_id AND s.at_ms = l.at_ms)`,
+    );
+    expect(fresh.rows.length).toBeGreaterThan(0);
+    const inFresh = (id: string) => fresh.rows.some((r) => BigInt(r.first) <= BigInt(id) && BigInt(id) <= BigInt(r.last));
+    const expected = old.filter(inFresh);
+    expect(expected.length).toBeGreaterThanOrEqual(reissued.refused.length);
+    expect(Number(snapRows)).toBeGreaterThan(0);
+
+    const query = ['--db', PG_URL, '--query', `SELECT id, created_at FROM ${orders}`];
+    const timed = audit([...query, '--time-column', 'created_at', '--time-margin-ms', String(MARGIN_MS)]);
+    expect(timed.status).toBe(1);
+    const ibr = timed.report.findings.find((f) => f.kind === 'issued-before-recorded');
+    expect(ibr, JSON.stringify(timed.report.findings.map((f) => f.kind))).toBeDefined();
+    expect(ibr!.count).toBe(expected.length);
+    // Each example is one of those rows (up to 1,000 are listed), and every ID the primary key refused is among them.
+    const want = new Set(expected);
+    expect(ibr!.examples).toHaveLength(Math.min(1000, expected.length));
+    for (const e of ibr!.examples) expect(want.has(e.split(':')[0] as string), e).toBe(true);
+    for (const id of reissued.refused) expect(want.has(id), id).toBe(true);
+    // The column by number, and its time in seconds since 1970, say the same.
+    const bySeconds = audit([
+      '--db',
+      PG_URL,
+      '--query',
+      `SELECT id, extract(epoch FROM created_at) AS t FROM ${orders}`,
+      '--time-column',
+      '2',
+      '--time-margin-ms',
+      String(MARGIN_MS),
+    ]);
+    expect(bySeconds.report.findings.find((f) => f.kind === 'issued-before-recorded')?.count).toBe(expected.length);
+
+    // A fence just above the table's highest ID is below A's mark: A keeps refusing.
+    ok(sequoia(['fence', TAG, '--to', String(highest + 1n), '--store', store]));
+    const stillRefused = await idsFrom(a, 1);
+    expect(stillRefused.status, stillRefused.body).not.toBe(200);
+    // Audit cannot see A's mark without its state dir (nothing in the table or the store is above the fence); given it, it names A.
+    const marks = audit([...query, '--state-dir', stateA]);
+    expect(marks.status).toBe(1);
+    const refusing = marks.report.findings.find((f) => f.kind === 'refused-by-server-marks');
+    expect(refusing, JSON.stringify(marks.report.findings)).toBeDefined();
+    expect(refusing!.count).toBe(1);
+    expect(refusing!.examples[0]).toContain(stateA);
+    const to = BigInt(refusing!.fence!.to);
+    expect(to).toBeGreaterThan(highest);
+    const words = [...refusing!.fence!.command.matchAll(/'([^']*)'|(\S+)/g)].map((m) => (m[1] ?? m[2]) as string);
+    expect(words).toEqual(['sequoia', 'fence', TAG, '--to', String(to), '--store', store, '--state-dir', stateA]);
+
+    // Followed as printed: A issues again (it re-reads the fence epoch while refused), above every ID in the table.
+    ok(sequoia(words.slice(1)));
+    let reopened: string[] = [];
+    for (let i = 0; i < 400 && reopened.length === 0; i++) {
+      const r = await idsFrom(a, 5);
+      if (r.status === 200) reopened = r.ids;
+      else await admin.query('SELECT pg_sleep(0.05)');
+    }
+    expect(reopened).toHaveLength(5);
+    const top = (await admin.query<{ m: string }>(`SELECT max(id)::text AS m FROM ${orders}`)).rows[0]!.m;
+    for (const id of reopened) expect(BigInt(id)).toBeGreaterThan(BigInt(top));
+    expect(await insert(reopened)).toEqual([]);
+    const afterFence = audit([...query, '--state-dir', stateA]);
+    expect(afterFence.report.findings.map((f) => f.kind)).not.toContain('refused-by-server-marks');
+  }, 240_000);
+});
