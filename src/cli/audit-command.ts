@@ -542,8 +542,8 @@ function buildReport(a: AuditAnalysis, c: ReportContext) {
     const unread =
       c.marks.length > 0
         ? ''
-        : ` A server that kept its marks refuses the tag until the fence clears its high-water mark (its STORE_ROLLBACK_DETECTED names it); ` +
-          `this bound clears every mark up to ${fence.to}: give audit each server's --state-dir to have their marks read and covered.`;
+        : ` A server that kept its marks refuses the tag until a fence clears its high-water mark (its STORE_ROLLBACK_DETECTED names it): ` +
+          `this one clears marks up to ${fence.to}; give audit each server's --state-dir to check theirs.`;
     findings.push({
       kind: 'above-store-max',
       count: c.above.count,
@@ -572,10 +572,12 @@ function buildReport(a: AuditAnalysis, c: ReportContext) {
       kind: 'issued-before-recorded',
       count: tb.count,
       message:
-        `${tb.count} rows are older than the ledger's range that holds their ID: the store recorded that range after the row was written, ` +
-        'so it handed the ID out again (a store restored from an old backup, or set back by hand, whose servers took the range anew). ' +
-        'Their IDs were issued twice: the second holder of each may have failed on your unique key, or written it elsewhere',
+        `${tb.count} rows are older than the ledger's range that holds their ID: the store handed that range out again after the row was written ` +
+        '(restored from an old backup, or set back by hand). A server with a fresh state dir issued those IDs a second time (the second ' +
+        'holder failed on your unique key, or wrote the ID elsewhere); one that kept its marks refused the range' +
+        (fence === undefined ? '' : `. Fence above everything the store forgot: ${fence.command}`),
       examples: tb.examples,
+      ...(fence !== undefined ? { fence } : {}),
     });
   }
   if (a.outsideLayout > 0) {

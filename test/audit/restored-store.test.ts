@@ -14,11 +14,11 @@
  *   dir says so (`refused-by-server-marks`) instead of "clean"; the fence
  *   audit then prints reopens it, and it issues above every ID of the table.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ServerProcess, sequoia, startServe } from '../helpers/cli.js';
 import { describeWithService } from '../helpers/services.js';
 
@@ -169,6 +169,7 @@ describePg('audit after a PostgreSQL store was restored under running servers', 
     const ibr = timed.report.findings.find((f) => f.kind === 'issued-before-recorded');
     expect(ibr, JSON.stringify(timed.report.findings.map((f) => f.kind))).toBeDefined();
     expect(ibr!.count).toBe(expected.length);
+    expect(ibr!.fence?.command).toMatch(/^sequoia fence orders --to \d+ --store /);
     // Each example is one of those rows (up to 1,000 are listed), and every ID the primary key refused is among them.
     const want = new Set(expected);
     expect(ibr!.examples).toHaveLength(Math.min(1000, expected.length));
@@ -218,4 +219,61 @@ describePg('audit after a PostgreSQL store was restored under running servers', 
     const afterFence = audit([...query, '--state-dir', stateA]);
     expect(afterFence.report.findings.map((f) => f.kind)).not.toContain('refused-by-server-marks');
   }, 240_000);
+});
+
+describe('the fence audit proposes after a restore (SQLite store, the ledger planted)', () => {
+  let dir: string;
+  beforeAll(() => {
+    dir = mkdtempSync(join(tmpdir(), 'sequoia-restored-sqlite-'));
+  });
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it("clears the ledger's highest end plus 10 × its largest range, not 10 × the stored step; a state dir it cannot use exits 2", async () => {
+    const file = join(dir, 'store.db');
+    const store = `sqlite:${file}`;
+    expect(sequoia(['tag', 'create', TAG, '--step', '100', '--store', store]).status).toBe(0);
+    // A dynamic step that grew to 6,400: the ledger's rows, and max_id set back below them (the restore).
+    const { default: Database } = await import('better-sqlite3');
+    const db = new Database(file);
+    const { generation } = db.prepare('SELECT generation FROM sequoia_alloc WHERE tag = ?').get(TAG) as { generation: number };
+    const row = db.prepare(
+      "INSERT INTO sequoia_ledger (tag, kind, first_id, last_id, stride, step, host, pid, instance, version, at_ms, fence_epoch, generation) VALUES (?, 'allocate', ?, ?, 1, ?, 'h', 1, 'i', 'v', ?, 0, ?)",
+    );
+    row.run(TAG, 1, 100, 100, Date.now(), generation);
+    row.run(TAG, 101, 6500, 6400, Date.now(), generation);
+    db.prepare('UPDATE sequoia_alloc SET max_id = 101 WHERE tag = ?').run(TAG);
+    db.close();
+    const ids = join(dir, 'ids.txt');
+    writeFileSync(ids, ['1', '2', '150'].join('\n'));
+    const r = sequoia(['audit', ids, '--tag', TAG, '--store', store, '--json']);
+    expect(r.status, r.stderr).toBe(1);
+    const above = (JSON.parse(r.stdout) as Report).findings.find((f) => f.kind === 'above-store-max');
+    // max(highest ID 150, ledger's end 6,500) + 1 + 10 × 6,400 (the old advice: 150 + 1 + 10 × 100 = 1,151).
+    expect(above?.fence?.to).toBe('70501');
+    // Without a state dir, it says which servers would still refuse and how to have them covered.
+    const text = sequoia(['audit', ids, '--tag', TAG, '--store', store]);
+    expect(text.stdout).toMatch(/clears marks up to 70501; give audit each server's --state-dir to check theirs/);
+    // `--fence-margin` still sets the margin.
+    const m = sequoia(['audit', ids, '--tag', TAG, '--store', store, '--json', '--fence-margin', '7']);
+    expect((JSON.parse(m.stdout) as Report).findings.find((f) => f.kind === 'above-store-max')?.fence?.to).toBe('6508');
+
+    // A state dir that holds nothing, and one bound to another store: refused, nothing reported.
+    const empty = join(dir, 'empty-state');
+    mkdirSync(empty);
+    const none = sequoia(['audit', ids, '--tag', TAG, '--store', store, '--state-dir', empty]);
+    expect(none.status).toBe(2);
+    expect(none.stderr).toMatch(/--state-dir: ".*empty-state" holds no server state/);
+    const other = join(dir, 'other-state');
+    const otherStore = `sqlite:${join(dir, 'other.db')}`;
+    expect(sequoia(['tag', 'create', TAG, '--store', otherStore]).status).toBe(0);
+    // A server binds its state dir to its store (gen segment only checks the binding).
+    const server = await startServe(['--store', otherStore, '--state-dir', other]);
+    expect((await fetch(`${server.url}/v1/segment/${TAG}`)).status).toBe(200);
+    server.child.kill('SIGTERM');
+    await server.exited;
+    const wrong = sequoia(['audit', ids, '--tag', TAG, '--store', store, '--state-dir', other]);
+    expect(wrong.status).toBe(2);
+    expect(wrong.stderr).toMatch(/--state-dir: ".*other-state" belongs to store .*other\.db, not to .*store\.db/);
+    expect(wrong.stdout).toBe('');
+  });
 });
