@@ -9,7 +9,7 @@ import { InvalidArgumentError } from '../../core/errors.js';
 export const ID_BATCH = 20_000;
 
 /** A first-column value as decimal text; NULL stays null. */
-export function idText(v: unknown): string | null {
+function idText(v: unknown): string | null {
   return v === null || v === undefined ? null : String(v);
 }
 
@@ -27,7 +27,7 @@ const SECONDS_BELOW = 1e11;
  * number, else an ISO date, read as UTC when it names no zone (SQLite's
  * CURRENT_TIMESTAMP and datetime('now') write UTC that way).
  */
-export function timeMs(v: unknown, row: number): number | null {
+function timeMs(v: unknown, row: number): number | null {
   if (v === null || v === undefined) return null;
   let ms = NaN;
   if (v instanceof Date) ms = v.getTime();
