@@ -9,10 +9,15 @@
  *   --time-column created_at` reports them as `issued-before-recorded`, with
  *   the count of rows whose ID lies in a range recorded after them;
  * - the server that kept its state dir refuses the tag (its high-water mark
- *   is that of a range of its grown dynamic step); a fence to the highest ID
- *   plus 10 × the stored step leaves it refusing, and audit given its state
- *   dir says so (`refused-by-server-marks`) instead of "clean"; the fence
- *   audit then prints reopens it, and it issues above every ID of the table.
+ *   is the end of a range of its grown dynamic step, above every ID of the
+ *   table); a fence just above the table's highest ID leaves it refusing, and
+ *   audit given its state dir says so (`refused-by-server-marks`) instead of
+ *   "clean"; the fence audit then prints reopens it, and it issues above
+ *   every ID of the table.
+ *
+ * And on SQLite with a planted ledger: the proposed fence clears the ledger's
+ * largest range (10 × it), not 10 × the stored step; state dirs audit cannot
+ * use are refused.
  */
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -120,13 +125,8 @@ describePg('audit after a PostgreSQL store was restored under running servers', 
     const old = [...before.ids, ...after.ids];
     const highest = old.map(BigInt).reduce((x, y) => (x > y ? x : y));
 
-    // The restore: both tables back to the snapshot.
-    await admin.query(
-      `BEGIN; DELETE FROM ${table}; INSERT INTO ${table} SELECT * FROM ${table}_snap; ` +
-        `DELETE FROM ${table}_ledger; INSERT INTO ${table}_ledger SELECT * FROM ${table}_ledger_snap; COMMIT`,
-    );
-    const snapRows = (await admin.query<{ n: string }>(`SELECT count(*)::text AS n FROM ${table}_ledger_snap`)).rows[0]!.n;
-    // Every old row older than the margin on the store's clock before a new range is recorded (a condition, not a sleep).
+    // Every old row older than twice the margin on the store's clock before the restore (a condition, not a sleep):
+    // every range recorded after it is then younger than every old row by more than the margin.
     for (;;) {
       const r = await admin.query<{ ready: boolean }>(
         `SELECT clock_timestamp() > max(created_at) + make_interval(secs => $1::float8 / 1000) AS ready FROM ${orders}`,
@@ -135,6 +135,12 @@ describePg('audit after a PostgreSQL store was restored under running servers', 
       if (r.rows[0]!.ready) break;
       await admin.query('SELECT pg_sleep(0.05)');
     }
+    // The restore: both tables back to the snapshot.
+    await admin.query(
+      `BEGIN; DELETE FROM ${table}; INSERT INTO ${table} SELECT * FROM ${table}_snap; ` +
+        `DELETE FROM ${table}_ledger; INSERT INTO ${table}_ledger SELECT * FROM ${table}_ledger_snap; COMMIT`,
+    );
+    const snapRows = (await admin.query<{ n: string }>(`SELECT count(*)::text AS n FROM ${table}_ledger_snap`)).rows[0]!.n;
 
     // A kept its marks: it refuses once its buffer is spent (those IDs never reached the table) and it asks the restored store.
     let refusal = '';
