@@ -17,7 +17,8 @@
  *
  * And on SQLite with a planted ledger: the proposed fence clears the ledger's
  * largest range (10 × it), not 10 × the stored step; state dirs audit cannot
- * use are refused.
+ * use are refused; --time-column reads SQLite text times and MariaDB
+ * DATETIMEs.
  */
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -281,5 +282,74 @@ describe('the fence audit proposes after a restore (SQLite store, the ledger pla
     expect(wrong.status).toBe(2);
     expect(wrong.stderr).toMatch(/--state-dir: ".*other-state" belongs to store .*other\.db, not to .*store\.db/);
     expect(wrong.stdout).toBe('');
+
+    // --time-column on a SQLite business table: text times without a zone are UTC (CURRENT_TIMESTAMP); a NULL is not checked.
+    const biz = join(dir, 'business.db');
+    const bdb = new Database(biz);
+    bdb.exec(
+      "CREATE TABLE o (id INTEGER, t TEXT); INSERT INTO o VALUES (5, datetime('now', '-1 day')), (6, CURRENT_TIMESTAMP), (7, NULL), (200, '2020-01-02T03:04:05Z')",
+    );
+    bdb.close();
+    const timed = sequoia([
+      'audit',
+      '--db',
+      `sqlite:${biz}`,
+      '--query',
+      'SELECT id, t FROM o',
+      '--time-column',
+      't',
+      '--tag',
+      TAG,
+      '--store',
+      store,
+      '--json',
+    ]);
+    expect(timed.status, timed.stderr).toBe(1);
+    const tj = JSON.parse(timed.stdout) as Report & { notChecked: string[] };
+    const ibr = tj.findings.find((f) => f.kind === 'issued-before-recorded');
+    expect(ibr?.examples.map((e) => e.split(':')[0])).toEqual(['5', '200']);
+    expect(tj.notChecked).toContain('1 rows have no time (NULL in --time-column): not checked for issued-before-recorded');
+  });
+});
+
+const MY_URL = 'mysql://root@127.0.0.1:3306/test';
+const describeMy = await describeWithService('mariadb', async () => {
+  const { default: mysql } = await import('mysql2/promise');
+  const c = await mysql.createConnection({ uri: MY_URL });
+  await c.end();
+});
+
+describeMy('audit --time-column on MariaDB', () => {
+  let dir: string;
+  beforeAll(() => {
+    dir = mkdtempSync(join(tmpdir(), 'sequoia-restored-mariadb-'));
+  });
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('reads DATETIME rows; a NULL is not checked; a column the query lacks exits 2', async () => {
+    const { default: mysql } = await import('mysql2/promise');
+    const c = await mysql.createConnection({ uri: MY_URL });
+    const t = `audit_time_${process.pid}`;
+    const store = `sqlite:${join(dir, 'my-time.db')}`;
+    try {
+      expect(sequoia(['tag', 'create', TAG, '--step', '100', '--store', store]).status).toBe(0);
+      expect(
+        sequoia(['gen', 'segment', '--tag', TAG, '--count', '3', '--store', store, '--state-dir', join(dir, 'my-time-state')]).status,
+      ).toBe(0);
+      await c.query(`CREATE TABLE ${t} (id BIGINT NOT NULL, created_at DATETIME(3) NULL)`);
+      await c.query(`INSERT INTO ${t} VALUES (1, NOW(3) - INTERVAL 1 DAY), (2, NOW(3) + INTERVAL 1 MINUTE), (3, NULL)`);
+      const base = ['audit', '--db', MY_URL, '--query', `SELECT id, created_at FROM ${t}`, '--tag', TAG, '--store', store];
+      const r = sequoia([...base, '--time-column', 'created_at', '--json']);
+      expect(r.status, r.stderr).toBe(1);
+      const j = JSON.parse(r.stdout) as Report;
+      expect(j.findings.map((f) => [f.kind, f.count])).toEqual([['issued-before-recorded', 1]]);
+      expect(j.findings[0]!.examples[0]).toMatch(/^1: row of /);
+      const missing = sequoia([...base, '--time-column', 'nope']);
+      expect(missing.status).toBe(2);
+      expect(missing.stderr).toMatch(/--time-column: the query selects no column "nope" after the ID \(its columns: id, created_at\)/);
+    } finally {
+      await c.query(`DROP TABLE IF EXISTS ${t}`);
+      await c.end();
+    }
   });
 });
