@@ -75,7 +75,12 @@ export function serverMarks(stateDirs: readonly string[], store: string | undefi
       throw new InvalidArgumentError(`--state-dir: the state in ${JSON.stringify(dir)} cannot be read`);
     }
     try {
-      const bound = reader.boundStore();
+      let bound: string | undefined;
+      try {
+        bound = reader.boundStore();
+      } catch {
+        throw new InvalidArgumentError(`--state-dir: the state in ${JSON.stringify(dir)} cannot be read`);
+      }
       if (bound !== undefined && bound !== identity)
         throw new InvalidArgumentError(
           `--state-dir: ${JSON.stringify(dir)} belongs to store ${bound}, not to ${identity}: its marks describe that store`,

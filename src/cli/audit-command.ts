@@ -222,10 +222,15 @@ async function runAudit(file: string | undefined, o: AuditOpts): Promise<number>
       );
     }
 
+    // The marks are read before and after the store: a server's mark is recorded after the store answered, so a
+    // healthy server's mark read before is never above max_id read after, and one a give-back lowered while the
+    // store was read is below it after. A server refuses only if both readings say so.
+    const readMarks = async () =>
+      tag === undefined || o.stateDir === undefined ? [] : (await import('../app/audit.js')).serverMarks(o.stateDir, o.store, tag);
+    const marksBefore = await readMarks();
     // The store is read after the input: every ID in it was issued from a range the store had already given out.
     const info = tag === undefined ? undefined : await (await import('../app/audit.js')).storeTag(o, tag);
-    const marks =
-      tag === undefined || o.stateDir === undefined ? [] : (await import('../app/audit.js')).serverMarks(o.stateDir, o.store, tag);
+    const marks = await readMarks();
     // Read after the input too: a holder's horizon is in the ledger before it issues an ID under it.
     const held = layout !== undefined && o.store !== undefined ? await leaseIndex(o.store, layout) : undefined;
     const ledger = tag === undefined ? undefined : await (await import('../app/audit.js')).openAuditLedger({ store: o.store });
@@ -285,6 +290,7 @@ async function runAudit(file: string | undefined, o: AuditOpts): Promise<number>
         margin,
         timed,
         marks,
+        marksBefore,
         ledgerReach,
         empty: sorter.total === 0,
         store: o.store,
@@ -444,8 +450,9 @@ interface ReportContext {
   margin: number | undefined;
   /** With --time-column: the rows older than the range that holds their ID. */
   timed: IssuedBeforeRecorded | undefined;
-  /** The marks of the tag in the state dirs given (--state-dir). */
+  /** The marks of the tag in the state dirs given (--state-dir), read after the store, and the same read before it. */
   marks: readonly ServerMark[];
+  marksBefore: readonly ServerMark[];
   ledgerReach: LedgerReach | undefined;
   /** No ID was read (--allow-empty). */
   empty: boolean;
@@ -502,7 +509,7 @@ function proposeFence(c: ReportContext, tag: string, info: { maxId: bigint; step
   };
   raise(c.above?.highest);
   raise(c.ledgerReach?.top);
-  for (const m of c.marks) if (m.mark !== null) raise(m.mark.mark - 1n);
+  for (const m of [...c.marks, ...c.marksBefore]) if (m.mark !== null) raise(m.mark.mark - 1n);
   const largest =
     c.ledgerReach !== undefined && c.ledgerReach.largestRange > BigInt(info.step) ? c.ledgerReach.largestRange : BigInt(info.step);
   const margin = c.margin !== undefined ? BigInt(c.margin) : 10n * largest;
@@ -536,7 +543,14 @@ function buildReport(a: AuditAnalysis, c: ReportContext) {
       examples: c.foreign.examples,
     });
   }
-  const refusing = c.info === undefined ? [] : c.marks.filter((m) => refuses(m, c.info as NonNullable<typeof c.info>));
+  const refusing =
+    c.info === undefined
+      ? []
+      : c.marks.filter((m, i) => {
+          const info = c.info as NonNullable<typeof c.info>;
+          const before = c.marksBefore[i];
+          return refuses(m, info) && before !== undefined && refuses(before, info);
+        });
   const fence = c.info !== undefined && c.tag !== undefined ? proposeFence(c, c.tag, c.info) : undefined;
   if (c.above !== undefined && c.above.count > 0 && c.info !== undefined && fence !== undefined) {
     const unread =
