@@ -3,6 +3,8 @@
  * IDs (each engine's driver loaded only when the URL names it) and the
  * store's view of a tag.
  */
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import { InvalidArgumentError } from '../core/errors.js';
 import { HoldingIndex } from '../core/snowflake/holding-index.js';
 import type { AuditLedger } from '../ports/audit-ledger.js';
@@ -12,7 +14,9 @@ import { fallbackHoldingSpan, fallbackLeaseSpace } from '../core/fallback/fallba
 import type { TagInfo } from '../ports/segment-store.js';
 import { resolveConfig } from './config.js';
 import { ledgerRootOf, parseZookeeperSpec } from '../adapters/zookeeper/zookeeper-spec.js';
-import { createStore, databaseUrl, openBackend, redactStoreUrl } from './stores.js';
+import { createStore, databaseUrl, openBackend, redactStoreUrl, storeIdentity } from './stores.js';
+import { StateDirReader } from '../adapters/state-dir/state-dir.js';
+import type { HighWaterMark } from '../core/segment/rollback-guard.js';
 import type { LedgerEntry } from '../ports/range-ledger.js';
 import { describeLedgerEntry } from '../service/ledger-view.js';
 import { withIdService } from './wiring.js';
@@ -20,28 +24,75 @@ import { withIdService } from './wiring.js';
 export type { AuditLedger, AuditLedgerEntry } from '../ports/audit-ledger.js';
 export type { LeaseHolding, LeaseLedger } from '../ports/lease-ledger.js';
 
-export async function openIdSource(url: string, query: string): Promise<IdSource> {
+/** `timeColumn`: a column of the query (name, or 1-based number) whose rows' times come with the IDs. */
+export async function openIdSource(url: string, query: string, timeColumn?: string): Promise<IdSource> {
   const db = databaseUrl(url);
   switch (db.engine) {
     case 'sqlite': {
       const { SqliteIdSource } = await import('../adapters/sqlite/sqlite-id-source.js');
-      return new SqliteIdSource(db.path, query);
+      return new SqliteIdSource(db.path, query, timeColumn);
     }
     case 'postgres': {
       const { PostgresIdSource } = await import('../adapters/postgres/postgres-id-source.js');
-      return new PostgresIdSource(db.url, query);
+      return new PostgresIdSource(db.url, query, timeColumn);
     }
     case 'mysql': {
       const { MysqlIdSource } = await import('../adapters/mysql/mysql-id-source.js');
-      return new MysqlIdSource(db.url, query);
+      return new MysqlIdSource(db.url, query, timeColumn);
     }
   }
 }
 
 /** The tag as the store has it now (its max_id is where the next range starts). */
-export async function storeTag(opts: { store?: string | undefined; stateDir?: string | undefined }, tag: string): Promise<TagInfo> {
-  const config = resolveConfig({ store: opts.store, stateDir: opts.stateDir }, process.env, undefined);
-  return withIdService(config, (s) => s.getTag(tag));
+export async function storeTag(opts: { store?: string | undefined }, tag: string): Promise<TagInfo> {
+  // No state dir: reading a tag takes no range, and opening one would create it (./data by default).
+  const config = resolveConfig({ store: opts.store }, process.env, undefined);
+  return withIdService({ ...config, stateDir: null }, (s) => s.getTag(tag));
+}
+
+/** A server's high-water mark for a tag, read from its state dir (`null`: it never took a range of the tag). */
+export interface ServerMark {
+  readonly stateDir: string;
+  readonly mark: HighWaterMark | null;
+}
+
+/**
+ * The marks of `tag` in each server state dir given to audit, read without
+ * writing (a running server's included). A dir that holds no state, or that
+ * belongs to another store, is refused: its marks would say nothing of this one.
+ */
+export function serverMarks(stateDirs: readonly string[], store: string | undefined, tag: string): ServerMark[] {
+  const identity = storeIdentity(resolveConfig({ store }, process.env, undefined).store);
+  return stateDirs.map((dir) => {
+    if (!existsSync(join(dir, 'state.db')))
+      throw new InvalidArgumentError(
+        `--state-dir: ${JSON.stringify(dir)} holds no server state (no state.db): not a server's state directory`,
+      );
+    let reader: StateDirReader;
+    try {
+      reader = new StateDirReader(dir);
+    } catch {
+      throw new InvalidArgumentError(`--state-dir: the state in ${JSON.stringify(dir)} cannot be read`);
+    }
+    try {
+      let bound: string | undefined;
+      try {
+        bound = reader.boundStore();
+      } catch {
+        throw new InvalidArgumentError(`--state-dir: the state in ${JSON.stringify(dir)} cannot be read`);
+      }
+      if (bound !== undefined && bound !== identity)
+        throw new InvalidArgumentError(
+          `--state-dir: ${JSON.stringify(dir)} belongs to store ${bound}, not to ${identity}: its marks describe that store`,
+        );
+      const mark = reader.get(tag);
+      if (mark === undefined)
+        throw new InvalidArgumentError(`--state-dir: the marks in ${JSON.stringify(dir)} cannot be read now; try again`);
+      return { stateDir: dir, mark };
+    } finally {
+      reader.close();
+    }
+  });
 }
 
 /** The configured custom layouts (`--config` / SEQUOIA_CONFIG), for `--layout NAME`. */
@@ -152,9 +203,8 @@ const LEDGER_PAGE = 5000;
  */
 export async function openAuditLedger(opts: {
   store?: string | undefined;
-  stateDir?: string | undefined;
 }): Promise<(AuditLedger & { segmentRangePages(tag: string): AsyncIterable<readonly LedgerEntry[]>; close(): Promise<void> }) | undefined> {
-  const config = resolveConfig({ store: opts.store, stateDir: opts.stateDir }, process.env, undefined);
+  const config = resolveConfig({ store: opts.store }, process.env, undefined);
   const store = await createStore(config.store);
   try {
     await store.init();

@@ -3,7 +3,7 @@
  * 1 findings, 2 when the audit could not run (bad input, options, a store or
  * database that cannot be read): 1 always means "look at the findings".
  */
-import { createReadStream, statSync } from 'node:fs';
+import { accessSync, constants, createReadStream, statSync } from 'node:fs';
 import type { Command } from 'commander';
 import { InvalidArgumentError, SequoiaError } from '../core/errors.js';
 import { assertTag } from '../core/validate.js';
@@ -15,13 +15,17 @@ import {
   ForeignIds,
   FUTURE_SLACK_MS,
   inFallbackSpace,
+  IssuedBeforeRecorded,
+  LedgerReach,
   RangeCover,
+  type RecordedRange,
 } from './audit/audit-analysis.js';
 import { FALLBACK_FLOOR, type FallbackFields, decodeFallbackId } from '../core/fallback/fallback-space.js';
 import type { LeaseHolding } from '../ports/lease-ledger.js';
 import { IdSorter, LineParser, halvesToBigInt } from './audit/id-sort.js';
 import { HoldingIndex } from '../core/snowflake/holding-index.js';
 import type { LedgerEntry } from '../ports/range-ledger.js';
+import type { ServerMark } from '../app/audit.js';
 
 interface AuditOpts {
   csvColumn?: string;
@@ -29,7 +33,7 @@ interface AuditOpts {
   query?: string;
   tag?: string;
   store?: string;
-  stateDir?: string;
+  stateDir?: string[];
   layout?: string;
   config?: string;
   json?: boolean;
@@ -38,7 +42,13 @@ interface AuditOpts {
   tmpDir?: string;
   chunkIds?: string;
   fallbackLeaseTtlMs?: string;
+  allowEmpty?: boolean;
+  timeColumn?: string;
+  timeMarginMs?: string;
 }
+
+/** The default of --time-margin-ms: clock skew between the business rows and the store, and rows stamped before their ID was drawn. */
+const TIME_MARGIN_MS = 60_000;
 
 const NO_SEGMENT_LEDGER =
   'the store keeps no range ledger (a Leaf or Tinyid table): duplicates cannot be traced to the ranges that issued them and foreign IDs are not checked';
@@ -60,10 +70,26 @@ export function registerAudit(program: Command): void {
       '--store <url>',
       'with --tag: store URL (env SEQUOIA_STORE); with --layout: the store the worker ids were leased from, whose lease ledger says who held each',
     )
-    .option('--state-dir <dir>', 'with --tag: state directory (env SEQUOIA_STATE_DIR)')
+    .option(
+      '--state-dir <dir>',
+      "with --tag: a server's state directory, whose high-water mark of the tag the fence must clear (repeat for each server)",
+      (v: string, prev: string[] | undefined) => [...(prev ?? []), v],
+    )
     .option('--layout <layout>', 'the IDs are snowflake IDs of this layout (a preset, or a custom one from --config)')
     .option('--config <file>', 'JSON config file with custom `layouts` (env SEQUOIA_CONFIG)')
-    .option('--fence-margin <n>', "with --tag: added above the highest ID found when proposing a fence (default 10 × the tag's step)")
+    .option(
+      '--fence-margin <n>',
+      "with --tag: added above the highest ID, range or mark found when proposing a fence (default 10 × the largest of the tag's step and every range its ledger recorded)",
+    )
+    .option('--allow-empty', 'an input with no ID is expected: say "0 IDs read" and exit 0 (without it, an empty input exits 2)')
+    .option(
+      '--time-column <name|n>',
+      "with --db and --tag: a column of --query holding each row's creation time; a row older than the ledger's range that holds its ID is reported (issued-before-recorded)",
+    )
+    .option(
+      '--time-margin-ms <ms>',
+      `with --time-column: how much older than its range a row may be (clock skew; default ${TIME_MARGIN_MS})`,
+    )
     .option('--json', 'print JSON')
     .option('--no-progress', 'no progress line on stderr (it is drawn only on a terminal anyway)')
     .option('--tmp-dir <dir>', 'where sorted runs are spilled (default the system temp directory)')
@@ -104,11 +130,56 @@ async function leaseIndex(store: string, layout: Layout): Promise<HoldingIndex> 
   return new HoldingIndex(await withLeaseLedger(store, (ledger) => ledger.holdings(layout.spaceKey)));
 }
 
-/** The ledger's ranges, read a page at a time and coalesced as they come (never every row at once). */
-async function coverOf(pages: AsyncIterable<readonly LedgerEntry[]>): Promise<RangeCover> {
+/** The ledger's ranges, read a page at a time and coalesced as they come (never every row at once), and how far they reached. */
+async function coverOf(pages: AsyncIterable<readonly LedgerEntry[]>): Promise<{ cover: RangeCover; reach: LedgerReach }> {
   const cover = new RangeCover();
-  for await (const page of pages) for (const e of page) cover.add(e);
-  return cover;
+  const reach = new LedgerReach();
+  for await (const page of pages)
+    for (const e of page) {
+      cover.add(e);
+      reach.add(e);
+    }
+  return { cover, reach };
+}
+
+/** The tag's `allocate` rows with their times, for --time-column. */
+async function allocationsOf(o: AuditOpts, tag: string): Promise<RecordedRange[]> {
+  const ledger = await (await import('../app/audit.js')).openAuditLedger({ store: o.store });
+  if (ledger === undefined)
+    throw new InvalidArgumentError(
+      `--time-column: ${NO_SEGMENT_LEDGER.replace(/:.*/, '')}: there is no range to compare the rows' times with`,
+    );
+  try {
+    const out: RecordedRange[] = [];
+    for await (const page of ledger.segmentRangePages(tag))
+      for (const e of page) if (e.kind === 'allocate') out.push({ first: e.first, last: e.last, stride: e.stride, atMs: e.atMs });
+    return out;
+  } finally {
+    await ledger.close();
+  }
+}
+
+function wholeFromZero(name: string, v: string | undefined, fallback: number): number {
+  if (v === undefined) return fallback;
+  if (!/^[0-9]{1,15}$/.test(v)) throw new InvalidArgumentError(`${name} must be a whole number from 0, got ${JSON.stringify(v)}`);
+  return Number(v);
+}
+
+/** --tmp-dir must be a directory audit can write its sorted runs to: checked before the input is read, not when the first run spills. */
+function checkTmpDir(dir: string | undefined): void {
+  if (dir === undefined) return;
+  let isDir: boolean;
+  try {
+    isDir = statSync(dir).isDirectory();
+  } catch {
+    throw new InvalidArgumentError(`--tmp-dir: ${JSON.stringify(dir)} does not exist`);
+  }
+  if (!isDir) throw new InvalidArgumentError(`--tmp-dir: ${JSON.stringify(dir)} is not a directory`);
+  try {
+    accessSync(dir, constants.W_OK | constants.X_OK);
+  } catch {
+    throw new InvalidArgumentError(`--tmp-dir: ${JSON.stringify(dir)} cannot be written to`);
+  }
 }
 
 async function runAudit(file: string | undefined, o: AuditOpts): Promise<number> {
@@ -117,22 +188,52 @@ async function runAudit(file: string | undefined, o: AuditOpts): Promise<number>
   if ((o.db === undefined) !== (o.query === undefined)) throw new InvalidArgumentError('--db and --query go together');
   if (o.db !== undefined && (file !== undefined || o.csvColumn !== undefined))
     throw new InvalidArgumentError('--db reads from the database: give no file and no --csv-column');
+  if (o.timeColumn !== undefined && (o.db === undefined || o.tag === undefined))
+    throw new InvalidArgumentError('--time-column goes with --db URL --query SQL and --tag T (the times come with the IDs from the query)');
+  if (o.timeMarginMs !== undefined && o.timeColumn === undefined)
+    throw new InvalidArgumentError('--time-margin-ms goes with --time-column');
+  if (o.stateDir !== undefined && o.tag === undefined)
+    throw new InvalidArgumentError('--state-dir goes with --tag (the marks are per tag)');
   const tag = o.tag === undefined ? undefined : assertTag(o.tag);
   const layout = o.layout === undefined ? undefined : await resolveLayout(o.layout, o.config);
   const margin = positive('--fence-margin', o.fenceMargin);
+  const timeMargin = wholeFromZero('--time-margin-ms', o.timeMarginMs, TIME_MARGIN_MS);
+  checkTmpDir(o.tmpDir);
   const sorter = new IdSorter({ chunkIds: positive('--chunk-ids', o.chunkIds), tmpDir: o.tmpDir });
   const progress = o.progress !== false && process.stderr.isTTY === true ? new Progress() : undefined;
   const startedAt = performance.now();
   try {
-    if (o.db !== undefined) await readDb(o.db, o.query as string, sorter, progress);
+    // The time check's ranges are read before the input (the rows are checked as they stream): a range
+    // recorded after this read holds no row older than it yet, and is read again for the other checks below.
+    const timed =
+      o.timeColumn !== undefined && tag !== undefined ? new IssuedBeforeRecorded(await allocationsOf(o, tag), timeMargin) : undefined;
+    if (o.db !== undefined) await readDb(o.db, o.query as string, sorter, progress, o.timeColumn, timed);
     else await readText(file, o.csvColumn, sorter, progress);
     progress?.done(sorter.total);
+    if (sorter.total === 0 && o.allowEmpty !== true) {
+      const from =
+        o.db !== undefined
+          ? 'the query selected no row'
+          : file === undefined || file === '-'
+            ? 'stdin was empty'
+            : `${JSON.stringify(file)} holds no ID`;
+      throw new InvalidArgumentError(
+        `0 IDs read (${from}): nothing was checked, so nothing is clean. Give --allow-empty when an empty input is expected`,
+      );
+    }
 
+    // The marks are read before and after the store: a server's mark is recorded after the store answered, so a
+    // healthy server's mark read before is never above max_id read after, and one a give-back lowered while the
+    // store was read is below it after. A server refuses only if both readings say so.
+    const readMarks = async () =>
+      tag === undefined || o.stateDir === undefined ? [] : (await import('../app/audit.js')).serverMarks(o.stateDir, o.store, tag);
+    const marksBefore = await readMarks();
     // The store is read after the input: every ID in it was issued from a range the store had already given out.
     const info = tag === undefined ? undefined : await (await import('../app/audit.js')).storeTag(o, tag);
+    const marks = await readMarks();
     // Read after the input too: a holder's horizon is in the ledger before it issues an ID under it.
     const held = layout !== undefined && o.store !== undefined ? await leaseIndex(o.store, layout) : undefined;
-    const ledger = tag === undefined ? undefined : await (await import('../app/audit.js')).openAuditLedger(o);
+    const ledger = tag === undefined ? undefined : await (await import('../app/audit.js')).openAuditLedger({ store: o.store });
     try {
       // A tag whose store is below 2^62 issues no segment ID from there: IDs from 2^62 are its clients' fallback IDs.
       const fallbackSpace = info !== undefined && info.maxId <= FALLBACK_FLOOR;
@@ -146,7 +247,9 @@ async function runAudit(file: string | undefined, o: AuditOpts): Promise<number>
           : { kind: 'snowflake', layout, nowMs: Date.now(), held: held && ((w, t) => held.held(w, t)) },
       );
       const above = info === undefined ? undefined : new AboveBound(info.maxId);
-      const cover = ledger === undefined || tag === undefined ? undefined : await coverOf(ledger.segmentRangePages(tag));
+      const covered = ledger === undefined || tag === undefined ? undefined : await coverOf(ledger.segmentRangePages(tag));
+      const cover = covered?.cover;
+      const ledgerReach = covered?.reach;
       const foreign = cover === undefined ? undefined : new ForeignIds(cover.ranges());
       const segmentChecks = [...(above ? [above.add] : []), ...(foreign ? [foreign.add] : [])];
       let segmentMax: [number, number] | undefined;
@@ -185,8 +288,13 @@ async function runAudit(file: string | undefined, o: AuditOpts): Promise<number>
         hasLedger: ledger !== undefined,
         leasesChecked: held !== undefined,
         margin,
+        timed,
+        marks,
+        marksBefore,
+        ledgerReach,
+        empty: sorter.total === 0,
         store: o.store,
-        stateDir: o.stateDir,
+        stateDir: o.stateDir?.[0],
         seconds: (performance.now() - startedAt) / 1000,
         runs: sorter.runCount,
       });
@@ -224,17 +332,20 @@ async function readText(
   const fromStdin = file === undefined || file === '-';
   let size: number | undefined;
   if (!fromStdin) {
+    let st: ReturnType<typeof statSync>;
     try {
-      size = statSync(file).size;
-    } catch {
-      throw new InvalidArgumentError(`cannot read ${JSON.stringify(file)}`);
+      st = statSync(file);
+    } catch (e) {
+      throw new InvalidArgumentError(`cannot read ${JSON.stringify(file)}: ${fileProblem(e)}`);
     }
+    if (st.isDirectory()) throw new InvalidArgumentError(`${JSON.stringify(file)} is a directory: give a file of IDs (or - for stdin)`);
+    size = st.size;
   }
   const input = fromStdin ? process.stdin : createReadStream(file, { highWaterMark: 1 << 20 });
   let parser: LineParser | undefined = csvColumn === undefined ? new LineParser(sorter) : undefined;
   let head = Buffer.alloc(0);
   let read = 0;
-  for await (const chunk of input as AsyncIterable<Buffer>) {
+  for await (const chunk of readable(input as AsyncIterable<Buffer>, fromStdin ? 'stdin' : JSON.stringify(file))) {
     read += chunk.length;
     if (parser === undefined) {
       // A CSV column: the first line decides the column (a name) and whether it is a header.
@@ -255,6 +366,32 @@ async function readText(
   parser.end();
 }
 
+/** A file-system failure in words, without the errno text. */
+function fileProblem(e: unknown): string {
+  const code = (e as { code?: unknown }).code;
+  if (code === 'ENOENT') return 'no such file';
+  if (code === 'EACCES' || code === 'EPERM') return 'permission denied';
+  if (code === 'EISDIR') return 'it is a directory';
+  if (code === 'ENOTDIR') return 'a part of the path is not a directory';
+  if (code === 'EIO') return 'an input/output error of the device';
+  return 'it cannot be read';
+}
+
+/** The input's chunks; a failure while reading them (a file that cannot be read after all) as a bad input, in words. */
+async function* readable(input: AsyncIterable<Buffer>, what: string): AsyncGenerator<Buffer> {
+  const it = input[Symbol.asyncIterator]();
+  for (;;) {
+    let r: IteratorResult<Buffer>;
+    try {
+      r = await it.next();
+    } catch (e) {
+      throw new InvalidArgumentError(`cannot read ${what}: ${fileProblem(e)}`);
+    }
+    if (r.done === true) return;
+    yield r.value;
+  }
+}
+
 function csvParser(firstLine: string, column: string, sorter: IdSorter): LineParser {
   const fields = firstLine
     .replace(/\r$/, '')
@@ -271,19 +408,29 @@ function csvParser(firstLine: string, column: string, sorter: IdSorter): LinePar
   return new LineParser(sorter, i, true);
 }
 
-async function readDb(url: string, query: string, sorter: IdSorter, progress: Progress | undefined): Promise<void> {
+async function readDb(
+  url: string,
+  query: string,
+  sorter: IdSorter,
+  progress: Progress | undefined,
+  timeColumn: string | undefined,
+  timed: IssuedBeforeRecorded | undefined,
+): Promise<void> {
   const { openIdSource } = await import('../app/audit.js');
-  const source = await openIdSource(url, query);
+  const source = await openIdSource(url, query, timeColumn);
   let row = 0;
   try {
-    await source.stream((values) => {
-      for (const v of values) {
+    await source.stream((values, times) => {
+      for (let i = 0; i < values.length; i++) {
+        const v = values[i] as string | null;
         row++;
         if (v === null || !/^[0-9]{1,19}$/.test(v))
           throw new InvalidArgumentError(`row ${row}: not an ID from 0 to 2^63-1: ${v === null ? 'NULL' : JSON.stringify(v.slice(0, 40))}`);
         const id = BigInt(v);
         if (id > 0x7fffffffffffffffn) throw new InvalidArgumentError(`row ${row}: ${v} is above 2^63-1`);
         sorter.add(id);
+        const t = times?.[i];
+        if (timed !== undefined && t !== undefined && t !== null) timed.add(id, t);
       }
       progress?.tick(sorter.total);
     });
@@ -301,6 +448,14 @@ interface ReportContext {
   cover: RangeCover | undefined;
   hasLedger: boolean;
   margin: number | undefined;
+  /** With --time-column: the rows older than the range that holds their ID. */
+  timed: IssuedBeforeRecorded | undefined;
+  /** The marks of the tag in the state dirs given (--state-dir), read after the store, and the same read before it. */
+  marks: readonly ServerMark[];
+  marksBefore: readonly ServerMark[];
+  ledgerReach: LedgerReach | undefined;
+  /** No ID was read (--allow-empty). */
+  empty: boolean;
   leasesChecked: boolean;
   fallback: FallbackIds | undefined;
   fallbackChecked: boolean;
@@ -323,6 +478,43 @@ function fenceCommand(tag: string, to: bigint, store: string | undefined, stateD
   const d = stateDir ?? process.env.SEQUOIA_STATE_DIR;
   if (d !== undefined) words.push('--state-dir', d);
   return words.map(shellWord).join(' ');
+}
+
+/** Whether a server with this mark refuses the tag as the store has it now (core/segment/rollback-guard.ts's rule). */
+function refuses(m: ServerMark, info: { maxId: bigint; fenceEpoch: number }): boolean {
+  if (m.mark === null) return false;
+  const tripped = m.mark.trippedAtEpoch !== undefined && info.fenceEpoch <= m.mark.trippedAtEpoch;
+  return tripped || m.mark.mark > info.maxId;
+}
+
+function describeRefusal(m: ServerMark, info: { maxId: bigint; fenceEpoch: number }): string {
+  const mark = m.mark as NonNullable<ServerMark['mark']>;
+  const why =
+    mark.mark > info.maxId
+      ? `high-water mark ${mark.mark}, above the store's max_id ${info.maxId}`
+      : `high-water mark ${mark.mark}; it recorded a rollback at fence epoch ${mark.trippedAtEpoch}, and the store's is ${info.fenceEpoch}`;
+  return `state dir ${m.stateDir}: ${why}`;
+}
+
+/**
+ * The fence that makes the tag safe: above every ID found, every range the
+ * ledger recorded and every mark read, plus a margin (default 10 × the
+ * largest of the stored step and the ranges the ledger recorded: a server
+ * holds up to two ranges of its grown step beyond the IDs it handed out).
+ */
+function proposeFence(c: ReportContext, tag: string, info: { maxId: bigint; step: number }): { to: string; command: string } {
+  let top = info.maxId - 1n;
+  const raise = (v: bigint | undefined) => {
+    if (v !== undefined && v > top) top = v;
+  };
+  raise(c.above?.highest);
+  raise(c.ledgerReach?.top);
+  for (const m of [...c.marks, ...c.marksBefore]) if (m.mark !== null) raise(m.mark.mark - 1n);
+  const largest =
+    c.ledgerReach !== undefined && c.ledgerReach.largestRange > BigInt(info.step) ? c.ledgerReach.largestRange : BigInt(info.step);
+  const margin = c.margin !== undefined ? BigInt(c.margin) : 10n * largest;
+  const to = top + 1n + margin;
+  return { to: to.toString(), command: fenceCommand(tag, to, c.store, c.stateDir) };
 }
 
 function buildReport(a: AuditAnalysis, c: ReportContext) {
@@ -351,18 +543,55 @@ function buildReport(a: AuditAnalysis, c: ReportContext) {
       examples: c.foreign.examples,
     });
   }
-  if (c.above !== undefined && c.above.count > 0 && c.info !== undefined && c.tag !== undefined) {
-    const margin = BigInt(c.margin ?? 10 * c.info.step);
-    const to = (c.above.highest as bigint) + 1n + margin;
-    const command = fenceCommand(c.tag, to, c.store, c.stateDir);
+  const refusing =
+    c.info === undefined
+      ? []
+      : c.marks.filter((m, i) => {
+          const info = c.info as NonNullable<typeof c.info>;
+          const before = c.marksBefore[i];
+          return refuses(m, info) && before !== undefined && refuses(before, info);
+        });
+  const fence = c.info !== undefined && c.tag !== undefined ? proposeFence(c, c.tag, c.info) : undefined;
+  if (c.above !== undefined && c.above.count > 0 && c.info !== undefined && fence !== undefined) {
+    const unread =
+      c.marks.length > 0
+        ? ''
+        : ` A server that kept its marks refuses the tag until a fence clears its high-water mark (its STORE_ROLLBACK_DETECTED names it): ` +
+          `this one clears marks up to ${fence.to}; give audit each server's --state-dir to check theirs.`;
     findings.push({
       kind: 'above-store-max',
       count: c.above.count,
       message:
         `${c.above.count} IDs are at or above the store's max_id ${c.info.maxId} (highest ${c.above.highest}): the store went back, ` +
-        `probably restored from an old backup, and would hand these IDs out again. Make it safe: ${command}`,
+        `probably restored from an old backup, and would hand these IDs out again. Make it safe: ${fence.command}.${unread}`,
       examples: c.above.examples,
-      fence: { to: to.toString(), command },
+      fence,
+    });
+  }
+  if (refusing.length > 0 && c.info !== undefined && fence !== undefined) {
+    const info = c.info;
+    findings.push({
+      kind: 'refused-by-server-marks',
+      count: refusing.length,
+      message:
+        `${refusing.length} of the ${c.marks.length} servers whose state dir was given refuse tag ${c.tag} (STORE_ROLLBACK_DETECTED) ` +
+        `until a fence clears their high-water mark: the store went back below IDs they handed out. Make it safe: ${fence.command}`,
+      examples: refusing.map((m) => describeRefusal(m, info)),
+      fence,
+    });
+  }
+  const tb = c.timed;
+  if (tb !== undefined && tb.count > 0) {
+    findings.push({
+      kind: 'issued-before-recorded',
+      count: tb.count,
+      message:
+        `${tb.count} rows are older than the ledger's range that holds their ID: the store handed that range out again after the row was written ` +
+        '(restored from an old backup, or set back by hand). A server with a fresh state dir issued those IDs a second time (the second ' +
+        'holder failed on your unique key, or wrote the ID elsewhere); one that kept its marks refused the range' +
+        (fence === undefined ? '' : `. Fence above everything the store forgot: ${fence.command}`),
+      examples: tb.examples,
+      ...(fence !== undefined ? { fence } : {}),
     });
   }
   if (a.outsideLayout > 0) {
@@ -410,6 +639,9 @@ function buildReport(a: AuditAnalysis, c: ReportContext) {
   if (c.tag !== undefined && !c.hasLedger) notChecked.push(NO_SEGMENT_LEDGER);
   if (c.layout !== undefined && !c.leasesChecked) notChecked.push(NO_LEASE_LEDGER);
   if (fb !== undefined && fb.count > 0 && !c.fallbackChecked) notChecked.push(NO_FALLBACK_LEASES);
+  if (c.empty) notChecked.push('0 IDs read (--allow-empty): no ID was checked');
+  if (tb !== undefined && tb.checked < a.count)
+    notChecked.push(`${a.count - tb.checked} rows have no time (NULL in --time-column): not checked for issued-before-recorded`);
   if (c.foreign !== undefined && c.foreign.beforeLedger > 0) {
     notChecked.push(
       `${c.foreign.beforeLedger} IDs lie below the ledger's first range (issued before the ledger began, or their rows were pruned): not checked for foreign IDs`,
@@ -473,7 +705,7 @@ function printText(r: Report): void {
     );
   }
   if ('perDay' in s && s.perDay !== undefined) for (const d of s.perDay) out.push(`  ${d.day}  ${d.count}`);
-  if (r.findings.length === 0) out.push('clean: no findings');
+  if (r.findings.length === 0) out.push(s.count === 0 ? '0 IDs read: nothing was checked (--allow-empty)' : 'clean: no findings');
   for (const f of r.findings) {
     out.push(`FINDING ${f.kind}: ${f.message}`);
     if (f.ledger !== undefined) {

@@ -6,7 +6,7 @@
  * verdict the checker reports. The harness reads no table itself: it needs
  * none of the project's code or schemas.
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { LedgerVerdict } from '../checker.js';
 import { readLog } from '../record.js';
@@ -23,14 +23,13 @@ interface AuditJson {
 export async function ledgerVerdicts(ctx: Context, store: string, tags: readonly string[]): Promise<Record<string, LedgerVerdict>> {
   const records = readLog(ctx.logDir);
   const out: Record<string, LedgerVerdict> = {};
-  const stateDir = join(ctx.dir, 'audit-state');
-  mkdirSync(stateDir, { recursive: true });
   for (const tag of tags) {
     const ids = new Set<string>();
     for (const r of records) if (r.generator === 'segment' && r.key === tag) for (const id of r.ids ?? []) ids.add(id);
     const file = join(ctx.dir, `ledger-ids-${tag}.txt`);
     writeFileSync(file, [...ids].join('\n') + '\n');
-    const r = await ctx.sequoia(['audit', file, '--tag', tag, '--store', store, '--state-dir', stateDir, '--json', '--no-progress'], true);
+    // --allow-empty: a tag its clients got no ID of is checked as 0 IDs (the verdict says so), not refused.
+    const r = await ctx.sequoia(['audit', file, '--tag', tag, '--store', store, '--allow-empty', '--json', '--no-progress'], true);
     if (r.status !== 0 && r.status !== 1) throw new Error(`sequoia audit --tag ${tag} exited ${r.status}: ${r.stderr.slice(0, 500)}`);
     const report = JSON.parse(r.stdout) as AuditJson;
     const firstText = report.summary.ledger?.firstId;

@@ -5,27 +5,46 @@
  */
 import mysql from 'mysql2';
 import type { IdSource } from '../../ports/id-source.js';
-import { IdBatcher } from '../kit/id-batches.js';
+import { IdBatcher, idSourceError, timeColumnIndex } from '../kit/id-batches.js';
 
 export class MysqlIdSource implements IdSource {
   private readonly conn: mysql.Connection;
+  /** A connection failure is emitted on the connection, not only on the query: kept for the query's promise. */
+  private failed: ((e: unknown) => void) | undefined;
   constructor(
     uri: string,
     private readonly query: string,
+    private readonly timeColumn?: string,
   ) {
     this.conn = mysql.createConnection({ uri, supportBigNumbers: true, bigNumberStrings: true, rowsAsArray: true });
+    this.conn.on('error', (e) => this.failed?.(e));
   }
 
-  stream(onBatch: (values: ReadonlyArray<string | null>) => void): Promise<void> {
+  stream(onBatch: (values: ReadonlyArray<string | null>, times?: ReadonlyArray<number | null>) => void): Promise<void> {
     return new Promise((resolve, reject) => {
-      const batches = new IdBatcher(onBatch);
+      const fail = (e: unknown) => reject(idSourceError('MySQL', e));
+      this.failed = fail;
+      const batches = new IdBatcher(onBatch, this.timeColumn !== undefined);
+      let at: number | undefined;
       const q = this.conn.query(this.query);
-      q.on('error', reject);
+      q.on('error', fail);
+      q.on('fields', (fields: Array<{ name: string }> | undefined) => {
+        try {
+          if (this.timeColumn !== undefined && fields !== undefined)
+            at = timeColumnIndex(
+              this.timeColumn,
+              fields.map((f) => f.name),
+            );
+        } catch (e) {
+          fail(e);
+          this.conn.destroy();
+        }
+      });
       q.on('result', (row: unknown) => {
         try {
-          batches.push((row as unknown[])[0]);
+          batches.push((row as unknown[])[0], at === undefined ? undefined : (row as unknown[])[at]);
         } catch (e) {
-          reject(e);
+          fail(e);
           this.conn.destroy();
         }
       });
@@ -34,7 +53,7 @@ export class MysqlIdSource implements IdSource {
           batches.flush();
           resolve();
         } catch (e) {
-          reject(e);
+          fail(e);
         }
       });
     });

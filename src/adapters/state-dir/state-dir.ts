@@ -354,6 +354,11 @@ export class StateDirReader {
     }
   }
 
+  /** The store this state dir is bound to (undefined: none yet), as `StateDir.bindStore` wrote it. */
+  boundStore(): string | undefined {
+    return (this.db.prepare('SELECT value FROM meta WHERE key = ?').get('store') as { value: string } | undefined)?.value;
+  }
+
   /** The committed mark of `tag` (`null`: none), or undefined when it cannot be read at once. */
   get(tag: string): HighWaterMark | null | undefined {
     try {

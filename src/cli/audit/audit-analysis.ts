@@ -316,3 +316,86 @@ export class FallbackIds {
     }
   };
 }
+
+/** An `allocate` row of the ledger as the time check needs it: its range and when the store recorded it. */
+export interface RecordedRange extends CoveringRange {
+  /** The store's clock when the range was recorded (ms since 1970). */
+  readonly atMs: number;
+}
+
+/**
+ * IDs issued before their range was recorded: a business row older than the
+ * newest `allocate` row whose range holds its ID. The store records a range
+ * in the transaction that hands it out, so every ID of it is issued after
+ * that row; a row written earlier holds an ID some other range issued first,
+ * one the store no longer knows (a restore: a server re-took the range and
+ * re-issued the ID). Only allocations count: a fence's row covers IDs the
+ * operator declared issued before it (after a restore, exactly these), and
+ * a give-back's were never issued by the server that returned them.
+ * `marginMs` absorbs clock skew between the business rows' clock and the
+ * store's, and rows stamped at the start of a transaction that drew its ID
+ * later. Rows arrive in any order (as the query streams them).
+ */
+export class IssuedBeforeRecorded {
+  count = 0;
+  /** Rows checked (they had a time). */
+  checked = 0;
+  readonly examples: string[] = [];
+  private readonly ranges: RecordedRange[];
+  /** The highest `last` among ranges[0..i]: how far back a range can still hold an ID. */
+  private readonly reach: bigint[];
+
+  constructor(
+    allocations: readonly RecordedRange[],
+    private readonly marginMs: number,
+    private readonly keep = 1000,
+  ) {
+    this.ranges = [...allocations].sort((a, b) => (a.first < b.first ? -1 : a.first > b.first ? 1 : 0));
+    let top = -1n;
+    this.reach = this.ranges.map((r) => (top = r.last > top ? r.last : top));
+  }
+
+  add(id: bigint, timeMs: number): void {
+    this.checked++;
+    // The last range whose first is at or below the ID, then back while a range can still reach it.
+    let lo = 0;
+    let hi = this.ranges.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if ((this.ranges[mid] as RecordedRange).first <= id) lo = mid + 1;
+      else hi = mid;
+    }
+    let newest: RecordedRange | undefined;
+    for (let i = lo - 1; i >= 0 && (this.reach[i] as bigint) >= id; i--) {
+      const r = this.ranges[i] as RecordedRange;
+      if (r.last < id || (r.stride > 1 && (id - r.first) % BigInt(r.stride) !== 0n)) continue;
+      if (newest === undefined || r.atMs > newest.atMs) newest = r;
+    }
+    if (newest === undefined || timeMs >= newest.atMs - this.marginMs) return;
+    this.count++;
+    if (this.examples.length < this.keep)
+      this.examples.push(
+        `${id}: row of ${new Date(timeMs).toISOString()}, range [${newest.first}, ${newest.last}] recorded at ${new Date(newest.atMs).toISOString()}`,
+      );
+  }
+}
+
+/**
+ * How far a tag's ledger reached: the largest range it ever recorded (a
+ * dynamic step grows far above the stored one, and a server holds up to two
+ * such ranges ahead of the IDs it handed out) and the highest ID an
+ * allocation or a fence covered. A fence proposed after a restore must clear
+ * both, or the servers that kept their marks go on refusing.
+ */
+export class LedgerReach {
+  /** In IDs of the tag's space (a range of a multi-store set spans step × stride). */
+  largestRange = 0n;
+  top: bigint | undefined;
+
+  add(e: { readonly kind: string; readonly first: bigint; readonly last: bigint; readonly stride: number }): void {
+    if (e.kind === 'give-back') return;
+    if (this.top === undefined || e.last > this.top) this.top = e.last;
+    const span = e.last - e.first + BigInt(Math.max(1, e.stride));
+    if (e.kind === 'allocate' && span > this.largestRange) this.largestRange = span;
+  }
+}
