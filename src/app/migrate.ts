@@ -170,10 +170,13 @@ export async function migrate(o: MigrateOptions): Promise<MigrateResult> {
     target = await createStore(o.to);
     await target.init();
     const run: TagRun = { source, target, margin, dryRun, keepSource: o.keepSource ?? false, marks: dir?.marks ?? new Map() };
+    const copied = new Set(tags.map((t) => t.tag));
+    // The marks of tags this run leaves alone are checked before anything is written: the dir could not move after it.
+    if (dir && o.stateDir !== undefined) await checkMarks(dir, o.stateDir, target, copied);
     const steps: MigrateStep[] = [];
     for (const t of tags) steps.push(await migrateTag(run, t));
     if (!dir || o.stateDir === undefined) return { steps };
-    return { steps, stateDir: await moveStateDir(dir, o.stateDir, target, dryRun) };
+    return { steps, stateDir: await moveStateDir(dir, o.stateDir, target, dryRun, copied) };
   } finally {
     await source.close().catch(() => {});
     await target?.close().catch(() => {});
@@ -196,7 +199,8 @@ async function migrateTag(r: TagRun, t: SourceTag): Promise<MigrateStep> {
   const mark = r.marks.get(t.tag);
   const boundOf = (next: bigint): bigint => {
     const need = higher(next, mark) + r.margin;
-    if (need > MAX_ID) throw new InvalidArgumentError(`tag ${JSON.stringify(t.tag)}: ${higher(next, mark)} + margin ${r.margin} passes 2^63-1`);
+    if (need > MAX_ID)
+      throw new InvalidArgumentError(`tag ${JSON.stringify(t.tag)}: ${higher(next, mark)} + margin ${r.margin} passes 2^63-1`);
     return need;
   };
   const listed = higher(t.live?.maxId ?? -1n, t.retired?.maxId);
@@ -238,7 +242,10 @@ async function migrateTag(r: TagRun, t: SourceTag): Promise<MigrateStep> {
     return { ...common, sourceNext: next, ...moved, ...floor(next), bound: boundOf(next), ...w };
   } catch (e) {
     if (source !== 'retire') throw e;
-    throw again(e, `tag ${JSON.stringify(t.tag)}: the source row is retired (as ${JSON.stringify(name)}, next ID ${next}) but the copy failed; run migrate again to finish it: `);
+    throw again(
+      e,
+      `tag ${JSON.stringify(t.tag)}: the source row is retired (as ${JSON.stringify(name)}, next ID ${next}) but the copy failed; run migrate again to finish it: `,
+    );
   }
 }
 
@@ -267,7 +274,16 @@ async function copyKeepingSource(
     if (now === next) {
       const moved = next !== first ? { movedFrom: first } : {};
       const action: MigrateAction = read === 0 ? w.action : targetBefore === undefined ? 'create' : 'raise';
-      return { ...common, sourceNext: next, ...moved, ...floor(next), bound: boundOf(next), action, targetBefore, ...(w.after ? { after: w.after } : {}) };
+      return {
+        ...common,
+        sourceNext: next,
+        ...moved,
+        ...floor(next),
+        bound: boundOf(next),
+        action,
+        targetBefore,
+        ...(w.after ? { after: w.after } : {}),
+      };
     }
     next = higher(next, now);
   }
@@ -287,7 +303,8 @@ async function write(
 ): Promise<{ action: MigrateAction; targetBefore: bigint | undefined; after?: TagInfo }> {
   const before = await target.getTag(tag);
   if (before && before.maxId >= bound) return { action: 'keep', targetBefore: before.maxId, after: before };
-  if (!before) return { action: 'create', targetBefore: undefined, after: await target.createTag({ tag, step, start: bound, description }) };
+  if (!before)
+    return { action: 'create', targetBefore: undefined, after: await target.createTag({ tag, step, start: bound, description }) };
   return { action: 'raise', targetBefore: before.maxId, after: await target.fence(tag, bound) };
 }
 
@@ -305,8 +322,23 @@ function again(e: unknown, prefix: string): unknown {
  * the new store's tag: a server started there then takes ranges above every
  * ID it handed out, which its rollback guard accepts.
  */
-async function moveStateDir(dir: MigratingStateDir, path: string, target: SegmentStore, dryRun: boolean): Promise<StateDirMove> {
+async function moveStateDir(
+  dir: MigratingStateDir,
+  path: string,
+  target: SegmentStore,
+  dryRun: boolean,
+  copied: ReadonlySet<string>,
+): Promise<StateDirMove> {
+  // A dry run raised nothing: the copied tags' bounds include the marks.
+  await checkMarks(dir, path, target, dryRun ? copied : new Set());
+  if (dryRun) return { path, outcome: dir.bound === dir.to ? 'bound' : 'would-rebind', to: dir.to };
+  return { path, outcome: await dir.rebind(), to: dir.to };
+}
+
+/** Every mark (but those of `skip`) at or below the new store's tag, else the dir cannot move. */
+async function checkMarks(dir: MigratingStateDir, path: string, target: SegmentStore, skip: ReadonlySet<string>): Promise<void> {
   for (const [tag, mark] of dir.marks) {
+    if (skip.has(tag)) continue;
     const now = await target.getTag(tag);
     if (now && now.maxId < mark) {
       throw new InvalidArgumentError(
@@ -314,6 +346,4 @@ async function moveStateDir(dir: MigratingStateDir, path: string, target: Segmen
       );
     }
   }
-  if (dryRun) return { path, outcome: dir.bound === dir.to ? 'bound' : 'would-rebind', to: dir.to };
-  return { path, outcome: await dir.rebind(), to: dir.to };
 }

@@ -58,7 +58,12 @@ export interface MigratingStateDir {
  * new one, and (unless `dryRun`) no server may run on it: the server lock is
  * held until `release`, so none starts on the old binding meanwhile.
  */
-export async function openStateDirForMigration(stateDir: string, fromUrl: string, toUrl: string, dryRun: boolean): Promise<MigratingStateDir> {
+export async function openStateDirForMigration(
+  stateDir: string,
+  fromUrl: string,
+  toUrl: string,
+  dryRun: boolean,
+): Promise<MigratingStateDir> {
   if (!existsSync(join(stateDir, 'state.db'))) {
     throw new InvalidArgumentError(`--state-dir ${stateDir}: no state dir there (no state.db); name the dir the server ran with`);
   }

@@ -260,8 +260,10 @@ async function openLoad(db: SqlDatabase, peer: PeerSchema, table: string): Promi
       untilWaitedOn: (gaveUp) =>
         poll(
           async () =>
-            ((await watch.query('SELECT count(*)::int AS n FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))', [pid])).rows[0] as { n: number })
-              .n > 0,
+            (
+              (await watch.query('SELECT count(*)::int AS n FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))', [pid]))
+                .rows[0] as { n: number }
+            ).n > 0,
           gaveUp,
         ),
       commit: async () => {

@@ -9,6 +9,8 @@ import { existsSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect, it } from 'vitest';
+import { lockServer } from '../../src/adapters/state-dir/server-lock.js';
+import { StateDir } from '../../src/adapters/state-dir/state-dir.js';
 import { uniqueName } from '../contract/backends.js';
 import { sequoia } from '../helpers/cli.js';
 import { LEAF, peerStoreUrl, TINYID } from '../helpers/peer-schemas.js';
@@ -79,6 +81,46 @@ for (const db of SQL_DATABASES) {
         ]);
         tags = tagsOf(store);
         expect(tags.get('user')).toMatchObject({ maxId: '5501', fenceEpoch: 1 });
+      } finally {
+        await db.exec(`DROP TABLE IF EXISTS ${table}`);
+        await db.exec(`DROP TABLE IF EXISTS ${side}`);
+      }
+    });
+
+    it('--state-dir of a third store, missing, or in use by a server: refused before the source row is touched', async () => {
+      const table = uniqueName('t_leaf_alloc');
+      const side = uniqueName('sq_side');
+      const from = peerStoreUrl(db.url, LEAF, { table, side });
+      const base = mkdtempSync(join(tmpdir(), 'sequoia-migrate-'));
+      const store = `sqlite:${join(base, 'ids.db')}`;
+      await db.exec(LEAF.ddl(db.name, table, { binary: true }));
+      try {
+        await db.exec(`INSERT INTO ${table} (biz_tag, max_id, step, description) VALUES ('user', 1, 1000, NULL)`);
+        const third = join(base, 'third');
+        const state = new StateDir(third);
+        await state.bindStore(`sqlite:${join(base, 'elsewhere.db')}`, true);
+        await state.close();
+        const busy = join(base, 'busy');
+        await new StateDir(busy).close();
+        const lock = lockServer(busy, store);
+        try {
+          const cases: Array<[string, number, RegExp]> = [
+            [third, 2, /belongs to store sqlite:.*elsewhere\.db, neither --from/],
+            [join(base, 'typo'), 2, /no state dir there/],
+            [busy, 1, /in use by another server/],
+          ];
+          for (const [dir, status, message] of cases) {
+            const r = sequoia(['migrate', '--from', from, '--store', store, '--state-dir', dir]);
+            expect(r.status, dir).toBe(status);
+            expect(r.stderr).toMatch(message);
+          }
+        } finally {
+          lock.release();
+        }
+        expect(existsSync(join(base, 'typo'))).toBe(false);
+        // the row is still Leaf's, under its own name; the copy has nothing
+        expect([...tagsOf(from).keys()]).toEqual(['user']);
+        expect(tagsOf(store).size).toBe(0);
       } finally {
         await db.exec(`DROP TABLE IF EXISTS ${table}`);
         await db.exec(`DROP TABLE IF EXISTS ${side}`);

@@ -245,7 +245,8 @@ export class PeerSegmentStore implements SegmentStore, RetiringStore {
   private refusedName(e: unknown, tag: string, retiredName: string): Error | undefined {
     const code = (e as { code?: unknown }).code;
     const what = `tag ${JSON.stringify(tag)}: cannot rename its row to ${JSON.stringify(retiredName)}`;
-    if (code === 'ER_DUP_ENTRY' || code === '23505') return new InvalidArgumentError(`${what}: ${this.table} has a row of that name already`);
+    if (code === 'ER_DUP_ENTRY' || code === '23505')
+      return new InvalidArgumentError(`${what}: ${this.table} has a row of that name already`);
     if (code === 'ER_DATA_TOO_LONG' || code === '22001') {
       return new InvalidArgumentError(`${what}: longer than ${this.table}.${this.side.tagColumn} allows`);
     }

@@ -232,7 +232,9 @@ export class StateDir implements HighWaterMarkStore {
   async rebindStore(from: string, to: string): Promise<'rebound' | 'bound'> {
     const bound = await this.boundStore();
     if (bound !== undefined && bound !== from && bound !== to) {
-      throw new InvalidArgumentError(`this state dir (${this.dir}) belongs to store ${bound}, neither --from (${from}) nor --store (${to})`);
+      throw new InvalidArgumentError(
+        `this state dir (${this.dir}) belongs to store ${bound}, neither --from (${from}) nor --store (${to})`,
+      );
     }
     if (bound === to) return 'bound';
     await this.serial(() =>
