@@ -264,6 +264,8 @@ async function copyKeepingSource(
   description: string | undefined,
 ): Promise<MigrateStep> {
   const first = t.live?.maxId ?? 0n;
+  // `seen`: the live row as last read (what must not have moved); `next` may be higher, from a row retired earlier.
+  let seen = first;
   let next = higher(first, t.retired?.maxId);
   let targetBefore: bigint | undefined;
   for (let read = 0; read < KEEP_SOURCE_READS; read++) {
@@ -271,8 +273,8 @@ async function copyKeepingSource(
     if (read === 0) targetBefore = w.targetBefore;
     const now = (await r.source.getTag(t.tag))?.maxId;
     if (now === undefined) throw new InvalidArgumentError(`tag ${JSON.stringify(t.tag)}: the source row was deleted while migrate ran`);
-    if (now === next) {
-      const moved = next !== first ? { movedFrom: first } : {};
+    if (now === seen) {
+      const moved = seen !== first ? { movedFrom: first } : {};
       const action: MigrateAction = read === 0 ? w.action : targetBefore === undefined ? 'create' : 'raise';
       return {
         ...common,
@@ -285,6 +287,7 @@ async function copyKeepingSource(
         ...(w.after ? { after: w.after } : {}),
       };
     }
+    seen = now;
     next = higher(next, now);
   }
   throw new UnavailableError(
