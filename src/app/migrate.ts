@@ -173,6 +173,8 @@ export async function migrate(o: MigrateOptions): Promise<MigrateResult> {
     const copied = new Set(tags.map((t) => t.tag));
     // The marks of tags this run leaves alone are checked before anything is written: the dir could not move after it.
     if (dir && o.stateDir !== undefined) await checkMarks(dir, o.stateDir, target, copied);
+    // Every tag checked before the first row is retired: a run refused halfway would leave some old servers failing and others not.
+    for (const t of tags) precheck(run, t);
     const steps: MigrateStep[] = [];
     for (const t of tags) steps.push(await migrateTag(run, t));
     if (!dir || o.stateDir === undefined) return { steps };
@@ -195,28 +197,41 @@ interface TagRun {
 
 const higher = (a: bigint, b: bigint | undefined) => (b !== undefined && b > a ? b : a);
 
-async function migrateTag(r: TagRun, t: SourceTag): Promise<MigrateStep> {
+/** The start the copy of `t` needs above `next`: the higher of it and the state dir's mark, plus the margin. */
+function boundFor(r: TagRun, t: SourceTag): (next: bigint) => bigint {
   const mark = r.marks.get(t.tag);
-  const boundOf = (next: bigint): bigint => {
+  return (next) => {
     const need = higher(next, mark) + r.margin;
     if (need > MAX_ID)
       throw new InvalidArgumentError(`tag ${JSON.stringify(t.tag)}: ${higher(next, mark)} + margin ${r.margin} passes 2^63-1`);
     return need;
   };
-  const listed = higher(t.live?.maxId ?? -1n, t.retired?.maxId);
-  const shown = t.live ?? (t.retired as TagInfo);
-  const step = Math.min(Math.max(1, shown.step), MAX_STORED_STEP);
-  const description = shown.description || undefined;
+}
+
+const listedNext = (t: SourceTag): bigint => higher(t.live?.maxId ?? -1n, t.retired?.maxId);
+
+/** What refuses a tag before anything is written. */
+function precheck(r: TagRun, t: SourceTag): void {
   assertTag(t.tag, `tag ${JSON.stringify(t.tag)} of the source table`);
-  boundOf(listed);
-  const name = retiredName(t.tag);
-  const source: SourceAction = t.live === undefined ? 'retired-earlier' : r.keepSource ? 'keep' : 'retire';
+  boundFor(r, t)(listedNext(t));
   if (t.live && t.retired && !r.keepSource) {
+    const name = retiredName(t.tag);
     throw new InvalidArgumentError(
       `tag ${JSON.stringify(t.tag)}: the source has both ${JSON.stringify(t.tag)} and ${JSON.stringify(name)}: the row was inserted again after an earlier migrate retired it. ` +
         'Old servers may have taken IDs from it: keep the row with the higher max_id (delete the other by hand) and run migrate again',
     );
   }
+}
+
+async function migrateTag(r: TagRun, t: SourceTag): Promise<MigrateStep> {
+  const mark = r.marks.get(t.tag);
+  const boundOf = boundFor(r, t);
+  const listed = listedNext(t);
+  const shown = t.live ?? (t.retired as TagInfo);
+  const step = Math.min(Math.max(1, shown.step), MAX_STORED_STEP);
+  const description = shown.description || undefined;
+  const name = retiredName(t.tag);
+  const source: SourceAction = t.live === undefined ? 'retired-earlier' : r.keepSource ? 'keep' : 'retire';
   const common = { tag: t.tag, step, source, ...(source === 'keep' ? {} : { retiredAs: name }) };
   const floor = (next: bigint) => (mark !== undefined && mark > next ? { markFloor: mark } : {});
 

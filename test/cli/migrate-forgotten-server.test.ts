@@ -162,6 +162,13 @@ for (const db of SQL_DATABASES) {
             ]);
             // the old table keeps the row, under a name no old server asks for, where migrate read it
             expect(await namesIn(db, peer, table)).toEqual([`${TAG}#sequoia-retired`]);
+
+            // an admin inserts the row again (as the peer's README says to add a tag): refused, nothing moves
+            await db.exec(rowSql(peer, table));
+            const both = sequoia(['migrate', '--from', from, '--store', store]);
+            expect(both.status).toBe(2);
+            expect(both.stderr).toContain('the row was inserted again after an earlier migrate retired it');
+            expect((await namesIn(db, peer, table)).sort()).toEqual([TAG, `${TAG}#sequoia-retired`]);
           } finally {
             await old.close();
           }
