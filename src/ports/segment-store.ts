@@ -134,3 +134,19 @@ export interface SegmentStore extends Partial<RangeLedger> {
   ping(): Promise<void>;
   close(): Promise<void>;
 }
+
+/**
+ * A store on another system's own table (Leaf's `leaf_alloc`, Tinyid's
+ * `tiny_id_info`) that `sequoia migrate` can leave behind for good.
+ */
+export interface RetiringStore {
+  /**
+   * Renames the tag's row to `retiredName` under the row's lock, so the other
+   * system's next load of the tag finds no row (and fails) instead of taking
+   * a range the new store hands out too. `check` sees the row as locked
+   * (nothing can move it until the rename commits); throwing there leaves the
+   * row as it was. Answers the row as it was locked. TAG_NOT_FOUND when there
+   * is none; INVALID_ARGUMENT when the table refuses the new name.
+   */
+  retireTag(tag: string, retiredName: string, check: (locked: TagInfo) => void): Promise<TagInfo>;
+}

@@ -9,6 +9,8 @@ import { existsSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect, it } from 'vitest';
+import { lockServer } from '../../src/adapters/state-dir/server-lock.js';
+import { StateDir } from '../../src/adapters/state-dir/state-dir.js';
 import { uniqueName } from '../contract/backends.js';
 import { sequoia } from '../helpers/cli.js';
 import { LEAF, peerStoreUrl, TINYID } from '../helpers/peer-schemas.js';
@@ -25,7 +27,7 @@ function tagsOf(store: string): Map<string, { maxId: string; step: number; fence
 for (const db of SQL_DATABASES) {
   const describeDb = await describeWithService(db.service, db.probe);
   describeDb(`sequoia migrate: ${db.name}`, () => {
-    it('copies a Leaf table a margin above max_id; dry run and re-run change nothing; a later run raises', async () => {
+    it('copies a Leaf table a margin above max_id; dry run and re-run change nothing; with --keep-source a later run raises', async () => {
       const table = uniqueName('t_leaf_alloc');
       const side = uniqueName('sq_side');
       const from = peerStoreUrl(db.url, LEAF, { table, side });
@@ -35,7 +37,9 @@ for (const db of SQL_DATABASES) {
         await db.exec(
           `INSERT INTO ${table} (biz_tag, max_id, step, description) VALUES ('order:pay', 9007199254740993, 2000, 'pay'), ('user', 1, 1000, NULL)`,
         );
-        const dry = sequoia(['migrate', '--from', from, '--store', store, '--margin', '500', '--dry-run']);
+        // --keep-source: the rows stay where old servers find them (the default retires them: migrate-forgotten-server.test.ts)
+        const keep = ['--margin', '500', '--keep-source'];
+        const dry = sequoia(['migrate', '--from', from, '--store', store, ...keep, '--dry-run']);
         expect(dry.stderr).toBe('');
         expect(dry.status).toBe(0);
         expect(dry.stdout).toContain('order:pay: source next ID 9007199254740993, step 2000; would create at 9007199254741493');
@@ -43,27 +47,80 @@ for (const db of SQL_DATABASES) {
         expect(dry.stdout).not.toMatch(/root@|postgres@/);
         expect(tagsOf(store).size).toBe(0);
 
-        const run = sequoia(['migrate', '--from', from, '--store', store, '--margin', '500']);
+        const run = sequoia(['migrate', '--from', from, '--store', store, ...keep]);
         expect(run.status).toBe(0);
+        expect(run.stdout).toContain('source row kept (--keep-source');
         expect(run.stdout).toContain('created at 9007199254741493');
         let tags = tagsOf(store);
         expect(tags.get('order:pay')).toMatchObject({ maxId: '9007199254741493', step: 2000 });
         expect(tags.get('user')).toMatchObject({ maxId: '501', step: 1000 });
 
-        const again = sequoia(['migrate', '--from', from, '--store', store, '--margin', '500']);
+        const again = sequoia(['migrate', '--from', from, '--store', store, ...keep]);
         expect(again.status).toBe(0);
         expect(again.stdout).toContain('user: source next ID 1, step 1000; target already at 501 >= 501, unchanged');
         expect(tagsOf(store).get('user')?.maxId).toBe('501');
 
         // an old server allocated since: the copy is fenced up (never down), only the tag asked for
         await db.exec(`UPDATE ${table} SET max_id = max_id + 5000 WHERE biz_tag = 'user'`);
-        const later = sequoia(['migrate', '--from', from, '--store', store, '--margin', '500', '--tag', 'user', '--json']);
+        const later = sequoia(['migrate', '--from', from, '--store', store, ...keep, '--tag', 'user', '--json']);
         expect(later.status).toBe(0);
         expect(JSON.parse(later.stdout)).toEqual([
-          { tag: 'user', sourceNext: '5001', step: 1000, bound: '5501', action: 'raise', targetBefore: '501', targetAfter: '5501' },
+          {
+            tag: 'user',
+            sourceNext: '5001',
+            step: 1000,
+            bound: '5501',
+            action: 'raise',
+            targetBefore: '501',
+            targetAfter: '5501',
+            source: 'keep',
+            retiredAs: null,
+            movedFrom: null,
+            markFloor: null,
+          },
         ]);
         tags = tagsOf(store);
         expect(tags.get('user')).toMatchObject({ maxId: '5501', fenceEpoch: 1 });
+      } finally {
+        await db.exec(`DROP TABLE IF EXISTS ${table}`);
+        await db.exec(`DROP TABLE IF EXISTS ${side}`);
+      }
+    });
+
+    it('--state-dir of a third store, missing, or in use by a server: refused before the source row is touched', async () => {
+      const table = uniqueName('t_leaf_alloc');
+      const side = uniqueName('sq_side');
+      const from = peerStoreUrl(db.url, LEAF, { table, side });
+      const base = mkdtempSync(join(tmpdir(), 'sequoia-migrate-'));
+      const store = `sqlite:${join(base, 'ids.db')}`;
+      await db.exec(LEAF.ddl(db.name, table, { binary: true }));
+      try {
+        await db.exec(`INSERT INTO ${table} (biz_tag, max_id, step, description) VALUES ('user', 1, 1000, NULL)`);
+        const third = join(base, 'third');
+        const state = new StateDir(third);
+        await state.bindStore(`sqlite:${join(base, 'elsewhere.db')}`, true);
+        await state.close();
+        const busy = join(base, 'busy');
+        await new StateDir(busy).close();
+        const lock = lockServer(busy, store);
+        try {
+          const cases: Array<[string, number, RegExp]> = [
+            [third, 2, /belongs to store sqlite:.*elsewhere\.db, neither --from/],
+            [join(base, 'typo'), 2, /no state dir there/],
+            [busy, 1, /in use by another server/],
+          ];
+          for (const [dir, status, message] of cases) {
+            const r = sequoia(['migrate', '--from', from, '--store', store, '--state-dir', dir]);
+            expect(r.status, dir).toBe(status);
+            expect(r.stderr).toMatch(message);
+          }
+        } finally {
+          lock.release();
+        }
+        expect(existsSync(join(base, 'typo'))).toBe(false);
+        // the row is still Leaf's, under its own name; the copy has nothing
+        expect([...tagsOf(from).keys()]).toEqual(['user']);
+        expect(tagsOf(store).size).toBe(0);
       } finally {
         await db.exec(`DROP TABLE IF EXISTS ${table}`);
         await db.exec(`DROP TABLE IF EXISTS ${side}`);

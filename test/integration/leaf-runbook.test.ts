@@ -1,25 +1,43 @@
 /**
- * Issue 24: docs/migrate.md's Leaf segment runbook, rehearsed end to end on
- * real PostgreSQL and MariaDB. A leaf_alloc table with data; a Leaf stand-in
- * (its DAO SQL and transaction, test/helpers/leaf-standin.ts) and a Sequoia
- * server on that table hand out IDs side by side; the stand-in is stopped,
- * then the Sequoia server (a clean shutdown gives its unused tail back to
- * Leaf's row); `sequoia migrate` copies the tags into SQLite with no margin
- * at all (a second run changes nothing); a Sequoia server on SQLite hands out
- * more. No ID appears twice across everything issued.
+ * Issue 24 and issue 40 item 2: docs/migrate.md's Leaf segment runbook,
+ * rehearsed end to end on real PostgreSQL and MariaDB, cut-over included. A
+ * leaf_alloc table with data; Leaf stand-ins (its DAO SQL and transaction,
+ * test/helpers/leaf-standin.ts) and a Sequoia server with a state dir on that
+ * table hand out IDs side by side; one stand-in is stopped, the other is
+ * forgotten; the Sequoia server is stopped (a clean shutdown gives its
+ * unused tail back to Leaf's row). Then step 5's lines, as the page writes
+ * them: `sequoia migrate … --dry-run`, `sequoia migrate … --state-dir DIR`
+ * (copies the tags, retires Leaf's rows: the forgotten stand-in's next load
+ * fails; moves the dir), and `sequoia serve --store NEW --state-dir DIR`
+ * with the same dir, which before was refused at start ("this state dir
+ * belongs to store …") and now hands out IDs above every ID issued before.
+ * No ID appears twice across everything issued.
  */
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, expect, it } from 'vitest';
 import { uniqueName } from '../contract/backends.js';
-import { assertBuilt, type ServerProcess, sequoia } from '../helpers/cli.js';
+import { assertBuilt, BIN, launchServe, ROOT, type ServerProcess, sequoia } from '../helpers/cli.js';
 import { expectNoOverlap, LEAF, peerStoreUrl, serveBeside } from '../helpers/peer-schemas.js';
 import { SQL_DATABASES } from '../helpers/sql-databases.js';
 import { describeWithService } from '../helpers/services.js';
 import { type StandIn, startStandIn } from '../helpers/standin-process.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Step 5's command lines, from the page's code block that names this test, split into words ("…" kept whole). */
+function step5Lines(): string[][] {
+  const text = readFileSync(join(ROOT, 'docs/migrate.md'), 'utf8');
+  const lines: string[][] = [];
+  for (const block of text.matchAll(/```[a-z]*\n([\s\S]*?)```/g)) {
+    if (!(block[1] as string).includes('leaf-runbook.test.ts')) continue;
+    for (const line of (block[1] as string).split('\n').map((l) => l.trim())) {
+      if (line.startsWith('sequoia ')) lines.push([...line.matchAll(/"([^"]*)"|(\S+)/g)].map((m) => (m[1] ?? m[2]) as string));
+    }
+  }
+  return lines;
+}
 const TAGS = ['order:pay', 'user'];
 
 const servers = new Set<ServerProcess>();
@@ -46,7 +64,7 @@ async function draw(s: ServerProcess, ids: Map<string, string[]>, stop: () => bo
 for (const kind of SQL_DATABASES) {
   const describeStore = await describeWithService(kind.service, kind.probe);
   describeStore(`the Leaf runbook, rehearsed: ${kind.name}`, () => {
-    it('Leaf table with data → Sequoia beside Leaf → Leaf stopped → sequoia migrate to SQLite → no ID twice', async () => {
+    it('Leaf table with data → Sequoia beside Leaf → one Leaf forgotten → migrate --state-dir → serve on the new store, same dir → no ID twice', async () => {
       assertBuilt();
       const table = uniqueName('t_leaf_alloc');
       const side = uniqueName('sq_side');
@@ -76,29 +94,62 @@ for (const kind of SQL_DATABASES) {
         while (Date.now() < busyBy && (leafs.some((l) => l.ranges.length < 8) || TAGS.some((t) => (ids.get(t)?.length ?? 0) < 30)))
           await sleep(200);
 
-        // 4. retire Leaf, then (5) stop writing to its table: every server stops
-        for (const l of leafs) l.child.kill('SIGTERM');
+        // 4. retire one Leaf server; the other one is forgotten and keeps loading
+        const [stopped, forgotten] = leafs as [StandIn, StandIn];
+        stopped.child.kill('SIGTERM');
         // (a stand-in prints each segment before it hands out any of it: a kill loses none)
-        await Promise.all(leafs.map((l) => l.exited));
-        for (const l of leafs) expect(l.stderr()).toBe('');
-        TAGS.forEach((t, i) => leafRanges.get(t)?.push(...(leafs[i] as StandIn).ranges));
+        await stopped.exited;
+        expect(stopped.stderr()).toBe('');
         stop = true;
         await drawing;
+        // 5. this host's server stops
         onLeaf.child.kill('SIGTERM');
         expect(await onLeaf.exited).toBe(0);
 
-        // 5. copy the tags into SQLite, with no margin: the copy alone must start above everything issued
-        const dry = sequoia(['migrate', '--from', leafUrl, '--store', sqlite, '--margin', '0', '--dry-run']);
-        expect(dry.status, dry.stderr).toBe(0);
-        expect(dry.stdout).toMatch(/order:pay: source next ID \d+, step 30; would create at \d+/);
-        const run = sequoia(['migrate', '--from', leafUrl, '--store', sqlite, '--margin', '0']);
-        expect(run.status, run.stderr).toBe(0);
-        expect(run.stdout).toMatch(/user: source next ID \d+, step 10; created at \d+/);
-        const again = sequoia(['migrate', '--from', leafUrl, '--store', sqlite, '--margin', '0']);
-        expect(again.stdout.match(/unchanged/g)).toHaveLength(2);
+        // the page's lines, its placeholders made this test's
+        const stateDir = join(base, 'state-leaf');
+        const lines = step5Lines().map((words) =>
+          words.map((w) =>
+            w === '$DB?schema=leaf&table=leaf_alloc' ? leafUrl : w === '$NEW' ? sqlite : w === '/var/lib/sequoia' ? stateDir : w,
+          ),
+        );
+        expect(lines.map((l) => l.slice(0, 2).join(' '))).toEqual(['sequoia migrate', 'sequoia migrate', 'sequoia serve']);
+        const [dryLine, migrateLine, serveLine] = lines as [string[], string[], string[]];
 
-        // Sequoia on SQLite takes over
-        const onSqlite = await serveBeside(sqlite, join(base, 'state-sqlite'), servers);
+        // the wedge this step had: the page's serve line, run before the dir is moved, is refused at start
+        const wedged = sequoia([...serveLine.slice(1), '--port', '0']);
+        expect(wedged.status).toBe(2);
+        expect(wedged.stderr).toContain('belongs to store');
+
+        const dry = sequoia(dryLine.slice(1));
+        expect(dry.status, dry.stderr).toBe(0);
+        expect(dry.stdout).toMatch(
+          /order:pay: source next ID \d+, step 30; would create at \d+; would retire source row \(as order:pay#sequoia-retired\)/,
+        );
+        const run = sequoia(migrateLine.slice(1));
+        expect(run.status, run.stderr).toBe(0);
+        expect(run.stdout).toMatch(/user: source next ID \d+.*, step 10; created at \d+.*; source row retired \(as user#sequoia-retired\)/);
+        expect(run.stdout).toContain(`state dir ${stateDir}: moved to store`);
+        // the forgotten Leaf server's next load finds no row: it stops, loudly
+        const forgottenExit = await forgotten.exited;
+        expect(forgottenExit).not.toBe(0);
+        expect(forgotten.stderr()).toContain('leaf: no row for');
+        TAGS.forEach((t, i) => leafRanges.get(t)?.push(...(leafs[i] as StandIn).ranges));
+        const again = sequoia(migrateLine.slice(1));
+        expect(again.status, again.stderr).toBe(0);
+        expect(again.stdout.match(/unchanged; source row retired earlier/g)).toHaveLength(2);
+        expect(again.stdout).toContain('already bound to store');
+
+        // the new store takes over, with the same state dir
+        const onSqlite = await launchServe(
+          process.execPath,
+          [BIN, ...serveLine.slice(1), '--port', '0', '--max-step', '64', '--shutdown-timeout-ms', '2000'],
+          {
+            env: { SEQUOIA_WORKERS: '1' },
+            startTimeoutMs: 60_000,
+          },
+        );
+        servers.add(onSqlite);
         stop = false;
         const more = new Map(TAGS.map((t) => [t, [] as string[]]));
         const drawing2 = draw(onSqlite, more, () => stop);
@@ -121,6 +172,9 @@ for (const kind of SQL_DATABASES) {
           expect(after.length).toBeGreaterThan(20);
           const all = [...before, ...after];
           expect(new Set(all).size).toBe(all.length);
+          // above everything issued before the cut-over, Leaf's and Sequoia's
+          const earlier = [...before.map(BigInt), ...ranges.map(([, end]) => end - 1n)].reduce((a, b) => (a > b ? a : b));
+          for (const id of after) expect(BigInt(id)).toBeGreaterThan(earlier);
           expectNoOverlap([...ranges, ...all.map((id): [bigint, bigint] => [BigInt(id), BigInt(id) + 1n])]);
         }
       } finally {

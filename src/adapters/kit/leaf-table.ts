@@ -91,6 +91,7 @@ function mysqlLeaf(t: string): LeafStatements {
     fence: `UPDATE ${t} SET max_id = GREATEST(max_id, CAST(? AS SIGNED)) WHERE biz_tag = ?`,
     lock: `SELECT max_id FROM ${t} WHERE biz_tag = ? FOR UPDATE`,
     set: `UPDATE ${t} SET max_id = CAST(? AS SIGNED) WHERE biz_tag = ?`,
+    retire: `UPDATE ${t} SET biz_tag = ? WHERE biz_tag = ?`,
   };
 }
 
@@ -112,6 +113,7 @@ function postgresLeaf(t: string): LeafStatements {
     fence: `UPDATE ${t} SET max_id = GREATEST(max_id, $1::bigint) WHERE biz_tag = $2`,
     lock: `SELECT max_id::text AS max_id FROM ${t} WHERE biz_tag = $1 FOR UPDATE`,
     set: `UPDATE ${t} SET max_id = $1::bigint WHERE biz_tag = $2`,
+    retire: `UPDATE ${t} SET biz_tag = $1, update_time = CURRENT_TIMESTAMP WHERE biz_tag = $2`,
   };
 }
 

@@ -16,7 +16,7 @@
  * raises the fence epoch, a give-back compares both under the row's lock.
  */
 import { InvalidArgumentError, TagExistsError, TagNotFoundError } from '../../core/errors.js';
-import type { Allocation, NewTag, SegmentStore, TagInfo, TagUpdate } from '../../ports/segment-store.js';
+import type { Allocation, NewTag, RetiringStore, SegmentStore, TagInfo, TagUpdate } from '../../ports/segment-store.js';
 import { assertGiveBack, assertStoredId, DEFAULT_START, readBack, sameSinceRange } from './segment-rules.js';
 import { type ForeignSchema, type ForeignTableOptions, type RunSql, type SideState, SideTable, type SqlDialect } from './side-table.js';
 
@@ -36,6 +36,8 @@ export interface PeerStatements {
   readonly lock: string;
   /** Values: [max_id, tag]. */
   readonly set: string;
+  /** Renames the row (`sequoia migrate` retiring it). Values: [new name, tag]. */
+  readonly retire: string;
 }
 
 /** What a peer's table is in one SQL dialect: its statements and its rules. */
@@ -87,7 +89,7 @@ export interface PeerStoreParts {
   readonly howToCreate: string;
 }
 
-export class PeerSegmentStore implements SegmentStore {
+export class PeerSegmentStore implements SegmentStore, RetiringStore {
   readonly kind: string;
   readonly table: string;
   private readonly side: SideTable;
@@ -182,6 +184,38 @@ export class PeerSegmentStore implements SegmentStore {
     });
   }
 
+  /**
+   * The row's lock first: every allocator takes it (Leaf's UPDATE, Tinyid's
+   * optimistic update, Sequoia's own), so the row read here is the last one
+   * any of them moved, and none moves it again before the rename commits;
+   * after it, their loads find no row. The side row gets a new generation, as
+   * a deletion gives it: a row inserted again under the old name is another
+   * creation.
+   */
+  async retireTag(tag: string, retiredName: string, check: (locked: TagInfo) => void): Promise<TagInfo> {
+    return this.db.transaction(async (run) => {
+      if ((await run(this.peer.sql.lock, [tag])).rows.length === 0) throw new TagNotFoundError(tag);
+      const locked = this.peer.tagInfo((await run(this.selects.one, [this.table, tag])).rows[0]);
+      check(locked);
+      let count: number;
+      try {
+        count = (await run(this.peer.sql.retire, [retiredName, tag])).count;
+      } catch (e) {
+        throw this.refusedName(e, tag, retiredName) ?? e;
+      }
+      // MySQL without strict mode cuts a name too long for the column instead of refusing it: the row must be found under the new name only.
+      const [stays] = (await run(this.selects.one, [this.table, tag])).rows;
+      const [moved] = (await run(this.selects.one, [this.table, retiredName])).rows;
+      if (count !== 1 || stays !== undefined || moved === undefined || this.peer.tagInfo(moved).maxId !== locked.maxId) {
+        throw new InvalidArgumentError(
+          `tag ${JSON.stringify(tag)}: ${this.table} did not take the name ${JSON.stringify(retiredName)} (a ${this.side.tagColumn} column too short?)`,
+        );
+      }
+      await this.side.deleted(run, tag);
+      return locked;
+    }, true);
+  }
+
   async ping(): Promise<void> {
     await this.db.select('SELECT 1');
   }
@@ -205,6 +239,18 @@ export class PeerSegmentStore implements SegmentStore {
       if ((await run(write, values)).count === 0) throw new TagNotFoundError(tag);
       await after(run);
     });
+  }
+
+  /** The database refused a retired name: a row of that name is there already, or the name is longer than the column. */
+  private refusedName(e: unknown, tag: string, retiredName: string): Error | undefined {
+    const code = (e as { code?: unknown }).code;
+    const what = `tag ${JSON.stringify(tag)}: cannot rename its row to ${JSON.stringify(retiredName)}`;
+    if (code === 'ER_DUP_ENTRY' || code === '23505')
+      return new InvalidArgumentError(`${what}: ${this.table} has a row of that name already`);
+    if (code === 'ER_DATA_TOO_LONG' || code === '22001') {
+      return new InvalidArgumentError(`${what}: longer than ${this.table}.${this.side.tagColumn} allows`);
+    }
+    return undefined;
   }
 
   /** The database refused a new peer row: its tag is there already, or longer than the peer's column. */

@@ -176,6 +176,7 @@ function mysqlTinyid(t: string): TinyidStatements {
     fence: `UPDATE ${t} SET max_id = GREATEST(max_id, CAST(? AS SIGNED)), update_time = now(), version = version + 1 WHERE biz_type = ?`,
     lock: `SELECT id, biz_type, max_id, step, delta, remainder, version FROM ${t} WHERE biz_type = ? FOR UPDATE`,
     set: `UPDATE ${t} SET max_id = CAST(? AS SIGNED), update_time = now(), version = version + 1 WHERE biz_type = ?`,
+    retire: `UPDATE ${t} SET biz_type = ?, update_time = now(), version = version + 1 WHERE biz_type = ?`,
   };
 }
 
@@ -197,6 +198,7 @@ function postgresTinyid(t: string): TinyidStatements {
     lock: `SELECT id::text AS id, biz_type, max_id::text AS max_id, step, delta, remainder, version::text AS version
        FROM ${t} WHERE biz_type = $1 FOR UPDATE`,
     set: `UPDATE ${t} SET max_id = $1::bigint, update_time = now(), version = version + 1 WHERE biz_type = $2`,
+    retire: `UPDATE ${t} SET biz_type = $1, update_time = now(), version = version + 1 WHERE biz_type = $2`,
   };
 }
 

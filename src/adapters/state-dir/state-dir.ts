@@ -241,6 +241,40 @@ export class StateDir implements HighWaterMarkStore {
     }
   }
 
+  /** Every mark, by key (a tag, or a tag's residue class: `tag#stride:offset`). */
+  async allMarks(): Promise<Map<string, HighWaterMark>> {
+    return this.serial(() => {
+      const rows = this.db.prepare('SELECT tag, mark, tripped_at_epoch FROM marks').all() as Array<MarkRow & { tag: string }>;
+      return new Map(rows.map((r) => [r.tag, toMark(r) as HighWaterMark]));
+    });
+  }
+
+  /**
+   * `sequoia migrate --state-dir`: the dir moves from store `from` to store
+   * `to` with its marks, which the caller has checked are at or below `to`'s
+   * tags. A trip recorded against `from` (its fence epoch) means nothing to
+   * `to`'s epochs: it is cleared, the mark kept. Refuses a dir bound to a
+   * third store.
+   */
+  async rebindStore(from: string, to: string): Promise<'rebound' | 'bound'> {
+    const bound = await this.boundStore();
+    if (bound !== undefined && bound !== from && bound !== to) {
+      throw new InvalidArgumentError(
+        `this state dir (${this.dir}) belongs to store ${bound}, neither --from (${from}) nor --store (${to})`,
+      );
+    }
+    if (bound === to) return 'bound';
+    await this.serial(() =>
+      this.write(() => {
+        this.db.prepare('UPDATE marks SET tripped_at_epoch = NULL').run();
+        this.db.prepare('INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)').run('store', to);
+      }),
+    ).catch((e: unknown) => {
+      throw stateError(`cannot bind the state directory ${this.dir} to its new store`, e);
+    });
+    return 'rebound';
+  }
+
   async close(): Promise<void> {
     await this.queue.catch(() => {});
     this.db.close();
