@@ -5,7 +5,8 @@
  * finding is gone and new IDs are above); snowflake IDs from the future and
  * outside their layout; the --db path; bad input exits 2.
  */
-import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
@@ -14,17 +15,25 @@ import { compose, getLayout } from '../../src/core/snowflake/layout.js';
 import { sequoia as run } from '../helpers/cli.js';
 import { describeWithService } from '../helpers/services.js';
 
-/** Commands without --state-dir get a throw-away one, never ./data in the checkout. */
+/**
+ * Commands without --state-dir get a throw-away one, never ./data in the checkout: one per
+ * store, as a state dir belongs to one store (`gen segment` and `fence` refuse another's).
+ */
 const defaultState = join(tmpdir(), `sequoia-audit-state-${process.pid}`);
+const stateFor = (args: string[]): string => {
+  const store = args.includes('--store') ? args[args.indexOf('--store') + 1] : undefined;
+  return join(defaultState, store ? createHash('sha256').update(store).digest('hex').slice(0, 12) : 'default');
+};
 // `gen snowflake` leases its worker id from the default store: a throw-away one too.
 const sequoia = (args: string[]) =>
-  run(args, { SEQUOIA_STATE_DIR: defaultState, SEQUOIA_STORE: `sqlite:${join(defaultState, 'default-store.db')}` });
+  run(args, { SEQUOIA_STATE_DIR: stateFor(args), SEQUOIA_STORE: `sqlite:${join(defaultState, 'default-store.db')}` });
 
 const PG_URL = process.env.SEQUOIA_TEST_POSTGRES ?? 'postgres://postgres@127.0.0.1:5432/test';
 
 let dir: string;
 beforeAll(() => {
   dir = mkdtempSync(join(tmpdir(), 'sequoia-audit-'));
+  mkdirSync(defaultState, { recursive: true });
 });
 afterAll(() => {
   rmSync(dir, { recursive: true, force: true });

@@ -196,7 +196,8 @@ describePg('audit after a PostgreSQL store was restored under running servers', 
     expect(bySeconds.report.findings.find((f) => f.kind === 'issued-before-recorded')?.count).toBe(expected.length);
 
     // A fence just above the table's highest ID is below A's mark: A keeps refusing.
-    ok(sequoia(['fence', TAG, '--to', String(highest + 1n), '--store', store]));
+    // (from an operator's own state dir, as fence needs one: not A's, whose marks would refuse it)
+    ok(sequoia(['fence', TAG, '--to', String(highest + 1n), '--store', store, '--state-dir', join(dir, 'operator-state')]));
     const stillRefused = await idsFrom(a, 1);
     expect(stillRefused.status, stillRefused.body).not.toBe(200);
     // Audit cannot see A's mark without its state dir (nothing in the table or the store is above the fence); given it, it names A.
