@@ -233,6 +233,7 @@ describeRedis('lease ledger: redis', () => {
   it('records grant, renewals, release and takeover; explain names the holder; audit finds IDs from unheld worker ids', async () => {
     const leasePrefix = `sequoia-ll-${process.pid}-${randomInt(1e9)}:`;
     const store = new RedisWorkerLeaseStore({ url: REDIS_URL, leasePrefix });
+    await store.init();
     try {
       await scenario('redis', `${REDIS_URL}?leasePrefix=${leasePrefix}`, async (s, workerId) =>
         (await store.entries(s, workerId)).map((e) => ({ kind: e.kind, generation: e.generation })),
