@@ -9,7 +9,7 @@
  *   either SQL URL with ?schema=tinyid  Tinyid's own table, allocating as Tinyid does
  *                                    (options: ?table=NAME default tiny_id_info,
  *                                    ?side=NAME default sequoia_tinyid_state)
- *   redis://… or rediss://…          (options: ?keyPrefix=…&tagsKey=…&ledgerPrefix=…)
+ *   redis://… or rediss://…          (options: ?keyPrefix=…&tagsKey=…&ledgerPrefix=…&leasePrefix=…)
  * and a comma-separated list of those for a multi-store HA set (store i, in
  * list order, hands out IDs ≡ i mod N; see multi-segment-store.ts). A comma
  * inside a password must be percent-encoded (%2C).
@@ -44,8 +44,8 @@ export interface Backend {
   readonly segments: SegmentStore;
   /**
    * The worker-id lease store on the same backend (a multi-store list: its
-   * first entry that can hold leases), made on the first call and the same
-   * object after; undefined when no entry can (redis). The caller closes it.
+   * first entry), made on the first call and the same object after. The
+   * caller closes it.
    */
   leases(): WorkerLeaseStore | undefined;
 }
@@ -99,7 +99,7 @@ export function storeIdentity(url: string): string {
         const parsed = new URL(u);
         if (!parsed.host) return u;
         const keep = new URLSearchParams();
-        for (const n of ['table', 'keyPrefix', 'tagsKey', 'ledgerPrefix']) {
+        for (const n of ['table', 'keyPrefix', 'tagsKey', 'ledgerPrefix', 'leasePrefix']) {
           const v = parsed.searchParams.get(n);
           if (v !== null) keep.set(n, v);
         }
@@ -167,8 +167,11 @@ async function openEntry(u: string, offLoop: boolean, identity: ServerIdentity):
   if (scheme === 'postgres' || scheme === 'postgresql') return openSql(u, identity, POSTGRES);
   if (scheme === 'mysql') return openSql(u, identity, MYSQL);
   if (scheme === 'redis' || scheme === 'rediss') {
-    const { rest, options } = takeParams(u, ['keyPrefix', 'tagsKey', 'ledgerPrefix']);
-    const { RedisSegmentStore } = await import('../adapters/redis/redis-segment-store.js');
+    const { rest, options } = takeParams(u, ['keyPrefix', 'tagsKey', 'ledgerPrefix', 'leasePrefix']);
+    const [{ RedisSegmentStore }, { RedisWorkerLeaseStore }] = await Promise.all([
+      import('../adapters/redis/redis-segment-store.js'),
+      import('../adapters/redis/redis-worker-lease-store.js'),
+    ]);
     const segments = new RedisSegmentStore({
       url: rest,
       keyPrefix: options.keyPrefix,
@@ -176,7 +179,8 @@ async function openEntry(u: string, offLoop: boolean, identity: ServerIdentity):
       ledgerPrefix: options.ledgerPrefix,
       identity,
     });
-    return { segments, leases: undefined };
+    // A connection of its own, opened only when a provider asks for leases.
+    return { segments, leases: () => new RedisWorkerLeaseStore({ url: rest, leasePrefix: options.leasePrefix }) };
   }
   throw new InvalidArgumentError(`store: unsupported URL ${JSON.stringify(redactStoreUrl(u))} (${SUPPORTED})`);
 }

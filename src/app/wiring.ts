@@ -61,7 +61,7 @@ export function createIdService(
 /**
  * The snowflake service on the configured worker-id provider. With
  * `optional` (the server), the default provider meeting a store that cannot
- * hold leases (redis) disables snowflake IDs with a warning instead of
+ * hold leases (every built-in store can) disables snowflake IDs with a warning instead of
  * failing (the routes answer NOT_FOUND); an explicit provider that cannot
  * work is always an error.
  */

@@ -1,7 +1,7 @@
 /**
  * Turns a provider spec (its grammar and parser: worker-id-provider-spec.ts)
  * and the store's lease store into a WorkerIdProvider, its last tick reserved
- * in the state directory. A multi-store list leases on its first SQL entry
+ * in the state directory. A multi-store list leases on its first entry
  * (leases need one point of order).
  */
 import { hostname } from 'node:os';
@@ -89,7 +89,7 @@ function createBareProvider(spec: WorkerIdProviderSpec, leases: () => WorkerLeas
   }
   if (!store) {
     throw new InvalidArgumentError(
-      `worker id provider ${spec.kind} needs a store that can hold leases (sqlite, postgres, mysql); with this store use static:N or k8s-ordinal`,
+      `worker id provider ${spec.kind} needs a store that can hold leases (sqlite, postgres, mysql, redis); with this store use static:N or k8s-ordinal`,
     );
   }
   if (spec.kind === 'worker-node') return new WorkerNodeWorkerIdProvider(store);

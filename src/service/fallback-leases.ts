@@ -111,7 +111,7 @@ export class FallbackLeases {
       throw new SequoiaError('NOT_FOUND', `tag ${JSON.stringify(tag)} has no fallback space (server option fallback-tags)`);
     const store = this.o.leases();
     if (store === undefined)
-      throw new SequoiaError('NOT_FOUND', 'this store cannot hold fallback leases (redis): use PostgreSQL, MySQL or SQLite');
+      throw new SequoiaError('NOT_FOUND', 'this store cannot hold fallback leases: use PostgreSQL, MySQL, SQLite or Redis');
     return store;
   }
 

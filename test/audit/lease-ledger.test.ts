@@ -1,6 +1,6 @@
 /**
  * The worker-id lease ledger end to end, with real processes on SQLite,
- * PostgreSQL and MySQL: a `gen snowflake` run (grant, renewals, release), a
+ * PostgreSQL, MySQL and Redis: a `gen snowflake` run (grant, renewals, release), a
  * server SIGKILLed while holding the id, and a run that takes the id over
  * after the dead holder's lease ran out. Every ID they returned is audited
  * clean and traced by `explain --store` to the process that made it; IDs
@@ -21,7 +21,9 @@ import { leaseHeldFrom } from '../../src/app/audit.js';
 import { sequoia, startServe } from '../helpers/cli.js';
 import { describeWithService } from '../helpers/services.js';
 import { type Lease, ok } from '../helpers/lease-explain.js';
-import { MYSQL_URL, POSTGRES_URL, probeMysql, probePostgres } from '../contract/backends.js';
+import { Redis } from 'ioredis';
+import { RedisWorkerLeaseStore } from '../../src/adapters/redis/redis-worker-lease-store.js';
+import { MYSQL_URL, POSTGRES_URL, REDIS_URL, probeMysql, probePostgres, probeRedis } from '../contract/backends.js';
 
 let dir: string;
 beforeAll(() => {
@@ -222,6 +224,26 @@ describeMysql('lease ledger: mysql', () => {
       await c.query('DELETE FROM sequoia_lease_ledger WHERE space = ?', [space]);
       await c.query('DELETE FROM sequoia_worker_lease WHERE space = ?', [space]);
       await c.end();
+    }
+  }, 300_000);
+});
+
+const describeRedis = await describeWithService('Redis', probeRedis);
+describeRedis('lease ledger: redis', () => {
+  it('records grant, renewals, release and takeover; explain names the holder; audit finds IDs from unheld worker ids', async () => {
+    const leasePrefix = `sequoia-ll-${process.pid}-${randomInt(1e9)}:`;
+    const store = new RedisWorkerLeaseStore({ url: REDIS_URL, leasePrefix });
+    await store.init();
+    try {
+      await scenario('redis', `${REDIS_URL}?leasePrefix=${leasePrefix}`, async (s, workerId) =>
+        (await store.entries(s, workerId)).map((e) => ({ kind: e.kind, generation: e.generation })),
+      );
+    } finally {
+      await store.close();
+      const r = new Redis(REDIS_URL);
+      const keys = await r.keys(`${leasePrefix}*`);
+      if (keys.length > 0) await r.del(...keys);
+      r.disconnect();
     }
   }, 300_000);
 });

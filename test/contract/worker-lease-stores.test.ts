@@ -7,16 +7,18 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import SqliteDatabase from 'better-sqlite3';
 import type Database from 'better-sqlite3';
+import { Redis } from 'ioredis';
 import mysql from 'mysql2/promise';
 import pg from 'pg';
 import { expect, it } from 'vitest';
 import { MemoryWorkerLeaseStore } from '../../src/adapters/memory/memory-worker-lease-store.js';
 import { MysqlWorkerLeaseStore } from '../../src/adapters/mysql/mysql-worker-lease-store.js';
 import { PostgresWorkerLeaseStore } from '../../src/adapters/postgres/postgres-worker-lease-store.js';
+import { RedisWorkerLeaseStore } from '../../src/adapters/redis/redis-worker-lease-store.js';
 import { SqliteWorkerLeaseStore } from '../../src/adapters/sqlite/sqlite-worker-lease-store.js';
 import { openBackend } from '../../src/app/stores.js';
 import { describeWithService } from '../helpers/services.js';
-import { MYSQL_URL, POSTGRES_URL, probeMysql, probePostgres, uniqueName } from './backends.js';
+import { MYSQL_URL, POSTGRES_URL, REDIS_URL, probeMysql, probePostgres, probeRedis, uniqueName } from './backends.js';
 import { runWorkerLeaseStoreContract } from './worker-lease-store-contract.js';
 
 runWorkerLeaseStoreContract(
@@ -193,4 +195,50 @@ describeMysql('mysql leases', () => {
     await c.query('DELETE FROM sequoia_worker_lease WHERE space = ?', [space]);
     await c.end();
   });
+});
+
+const describeRedis = await describeWithService('Redis', probeRedis);
+describeRedis('redis leases', () => {
+  runWorkerLeaseStoreContract(
+    'redis',
+    async () => {
+      // A prefix per run: the node counter and every space's keys are this run's alone.
+      const leasePrefix = `${uniqueName('sequoia-lease-test')}:`;
+      const store = new RedisWorkerLeaseStore({ url: REDIS_URL, leasePrefix });
+      const direct = async <T>(fn: (r: Redis) => Promise<T>): Promise<T> => {
+        const r = new Redis(REDIS_URL);
+        try {
+          return await fn(r);
+        } finally {
+          r.disconnect();
+        }
+      };
+      return {
+        store,
+        reopen: async () => new RedisWorkerLeaseStore({ url: REDIS_URL, leasePrefix }),
+        cleanup: async () => {
+          await store.close();
+          await direct(async (r) => {
+            const keys = await r.keys(`${leasePrefix}*`);
+            if (keys.length > 0) await r.del(...keys);
+          });
+        },
+        // A stream entry's time is its id: the entries are written again under ids `ms` older.
+        backdate: async (spaces, ms) =>
+          direct(async (r) => {
+            for (const s of spaces) {
+              for (const key of await r.keys(`${leasePrefix}ledger:${s}:*`)) {
+                const items = await r.xrange(key, '-', '+');
+                await r.del(key);
+                for (const [id, fields] of items) {
+                  const [t, seq] = id.split('-');
+                  await r.xadd(key, `${Number(t) - ms}-${seq}`, ...fields);
+                }
+              }
+            }
+          }),
+      };
+    },
+    { shared: true },
+  );
 });

@@ -89,7 +89,7 @@ const KINDS: Kind[] = [
     setup: async () => {
       const ns = uniqueName('sequoia-load');
       return {
-        url: withParam(REDIS_URL, { keyPrefix: `${ns}:tag:`, tagsKey: `${ns}:tags` }),
+        url: withParam(REDIS_URL, { keyPrefix: `${ns}:tag:`, tagsKey: `${ns}:tags`, leasePrefix: `${ns}:lease:` }),
         drop: async () => {
           const r = new Redis(REDIS_URL);
           const keys = await r.keys(`${ns}:*`);

@@ -1,6 +1,6 @@
 /**
  * The last snowflake tick survives a crash whatever the provider and store:
- * `serve --worker-id-provider static:1` on Redis (no lease row anywhere)
+ * `serve --worker-id-provider static:1` on Redis (its lease ran out with the crash)
  * issues for 3 s and is SIGKILLed; it restarts under libfaketime with the
  * clock stepped back to before the first run began. It must never hand out
  * an ID of the first run again: policy `wait` refuses (CLOCK_MOVED_BACKWARDS),
@@ -46,7 +46,7 @@ describeRedis('snowflake: the last tick is kept in the state directory (Redis st
       async (policy) => {
         const dir = mkdtempSync(join(tmpdir(), 'sequoia-tick-'));
         const prefix = `sequoia-tick-${Math.random().toString(36).slice(2, 8)}`;
-        const store = `${REDIS_URL}?keyPrefix=${prefix}:tag:&tagsKey=${prefix}:tags`;
+        const store = `${REDIS_URL}?keyPrefix=${prefix}:tag:&tagsKey=${prefix}:tags&ledgerPrefix=${prefix}:ledger:&leasePrefix=${prefix}:lease:`;
         const args = [
           '--store',
           store,

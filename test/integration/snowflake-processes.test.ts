@@ -4,16 +4,20 @@
  * with a store is registered like a lease, so a second holder is refused; a
  * holder stopped (SIGSTOP) past its lease issues nothing on its old id when it
  * wakes (SIGCONT), while the new holder of that id starts after its last tick.
+ * Redis holds leases as the SQL stores do: the same refusal and the same
+ * concurrent starts.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import mysql from 'mysql2/promise';
 import pg from 'pg';
+import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
 import { decompose, getLayout, joinWorker } from '../../src/core/snowflake/layout.js';
 import { type ServerProcess, assertBuilt, sequoia, startServe } from '../helpers/cli.js';
 import { describeWithService } from '../helpers/services.js';
+import { REDIS_URL, probeRedis } from '../contract/backends.js';
 
 const twitter = getLayout('twitter');
 const PG_URL = 'postgres://postgres@127.0.0.1:5432/test';
@@ -158,5 +162,38 @@ const describeMysql = await describeWithService('MySQL', async () => {
 describeMysql('snowflake leases on MySQL', () => {
   it('3 servers started at once lease 3 different worker ids', async () => {
     await concurrentStarts(MYSQL_URL, 3);
+  });
+});
+
+const describeRedis = await describeWithService('Redis', probeRedis);
+describeRedis('snowflake leases on Redis', () => {
+  const prefixes: string[] = [];
+  /** A store URL whose every key (tags, ledger, leases) is this case's alone. */
+  const redisStore = (): string => {
+    const p = `sequoia-sf-${process.pid}-${Math.random().toString(36).slice(2, 10)}`;
+    prefixes.push(p);
+    return `${REDIS_URL}?keyPrefix=${p}:tag:&tagsKey=${p}:tags&ledgerPrefix=${p}:ledger:&leasePrefix=${p}:lease:`;
+  };
+  afterAll(async () => {
+    const r = new Redis(REDIS_URL);
+    for (const p of prefixes) {
+      const keys = await r.keys(`${p}:*`);
+      if (keys.length > 0) await r.del(...keys);
+    }
+    r.disconnect();
+  });
+
+  it('static id is registered like a lease: a second process is refused snowflake IDs (and says so at start)', async () => {
+    const store = redisStore();
+    const a = await serve(['--store', store, '--worker-id-provider', 'static:3', '--worker-lease-ttl-ms', '1000']);
+    expect((await ids(a, 3)).ids.map(worker)).toEqual([3, 3, 3]);
+    const b = await serve(['--store', store, '--worker-id-provider', 'static:3', '--worker-lease-ttl-ms', '1000']);
+    await expect.poll(() => b.output(), { timeout: 5000 }).toMatch(/"code":"LEASE_LOST".*held by.*snowflake IDs unavailable/);
+    expect(await ids(b, 3)).toEqual({ status: 503, ids: [], code: 'LEASE_LOST' });
+    expect((await ids(a, 3)).ids.map(worker)).toEqual([3, 3, 3]);
+  });
+
+  it('3 servers started at once lease 3 different worker ids (lease is the default on Redis)', async () => {
+    await concurrentStarts(redisStore(), 3);
   });
 });

@@ -4,6 +4,7 @@ import { CLOCK_SCENARIOS } from './clock-jumps.js';
 import { dbLock, stateDirFull } from './disk-and-locks.js';
 import { leasePause } from './lease-pause.js';
 import { leaseSnapshotLease, leaseSnapshotStatic } from './lease-snapshot.js';
+import { redisLeases } from './redis-leases.js';
 import { manyServers, manyServersMixed } from './many-servers.js';
 import { multiStoreFrozen } from './multi-store.js';
 import { segmentKills } from './segment-kills.js';
@@ -27,6 +28,7 @@ export const SCENARIOS: readonly Scenario[] = [
   leasePause,
   leaseSnapshotLease,
   leaseSnapshotStatic,
+  redisLeases,
   manyServers,
   manyServersMixed,
   multiStoreFrozen,

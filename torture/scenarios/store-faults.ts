@@ -35,9 +35,7 @@ function storeFaults(kind: Kind): Scenario {
       const strict = `strict-${ctx.id}`;
       await ctx.createTag(store, plain, 20);
       await ctx.createTag(store, strict, 20);
-      // Redis holds no leases: static worker ids, one process each (a static id cannot be shared by two workers).
-      const provider = (i: number) => (kind === 'redis' ? ['--worker-id-provider', `static:${3 + i}`] : []);
-      const servers = (kind === 'redis' ? [1, 1] : [1, 2]).map((w, i) =>
+      const servers = [1, 2].map((w, i) =>
         ctx.server({
           name: `S${i}`,
           args: [
@@ -51,7 +49,6 @@ function storeFaults(kind: Kind): Scenario {
             strict,
             '--load-timeout-ms',
             '1500',
-            ...provider(i),
           ],
         }),
       );

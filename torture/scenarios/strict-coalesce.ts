@@ -23,7 +23,7 @@ function strictCoalesce(kind: Kind): Scenario {
   return {
     name: `strict-coalesce-${kind}`,
     short: false,
-    about: `strict tag only, ${kind} behind the fault proxy, 3 servers (${kind === 'redis' ? 'one process each' : 'workers 2, 2, 1'}), 48 concurrent clients: store faults and process kills, taking turns, while requests are coalesced`,
+    about: `strict tag only, ${kind} behind the fault proxy, 3 servers (workers 2, 2, 1), 48 concurrent clients: store faults and process kills, taking turns, while requests are coalesced`,
     async run(ctx: Context): Promise<CheckSpec> {
       const dir = join(ctx.dir, kind);
       const db: PrivateStore = ctx.store(
@@ -34,22 +34,11 @@ function strictCoalesce(kind: Kind): Scenario {
       const store = FaultProxy.rewrite(db.url, proxy.port);
       const strict = `coalesce-${ctx.id}`;
       await ctx.createTag(store, strict, 1);
-      // Redis holds no leases: static worker ids, one process each (a static id cannot be shared by two workers).
-      const shape = kind === 'redis' ? [1, 1, 1] : [2, 2, 1];
+      const shape = [2, 2, 1];
       const servers = shape.map((w, i) =>
         ctx.server({
           name: `S${i}`,
-          args: [
-            '--store',
-            store,
-            '--state-dir',
-            join(ctx.dir, `state${i}`),
-            '--workers',
-            String(w),
-            '--strict-tags',
-            strict,
-            ...(kind === 'redis' ? ['--worker-id-provider', `static:${3 + i}`] : []),
-          ],
+          args: ['--store', store, '--state-dir', join(ctx.dir, `state${i}`), '--workers', String(w), '--strict-tags', strict],
         }),
       );
       for (const s of servers) await s.start();
@@ -62,8 +51,7 @@ function strictCoalesce(kind: Kind): Scenario {
       const faults = async () => {
         const done: string[] = [];
         const storeKinds = ['slow', 'stall', 'cut', 'drop-answer', 'restart', 'crash'] as const;
-        const processKinds =
-          kind === 'redis' ? (['kill', 'term', 'pause'] as const) : (['kill', 'term', 'pause', 'kill-worker', 'pause-worker'] as const);
+        const processKinds = ['kill', 'term', 'pause', 'kill-worker', 'pause-worker'] as const;
         const all = [...storeKinds, ...processKinds];
         const order = [...all].sort(() => ctx.rng.next() - 0.5);
         for (let i = 0; (i < order.length && Date.now() < hardStop) || Date.now() < until - 2500; i++) {

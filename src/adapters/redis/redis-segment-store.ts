@@ -37,9 +37,8 @@
  * Redis answers STORE_UNAVAILABLE within the connect/command timeouts instead
  * of hanging; it reconnects by itself in the background.
  */
-import { createHash } from 'node:crypto';
-import { Redis } from 'ioredis';
-import { InvalidArgumentError, SequoiaError, TagExistsError, TagNotFoundError, UnavailableError } from '../../core/errors.js';
+import type { Redis } from 'ioredis';
+import { InvalidArgumentError, TagExistsError, TagNotFoundError } from '../../core/errors.js';
 import type { Allocation, NewTag, SegmentStore, TagInfo, TagUpdate } from '../../ports/segment-store.js';
 import {
   assertGiveBack,
@@ -54,22 +53,13 @@ import {
 import type { LedgerEntry, LedgerPage, LedgerTop, ServerIdentity } from '../../ports/range-ledger.js';
 import { covers, higherTop, identityValues, ledgerTopOf, processIdentity, rangeLength } from '../kit/range-ledger.js';
 import { storedMaxId } from '../kit/store-boundary.js';
+import { RedisClient, type RedisClientOptions, globEscape, redisError } from './redis-client.js';
 
-export interface RedisSegmentStoreOptions {
-  /** `redis://[:password@]host:port[/db]`. */
-  readonly url: string;
+export interface RedisSegmentStoreOptions extends RedisClientOptions {
   /** Prefix of each tag's hash key. Default `sequoia:tag:`. */
   readonly keyPrefix?: string;
   /** Key of the set of tag names. Default `sequoia:tags`. Must not start with keyPrefix. */
   readonly tagsKey?: string;
-  /** Default 2000 ms. */
-  readonly connectTimeoutMs?: number;
-  /** Default 2000 ms. */
-  readonly commandTimeoutMs?: number;
-  /** Called with connection errors (the client reconnects by itself). Default: ignored. */
-  readonly onError?: (err: Error) => void;
-  /** The connection's name in `CLIENT LIST`, so an operator sees who is connected. Default `sequoia`. */
-  readonly clientName?: string;
   /** Prefix of each tag's range-ledger stream. Default `sequoia:ledger:`. Must not overlap keyPrefix or tagsKey. */
   readonly ledgerPrefix?: string;
   /** Who takes ranges, for the ledger. Default: this process. */
@@ -160,12 +150,8 @@ export class RedisSegmentStore implements SegmentStore {
   readonly tagsKey: string;
   readonly ledgerPrefix: string;
   private readonly who: ServerIdentity;
-  private readonly redis: Redis;
-  private readonly shas = new Map<string, string>();
+  private readonly client: RedisClient;
   private initialised = false;
-  /** `host:port` for messages (never credentials), and the last connection error seen. */
-  private readonly address: string;
-  private lastConnectError: Error | undefined;
 
   constructor(options: RedisSegmentStoreOptions) {
     this.keyPrefix = options.keyPrefix ?? 'sequoia:tag:';
@@ -179,34 +165,12 @@ export class RedisSegmentStore implements SegmentStore {
       throw new InvalidArgumentError('store: the Redis ledgerPrefix must not overlap keyPrefix or tagsKey');
     }
     this.who = options.identity ?? processIdentity();
-    this.redis = new Redis(options.url, {
-      connectionName: options.clientName ?? 'sequoia',
-      lazyConnect: true,
-      enableOfflineQueue: false,
-      maxRetriesPerRequest: 1,
-      connectTimeout: options.connectTimeoutMs ?? 2000,
-      commandTimeout: options.commandTimeoutMs ?? 2000,
-      retryStrategy: (times) => Math.min(times * 100, 2000),
-    });
-    const onError = options.onError ?? (() => {});
-    this.address = `${this.redis.options.host ?? '127.0.0.1'}:${this.redis.options.port ?? 6379}`;
-    this.redis.on('error', (err: Error) => {
-      this.lastConnectError = err;
-      onError(err);
-    });
+    this.client = new RedisClient(options);
   }
 
   async init(): Promise<void> {
     if (this.initialised) return;
-    try {
-      if (this.redis.status === 'wait') await this.redis.connect();
-      else if (this.redis.status !== 'ready') await this.waitReady();
-      await this.redis.ping();
-    } catch (e) {
-      const cause = this.lastConnectError ?? e;
-      const code = (cause as { code?: string }).code ?? (cause instanceof Error ? cause.message : String(cause));
-      throw new UnavailableError('STORE_UNAVAILABLE', `cannot reach Redis at ${this.address} (${code})`, { cause, retryAfterMs: 1000 });
-    }
+    await this.client.connect();
     this.initialised = true;
   }
 
@@ -243,7 +207,7 @@ export class RedisSegmentStore implements SegmentStore {
     const out: TagInfo[] = [];
     tags.forEach((t, i) => {
       const [err, h] = results?.[i] ?? [new Error('no reply'), undefined];
-      if (err) throw wrap(err);
+      if (err) throw redisError(err);
       const info = toInfo(t, h as Record<string, string>);
       if (info) out.push(info);
     });
@@ -394,15 +358,7 @@ export class RedisSegmentStore implements SegmentStore {
 
   async close(): Promise<void> {
     this.initialised = false;
-    if (this.redis.status === 'ready') {
-      try {
-        await this.redis.quit();
-        return;
-      } catch {
-        // fall through to a hard disconnect
-      }
-    }
-    this.redis.disconnect();
+    await this.client.close();
   }
 
   /** The hash key of a tag (exported for tests that write the store directly). */
@@ -410,48 +366,16 @@ export class RedisSegmentStore implements SegmentStore {
     return this.keyPrefix + tag;
   }
 
-  /** EVALSHA, loading the script with EVAL the first time (or after a SCRIPT FLUSH). */
-  private async script(body: string, keys: string[], args: string[]): Promise<unknown> {
-    let sha = this.shas.get(body);
-    if (sha === undefined) {
-      sha = createHash('sha1').update(body).digest('hex');
-      this.shas.set(body, sha);
-    }
-    const s = sha;
-    return this.call(async () => {
-      try {
-        return await this.redis.evalsha(s, keys.length, ...keys, ...args);
-      } catch (e) {
-        if (!String((e as Error).message).startsWith('NOSCRIPT')) throw e;
-        return this.redis.eval(body, keys.length, ...keys, ...args);
-      }
-    });
+  private get redis(): Redis {
+    return this.client.redis;
   }
 
-  private async call<T>(fn: () => Promise<T>): Promise<T> {
-    try {
-      return await fn();
-    } catch (e) {
-      throw wrap(e);
-    }
+  private script(body: string, keys: string[], args: string[]): Promise<unknown> {
+    return this.client.script(body, keys, args);
   }
 
-  private waitReady(): Promise<void> {
-    return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => {
-        cleanup();
-        reject(new Error(`Redis not ready (status ${this.redis.status})`));
-      }, 3000);
-      const onReady = () => {
-        cleanup();
-        resolve();
-      };
-      const cleanup = () => {
-        clearTimeout(timer);
-        this.redis.off('ready', onReady);
-      };
-      this.redis.on('ready', onReady);
-    });
+  private call<T>(fn: () => Promise<T>): Promise<T> {
+    return this.client.call(fn);
   }
 }
 
@@ -466,14 +390,4 @@ function toInfo(tag: string, h: Record<string, string> | undefined): TagInfo | u
     fenceEpoch: Number(h.fence_epoch ?? 0),
     generation: h.generation ?? LEGACY_GENERATION,
   };
-}
-
-function globEscape(s: string): string {
-  return s.replace(/[*?[\]\\]/g, (c) => `\\${c}`);
-}
-
-function wrap(e: unknown): SequoiaError {
-  if (e instanceof SequoiaError) return e;
-  const msg = e instanceof Error ? e.message : String(e);
-  return new UnavailableError('STORE_UNAVAILABLE', `Redis store error (${msg})`, { cause: e, retryAfterMs: 1000 });
 }
