@@ -13,6 +13,7 @@ import { snowflakeWorkers } from './snowflake-workers.js';
 import { restorePostgresSkewed, restoreSqlite, restoreSqliteSkewed } from './restore.js';
 import { recreatePostgres, recreateSqlite } from './recreate.js';
 import { rollingRestart } from './rolling-restart.js';
+import { etcdLeases } from './etcd-leases.js';
 
 export const SCENARIOS: readonly Scenario[] = [
   segmentKills,
@@ -38,4 +39,5 @@ export const SCENARIOS: readonly Scenario[] = [
   stateDirFull,
   dbLock,
   rollingRestart,
+  etcdLeases,
 ];

@@ -143,16 +143,28 @@ export class EtcdWorkerLeaseStore implements WorkerLeaseStore {
     return { deadline: new Date(Date.now() + this.timeoutMs) };
   }
 
-  /** Runs one etcd call; a failure to reach etcd is STORE_UNAVAILABLE naming the members, never the credentials. */
+  /**
+   * Runs one etcd call, bounded here too (a gRPC stream may end without an
+   * answer or an error); a failure to reach etcd is STORE_UNAVAILABLE naming
+   * the members, never the credentials.
+   */
   private async call<T>(what: string, f: () => Promise<T>): Promise<T> {
+    let timer: NodeJS.Timeout | undefined;
     try {
-      return await f();
+      return await Promise.race([
+        f(),
+        new Promise<never>((_, reject) => {
+          timer = setTimeout(() => reject(new Error(`no answer in ${this.timeoutMs} ms`)), this.timeoutMs + 500);
+        }),
+      ]);
     } catch (e) {
       if (e instanceof InvalidArgumentError || e instanceof UnavailableError) throw e;
       throw new UnavailableError('STORE_UNAVAILABLE', `${this.where} did not answer ${what} (${(e as Error).message ?? String(e)})`, {
         cause: e,
         retryAfterMs: 1000,
       });
+    } finally {
+      clearTimeout(timer);
     }
   }
 
@@ -191,6 +203,7 @@ export class EtcdWorkerLeaseStore implements WorkerLeaseStore {
         const res = await new Promise<{ TTL: string }>((resolve, reject) => {
           stream.on('data', resolve);
           stream.on('error', reject);
+          stream.on('end', () => reject(new Error('the keepalive stream ended without an answer')));
           stream.write({ ID: id });
         });
         return Number(res.TTL) > 0;
