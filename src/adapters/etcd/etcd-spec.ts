@@ -25,7 +25,7 @@ export interface EtcdSpec {
   readonly password?: string | undefined;
 }
 
-export const ETCD_SPEC_FORM = 'etcd://[USER:PASSWORD@]HOST:PORT[,HOST:PORT…][/PREFIX][?cacert=PATH&cert=PATH&key=PATH]';
+const ETCD_SPEC_FORM = 'etcd://[USER:PASSWORD@]HOST:PORT[,HOST:PORT…][/PREFIX][?cacert=PATH&cert=PATH&key=PATH]';
 
 const HOST_PORT = /^(?:[A-Za-z0-9._-]+|\[[0-9A-Fa-f:.]+\]):[0-9]{1,5}$/;
 

@@ -20,8 +20,6 @@ import type { Clock } from '../../core/clock.js';
 import type { LeaseHolder, LeaseHolding, LeaseLedger, LeaseLedgerEntry } from '../../ports/lease-ledger.js';
 import { type HoldingData, holdingEntries, parseHolding } from '../kit/holding-ledger.js';
 import { safe } from './zookeeper-claim.js';
-
-export type { HoldingData };
 import { ZookeeperSession, isZookeeperError, unavailable } from './zookeeper-session.js';
 
 /** A holding this process writes: its node and what it last wrote there. */
