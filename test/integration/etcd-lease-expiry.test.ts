@@ -14,7 +14,7 @@ import { afterAll, expect, it } from 'vitest';
 import { EtcdWorkerLeaseStore } from '../../src/adapters/etcd/etcd-worker-lease-store.js';
 import { parseEtcdSpec } from '../../src/adapters/etcd/etcd-spec.js';
 import { decompose, getLayout, joinWorker } from '../../src/core/snowflake/layout.js';
-import type { ServerProcess } from '../helpers/cli.js';
+import { type ServerProcess, sequoia } from '../helpers/cli.js';
 import { ETCD, clearEtcdPrefix, etcdPrefix, probeEtcd } from '../helpers/etcd.js';
 import { describeWithService } from '../helpers/services.js';
 import { serveWithProvider } from '../helpers/zookeeper.js';
@@ -68,6 +68,27 @@ afterAll(async () => {
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
   await clearEtcdPrefix(prefix).catch(() => {});
 });
+
+it('a spec outside the form is refused at start with exit status 2, naming the form and never the password', () => {
+  const r = sequoia(['serve', '--port', '0', '--worker-id-provider', 'etcd://app:s3cret@etcd-0']);
+  expect(r.status).toBe(2);
+  expect(r.stderr).toMatch(/worker id provider etcd: each member must be HOST:PORT; expected etcd:\/\/\[USER:PASSWORD@\]HOST:PORT/);
+  expect(r.stderr + r.stdout).not.toMatch(/s3cret|\n\s+at /);
+});
+
+it('with etcd unreachable the server starts: snowflake answers 503 STORE_UNAVAILABLE, segment IDs are served', async () => {
+  const dir = tmp();
+  // Port 1 on loopback: nothing listens, so every etcd call is refused at once.
+  const s = await serveWithProvider('etcd://127.0.0.1:1/sequoia-test', dir);
+  servers.push(s);
+  const r = await take(s, 1);
+  expect({ status: r.status, code: r.code }).toEqual({ status: 503, code: 'STORE_UNAVAILABLE' });
+  expect(s.output()).not.toMatch(/\n\s+at /);
+  const created = sequoia(['tag', 'create', 'etcd-down', '--store', `sqlite:${join(dir, 'x.db')}`]);
+  expect(created.status, created.stderr).toBe(0);
+  const seg = await fetch(`${s.url}/v1/segment/etcd-down?count=3`);
+  expect(seg.status).toBe(200);
+}, 60_000);
 
 const describeEtcd = await describeWithService('etcd', probeEtcd);
 
