@@ -14,6 +14,7 @@ import { fallbackHoldingSpan, fallbackLeaseSpace } from '../core/fallback/fallba
 import type { TagInfo } from '../ports/segment-store.js';
 import { resolveConfig } from './config.js';
 import { ledgerRootOf, parseZookeeperSpec } from '../adapters/zookeeper/zookeeper-spec.js';
+import { parseEtcdSpec } from '../adapters/etcd/etcd-spec.js';
 import { createStore, databaseUrl, openBackend, redactStoreUrl, storeIdentity } from './stores.js';
 import { StateDirReader } from '../adapters/state-dir/state-dir.js';
 import type { HighWaterMark } from '../core/segment/rollback-guard.js';
@@ -115,10 +116,21 @@ export async function withLeaseLedger<T>(store: string | undefined, fn: (ledger:
       await ledger.close();
     }
   }
+  const etcd = store ?? process.env.SEQUOIA_STORE;
+  if (etcd?.startsWith('etcd://')) {
+    // The etcd provider's ledger, under the spec's prefix (the --worker-id-provider value as given).
+    const { EtcdWorkerLeaseStore } = await import('../adapters/etcd/etcd-worker-lease-store.js');
+    const ledger = new EtcdWorkerLeaseStore(parseEtcdSpec(etcd));
+    try {
+      return await fn(ledger);
+    } finally {
+      await ledger.close();
+    }
+  }
   return withLeases(resolveConfig({ store }, process.env, undefined).store, (ledger, url) => {
     if (!ledger) {
       throw new InvalidArgumentError(
-        `--store: ${JSON.stringify(redactStoreUrl(url))} keeps no worker-id leases (the lease ledger is on sqlite, postgres or mysql stores, or in ZooKeeper: zookeeper://HOST:PORT/ROOT, zookeeper://HOST:PORT?leaf=NAME)`,
+        `--store: ${JSON.stringify(redactStoreUrl(url))} keeps no worker-id leases (the lease ledger is on sqlite, postgres or mysql stores, or in ZooKeeper: zookeeper://HOST:PORT/ROOT, zookeeper://HOST:PORT?leaf=NAME, or etcd: etcd://HOST:PORT/PREFIX)`,
       );
     }
     return fn(ledger);

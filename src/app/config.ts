@@ -15,6 +15,7 @@ import { TAG_PATTERN, TAG_RULE, isValidTag } from '../core/tag.js';
 import { LAYOUT_NAME } from '../core/request-rules.js';
 import { type WorkerIdProviderSpec, parseWorkerIdProvider } from './worker-id-provider-spec.js';
 import { isLoopbackHost } from '../server/listen-check.js';
+import { redactStoreUrl } from './stores.js';
 
 const intFrom = (min: number, max: number) =>
   z.preprocess(
@@ -503,7 +504,7 @@ export function resolveConfigSources(
       const shown =
         name === 'adminToken' || name === 'formats' || name === 'clientTokens' || name === 'metricsToken'
           ? ''
-          : `, got ${JSON.stringify(value)}`; // never echo a secret
+          : `, got ${JSON.stringify(typeof value === 'string' ? redactStoreUrl(value) : value)}`; // never echo a secret (nor a URL's password)
       problems.push(`${name} (from ${source}): ${r.error.issues[0]?.message ?? 'invalid'}${shown}`);
     }
   }

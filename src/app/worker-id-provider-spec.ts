@@ -8,6 +8,7 @@
  */
 import { InvalidArgumentError } from '../core/errors.js';
 import { type ZookeeperSpec, parseZookeeperSpec } from '../adapters/zookeeper/zookeeper-spec.js';
+import { type EtcdSpec, parseEtcdSpec } from '../adapters/etcd/etcd-spec.js';
 
 import { sqlIdentifier } from '../adapters/kit/sql-identifier.js';
 import { MYSQL_WORKER_NODE_TABLE, POSTGRES_WORKER_NODE_TABLE } from '../adapters/kit/worker-node-table.js';
@@ -20,7 +21,8 @@ export type WorkerIdProviderSpec =
   | { readonly kind: 'static'; readonly workerId: number }
   | { readonly kind: 'k8s-ordinal'; readonly offset: number }
   | { readonly kind: 'worker-node'; readonly table?: WorkerNodeTableSpec }
-  | { readonly kind: 'zookeeper'; readonly zookeeper: ZookeeperSpec };
+  | { readonly kind: 'zookeeper'; readonly zookeeper: ZookeeperSpec }
+  | { readonly kind: 'etcd'; readonly etcd: EtcdSpec };
 
 /** uid-generator's WORKER_NODE table: the database (its URL without `table`) and the table's name. */
 export interface WorkerNodeTableSpec {
@@ -33,6 +35,7 @@ export interface WorkerNodeTableSpec {
 export function parseWorkerIdProvider(spec: string): WorkerIdProviderSpec {
   const s = spec.trim();
   if (s.startsWith('zookeeper:')) return { kind: 'zookeeper', zookeeper: parseZookeeperSpec(s) };
+  if (s.startsWith('etcd://')) return { kind: 'etcd', etcd: parseEtcdSpec(s) };
   if (s.startsWith('worker-node:') && s.includes('://'))
     return { kind: 'worker-node', table: parseWorkerNodeTable(s.slice('worker-node:'.length)) };
   const m = /^(lease|sql-lease|static|k8s-ordinal|worker-node)(?::([0-9]{1,9}))?$/.exec(s);

@@ -11,6 +11,7 @@ import { DEFAULT_STATE_DIR } from './defaults.js';
 import type { Logger } from '../ports/logger.js';
 import type { WorkerIdProvider } from '../ports/worker-id-provider.js';
 import type { WorkerLeaseStore } from '../ports/worker-lease-store.js';
+import type { EtcdSpec } from '../adapters/etcd/etcd-spec.js';
 import { k8sOrdinal } from '../adapters/k8s/k8s-ordinal.js';
 import { LeaseWorkerIdProvider, WorkerNodeWorkerIdProvider } from '../adapters/lease/lease-worker-id-provider.js';
 import { StateDir } from '../adapters/state-dir/state-dir.js';
@@ -78,6 +79,10 @@ function createBareProvider(spec: WorkerIdProviderSpec, leases: () => WorkerLeas
     const stateDir = o.workerSlot === undefined ? dir : workerStateDir(dir, o.workerSlot);
     return new ZookeeperWorkerIdProvider({ ...z, ...common, stateDir, hostname: o.hostname });
   }
+  if (spec.kind === 'etcd') {
+    // Leases as on a SQL store (the provider's fencing and ledger), held in etcd.
+    return new LeaseWorkerIdProvider(lazyEtcdLeases(spec.etcd), { ...leaseOptions(o), kind: 'etcd' });
+  }
   if (spec.kind === 'worker-node' && spec.table !== undefined) {
     return new UidWorkerNodeProvider(lazyWorkerNodeTable(spec.table), { hostName: o.hostname, port: o.port });
   }
@@ -115,6 +120,27 @@ function lazyWorkerNodeTable(t: WorkerNodeTableSpec): WorkerNodeTable {
   return {
     kind: `${t.engine} ${t.table}`,
     addWorkerNode: async (row) => (await open()).addWorkerNode(row),
+    close: async () => {
+      if (opened) await (await opened).close();
+    },
+  };
+}
+
+/** The etcd lease store, its client (gRPC) loaded at the first lease: a server that asks for no snowflake ID loads neither. */
+function lazyEtcdLeases(spec: EtcdSpec): WorkerLeaseStore {
+  let opened: Promise<WorkerLeaseStore> | undefined;
+  const open = (): Promise<WorkerLeaseStore> =>
+    (opened ??= import('../adapters/etcd/etcd-worker-lease-store.js').then((m) => new m.EtcdWorkerLeaseStore(spec)));
+  return {
+    kind: 'etcd',
+    init: async () => (await open()).init(),
+    acquire: async (req) => (await open()).acquire(req),
+    renew: async (lease, ttlMs, lastTick) => (await open()).renew(lease, ttlMs, lastTick),
+    release: async (lease, lastTick) => (await open()).release(lease, lastTick),
+    registerNode: async (space, host, count) => (await open()).registerNode(space, host, count),
+    holdings: async (space, workerId) => (await open()).holdings(space, workerId),
+    entries: async (space, workerId) => (await open()).entries(space, workerId),
+    pruneLedger: async (retentionMs, limit) => (await open()).pruneLedger(retentionMs, limit),
     close: async () => {
       if (opened) await (await opened).close();
     },

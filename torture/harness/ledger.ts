@@ -50,3 +50,24 @@ export async function ledgerVerdicts(ctx: Context, store: string, tags: readonly
   }
   return out;
 }
+
+/**
+ * The lease ledger against the log: every snowflake ID the clients got for
+ * `key` (a preset layout's name) handed to `sequoia audit --layout`, which
+ * finds the IDs whose worker id nobody held at their tick (`leaseStore`: where
+ * the ledger is, e.g. the etcd provider's spec). Verdict for CheckSpec.ledger.
+ */
+export async function leaseLedgerVerdict(ctx: Context, leaseStore: string, key: string): Promise<LedgerVerdict> {
+  const ids = new Set<string>();
+  for (const r of readLog(ctx.logDir)) if (r.generator === 'snowflake' && r.key === key) for (const id of r.ids ?? []) ids.add(id);
+  const file = join(ctx.dir, `lease-ids-${key}.txt`);
+  writeFileSync(file, [...ids].join('\n') + '\n');
+  const r = await ctx.sequoia(['audit', file, '--layout', key, '--store', leaseStore, '--json', '--no-progress'], true);
+  if (r.status !== 0 && r.status !== 1) throw new Error(`sequoia audit --layout ${key} exited ${r.status}: ${r.stderr.slice(0, 500)}`);
+  const report = JSON.parse(r.stdout) as AuditJson;
+  if (report.notChecked.some((n) => /lease ledger/.test(n)))
+    throw new Error(`sequoia audit --layout ${key}: the lease ledger was not read (${report.notChecked.join('; ')})`);
+  const unheld = report.findings.find((f) => f.kind === 'unheld-worker-id');
+  ctx.notes.push(`lease ledger: ${ids.size} snowflake IDs checked, ${unheld?.count ?? 0} carry a worker id nobody held at their tick`);
+  return { checked: ids.size, uncovered: unheld?.count ?? 0, examples: unheld?.examples.slice(0, 20) ?? [] };
+}

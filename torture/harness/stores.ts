@@ -295,3 +295,47 @@ export class PrivateMariadb extends PrivateStore {
     });
   }
 }
+
+/** etcd (Debian's etcd-server, as .ci/etcd.sh installs it): one member on its own client and peer ports. */
+export class PrivateEtcd extends PrivateStore {
+  private peerPort = 0;
+
+  get url(): string {
+    return `etcd://127.0.0.1:${this.port}`;
+  }
+
+  protected override async init(): Promise<void> {
+    this.peerPort = await freePort();
+  }
+
+  protected spawnIt(): ChildProcess {
+    const peer = `http://127.0.0.1:${this.peerPort}`;
+    const client = `http://127.0.0.1:${this.port}`;
+    return spawn(
+      'etcd',
+      [
+        '--name',
+        'torture',
+        '--data-dir',
+        join(this.dir, 'data'),
+        '--listen-client-urls',
+        client,
+        '--advertise-client-urls',
+        client,
+        '--listen-peer-urls',
+        peer,
+        '--initial-advertise-peer-urls',
+        peer,
+        '--initial-cluster',
+        `torture=${peer}`,
+      ],
+      { stdio: ['ignore', 'pipe', 'pipe'], detached: true },
+    );
+  }
+
+  protected ready(): boolean {
+    // etcd's /health over bash's /dev/tcp (etcdctl is another package).
+    const get = `exec 3<>/dev/tcp/127.0.0.1/${this.port} && printf 'GET /health HTTP/1.0\\r\\n\\r\\n' >&3 && grep -q '"health":"true"' <&3`;
+    return quiet('timeout', ['2', 'bash', '-c', get]);
+  }
+}

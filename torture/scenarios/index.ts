@@ -14,6 +14,7 @@ import { snowflakeWorkers } from './snowflake-workers.js';
 import { restorePostgresSkewed, restoreSqlite, restoreSqliteSkewed } from './restore.js';
 import { recreatePostgres, recreateSqlite } from './recreate.js';
 import { rollingRestart } from './rolling-restart.js';
+import { etcdLeases } from './etcd-leases.js';
 
 export const SCENARIOS: readonly Scenario[] = [
   segmentKills,
@@ -40,4 +41,5 @@ export const SCENARIOS: readonly Scenario[] = [
   stateDirFull,
   dbLock,
   rollingRestart,
+  etcdLeases,
 ];

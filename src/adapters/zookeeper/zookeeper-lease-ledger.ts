@@ -18,21 +18,9 @@ import { randomBytes } from 'node:crypto';
 import zookeeper from 'node-zookeeper-client';
 import type { Clock } from '../../core/clock.js';
 import type { LeaseHolder, LeaseHolding, LeaseLedger, LeaseLedgerEntry } from '../../ports/lease-ledger.js';
+import { type HoldingData, holdingEntries, parseHolding } from '../kit/holding-ledger.js';
 import { safe } from './zookeeper-claim.js';
 import { ZookeeperSession, isZookeeperError, unavailable } from './zookeeper-session.js';
-
-/** What a holding's ledger node holds. */
-export interface HoldingData {
-  readonly workerId: number;
-  readonly began: 'grant' | 'takeover';
-  readonly owner: string;
-  readonly holder: LeaseHolder;
-  readonly fromTick: number;
-  untilTick: number;
-  released: boolean;
-  readonly firstAtMs: number;
-  lastAtMs: number;
-}
 
 /** A holding this process writes: its node and what it last wrote there. */
 export interface LedgerRecord {
@@ -98,27 +86,6 @@ async function readHolding(
       throw unavailable(e);
     });
   return data && parseHolding(Number(m[1]), Number(m[2]), data);
-}
-
-function parseHolding(workerId: number, generation: number, b: Buffer | undefined): LeaseHolding | undefined {
-  try {
-    const d = JSON.parse(b?.toString('utf8') ?? '') as HoldingData;
-    if (d.workerId !== workerId || !Number.isSafeInteger(d.fromTick) || !Number.isSafeInteger(d.untilTick)) return undefined;
-    return {
-      workerId,
-      generation,
-      began: d.began,
-      owner: d.owner,
-      holder: d.holder,
-      fromTick: d.fromTick,
-      untilTick: d.untilTick,
-      released: d.released === true,
-      firstAtMs: d.firstAtMs,
-      lastAtMs: d.lastAtMs,
-    };
-  } catch {
-    return undefined;
-  }
 }
 
 /** A provider's side of the ledger: its holdings' nodes, written with its reports, and the prune of old ones. */
@@ -237,16 +204,9 @@ export class ZookeeperLeaseLedger implements LeaseLedger {
     return out.sort((a, b) => a.workerId - b.workerId || a.generation - b.generation);
   }
 
-  /** A node keeps the holding, not each report: its start, and its latest horizon or release. */
+  /** A node keeps the holding, not each report (holding-ledger.ts). */
   async entries(space: string, workerId: number): Promise<readonly LeaseLedgerEntry[]> {
-    const out: LeaseLedgerEntry[] = [];
-    for (const h of await this.holdings(space, workerId)) {
-      const base = { space, workerId, generation: h.generation, owner: h.owner, holder: h.holder, fromTick: h.fromTick };
-      out.push({ ...base, kind: h.began ?? 'grant', untilTick: h.fromTick - 1, atMs: h.firstAtMs });
-      if (h.released || h.untilTick >= h.fromTick)
-        out.push({ ...base, kind: h.released ? 'release' : 'renew', untilTick: h.untilTick, atMs: h.lastAtMs });
-    }
-    return out;
+    return holdingEntries(space, await this.holdings(space, workerId));
   }
 
   async pruneLedger(retentionMs: number, limit: number): Promise<number> {
