@@ -17,7 +17,7 @@ function readVectors(name: string): Record<string, string>[] {
   for (const raw of text.split('\n')) {
     const line = raw.replace(/^\s*#.*$/, '');
     if (line.trim() === '') continue;
-    const m = /^(- |  )([a-z]+): (?:"(.*)"|([^"#]+))\s*$/.exec(line);
+    const m = /^(- | {2})([a-z]+): (?:"(.*)"|([^"#]+))\s*$/.exec(line);
     if (m === null) throw new Error(`unexpected line in ${name}: ${raw}`);
     if (m[1] === '- ') out.push({});
     out[out.length - 1]![m[2]!] = m[3] ?? m[4]!.trim();
