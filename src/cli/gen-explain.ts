@@ -3,7 +3,17 @@
  * business numbers. Output is JSON for explain, one ID per line for gen.
  */
 import type { Command } from 'commander';
-import { createBusinessNumberCodec, resolveBusinessNumberFormat } from '../core/business-number/index.js';
+import {
+  type BusinessNumberFormat,
+  DEFAULT_PREFIXED_FORMAT,
+  businessNumberFormatSpec,
+  createBusinessNumberCodec,
+  createPrefixedIdCodec,
+  parsePrefixedId,
+  resolveBusinessNumberFormat,
+  splitPrefixedId,
+} from '../core/business-number/index.js';
+import { TypeIdGenerator, describeTypeId } from '../core/typeid/index.js';
 import { InvalidArgumentError } from '../core/errors.js';
 import { DEFAULT_LAYOUT, type Layout, decompose, defineLayouts, getLayout, joinWorker } from '../core/snowflake/layout.js';
 import { assertTag } from '../core/validate.js';
@@ -19,10 +29,10 @@ import { spansAt } from '../core/snowflake/holding-index.js';
 import { SNOWFLAKE_LAYOUTS, explainSnowflake, genSnowflake, isSnowflakeLayout } from './snowflake-commands.js';
 import { DEFAULT_STATE_DIR, DEFAULT_STORE_URL, WORKER_ID_PROVIDER_SPECS } from '../app/defaults.js';
 
-export const GEN_KINDS = ['uuid', 'uuid4', 'ulid', 'objectid'] as const;
+export const GEN_KINDS = ['uuid', 'uuid4', 'ulid', 'objectid', 'typeid'] as const;
 /** Every kind `sequoia gen` takes: the two with a store, then the coordination-free ones. */
 export const ALL_GEN_KINDS = ['snowflake', 'segment', ...GEN_KINDS] as const;
-export const EXPLAIN_LAYOUTS = ['uuid', 'ulid', 'objectid', 'flake128', 'fallback'] as const;
+export const EXPLAIN_LAYOUTS = ['uuid', 'ulid', 'objectid', 'flake128', 'fallback', 'typeid'] as const;
 
 export function parseCountArg(v: string): number {
   if (!/^[1-9][0-9]{0,5}$/.test(v) || Number(v) > 100_000) {
@@ -31,9 +41,12 @@ export function parseCountArg(v: string): number {
   return Number(v);
 }
 
-export function generate(kind: string, count: number): string[] {
+export function generate(kind: string, count: number, prefix = ''): string[] {
   const out: string[] = [];
-  if (kind === 'uuid' || kind === 'ulid') {
+  if (kind === 'typeid') {
+    const g = new TypeIdGenerator({ prefix, clock: systemClock, random: systemRandom });
+    for (let i = 0; i < count; i++) out.push(g.next());
+  } else if (kind === 'uuid' || kind === 'ulid') {
     const g = new UuidV7Generator({ clock: systemClock, random: systemRandom });
     for (let i = 0; i < count; i++) out.push(kind === 'ulid' ? g.nextUlid() : g.next());
   } else if (kind === 'uuid4') {
@@ -51,16 +64,29 @@ export function generate(kind: string, count: number): string[] {
 const UUID_LIKE = /^(urn:uuid:)?\{?[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}\}?$/i;
 const ULID_LIKE = /^[0-9A-HJKMNP-TV-Z]{26}$/i;
 const OBJECTID_LIKE = /^[0-9a-f]{24}$/i;
+/** A TypeID with a prefix (a bare one reads as a ULID: the same 128 bits). */
+const TYPEID_LIKE = /_[0-7][0-9a-hjkmnp-tv-z]{25}$/;
 
 /** Decodes an ID of a coordination-free layout, or a business number with `format`. */
 export function explain(
   id: string,
   opts: { layout?: string; format?: string; formats?: Record<string, unknown>; layouts?: ReadonlyMap<string, Layout> },
 ): Record<string, unknown> {
-  if (opts.format !== undefined) {
-    const named = new Map(Object.entries(opts.formats ?? {})) as Parameters<typeof resolveBusinessNumberFormat>[1];
-    const codec = createBusinessNumberCodec(resolveBusinessNumberFormat(opts.format, named, '--format'));
-    return { id, kind: 'business-number', format: opts.format, value: codec.decode(id).toString() };
+  const named = new Map(Object.entries(opts.formats ?? {})) as ReadonlyMap<string, BusinessNumberFormat>;
+  const format = opts.format === undefined ? undefined : resolveBusinessNumberFormat(opts.format, named, '--format');
+  if (opts.layout === 'typeid' || (opts.layout === undefined && format === undefined && TYPEID_LIKE.test(id))) {
+    const { typeid, ...d } = describeTypeId(id);
+    return { id: typeid, kind: 'typeid', ...d, ...(d.timestampMs !== undefined ? { time: new Date(d.timestampMs).toISOString() } : {}) };
+  }
+  if (splitPrefixedId(id) !== undefined || (opts.layout === undefined && id.includes('_'))) {
+    // `ord_…`: the ID under its type prefix, read in --format (default base62:11) and explained as a bare ID would be.
+    const f = format ?? DEFAULT_PREFIXED_FORMAT;
+    const { prefix, value } = parsePrefixedId(id, f);
+    const inner = explain(value.toString(), { layout: opts.layout, layouts: opts.layouts });
+    return { ...inner, id, prefix, format: opts.format ?? businessNumberFormatSpec(f), value: value.toString() };
+  }
+  if (format !== undefined) {
+    return { id, kind: 'business-number', format: opts.format, value: createBusinessNumberCodec(format).decode(id).toString() };
   }
   if (isSnowflakeLayout(opts.layout, opts.layouts) || (opts.layout === undefined && /^[0-9]{1,19}$/.test(id))) {
     return explainSnowflake(id, opts.layout ?? DEFAULT_LAYOUT, opts.layouts);
@@ -153,6 +179,11 @@ export function registerGenAndExplain(program: Command): void {
     .option('--config <file>', 'snowflake: JSON config file with custom `layouts` (env SEQUOIA_CONFIG)')
     .option('--tag <tag>', 'segment: the tag to draw from')
     .option('--state-dir <dir>', `segment: local state directory (env SEQUOIA_STATE_DIR; default ${DEFAULT_STATE_DIR})`)
+    .option('--prefix <prefix>', 'typeid: its type prefix; snowflake, segment: print each ID as PREFIX_ + the ID in --format')
+    .option(
+      '--format <spec>',
+      `snowflake, segment with --prefix: how the ID is written (default ${businessNumberFormatSpec(DEFAULT_PREFIXED_FORMAT)})`,
+    )
     .action(
       async (
         kind: string,
@@ -165,18 +196,26 @@ export function registerGenAndExplain(program: Command): void {
           tag?: string;
           stateDir?: string;
           config?: string;
+          prefix?: string;
+          format?: string;
         },
       ) => {
-        if (kind === 'snowflake') {
-          console.log((await genSnowflake({ ...o, count: o.count ?? 1 })).join('\n'));
+        if (kind === 'snowflake' || kind === 'segment') {
+          // Checked before any ID is taken: a bad prefix costs no IDs.
+          const prefixed = o.prefix === undefined ? undefined : createPrefixedIdCodec(o.prefix, genFormat(o.format));
+          if (prefixed === undefined && o.format !== undefined) throw new InvalidArgumentError('--format needs --prefix');
+          if (kind === 'segment' && o.tag === undefined) throw new InvalidArgumentError('gen segment needs --tag');
+          const ids =
+            kind === 'snowflake'
+              ? await genSnowflake({ ...o, count: o.count ?? 1 })
+              : await genSegment(o.tag!, o.count ?? 1, { store: o.store, stateDir: o.stateDir });
+          console.log((prefixed === undefined ? ids : ids.map((id) => prefixed.encode(BigInt(id)))).join('\n'));
           return;
         }
-        if (kind === 'segment') {
-          if (o.tag === undefined) throw new InvalidArgumentError('gen segment needs --tag');
-          console.log((await genSegment(o.tag, o.count ?? 1, { store: o.store, stateDir: o.stateDir })).join('\n'));
-          return;
+        if (o.format !== undefined || (o.prefix !== undefined && kind !== 'typeid')) {
+          throw new InvalidArgumentError(`gen ${kind} takes no ${o.format !== undefined ? '--format' : '--prefix'}`);
         }
-        console.log(generate(kind, o.count ?? 1).join('\n'));
+        console.log(generate(kind, o.count ?? 1, o.prefix).join('\n'));
       },
     );
 
@@ -222,6 +261,10 @@ export function registerGenAndExplain(program: Command): void {
         console.log(JSON.stringify(out, null, 2));
       },
     );
+}
+
+function genFormat(spec: string | undefined): BusinessNumberFormat {
+  return spec === undefined ? DEFAULT_PREFIXED_FORMAT : resolveBusinessNumberFormat(spec, undefined, '--format');
 }
 
 /** Who held the snowflake ID's worker id at its tick, from the store's lease ledger. */
