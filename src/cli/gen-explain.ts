@@ -5,13 +5,16 @@
 import type { Command } from 'commander';
 import {
   type BusinessNumberFormat,
+  type DailyNumberFormat,
   DEFAULT_PREFIXED_FORMAT,
   businessNumberFormatSpec,
   createBusinessNumberCodec,
   createPrefixedIdCodec,
   parsePrefixedId,
+  parseDailyNumber,
   resolveBusinessNumberFormat,
   splitPrefixedId,
+  validateTimeZone,
 } from '../core/business-number/index.js';
 import { TypeIdGenerator, describeTypeId } from '../core/typeid/index.js';
 import { InvalidArgumentError } from '../core/errors.js';
@@ -31,8 +34,8 @@ import { DEFAULT_STATE_DIR, DEFAULT_STORE_URL, WORKER_ID_PROVIDER_SPECS } from '
 
 export const GEN_KINDS = ['uuid', 'uuid4', 'ulid', 'objectid', 'typeid'] as const;
 /** Every kind `sequoia gen` takes: the two with a store, then the coordination-free ones. */
-export const ALL_GEN_KINDS = ['snowflake', 'segment', ...GEN_KINDS] as const;
-export const EXPLAIN_LAYOUTS = ['uuid', 'ulid', 'objectid', 'flake128', 'fallback', 'typeid'] as const;
+export const ALL_GEN_KINDS = ['snowflake', 'segment', 'daily', ...GEN_KINDS] as const;
+export const EXPLAIN_LAYOUTS = ['uuid', 'ulid', 'objectid', 'flake128', 'fallback', 'typeid', 'daily', 'daily:check'] as const;
 
 export function parseCountArg(v: string): number {
   if (!/^[1-9][0-9]{0,5}$/.test(v) || Number(v) > 100_000) {
@@ -66,6 +69,7 @@ const ULID_LIKE = /^[0-9A-HJKMNP-TV-Z]{26}$/i;
 const OBJECTID_LIKE = /^[0-9a-f]{24}$/i;
 /** A TypeID with a prefix (a bare one reads as a ULID: the same 128 bits). */
 const TYPEID_LIKE = /_[0-7][0-9a-hjkmnp-tv-z]{25}$/;
+const DAILY_LIKE = /^[0-9]{8}-[0-9]{1,12}$/;
 
 /** Decodes an ID of a coordination-free layout, or a business number with `format`. */
 export function explain(
@@ -77,6 +81,19 @@ export function explain(
   if (opts.layout === 'typeid' || (opts.layout === undefined && format === undefined && TYPEID_LIKE.test(id))) {
     const { typeid, ...d } = describeTypeId(id);
     return { id: typeid, kind: 'typeid', ...d, ...(d.timestampMs !== undefined ? { time: new Date(d.timestampMs).toISOString() } : {}) };
+  }
+  if (
+    opts.layout === 'daily' ||
+    opts.layout === 'daily:check' ||
+    (opts.layout === undefined && format === undefined && DAILY_LIKE.test(id))
+  ) {
+    const { day, counter } = parseDailyNumber(id, { check: opts.layout === 'daily:check' });
+    return {
+      id,
+      kind: 'daily',
+      day: `${day.slice(0, 4)}-${day.slice(4, 6)}-${day.slice(6)}`,
+      counter: counter.toString(),
+    };
   }
   if (splitPrefixedId(id) !== undefined || (opts.layout === undefined && id.includes('_'))) {
     // `ord_…`: the ID under its type prefix, read in --format (default base62:11) and explained as a bare ID would be.
@@ -179,6 +196,9 @@ export function registerGenAndExplain(program: Command): void {
     .option('--config <file>', 'snowflake: JSON config file with custom `layouts` (env SEQUOIA_CONFIG)')
     .option('--tag <tag>', 'segment: the tag to draw from')
     .option('--state-dir <dir>', `segment: local state directory (env SEQUOIA_STATE_DIR; default ${DEFAULT_STATE_DIR})`)
+    .option('--time-zone <iana>', 'daily: the IANA time zone whose day stamps the numbers (e.g. Asia/Shanghai, UTC)')
+    .option('--digits <n>', 'daily: counter digits, 1-12 (default 6)')
+    .option('--check', 'daily: append a check symbol (Crockford mod 37)')
     .option('--prefix <prefix>', 'typeid: its type prefix; snowflake, segment: print each ID as PREFIX_ + the ID in --format')
     .option(
       '--format <spec>',
@@ -198,8 +218,17 @@ export function registerGenAndExplain(program: Command): void {
           config?: string;
           prefix?: string;
           format?: string;
+          timeZone?: string;
+          digits?: string;
+          check?: boolean;
         },
       ) => {
+        if (kind === 'daily') {
+          if (o.tag === undefined || o.timeZone === undefined) throw new InvalidArgumentError('gen daily needs --tag and --time-zone');
+          const format = { timeZone: validateTimeZone(o.timeZone, '--time-zone'), digits: parseDigits(o.digits), check: o.check === true };
+          console.log((await genDaily(o.tag, o.count ?? 1, format, { store: o.store, stateDir: o.stateDir })).join('\n'));
+          return;
+        }
         if (kind === 'snowflake' || kind === 'segment') {
           // Checked before any ID is taken: a bad prefix costs no IDs.
           const prefixed = o.prefix === undefined ? undefined : createPrefixedIdCodec(o.prefix, genFormat(o.format));
@@ -261,6 +290,13 @@ export function registerGenAndExplain(program: Command): void {
         console.log(JSON.stringify(out, null, 2));
       },
     );
+}
+
+function parseDigits(v: string | undefined): number | undefined {
+  if (v === undefined) return undefined;
+  if (!/^[1-9][0-9]?$/.test(v) || Number(v) > 12)
+    throw new InvalidArgumentError(`--digits must be an integer from 1 to 12, got ${JSON.stringify(v)}`);
+  return Number(v);
 }
 
 function genFormat(spec: string | undefined): BusinessNumberFormat {
@@ -356,6 +392,35 @@ export async function genSegment(tag: string, count: number, opts: { store?: str
         for (const id of await service.nextMany(tag, Math.min(left, MAX_COUNT))) ids.push(String(id));
       }
       return ids;
+    },
+    { checkStateDir: true },
+  );
+}
+
+/**
+ * Date-stamped numbers from the store (service/daily-numbers.ts): each run
+ * is a restart, so the day's tag and the latest day come from the store.
+ */
+export async function genDaily(
+  tag: string,
+  count: number,
+  format: DailyNumberFormat,
+  opts: { store?: string; stateDir?: string },
+): Promise<string[]> {
+  assertTag(tag);
+  const [{ resolveConfig }, { withIdService }, { DailyNumbers }] = await Promise.all([
+    import('../app/config.js'),
+    import('../app/wiring.js'),
+    import('../service/daily-numbers.js'),
+  ]);
+  const config = resolveConfig({ store: opts.store, stateDir: opts.stateDir }, process.env, undefined);
+  return withIdService(
+    config,
+    async (service) => {
+      const numbers = new DailyNumbers({ service, tag, format });
+      const out: string[] = [];
+      for (let left = count; left > 0; left -= MAX_COUNT) out.push(...(await numbers.nextMany(Math.min(left, MAX_COUNT))));
+      return out;
     },
     { checkStateDir: true },
   );
