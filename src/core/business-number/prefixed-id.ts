@@ -23,8 +23,6 @@ import { type ExplainResult, explainId } from '../snowflake/explain.js';
 import type { Layout } from '../snowflake/layout.js';
 
 export const DEFAULT_PREFIXED_FORMAT: BusinessNumberFormat = { kind: 'base62', width: 11 };
-/** `DEFAULT_PREFIXED_FORMAT` as a `--format` spec, for messages and `explain`'s answer. */
-export const DEFAULT_PREFIXED_FORMAT_SPEC = 'base62:11';
 
 export interface PrefixedIdCodec {
   readonly prefix: string;
