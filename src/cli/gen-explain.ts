@@ -285,7 +285,9 @@ export function registerGenAndExplain(program: Command): void {
         if (o.store !== undefined) {
           if (out.kind !== 'snowflake')
             throw new InvalidArgumentError(`--store: only snowflake IDs are traced to a worker-id lease (this is a ${String(out.kind)})`);
-          out.lease = await leaseAt(id, getLayout(o.layout ?? 'twitter', layouts), o.store);
+          // A prefixed ID (`ord_…`) is traced by the ID it holds.
+          const decimal = typeof out.prefix === 'string' && typeof out.value === 'string' ? out.value : id;
+          out.lease = await leaseAt(decimal, getLayout(o.layout ?? 'twitter', layouts), o.store);
         }
         console.log(JSON.stringify(out, null, 2));
       },

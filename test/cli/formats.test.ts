@@ -50,6 +50,14 @@ describe('sequoia explain ord_…', () => {
     expect(other).toMatchObject({ kind: 'segment', prefix: 'sk_live', format: 'crockford32:13:check', value: '42' });
   });
 
+  it('--store traces a prefixed snowflake ID to its worker-id lease like the bare ID', () => {
+    const store = ['--store', `sqlite:${join(dir, 'lease.db')}`];
+    const prefixed = sequoia(['explain', 'ord_1TCKi1nFuNh', ...store]);
+    expect(prefixed.stderr).toBe('');
+    const bare = JSON.parse(sequoia(['explain', '1234567890123456789', ...store]).stdout) as { lease: unknown };
+    expect((JSON.parse(prefixed.stdout) as { lease: unknown }).lease).toEqual(bare.lease);
+  });
+
   it('refuses a bad prefix or suffix with exit status 2 and says which', () => {
     refused(sequoia(['explain', 'Ord_1TCKi1nFuNh']), /is not a prefixed ID: expected a type prefix/);
     refused(sequoia(['explain', 'ord_1TCKi1nFuN']), /the part after the prefix is not an ID: base62 text must be 11 characters/);
