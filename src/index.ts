@@ -1,8 +1,9 @@
 /**
  * Sequoia as a library: the coordination-free generators (UUIDv7/v4, ULID,
- * ObjectId, flake128, snowflake layouts), codecs, permutation and business
- * numbers. Loads no server, store or driver code: the segment service, its
- * stores and the HTTP server are `sequoia-id/server`.
+ * ObjectId, flake128, snowflake layouts, TypeID), codecs, permutation and
+ * business numbers (prefixed IDs, the text of date-stamped daily numbers).
+ * Loads no server, store or driver code: the segment service, its stores,
+ * the daily-number issuer and the HTTP server are `sequoia-id/server`.
  *
  * @example
  * import { UuidV7Generator, systemClock, systemRandom } from 'sequoia-id';
@@ -20,6 +21,30 @@ export {
   type BusinessNumberKind,
   createBusinessNumberCodec,
 } from './core/business-number/business-number.js';
+export {
+  DAILY_DEFAULT_DIGITS,
+  type DailyNumberFormat,
+  dailyTag,
+  dayOfDailyTag,
+  dayStamp,
+  formatDailyNumber,
+  issuingDay,
+  type ParsedDailyNumber,
+  parseDailyNumber,
+  validateDailyNumberFormat,
+  validateTimeZone,
+} from './core/business-number/daily-number.js';
+export {
+  businessNumberFormatSpec,
+  createPrefixedIdCodec,
+  DEFAULT_PREFIXED_FORMAT,
+  explainPrefixedId,
+  type ParsedPrefixedId,
+  parsePrefixedId,
+  type PrefixedExplainResult,
+  type PrefixedIdCodec,
+  splitPrefixedId,
+} from './core/business-number/prefixed-id.js';
 export { type Clock, systemClock } from './core/clock.js';
 export { BASE62_ALPHABET, decodeBase62, encodeBase62 } from './core/codecs/base62.js';
 export {
@@ -94,6 +119,20 @@ export {
   type ValidateOptions,
 } from './core/snowflake/layout.js';
 export { plan, type Plan, type PlanInput } from './core/snowflake/planner.js';
+export {
+  describeTypeId,
+  formatTypeId,
+  isValidTypeIdPrefix,
+  type ParsedTypeId,
+  parseTypeId,
+  tryParseTypeId,
+  TYPEID_ALPHABET,
+  TYPEID_PREFIX_MAX,
+  TYPEID_PREFIX_RULE,
+  type TypeIdDescription,
+  TypeIdGenerator,
+  type TypeIdOptions,
+} from './core/typeid/typeid.js';
 export { bytesToUlid, ulidTimestampMs, ulidToBytes, ulidToUuid, uuidToUlid } from './core/uuid/ulid.js';
 export {
   describeUuid,

@@ -22,6 +22,7 @@ export { StateDir as FileHighWaterMarkStore } from '../adapters/state-dir/state-
 export { createStore } from './stores.js';
 export { createWorkerIdProvider } from './worker-id-providers.js';
 export { IdService, type IdServiceOptions } from '../service/id-service.js';
+export { DailyNumbers, type DailyNumbersOptions } from '../service/daily-numbers.js';
 export type { TagAllocator } from '../service/tag-allocator.js';
 export { SnowflakeService } from '../service/snowflake-service.js';
 export { buildApp } from '../server/build-app.js';

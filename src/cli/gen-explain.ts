@@ -3,7 +3,20 @@
  * business numbers. Output is JSON for explain, one ID per line for gen.
  */
 import type { Command } from 'commander';
-import { createBusinessNumberCodec, resolveBusinessNumberFormat } from '../core/business-number/index.js';
+import {
+  type BusinessNumberFormat,
+  type DailyNumberFormat,
+  DEFAULT_PREFIXED_FORMAT,
+  businessNumberFormatSpec,
+  createBusinessNumberCodec,
+  createPrefixedIdCodec,
+  parsePrefixedId,
+  parseDailyNumber,
+  resolveBusinessNumberFormat,
+  splitPrefixedId,
+  validateTimeZone,
+} from '../core/business-number/index.js';
+import { TypeIdGenerator, describeTypeId } from '../core/typeid/index.js';
 import { InvalidArgumentError } from '../core/errors.js';
 import { DEFAULT_LAYOUT, type Layout, decompose, defineLayouts, getLayout, joinWorker } from '../core/snowflake/layout.js';
 import { assertTag } from '../core/validate.js';
@@ -19,10 +32,10 @@ import { spansAt } from '../core/snowflake/holding-index.js';
 import { SNOWFLAKE_LAYOUTS, explainSnowflake, genSnowflake, isSnowflakeLayout } from './snowflake-commands.js';
 import { DEFAULT_STATE_DIR, DEFAULT_STORE_URL, WORKER_ID_PROVIDER_SPECS } from '../app/defaults.js';
 
-export const GEN_KINDS = ['uuid', 'uuid4', 'ulid', 'objectid'] as const;
+export const GEN_KINDS = ['uuid', 'uuid4', 'ulid', 'objectid', 'typeid'] as const;
 /** Every kind `sequoia gen` takes: the two with a store, then the coordination-free ones. */
-export const ALL_GEN_KINDS = ['snowflake', 'segment', ...GEN_KINDS] as const;
-export const EXPLAIN_LAYOUTS = ['uuid', 'ulid', 'objectid', 'flake128', 'fallback'] as const;
+export const ALL_GEN_KINDS = ['snowflake', 'segment', 'daily', ...GEN_KINDS] as const;
+export const EXPLAIN_LAYOUTS = ['uuid', 'ulid', 'objectid', 'flake128', 'fallback', 'typeid', 'daily', 'daily:check'] as const;
 
 export function parseCountArg(v: string): number {
   if (!/^[1-9][0-9]{0,5}$/.test(v) || Number(v) > 100_000) {
@@ -31,9 +44,12 @@ export function parseCountArg(v: string): number {
   return Number(v);
 }
 
-export function generate(kind: string, count: number): string[] {
+export function generate(kind: string, count: number, prefix = ''): string[] {
   const out: string[] = [];
-  if (kind === 'uuid' || kind === 'ulid') {
+  if (kind === 'typeid') {
+    const g = new TypeIdGenerator({ prefix, clock: systemClock, random: systemRandom });
+    for (let i = 0; i < count; i++) out.push(g.next());
+  } else if (kind === 'uuid' || kind === 'ulid') {
     const g = new UuidV7Generator({ clock: systemClock, random: systemRandom });
     for (let i = 0; i < count; i++) out.push(kind === 'ulid' ? g.nextUlid() : g.next());
   } else if (kind === 'uuid4') {
@@ -51,16 +67,43 @@ export function generate(kind: string, count: number): string[] {
 const UUID_LIKE = /^(urn:uuid:)?\{?[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}\}?$/i;
 const ULID_LIKE = /^[0-9A-HJKMNP-TV-Z]{26}$/i;
 const OBJECTID_LIKE = /^[0-9a-f]{24}$/i;
+/** A TypeID with a prefix (a bare one reads as a ULID: the same 128 bits). */
+const TYPEID_LIKE = /_[0-7][0-9a-hjkmnp-tv-z]{25}$/;
+const DAILY_LIKE = /^[0-9]{8}-[0-9]{1,12}$/;
 
 /** Decodes an ID of a coordination-free layout, or a business number with `format`. */
 export function explain(
   id: string,
   opts: { layout?: string; format?: string; formats?: Record<string, unknown>; layouts?: ReadonlyMap<string, Layout> },
 ): Record<string, unknown> {
-  if (opts.format !== undefined) {
-    const named = new Map(Object.entries(opts.formats ?? {})) as Parameters<typeof resolveBusinessNumberFormat>[1];
-    const codec = createBusinessNumberCodec(resolveBusinessNumberFormat(opts.format, named, '--format'));
-    return { id, kind: 'business-number', format: opts.format, value: codec.decode(id).toString() };
+  const named = new Map(Object.entries(opts.formats ?? {})) as ReadonlyMap<string, BusinessNumberFormat>;
+  const format = opts.format === undefined ? undefined : resolveBusinessNumberFormat(opts.format, named, '--format');
+  if (opts.layout === 'typeid' || (opts.layout === undefined && format === undefined && TYPEID_LIKE.test(id))) {
+    const { typeid, ...d } = describeTypeId(id);
+    return { id: typeid, kind: 'typeid', ...d, ...(d.timestampMs !== undefined ? { time: new Date(d.timestampMs).toISOString() } : {}) };
+  }
+  if (
+    opts.layout === 'daily' ||
+    opts.layout === 'daily:check' ||
+    (opts.layout === undefined && format === undefined && DAILY_LIKE.test(id))
+  ) {
+    const { day, counter } = parseDailyNumber(id, { check: opts.layout === 'daily:check' });
+    return {
+      id,
+      kind: 'daily',
+      day: `${day.slice(0, 4)}-${day.slice(4, 6)}-${day.slice(6)}`,
+      counter: counter.toString(),
+    };
+  }
+  if (splitPrefixedId(id) !== undefined || (opts.layout === undefined && id.includes('_'))) {
+    // `ord_…`: the ID under its type prefix, read in --format (default base62:11) and explained as a bare ID would be.
+    const f = format ?? DEFAULT_PREFIXED_FORMAT;
+    const { prefix, value } = parsePrefixedId(id, f);
+    const inner = explain(value.toString(), { layout: opts.layout, layouts: opts.layouts });
+    return { ...inner, id, prefix, format: opts.format ?? businessNumberFormatSpec(f), value: value.toString() };
+  }
+  if (format !== undefined) {
+    return { id, kind: 'business-number', format: opts.format, value: createBusinessNumberCodec(format).decode(id).toString() };
   }
   if (isSnowflakeLayout(opts.layout, opts.layouts) || (opts.layout === undefined && /^[0-9]{1,19}$/.test(id))) {
     return explainSnowflake(id, opts.layout ?? DEFAULT_LAYOUT, opts.layouts);
@@ -153,6 +196,14 @@ export function registerGenAndExplain(program: Command): void {
     .option('--config <file>', 'snowflake: JSON config file with custom `layouts` (env SEQUOIA_CONFIG)')
     .option('--tag <tag>', 'segment: the tag to draw from')
     .option('--state-dir <dir>', `segment: local state directory (env SEQUOIA_STATE_DIR; default ${DEFAULT_STATE_DIR} where it exists)`)
+    .option('--time-zone <iana>', 'daily: the IANA time zone whose day stamps the numbers (e.g. Asia/Shanghai, UTC)')
+    .option('--digits <n>', 'daily: counter digits, 1-12 (default 6)')
+    .option('--check', 'daily: append a check symbol (Crockford mod 37)')
+    .option('--prefix <prefix>', 'typeid: its type prefix; snowflake, segment: print each ID as PREFIX_ + the ID in --format')
+    .option(
+      '--format <spec>',
+      `snowflake, segment with --prefix: how the ID is written (default ${businessNumberFormatSpec(DEFAULT_PREFIXED_FORMAT)})`,
+    )
     .action(
       async (
         kind: string,
@@ -165,18 +216,35 @@ export function registerGenAndExplain(program: Command): void {
           tag?: string;
           stateDir?: string;
           config?: string;
+          prefix?: string;
+          format?: string;
+          timeZone?: string;
+          digits?: string;
+          check?: boolean;
         },
       ) => {
-        if (kind === 'snowflake') {
-          console.log((await genSnowflake({ ...o, count: o.count ?? 1 })).join('\n'));
+        if (kind === 'daily') {
+          if (o.tag === undefined || o.timeZone === undefined) throw new InvalidArgumentError('gen daily needs --tag and --time-zone');
+          const format = { timeZone: validateTimeZone(o.timeZone, '--time-zone'), digits: parseDigits(o.digits), check: o.check === true };
+          console.log((await genDaily(o.tag, o.count ?? 1, format, { store: o.store, stateDir: o.stateDir })).join('\n'));
           return;
         }
-        if (kind === 'segment') {
-          if (o.tag === undefined) throw new InvalidArgumentError('gen segment needs --tag');
-          console.log((await genSegment(o.tag, o.count ?? 1, { store: o.store, stateDir: o.stateDir })).join('\n'));
+        if (kind === 'snowflake' || kind === 'segment') {
+          // Checked before any ID is taken: a bad prefix costs no IDs.
+          const prefixed = o.prefix === undefined ? undefined : createPrefixedIdCodec(o.prefix, genFormat(o.format));
+          if (prefixed === undefined && o.format !== undefined) throw new InvalidArgumentError('--format needs --prefix');
+          if (kind === 'segment' && o.tag === undefined) throw new InvalidArgumentError('gen segment needs --tag');
+          const ids =
+            kind === 'snowflake'
+              ? await genSnowflake({ ...o, count: o.count ?? 1 })
+              : await genSegment(o.tag!, o.count ?? 1, { store: o.store, stateDir: o.stateDir });
+          console.log((prefixed === undefined ? ids : ids.map((id) => prefixed.encode(BigInt(id)))).join('\n'));
           return;
         }
-        console.log(generate(kind, o.count ?? 1).join('\n'));
+        if (o.format !== undefined || (o.prefix !== undefined && kind !== 'typeid')) {
+          throw new InvalidArgumentError(`gen ${kind} takes no ${o.format !== undefined ? '--format' : '--prefix'}`);
+        }
+        console.log(generate(kind, o.count ?? 1, o.prefix).join('\n'));
       },
     );
 
@@ -217,11 +285,24 @@ export function registerGenAndExplain(program: Command): void {
         if (o.store !== undefined) {
           if (out.kind !== 'snowflake')
             throw new InvalidArgumentError(`--store: only snowflake IDs are traced to a worker-id lease (this is a ${String(out.kind)})`);
-          out.lease = await leaseAt(id, getLayout(o.layout ?? 'twitter', layouts), o.store);
+          // A prefixed ID (`ord_…`) is traced by the ID it holds.
+          const decimal = typeof out.prefix === 'string' && typeof out.value === 'string' ? out.value : id;
+          out.lease = await leaseAt(decimal, getLayout(o.layout ?? 'twitter', layouts), o.store);
         }
         console.log(JSON.stringify(out, null, 2));
       },
     );
+}
+
+function parseDigits(v: string | undefined): number | undefined {
+  if (v === undefined) return undefined;
+  if (!/^[1-9][0-9]?$/.test(v) || Number(v) > 12)
+    throw new InvalidArgumentError(`--digits must be an integer from 1 to 12, got ${JSON.stringify(v)}`);
+  return Number(v);
+}
+
+function genFormat(spec: string | undefined): BusinessNumberFormat {
+  return spec === undefined ? DEFAULT_PREFIXED_FORMAT : resolveBusinessNumberFormat(spec, undefined, '--format');
 }
 
 /** Who held the snowflake ID's worker id at its tick, from the store's lease ledger. */
@@ -313,6 +394,35 @@ export async function genSegment(tag: string, count: number, opts: { store?: str
         for (const id of await service.nextMany(tag, Math.min(left, MAX_COUNT))) ids.push(String(id));
       }
       return ids;
+    },
+    { checkStateDir: true },
+  );
+}
+
+/**
+ * Date-stamped numbers from the store (service/daily-numbers.ts): each run
+ * is a restart, so the day's tag and the latest day come from the store.
+ */
+export async function genDaily(
+  tag: string,
+  count: number,
+  format: DailyNumberFormat,
+  opts: { store?: string; stateDir?: string },
+): Promise<string[]> {
+  assertTag(tag);
+  const [{ resolveConfig }, { withIdService }, { DailyNumbers }] = await Promise.all([
+    import('../app/config.js'),
+    import('../app/wiring.js'),
+    import('../service/daily-numbers.js'),
+  ]);
+  const config = resolveConfig({ store: opts.store, stateDir: opts.stateDir }, process.env, undefined);
+  return withIdService(
+    config,
+    async (service) => {
+      const numbers = new DailyNumbers({ service, tag, format });
+      const out: string[] = [];
+      for (let left = count; left > 0; left -= MAX_COUNT) out.push(...(await numbers.nextMany(Math.min(left, MAX_COUNT))));
+      return out;
     },
     { checkStateDir: true },
   );

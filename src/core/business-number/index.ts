@@ -1,1 +1,3 @@
 export * from './business-number.js';
+export * from './daily-number.js';
+export * from './prefixed-id.js';
