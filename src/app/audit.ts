@@ -21,6 +21,7 @@ import type { HighWaterMark } from '../core/segment/rollback-guard.js';
 import type { LedgerEntry } from '../ports/range-ledger.js';
 import { describeLedgerEntry } from '../service/ledger-view.js';
 import { withIdService } from './wiring.js';
+import { importEtcdLeaseStore } from './worker-id-providers.js';
 
 export type { AuditLedger, AuditLedgerEntry } from '../ports/audit-ledger.js';
 export type { LeaseHolding, LeaseLedger } from '../ports/lease-ledger.js';
@@ -119,7 +120,7 @@ export async function withLeaseLedger<T>(store: string | undefined, fn: (ledger:
   const etcd = store ?? process.env.SEQUOIA_STORE;
   if (etcd?.startsWith('etcd://')) {
     // The etcd provider's ledger, under the spec's prefix (the --worker-id-provider value as given).
-    const { EtcdWorkerLeaseStore } = await import('../adapters/etcd/etcd-worker-lease-store.js');
+    const { EtcdWorkerLeaseStore } = await importEtcdLeaseStore();
     const ledger = new EtcdWorkerLeaseStore(parseEtcdSpec(etcd));
     try {
       return await fn(ledger);

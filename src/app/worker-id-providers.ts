@@ -12,6 +12,7 @@ import type { Logger } from '../ports/logger.js';
 import type { WorkerIdProvider } from '../ports/worker-id-provider.js';
 import type { WorkerLeaseStore } from '../ports/worker-lease-store.js';
 import type { EtcdSpec } from '../adapters/etcd/etcd-spec.js';
+import type * as EtcdLeaseStoreModule from '../adapters/etcd/etcd-worker-lease-store.js';
 import { k8sOrdinal } from '../adapters/k8s/k8s-ordinal.js';
 import { LeaseWorkerIdProvider, WorkerNodeWorkerIdProvider } from '../adapters/lease/lease-worker-id-provider.js';
 import { StateDir } from '../adapters/state-dir/state-dir.js';
@@ -126,11 +127,30 @@ function lazyWorkerNodeTable(t: WorkerNodeTableSpec): WorkerNodeTable {
   };
 }
 
+/**
+ * The etcd lease store's module. Its client, `etcd3`, is an optional peer
+ * dependency: it brings gRPC and protobufjs (whose install script a
+ * consumer's npm would list as not covered by `allowScripts`) to every
+ * install, for one provider most users never name. Missing, it is a clear
+ * error naming the package to install.
+ */
+export async function importEtcdLeaseStore(): Promise<typeof EtcdLeaseStoreModule> {
+  try {
+    return await import('../adapters/etcd/etcd-worker-lease-store.js');
+  } catch (e) {
+    if ((e as { code?: string }).code === 'ERR_MODULE_NOT_FOUND' && String((e as Error).message).includes("'etcd3'")) {
+      throw new InvalidArgumentError(
+        'the etcd worker-id provider needs the etcd3 package, an optional peer dependency of sequoia-id: npm install etcd3@1.1.2',
+      );
+    }
+    throw e;
+  }
+}
+
 /** The etcd lease store, its client (gRPC) loaded at the first lease: a server that asks for no snowflake ID loads neither. */
 function lazyEtcdLeases(spec: EtcdSpec): WorkerLeaseStore {
   let opened: Promise<WorkerLeaseStore> | undefined;
-  const open = (): Promise<WorkerLeaseStore> =>
-    (opened ??= import('../adapters/etcd/etcd-worker-lease-store.js').then((m) => new m.EtcdWorkerLeaseStore(spec)));
+  const open = (): Promise<WorkerLeaseStore> => (opened ??= importEtcdLeaseStore().then((m) => new m.EtcdWorkerLeaseStore(spec)));
   return {
     kind: 'etcd',
     init: async () => (await open()).init(),
