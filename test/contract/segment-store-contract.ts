@@ -352,6 +352,10 @@ export function runSegmentStoreContract(name: string, factory: ContractFactory, 
         expect(idsOf(a).every((id) => id >= to)).toBe(true);
         if (stride === 1) expect(a.maxId).toBe(to + 10n);
       });
+
+      it('refuses a bound outside 0..2^63-1 (the stored-ID range check), changing nothing', async () => {
+        await expectStoredIdRangeChecked(store, tag('fence-range'));
+      });
     });
 
     describe('giveBack (compare-and-set on max_id, for a clean shutdown)', () => {
@@ -814,6 +818,27 @@ export async function expectSqlRecreateIsAnotherCreation(
     expect(await store.giveBack(t, last.maxId, last.maxId - 5n, last.fenceEpoch, last.generation)).toBe(false);
     expect((await store.getTag(t))?.maxId).toBe(now.maxId);
   }
+}
+
+/**
+ * The stored-ID range rule (kit/segment-rules.ts `assertStoredId`): a fence
+ * bound or a new tag's start outside 0..2^63-1 is INVALID_ARGUMENT, and the
+ * tag keeps its max_id and fence epoch. Exported so that a planted store
+ * without the rule can show this case catches it (test/contract/planted-rules.test.ts).
+ */
+export async function expectStoredIdRangeChecked(store: SegmentStore, t: string): Promise<void> {
+  for (const start of [-1n, MAX_ID + 1n]) {
+    expect(await codeOf(store.createTag({ tag: `${t}-s${start < 0n ? 'neg' : 'big'}`, start }))).toBe('INVALID_ARGUMENT');
+  }
+  await store.createTag({ tag: t, step: 10, start: 1n });
+  await store.allocate(t);
+  const before = await store.getTag(t);
+  for (const to of [-1n, MAX_ID + 1n, MAX_ID + 1000n]) {
+    expect(await codeOf(store.fence(t, to))).toBe('INVALID_ARGUMENT');
+  }
+  const after = await store.getTag(t);
+  expect(after?.maxId).toBe(before?.maxId);
+  expect(after?.fenceEpoch).toBe(before?.fenceEpoch);
 }
 
 export async function expectUnavailableQuickly(store: SegmentStore): Promise<void> {

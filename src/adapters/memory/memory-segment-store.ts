@@ -1,8 +1,16 @@
 /** An in-process SegmentStore: for tests, embedding and single-process use without persistence. */
 import { TagExistsError, TagNotFoundError } from '../../core/errors.js';
-import { MAX_ID } from '../../core/id.js';
+import { byFirst, MAX_ID } from '../../core/id.js';
 import type { Allocation, NewTag, SegmentStore, TagInfo, TagUpdate } from '../../ports/segment-store.js';
-import { assertGiveBack, DEFAULT_START, DEFAULT_STEP, exhausted, newGeneration, sameSinceRange } from '../kit/segment-rules.js';
+import {
+  assertGiveBack,
+  assertStoredId,
+  DEFAULT_START,
+  DEFAULT_STEP,
+  exhausted,
+  newGeneration,
+  sameSinceRange,
+} from '../kit/segment-rules.js';
 import type { LedgerEntry, LedgerKind, LedgerPage, LedgerTop, ServerIdentity } from '../../ports/range-ledger.js';
 import { allocatedRange, covers, fencedRange, givenBackRange, ledgerTopOf, processIdentity, rangeLength } from '../kit/range-ledger.js';
 
@@ -49,9 +57,11 @@ export class MemorySegmentStore implements SegmentStore {
   }
 
   async createTag(t: NewTag): Promise<TagInfo> {
+    const start = t.start ?? DEFAULT_START;
+    assertStoredId('start', start);
     if (this.rows.has(t.tag)) throw new TagExistsError(t.tag);
     const row: Row = {
-      maxId: t.start ?? DEFAULT_START,
+      maxId: start,
       step: t.step ?? DEFAULT_STEP,
       description: t.description ?? '',
       updatedAt: new Date(),
@@ -76,6 +86,7 @@ export class MemorySegmentStore implements SegmentStore {
   }
 
   async fence(tag: string, to: bigint): Promise<TagInfo> {
+    assertStoredId('to', to);
     const row = this.rows.get(tag);
     if (!row) throw new TagNotFoundError(tag);
     const jumped = fencedRange(row.maxId, to);
@@ -110,7 +121,7 @@ export class MemorySegmentStore implements SegmentStore {
   }
 
   async ledgerEntries(tag: string): Promise<LedgerEntry[]> {
-    return this.ledger.filter((e) => e.tag === tag).sort((a, b) => (a.first < b.first ? -1 : a.first > b.first ? 1 : 0));
+    return this.ledger.filter((e) => e.tag === tag).sort(byFirst);
   }
 
   /** The cursor is an offset into the tag's entries in order of `first`. */

@@ -57,7 +57,7 @@
  * refuses the new configuration, so skipping the procedure fails loudly.
  */
 import { InvalidArgumentError, SequoiaError, TagExistsError, TagNotFoundError, UnavailableError } from '../../core/errors.js';
-import { MAX_ID } from '../../core/id.js';
+import { byFirst, MAX_ID } from '../../core/id.js';
 import { MULTI_META_TAG } from '../../core/segment/multi-meta-tag.js';
 import type { Allocation, NewTag, SegmentStore, TagInfo, TagUpdate } from '../../ports/segment-store.js';
 import { assertGiveBack, assertStoredId, DEFAULT_START, exhausted } from '../kit/segment-rules.js';
@@ -293,7 +293,7 @@ export class MultiSegmentStore implements SegmentStore {
     });
     const failed = results.find((r) => !r.ok);
     if (failed && !failed.ok) throw failed.error;
-    return results.flatMap((r) => (r.ok ? r.value : [])).sort((a, b) => (a.first < b.first ? -1 : a.first > b.first ? 1 : 0));
+    return results.flatMap((r) => (r.ok ? r.value : [])).sort(byFirst);
   }
 
   /**

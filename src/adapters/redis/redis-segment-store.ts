@@ -51,6 +51,7 @@ import {
   newGeneration,
   readBack,
 } from '../kit/segment-rules.js';
+import { byFirst } from '../../core/id.js';
 import type { LedgerEntry, LedgerPage, LedgerTop, ServerIdentity } from '../../ports/range-ledger.js';
 import { covers, higherTop, identityValues, ledgerTopOf, processIdentity, rangeLength } from '../kit/range-ledger.js';
 import { storedMaxId } from '../kit/store-boundary.js';
@@ -312,7 +313,7 @@ export class RedisSegmentStore implements SegmentStore {
   }
 
   async ledgerEntries(tag: string): Promise<LedgerEntry[]> {
-    return (await this.readLedger(tag)).sort((a, b) => (a.first < b.first ? -1 : a.first > b.first ? 1 : 0));
+    return (await this.readLedger(tag)).sort(byFirst);
   }
 
   /** In the stream's order (the order the ranges moved), `limit` entries a page; the cursor is the last stream id read. */

@@ -13,7 +13,7 @@ import { SequoiaError, TagExistsError, TagNotFoundError, UnavailableError } from
 import { MAX_ID } from '../../core/id.js';
 import type { Allocation, NewTag, SegmentStore, TagInfo, TagUpdate } from '../../ports/segment-store.js';
 import { storeCall, storeError } from '../kit/store-boundary.js';
-import { assertGiveBack, DEFAULT_START, DEFAULT_STEP, exhausted, newGeneration, readBack } from '../kit/segment-rules.js';
+import { assertGiveBack, assertStoredId, DEFAULT_START, DEFAULT_STEP, exhausted, newGeneration, readBack } from '../kit/segment-rules.js';
 import { SqliteConnection } from './sqlite-connection.js';
 import { sqliteLocation } from './sqlite-location.js';
 import type { LedgerEntry, LedgerPage, LedgerTop, ServerIdentity } from '../../ports/range-ledger.js';
@@ -161,18 +161,13 @@ export class SqliteSegmentStore implements SegmentStore {
   }
 
   async createTag(t: NewTag): Promise<TagInfo> {
+    const start = t.start ?? DEFAULT_START;
+    assertStoredId('start', start);
     try {
       this.open();
       this.prepare(
         'INSERT INTO sequoia_alloc (tag, max_id, step, description, updated_at, fence_epoch, generation) VALUES (?, ?, ?, ?, ?, 0, ?)',
-      ).run(
-        t.tag,
-        t.start ?? DEFAULT_START,
-        BigInt(t.step ?? DEFAULT_STEP),
-        t.description ?? '',
-        BigInt(Date.now()),
-        BigInt(newGeneration()),
-      );
+      ).run(t.tag, start, BigInt(t.step ?? DEFAULT_STEP), t.description ?? '', BigInt(Date.now()), BigInt(newGeneration()));
     } catch (e) {
       if ((e as { code?: string }).code === 'SQLITE_CONSTRAINT_PRIMARYKEY') throw new TagExistsError(t.tag);
       throw wrap(e);
@@ -197,6 +192,7 @@ export class SqliteSegmentStore implements SegmentStore {
   }
 
   async fence(tag: string, to: bigint): Promise<TagInfo> {
+    assertStoredId('to', to);
     const found = this.run(() =>
       this.handle()
         .transaction((): boolean => {
