@@ -21,9 +21,9 @@ export function allocatedRange(maxId: bigint, step: number): { first: bigint; la
   return { first: maxId - BigInt(step), last: maxId - 1n };
 }
 
-/** The inclusive range a give-back from `expectedMaxId` down to `newMaxId` returns; undefined when it returns nothing. */
-export function givenBackRange(expectedMaxId: bigint, newMaxId: bigint): { first: bigint; last: bigint } | undefined {
-  return newMaxId < expectedMaxId ? { first: newMaxId, last: expectedMaxId - 1n } : undefined;
+/** The inclusive range a give-back from `from` up to the expected max_id returns; undefined when it returns nothing. */
+export function givenBackRange(from: bigint, expect: { readonly maxId: bigint }): { first: bigint; last: bigint } | undefined {
+  return from < expect.maxId ? { first: from, last: expect.maxId - 1n } : undefined;
 }
 
 /** The inclusive range a fence from `oldMaxId` up to `to` jumps over; undefined when it raises nothing. */

@@ -1,7 +1,7 @@
 /** An in-process SegmentStore: for tests, embedding and single-process use without persistence. */
 import { TagExistsError, TagNotFoundError } from '../../core/errors.js';
 import { byFirst, MAX_ID } from '../../core/id.js';
-import type { Allocation, NewTag, SegmentStore, TagInfo, TagUpdate } from '../../ports/segment-store.js';
+import type { Allocation, GiveBackExpectation, NewTag, SegmentStore, TagInfo, TagUpdate } from '../../ports/segment-store.js';
 import {
   assertGiveBack,
   assertStoredId,
@@ -9,7 +9,7 @@ import {
   DEFAULT_STEP,
   exhausted,
   newGeneration,
-  sameSinceRange,
+  stillAsExpected,
 } from '../kit/segment-rules.js';
 import type { LedgerEntry, LedgerKind, LedgerPage, LedgerTop, ServerIdentity } from '../../ports/range-ledger.js';
 import { allocatedRange, covers, fencedRange, givenBackRange, ledgerTopOf, processIdentity, rangeLength } from '../kit/range-ledger.js';
@@ -97,15 +97,14 @@ export class MemorySegmentStore implements SegmentStore {
     return info(tag, row);
   }
 
-  async giveBack(tag: string, expectedMaxId: bigint, newMaxId: bigint, fenceEpoch?: number, generation?: string): Promise<boolean> {
-    assertGiveBack(expectedMaxId, newMaxId);
+  async giveBack(tag: string, from: bigint, expect: GiveBackExpectation): Promise<boolean> {
+    assertGiveBack(from, expect);
     const row = this.rows.get(tag);
-    if (!row || row.maxId !== expectedMaxId) return false;
-    if (!sameSinceRange(row, fenceEpoch, generation)) return false;
-    row.maxId = newMaxId;
+    if (!row || !stillAsExpected(row, expect)) return false;
+    row.maxId = from;
     row.updatedAt = new Date();
-    const range = givenBackRange(expectedMaxId, newMaxId);
-    if (range) this.record(tag, 'give-back', range, Number(range.last - range.first + 1n), row);
+    const range = givenBackRange(from, expect);
+    if (range) this.record(tag, 'give-back', range, rangeLength(range), row);
     return true;
   }
 

@@ -19,7 +19,7 @@
  * Driver errors become STORE_UNAVAILABLE with the original as `cause`.
  */
 import { type SequoiaError, TagExistsError, TagNotFoundError } from '../../core/errors.js';
-import type { Allocation, NewTag, SegmentStore, TagInfo, TagUpdate } from '../../ports/segment-store.js';
+import type { Allocation, GiveBackExpectation, NewTag, SegmentStore, TagInfo, TagUpdate } from '../../ports/segment-store.js';
 import { assertGiveBack, assertStoredId, DEFAULT_START, DEFAULT_STEP, exhausted, newGeneration } from '../kit/segment-rules.js';
 import { storeError, tagInfoFromTextRow } from '../kit/store-boundary.js';
 import { type PgPoolLike, PostgresConnection, type PostgresConnectionOptions } from './postgres-connection.js';
@@ -225,14 +225,13 @@ export class PostgresSegmentStore implements SegmentStore {
     return tagInfoFromTextRow(row);
   }
 
-  async giveBack(tag: string, expectedMaxId: bigint, newMaxId: bigint, fenceEpoch?: number, generation?: string): Promise<boolean> {
-    assertGiveBack(expectedMaxId, newMaxId);
+  async giveBack(tag: string, from: bigint, expect: GiveBackExpectation): Promise<boolean> {
+    assertGiveBack(from, expect);
     // One statement: the row lock makes the compare and the set atomic, and the ledger row goes with it.
     const r = await this.q(
       `WITH g AS (
          UPDATE ${this.table} SET max_id = $3::bigint, updated_at = now()
-         WHERE tag = $1 AND max_id = $2::bigint AND ($4::bigint IS NULL OR fence_epoch = $4::bigint)
-           AND ($5::bigint IS NULL OR generation = $5::bigint)
+         WHERE tag = $1 AND max_id = $2::bigint AND fence_epoch = $4::bigint AND generation = $5::bigint
          RETURNING fence_epoch, generation
        ), l AS (
          INSERT INTO ${this.ledger} (${LEDGER_COLUMNS})
@@ -240,14 +239,7 @@ export class PostgresSegmentStore implements SegmentStore {
                 (extract(epoch FROM now()) * 1000)::bigint, g.fence_epoch, g.generation FROM g WHERE $3::bigint < $2::bigint
        )
        SELECT 1 FROM g`,
-      [
-        tag,
-        expectedMaxId.toString(),
-        newMaxId.toString(),
-        fenceEpoch === undefined ? null : String(fenceEpoch),
-        generation ?? null,
-        ...identityValues(this.who),
-      ],
+      [tag, expect.maxId.toString(), from.toString(), String(expect.fenceEpoch), expect.generation, ...identityValues(this.who)],
     );
     return r.rowCount === 1;
   }

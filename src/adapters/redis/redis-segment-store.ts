@@ -40,7 +40,7 @@
 import { createHash } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { InvalidArgumentError, SequoiaError, TagExistsError, TagNotFoundError, UnavailableError } from '../../core/errors.js';
-import type { Allocation, NewTag, SegmentStore, TagInfo, TagUpdate } from '../../ports/segment-store.js';
+import type { Allocation, GiveBackExpectation, NewTag, SegmentStore, TagInfo, TagUpdate } from '../../ports/segment-store.js';
 import {
   assertGiveBack,
   assertStoredId,
@@ -130,10 +130,10 @@ local raised = string.len(to) > string.len(m) or (string.len(to) == string.len(m
 if raised then
   redis.call('HSET', KEYS[1], 'max_id', to)
 end
-local epoch = redis.call('HINCRBY', KEYS[1], 'fence_epoch', 1)
+local fence_epoch = redis.call('HINCRBY', KEYS[1], 'fence_epoch', 1)
 redis.call('HSET', KEYS[1], 'updated_at', ARGV[2])
 if raised then
-  redis.call('XADD', KEYS[2], '*', 'k', 'fence', 's', m, 'e', to, 'n', '0', 'f', tostring(epoch), 'g', redis.call('HGET', KEYS[1], 'generation') or '0',
+  redis.call('XADD', KEYS[2], '*', 'k', 'fence', 's', m, 'e', to, 'n', '0', 'f', tostring(fence_epoch), 'g', redis.call('HGET', KEYS[1], 'generation') or '0',
     'h', ARGV[3], 'p', ARGV[4], 'i', ARGV[5], 'v', ARGV[6])
 end
 return 1
@@ -144,8 +144,8 @@ return 1
 const GIVE_BACK = `
 local m = redis.call('HGET', KEYS[1], 'max_id')
 if not m or m ~= ARGV[1] then return 0 end
-if ARGV[4] ~= '' and (redis.call('HGET', KEYS[1], 'fence_epoch') or '0') ~= ARGV[4] then return 0 end
-if ARGV[5] ~= '' and (redis.call('HGET', KEYS[1], 'generation') or '0') ~= ARGV[5] then return 0 end
+if (redis.call('HGET', KEYS[1], 'fence_epoch') or '0') ~= ARGV[4] then return 0 end
+if (redis.call('HGET', KEYS[1], 'generation') or '0') ~= ARGV[5] then return 0 end
 if redis.replicate_commands then redis.replicate_commands() end
 redis.call('HSET', KEYS[1], 'max_id', ARGV[2], 'updated_at', ARGV[3])
 if ARGV[6] ~= '0' then
@@ -220,12 +220,12 @@ export class RedisSegmentStore implements SegmentStore {
     )) as string[];
     if (r[0] === 'NOT_FOUND') throw new TagNotFoundError(tag);
     if (r[0] === 'EXHAUSTED') throw exhausted(tag);
-    const [, maxId, applied, stored, epoch, generation] = r;
+    const [, maxId, applied, stored, fenceEpoch, generation] = r;
     return {
       maxId: BigInt(maxId as string),
       step: Number(applied),
       storedStep: Number(stored),
-      fenceEpoch: Number(epoch),
+      fenceEpoch: Number(fenceEpoch),
       generation: generation ?? LEGACY_GENERATION,
     };
   }
@@ -290,18 +290,18 @@ export class RedisSegmentStore implements SegmentStore {
     return readBack(this, tag);
   }
 
-  async giveBack(tag: string, expectedMaxId: bigint, newMaxId: bigint, fenceEpoch?: number, generation?: string): Promise<boolean> {
-    assertGiveBack(expectedMaxId, newMaxId);
+  async giveBack(tag: string, from: bigint, expect: GiveBackExpectation): Promise<boolean> {
+    assertGiveBack(from, expect);
     const ok = await this.script(
       GIVE_BACK,
       [this.key(tag), this.ledgerKey(tag)],
       [
-        expectedMaxId.toString(),
-        newMaxId.toString(),
+        expect.maxId.toString(),
+        from.toString(),
         String(Date.now()),
-        fenceEpoch === undefined ? '' : String(fenceEpoch),
-        generation ?? '',
-        (expectedMaxId - newMaxId).toString(),
+        String(expect.fenceEpoch),
+        expect.generation,
+        (expect.maxId - from).toString(),
         ...this.identityArgs(),
       ],
     );
