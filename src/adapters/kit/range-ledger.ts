@@ -197,6 +197,27 @@ const MIN_I64 = -(1n << 63n);
  * no row is split between two pages or skipped (a prune between pages only
  * removes rows).
  */
+/**
+ * ledgerPageByFirst for a store that selects by SQL: `where` holds the two
+ * conditions after `tag = ? AND` (`from`: first_id at least the first
+ * parameter, ordered, limited by the second; `at`: first_id equal to the
+ * parameter), and `select` runs one with the cursor's first_id as decimal text.
+ */
+export function sqlLedgerPage(
+  cursor: string | undefined,
+  limit: number,
+  where: { readonly from: string; readonly at: string },
+  select: (where: string, args: unknown[]) => Promise<readonly unknown[]>,
+): Promise<LedgerPage> {
+  const rows = async (w: string, args: unknown[]) => ((await select(w, args)) as LedgerRowText[]).map(entryFromRow);
+  return ledgerPageByFirst(
+    cursor,
+    limit,
+    (first, n) => rows(where.from, [first.toString(), n]),
+    (first) => rows(where.at, [first.toString()]),
+  );
+}
+
 export async function ledgerPageByFirst(
   cursor: string | undefined,
   limit: number,

@@ -38,7 +38,7 @@ import {
   LEDGER_COLUMNS,
   ledgerPlace,
   type LedgerRowText,
-  ledgerPageByFirst,
+  sqlLedgerPage,
   ledgerRowFor,
   ledgerTopFromRow,
   ledgerTopSql,
@@ -291,18 +291,11 @@ export class MysqlSegmentStore implements SegmentStore {
   }
 
   async ledgerPage(tag: string, cursor: string | undefined, limit: number): Promise<LedgerPage> {
-    const select = async (where: string, ...args: unknown[]) =>
-      (
-        (await this.db.select<Row>(`SELECT ${LEDGER_COLUMNS} FROM ${this.ledger} WHERE tag = ? AND ${where}`, [
-          tag,
-          ...args,
-        ])) as unknown as LedgerRowText[]
-      ).map(entryFromRow);
-    return ledgerPageByFirst(
+    return sqlLedgerPage(
       cursor,
       limit,
-      (first, n) => select('first_id >= CAST(? AS SIGNED) ORDER BY first_id LIMIT ?', first.toString(), n),
-      (first) => select('first_id = CAST(? AS SIGNED)', first.toString()),
+      { from: 'first_id >= CAST(? AS SIGNED) ORDER BY first_id LIMIT ?', at: 'first_id = CAST(? AS SIGNED)' },
+      (where, args) => this.db.select<Row>(`SELECT ${LEDGER_COLUMNS} FROM ${this.ledger} WHERE tag = ? AND ${where}`, [tag, ...args]),
     );
   }
 

@@ -30,7 +30,7 @@ import {
   identityValues,
   LEDGER_COLUMNS,
   ledgerDdl,
-  ledgerPageByFirst,
+  sqlLedgerPage,
   ledgerPlace,
   type LedgerRowText,
   ledgerTopFromRow,
@@ -258,15 +258,11 @@ export class PostgresSegmentStore implements SegmentStore {
   }
 
   async ledgerPage(tag: string, cursor: string | undefined, limit: number): Promise<LedgerPage> {
-    const select = async (where: string, ...args: unknown[]) =>
-      (
-        (await this.q(`SELECT ${LEDGER_TEXT} FROM ${this.ledger} l WHERE tag = $1 AND ${where}`, [tag, ...args])).rows as LedgerRowText[]
-      ).map(entryFromRow);
-    return ledgerPageByFirst(
+    return sqlLedgerPage(
       cursor,
       limit,
-      (first, n) => select('l.first_id >= $2::bigint ORDER BY l.first_id LIMIT $3', first.toString(), n),
-      (first) => select('l.first_id = $2::bigint', first.toString()),
+      { from: 'l.first_id >= $2::bigint ORDER BY l.first_id LIMIT $3', at: 'l.first_id = $2::bigint' },
+      async (where, args) => (await this.q(`SELECT ${LEDGER_TEXT} FROM ${this.ledger} l WHERE tag = $1 AND ${where}`, [tag, ...args])).rows,
     );
   }
 
