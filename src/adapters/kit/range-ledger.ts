@@ -123,26 +123,41 @@ export function ledgerRowFor(
   atMs: number,
   row: { readonly fence_epoch: number | bigint | string; readonly generation: bigint | string },
 ): unknown[] {
-  return ledgerValues(tag, kind, range, rangeLength(range), who, atMs, Number(row.fence_epoch), String(row.generation));
+  const e = ledgerEntryFor(tag, kind, range, who, atMs, { fenceEpoch: Number(row.fence_epoch), generation: String(row.generation) });
+  return [e.tag, e.kind, e.first.toString(), e.last.toString(), e.stride, e.step, ...identityValues(e), e.atMs, e.fenceEpoch, e.generation];
+}
+
+/** The ledger entry for `range` beside the tag row just read or changed: one row of a plain store (stride 1, its length as step). */
+export function ledgerEntryFor(
+  tag: string,
+  kind: LedgerKind,
+  range: { first: bigint; last: bigint },
+  who: ServerIdentity,
+  atMs: number,
+  row: { readonly fenceEpoch: number; readonly generation: string },
+): LedgerEntry {
+  const { host, pid, instance, version } = who;
+  const { fenceEpoch, generation } = row;
+  return {
+    tag,
+    kind,
+    first: range.first,
+    last: range.last,
+    stride: 1,
+    step: rangeLength(range),
+    host,
+    pid,
+    instance,
+    version,
+    atMs,
+    fenceEpoch,
+    generation,
+  };
 }
 
 /** Who took a range, in LEDGER_COLUMNS order (host, pid, instance, version): for a row built in SQL. */
 export function identityValues(who: ServerIdentity): unknown[] {
   return [who.host, who.pid, who.instance, who.version];
-}
-
-/** The values of one ledger row, in LEDGER_COLUMNS order (bigints as decimal text, which every driver takes). */
-function ledgerValues(
-  tag: string,
-  kind: LedgerKind,
-  range: { first: bigint; last: bigint },
-  step: number,
-  who: ServerIdentity,
-  atMs: number,
-  fenceEpoch: number,
-  generation: string,
-): unknown[] {
-  return [tag, kind, range.first.toString(), range.last.toString(), 1, step, ...identityValues(who), atMs, fenceEpoch, generation];
 }
 
 /** Where a SQL segment store keeps its tags and its ledger, and who it records as taking ranges. */

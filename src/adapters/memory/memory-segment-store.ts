@@ -12,7 +12,7 @@ import {
   stillAsExpected,
 } from '../kit/segment-rules.js';
 import type { LedgerEntry, LedgerKind, LedgerPage, LedgerTop, ServerIdentity } from '../../ports/range-ledger.js';
-import { allocatedRange, covers, fencedRange, givenBackRange, ledgerTopOf, processIdentity, rangeLength } from '../kit/range-ledger.js';
+import { allocatedRange, covers, fencedRange, givenBackRange, ledgerEntryFor, ledgerTopOf, processIdentity } from '../kit/range-ledger.js';
 
 interface Row {
   maxId: bigint;
@@ -43,7 +43,7 @@ export class MemorySegmentStore implements SegmentStore {
     if (next > MAX_ID) throw exhausted(tag);
     row.maxId = next;
     row.updatedAt = new Date();
-    this.record(tag, 'allocate', allocatedRange(next, s), s, row);
+    this.record(tag, 'allocate', allocatedRange(next, s), row);
     return { maxId: next, step: s, storedStep: row.step, fenceEpoch: row.fenceEpoch, generation: row.generation };
   }
 
@@ -93,7 +93,7 @@ export class MemorySegmentStore implements SegmentStore {
     if (to > row.maxId) row.maxId = to;
     row.fenceEpoch += 1;
     row.updatedAt = new Date();
-    if (jumped) this.record(tag, 'fence', jumped, rangeLength(jumped), row);
+    if (jumped) this.record(tag, 'fence', jumped, row);
     return info(tag, row);
   }
 
@@ -104,7 +104,7 @@ export class MemorySegmentStore implements SegmentStore {
     row.maxId = from;
     row.updatedAt = new Date();
     const range = givenBackRange(from, expect);
-    if (range) this.record(tag, 'give-back', range, rangeLength(range), row);
+    if (range) this.record(tag, 'give-back', range, row);
     return true;
   }
 
@@ -144,18 +144,8 @@ export class MemorySegmentStore implements SegmentStore {
     return n;
   }
 
-  private record(tag: string, kind: LedgerKind, range: { first: bigint; last: bigint }, step: number, row: Row): void {
-    this.ledger.push({
-      tag,
-      kind,
-      ...range,
-      stride: 1,
-      step,
-      ...this.who,
-      atMs: Date.now(),
-      fenceEpoch: row.fenceEpoch,
-      generation: row.generation,
-    });
+  private record(tag: string, kind: LedgerKind, range: { first: bigint; last: bigint }, row: Row): void {
+    this.ledger.push(ledgerEntryFor(tag, kind, range, this.who, Date.now(), row));
   }
 
   async ping(): Promise<void> {}
