@@ -22,7 +22,7 @@
 import type { ServerIdentity } from '../../ports/range-ledger.js';
 import { LEDGER_COLUMNS, ledgerDdl, ledgerPlace, type LedgerPlace, ledgerTopSql } from '../kit/range-ledger.js';
 import { type SegmentStatements, SqlSegmentStore } from '../kit/sql-segment-store.js';
-import { type PostgresConnection, type PostgresConnectionOptions, PostgresPeerDatabase } from './postgres-connection.js';
+import { type PgPoolLike, PostgresConnection, type PostgresConnectionOptions, PostgresPeerDatabase } from './postgres-connection.js';
 
 /** 1: the table; 2: its `generation` column (see TagInfo.generation); 3: the range ledger beside it. */
 const SCHEMA_VERSION = 3;
@@ -39,18 +39,16 @@ export interface PostgresSegmentStoreOptions extends PostgresConnectionOptions {
 }
 
 export class PostgresSegmentStore extends SqlSegmentStore {
+  /** The shared pool (the lease store of the same URL holds the same one). */
+  private readonly pool: PgPoolLike;
+
   constructor(options: PostgresSegmentStoreOptions) {
     const place = ledgerPlace(options);
-    const db = new PostgresPeerDatabase(options, BACKEND);
-    super({
-      kind: 'postgres',
-      table: place.table,
-      sql: postgresStatements(place),
-      db,
-      who: place.who,
-      recording: options.recordLedger ?? true,
-      duplicate: '23505',
-    });
+    const connection = options.connection ?? new PostgresConnection(options);
+    const db = new PostgresPeerDatabase({ ...options, connection }, BACKEND);
+    const recording = options.recordLedger ?? true;
+    super({ kind: 'postgres', table: place.table, sql: postgresStatements(place), db, who: place.who, recording, duplicate: '23505' });
+    this.pool = connection.pool;
   }
 }
 
