@@ -31,3 +31,8 @@ export function parseDecimalId(text: string): bigint | undefined {
   const v = BigInt(text);
   return v <= MAX_ID ? v : undefined;
 }
+
+/** Ranges in order of their first ID (as numbers): the one sort of the range ledger, in every store and the audit. */
+export function byFirst(a: { readonly first: bigint }, b: { readonly first: bigint }): number {
+  return a.first < b.first ? -1 : a.first > b.first ? 1 : 0;
+}

@@ -52,6 +52,21 @@ export interface Allocation {
   readonly offset?: number | undefined;
 }
 
+/**
+ * What a give-back requires of the row, all three taken from the answer that
+ * ended at `maxId`: no one allocated after it (`maxId`), no fence happened
+ * since (`fenceEpoch`: a fence bound may lie inside the tail, declared
+ * possibly used, and those IDs must not come back), and the row is the same
+ * creation of the tag (`generation`: a tag deleted and created again can
+ * reach the same max_id and fence epoch, and a give-back into it would hand
+ * out IDs the new tag already answered).
+ */
+export interface GiveBackExpectation {
+  readonly maxId: bigint;
+  readonly fenceEpoch: number;
+  readonly generation: string;
+}
+
 export interface NewTag {
   readonly tag: string;
   /** Default 1000. */
@@ -108,28 +123,15 @@ export interface SegmentStore extends Partial<RangeLedger> {
    */
   fence(tag: string, to: bigint): Promise<TagInfo>;
   /**
-   * Compare-and-set, for a clean shutdown: sets max_id to `newMaxId` only if
-   * it still equals `expectedMaxId` (no one allocated after the caller), and
-   * answers whether it did. Gives back the unused tail of the caller's last
-   * range; never raises max_id (`newMaxId` above `expectedMaxId`, or below 0,
-   * is INVALID_ARGUMENT). A missing tag answers false. Every store implements
-   * it; calling it is optional (a server that skips it only leaves a gap).
-   * With `expectedFenceEpoch`, it also requires that no fence happened since
-   * (a fence bound may lie inside the tail: the operator declared those IDs
-   * possibly used, and they must not come back). With `expectedGeneration`,
-   * it also requires that the row is the same creation of the tag as the one
-   * the range came from: a tag deleted and created again can reach the same
-   * max_id and fence epoch, and a give-back into it would hand out IDs the
-   * new tag already answered. Servers always pass both (the values of the
-   * answer that ended at `expectedMaxId`).
+   * Compare-and-set, for a clean shutdown: gives back the unused tail
+   * [from, expect.maxId) of the caller's last range by setting max_id to
+   * `from`, only if the row is still as the range left it, and answers
+   * whether it did. Never raises max_id (`from` above `expect.maxId`, or
+   * below 0, is INVALID_ARGUMENT). A missing tag answers false. Every store
+   * implements it; calling it is optional (a server that skips it only
+   * leaves a gap). See GiveBackExpectation for what must still hold.
    */
-  giveBack(
-    tag: string,
-    expectedMaxId: bigint,
-    newMaxId: bigint,
-    expectedFenceEpoch?: number,
-    expectedGeneration?: string,
-  ): Promise<boolean>;
+  giveBack(tag: string, from: bigint, expect: GiveBackExpectation): Promise<boolean>;
   /** Resolves when the store answers a trivial query. */
   ping(): Promise<void>;
   close(): Promise<void>;

@@ -43,9 +43,8 @@ export class BufferedTagAllocator implements TagAllocator {
   /** The unused tail computed at close(), and a range that arrived after it, for giveBackTail(). */
   private tail: { readonly from: bigint; readonly end: bigint } | undefined;
   private late: { readonly start: bigint; readonly end: bigint; readonly generation: string } | undefined;
-  private lastFenceEpoch: number | undefined;
-  /** The newest answer's tag generation: a give-back must not reach a tag deleted and created again since. */
-  private lastGeneration: string | undefined;
+  /** The newest answer's fence epoch and tag generation: a give-back must not cross a fence or a re-creation made after it. */
+  private lastAnswer: { readonly fenceEpoch: number; readonly generation: string } | undefined;
   /** The tag generation of the ranges this allocator accepted, per store of a set (offset; 0 for one store). */
   private readonly generations = new Map<number, string>();
   private mayGiveBack = false;
@@ -142,11 +141,12 @@ export class BufferedTagAllocator implements TagAllocator {
     // Joined only within one creation of the tag: a late range of a tag created again never lets the old tail go back with it.
     const joins = tail !== undefined && late !== undefined && late.start === tail.end && late.generation === this.generations.get(0);
     if (late) tail = tail && joins ? { from: tail.from, end: late.end } : { from: late.start, end: late.end };
-    if (!tail || tail.from >= tail.end) return false;
+    // A tail exists only after an answer, so lastAnswer is set whenever there is one.
+    if (!tail || tail.from >= tail.end || !this.lastAnswer) return false;
     try {
       // Atomic against the server's other processes.
       if (!(await this.guard.lowerMarkFor(tail.from, tail.end))) return false;
-      const ok = await store.giveBack(this.tag, tail.end, tail.from, this.lastFenceEpoch, this.lastGeneration);
+      const ok = await store.giveBack(this.tag, tail.from, { maxId: tail.end, ...this.lastAnswer });
       logger.info(
         { tag: this.tag, from: String(tail.from), to: String(tail.end), givenBack: ok },
         ok ? 'unused range given back' : 'unused range not given back: the store moved on',
@@ -242,9 +242,7 @@ export class BufferedTagAllocator implements TagAllocator {
       if (this.guard.closed) return;
       const alloc = await this.allocate(step);
       const ms = performance.now() - t0;
-      // The newest answer's fence epoch and generation: a give-back must not cross a fence or a re-creation made after it.
-      this.lastFenceEpoch = alloc.fenceEpoch;
-      this.lastGeneration = alloc.generation;
+      this.lastAnswer = { fenceEpoch: alloc.fenceEpoch, generation: alloc.generation };
       if (this.guard.closed) return this.keepLate(alloc);
       const previousGeneration = this.noteGeneration(alloc);
       const stride = alloc.stride ?? 1;

@@ -39,7 +39,7 @@ export class TagGuard {
   /** A failure that no retry can fix without an operator (rollback) or a new tag (deleted), or the server shutting down. */
   private refusal: SequoiaError | undefined;
   /** While refused after a rollback: the trip's fence epoch. */
-  private refusedAtEpoch: number | undefined;
+  private refusedAtFenceEpoch: number | undefined;
   /** Monotonic ms of the last read of the store's fence epoch while refused. */
   private fenceCheckedAt = Number.NEGATIVE_INFINITY;
   private fenceCheck: Promise<void> | undefined;
@@ -175,7 +175,7 @@ export class TagGuard {
   lift(): void {
     if (this.isClosed) return;
     this.refusal = undefined;
-    this.refusedAtEpoch = undefined;
+    this.refusedAtFenceEpoch = undefined;
     this.onLift();
   }
 
@@ -196,7 +196,7 @@ export class TagGuard {
    * fenced the store, so the refusal is lifted. Resolves true when it was.
    */
   recheckFence(): Promise<boolean> {
-    const at = this.refusedAtEpoch;
+    const at = this.refusedAtFenceEpoch;
     if (at === undefined || this.isClosed) return Promise.resolve(false);
     const now = monotonicMs(this.deps.clock);
     if (!this.fenceCheck && now - this.fenceCheckedAt >= FENCE_RECHECK_MS) {
@@ -204,7 +204,7 @@ export class TagGuard {
       this.fenceCheck = this.deps.store
         .getTag(this.tag)
         .then((info) => {
-          if (info && info.fenceEpoch > at && this.refusedAtEpoch === at) {
+          if (info && info.fenceEpoch > at && this.refusedAtFenceEpoch === at) {
             this.deps.logger.warn({ tag: this.tag, fenceEpoch: info.fenceEpoch }, 'the store was fenced: serving the tag again');
             this.lift();
           }
@@ -215,7 +215,7 @@ export class TagGuard {
         });
     }
     const pending = this.fenceCheck;
-    return pending ? pending.then(() => this.refusedAtEpoch === undefined) : Promise.resolve(false);
+    return pending ? pending.then(() => this.refusedAtFenceEpoch === undefined) : Promise.resolve(false);
   }
 
   private async readFloor(): Promise<Floor> {
@@ -247,16 +247,16 @@ export class TagGuard {
   }
 
   /**
-   * Refuses the tag after a rollback, until a fence newer than `epoch`, with
+   * Refuses the tag after a rollback, until a fence newer than `fenceEpoch`, with
    * one log line (`at`: the answer's range, when one was seen). A refusal
    * already in force stays (another answer of the tag refused it first, or
    * it closed meanwhile): one refusal, one line.
    */
-  private refuse(reason: string, epoch: number, at: { start: string; end: string } | undefined = undefined): SequoiaError {
+  private refuse(reason: string, fenceEpoch: number, at: { start: string; end: string } | undefined = undefined): SequoiaError {
     if (this.refusal) return this.refusal;
     const e = new UnavailableError('STORE_ROLLBACK_DETECTED', `tag ${JSON.stringify(this.tag)}: ${reason}`);
     this.refusal = e;
-    this.refusedAtEpoch = epoch;
+    this.refusedAtFenceEpoch = fenceEpoch;
     this.deps.logger.error({ tag: this.tag, ...at, code: e.code }, reason);
     return e;
   }

@@ -35,14 +35,14 @@ async function expectMigrated(stores: SegmentStore[]): Promise<void> {
   expect(old).toMatchObject({ maxId: 51n, step: 10, fenceEpoch: 0, generation: '0' });
   const a = await store.allocate('old');
   expect(a).toMatchObject({ maxId: 61n, generation: '0' });
-  expect(await store.giveBack('old', a.maxId, 55n, a.fenceEpoch, '1')).toBe(false);
-  expect(await store.giveBack('old', a.maxId, 55n, a.fenceEpoch, a.generation)).toBe(true);
+  expect(await store.giveBack('old', 55n, { maxId: a.maxId, fenceEpoch: a.fenceEpoch, generation: '1' })).toBe(false);
+  expect(await store.giveBack('old', 55n, { maxId: a.maxId, fenceEpoch: a.fenceEpoch, generation: a.generation })).toBe(true);
   const created = await store.createTag({ tag: 'new', step: 10 });
   expect(created.generation).toMatch(/^[1-9][0-9]*$/);
   await store.deleteTag('old');
   const again = await store.createTag({ tag: 'old', step: 10, start: 51n });
   expect(again.generation).not.toBe('0');
-  expect(await store.giveBack('old', 51n, 51n, 0, '0')).toBe(false); // the legacy creation is gone
+  expect(await store.giveBack('old', 51n, { maxId: 51n, fenceEpoch: 0, generation: '0' })).toBe(false); // the legacy creation is gone
 }
 
 describe('generation migration: SQLite', () => {

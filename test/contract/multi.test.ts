@@ -7,7 +7,7 @@ import { MemorySegmentStore } from '../../src/adapters/memory/memory-segment-sto
 import { MultiSegmentStore } from '../../src/adapters/multi/multi-segment-store.js';
 import { MULTI_META_TAG } from '../../src/core/segment/multi-meta-tag.js';
 import { type SequoiaError, UnavailableError } from '../../src/core/errors.js';
-import type { Allocation, NewTag, SegmentStore, TagInfo, TagUpdate } from '../../src/ports/segment-store.js';
+import type { Allocation, GiveBackExpectation, NewTag, SegmentStore, TagInfo, TagUpdate } from '../../src/ports/segment-store.js';
 import { describeWithService } from '../helpers/services.js';
 import {
   memoryHarness,
@@ -100,14 +100,8 @@ class SwitchableStore implements SegmentStore {
   fence(tag: string, to: bigint): Promise<TagInfo> {
     return this.gate(() => this.inner.fence(tag, to));
   }
-  giveBack(
-    tag: string,
-    expectedMaxId: bigint,
-    newMaxId: bigint,
-    expectedFenceEpoch?: number,
-    expectedGeneration?: string,
-  ): Promise<boolean> {
-    return this.gate(() => this.inner.giveBack(tag, expectedMaxId, newMaxId, expectedFenceEpoch, expectedGeneration));
+  giveBack(tag: string, from: bigint, expect: GiveBackExpectation): Promise<boolean> {
+    return this.gate(() => this.inner.giveBack(tag, from, expect));
   }
   ping(): Promise<void> {
     return this.gate(() => this.inner.ping());

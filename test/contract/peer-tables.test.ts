@@ -266,7 +266,7 @@ function tinyidCases(db: SqlDatabase, opened: () => Opened): void {
     const ids = idsOf(a);
     expect(ids[0]).toBe(104n);
     expect(ids).toEqual([104n, 109n, 114n, 119n, 124n, 129n]);
-    expect(await store.giveBack(t, a.maxId, 114n, a.fenceEpoch, a.generation)).toBe(true);
+    expect(await store.giveBack(t, 114n, { maxId: a.maxId, fenceEpoch: a.fenceEpoch, generation: a.generation })).toBe(true);
     const tinyid = service(h);
     try {
       expect((await tinyidSegment(tinyid, t))[0]).toBe(114n);

@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SequoiaError } from '../../src/core/errors.js';
 import { MAX_ID } from '../../src/core/id.js';
-import type { Allocation, SegmentStore } from '../../src/ports/segment-store.js';
+import type { Allocation, GiveBackExpectation, SegmentStore } from '../../src/ports/segment-store.js';
 import { ensureDist } from './ensure-dist.js';
 
 export interface ContractHarness {
@@ -41,6 +41,11 @@ export interface ContractHarness {
 }
 
 export type ContractFactory = () => Promise<ContractHarness>;
+
+/** A give-back's expectation from the answer that ended at its max_id (what a server passes). */
+export function since(a: Pick<Allocation, 'maxId' | 'fenceEpoch' | 'generation'>): GiveBackExpectation {
+  return { maxId: a.maxId, fenceEpoch: a.fenceEpoch, generation: a.generation };
+}
 
 /** The IDs of one allocation, as the allocator would hand them out. */
 export function idsOf(a: Allocation): bigint[] {
@@ -352,6 +357,10 @@ export function runSegmentStoreContract(name: string, factory: ContractFactory, 
         expect(idsOf(a).every((id) => id >= to)).toBe(true);
         if (stride === 1) expect(a.maxId).toBe(to + 10n);
       });
+
+      it('refuses a bound outside 0..2^63-1 (the stored-ID range check), changing nothing', async () => {
+        await expectStoredIdRangeChecked(store, tag('fence-range'));
+      });
     });
 
     describe('giveBack (compare-and-set on max_id, for a clean shutdown)', () => {
@@ -365,22 +374,22 @@ export function runSegmentStoreContract(name: string, factory: ContractFactory, 
         const s = BigInt(stride);
         // a is not the last range any more: refused, nothing changes
         const before = await store.getTag(t);
-        expect(await store.giveBack(t, a.maxId, a.maxId - 5n * s)).toBe(false);
+        expect(await store.giveBack(t, a.maxId - 5n * s, since(a))).toBe(false);
         expect((await store.getTag(t))?.maxId).toBe(before?.maxId);
         if (stride === 1) {
           // b is the last: its unused tail [17, 21) goes back, and the next range starts there
-          expect(await store.giveBack(t, b.maxId, b.maxId - 4n)).toBe(true);
+          expect(await store.giveBack(t, b.maxId - 4n, since(b))).toBe(true);
           expect((await store.getTag(t))?.maxId).toBe(17n);
-          expect(await store.giveBack(t, b.maxId, b.maxId - 4n)).toBe(false); // already changed
+          expect(await store.giveBack(t, b.maxId - 4n, since(b))).toBe(false); // already changed
           const c = await store.allocate(t);
           expect(idsOf(c)[0]).toBe(17n);
           expect(c.maxId).toBe(27n);
           // equal values: a no-op that still matches
-          expect(await store.giveBack(t, 27n, 27n)).toBe(true);
+          expect(await store.giveBack(t, 27n, since(c))).toBe(true);
         } else {
           // a multi-store set: b names its store; an ID of another residue class is refused
-          expect(await store.giveBack(t, b.maxId, b.maxId - 4n * s)).toBe(true);
-          expect(await store.giveBack(t, b.maxId, b.maxId - 1n)).toBe(false);
+          expect(await store.giveBack(t, b.maxId - 4n * s, since(b))).toBe(true);
+          expect(await store.giveBack(t, b.maxId - 1n, since(b))).toBe(false);
           const kept = idsOf(b).slice(0, 6).map(String);
           const more: Allocation[] = [];
           for (let i = 0; i < 2 * stride; i++) more.push(await store.allocate(t));
@@ -399,22 +408,22 @@ export function runSegmentStoreContract(name: string, factory: ContractFactory, 
         const s = BigInt(stride);
         // a fence below max_id leaves max_id alone but bumps the epoch: the tail must not come back
         await store.fence(t, 2n);
-        expect(await store.giveBack(t, a.maxId, a.maxId - 3n * s, a.fenceEpoch)).toBe(false);
+        expect(await store.giveBack(t, a.maxId - 3n * s, since(a))).toBe(false);
         const after = await store.getTag(t);
         expect(after?.maxId).toBe((await store.getTag(t))?.maxId);
         // with the current epoch it matches again
         const b = await store.allocate(t);
-        expect(await store.giveBack(t, b.maxId, b.maxId - 3n * s, b.fenceEpoch)).toBe(true);
+        expect(await store.giveBack(t, b.maxId - 3n * s, since(b))).toBe(true);
       });
 
       it('false for a missing tag, INVALID_ARGUMENT for a raise or a negative target', async () => {
         const t = tag('give-missing');
-        expect(await store.giveBack(t, 10n, 5n)).toBe(false);
+        expect(await store.giveBack(t, 5n, { maxId: 10n, fenceEpoch: 0, generation: '0' })).toBe(false);
         expect(await store.getTag(t)).toBeUndefined();
         await store.createTag({ tag: t, step: 10, start: 1n });
         const a = await store.allocate(t);
-        expect(await codeOf(store.giveBack(t, a.maxId, a.maxId + 1n))).toBe('INVALID_ARGUMENT');
-        expect(await codeOf(store.giveBack(t, a.maxId, -1n))).toBe('INVALID_ARGUMENT');
+        expect(await codeOf(store.giveBack(t, a.maxId + 1n, since(a)))).toBe('INVALID_ARGUMENT');
+        expect(await codeOf(store.giveBack(t, -1n, since(a)))).toBe('INVALID_ARGUMENT');
         if (stride === 1) expect((await store.getTag(t))?.maxId).toBe(a.maxId);
       });
 
@@ -424,7 +433,7 @@ export function runSegmentStoreContract(name: string, factory: ContractFactory, 
         await store.createTag({ tag: t, step: 10, start });
         const a = await store.allocate(t);
         const back = a.maxId - 7n * BigInt(stride);
-        expect(await store.giveBack(t, a.maxId, back)).toBe(true);
+        expect(await store.giveBack(t, back, since(a))).toBe(true);
         if (stride === 1) {
           expect((await store.getTag(t))?.maxId).toBe(start + 3n);
           expect(idsOf(await store.allocate(t))[0]).toBe(start + 3n);
@@ -473,7 +482,7 @@ export function runSegmentStoreContract(name: string, factory: ContractFactory, 
         const before = await store.getTag(t);
         const s = BigInt(stride);
         // the first server's clean shutdown gives back its tail with the old tag's values: refused, nothing moves
-        expect(await store.giveBack(t, last.maxId, last.maxId - 5n * s, last.fenceEpoch, last.generation)).toBe(false);
+        expect(await store.giveBack(t, last.maxId - 5n * s, since(last))).toBe(false);
         expect((await store.getTag(t))?.maxId).toBe(before?.maxId);
         const handedOut = new Set(again.flatMap((x) => idsOf(x).map(String)));
         const next: Allocation[] = [];
@@ -481,7 +490,7 @@ export function runSegmentStoreContract(name: string, factory: ContractFactory, 
         for (const id of next.flatMap((x) => idsOf(x).map(String))) expect(handedOut.has(id)).toBe(false);
         // the new tag's own last answer still gives back
         const mine = next[next.length - 1] as Allocation;
-        expect(await store.giveBack(t, mine.maxId, mine.maxId - 3n * s, mine.fenceEpoch, mine.generation)).toBe(true);
+        expect(await store.giveBack(t, mine.maxId - 3n * s, since(mine))).toBe(true);
       });
     });
 
@@ -557,12 +566,12 @@ export function runSegmentStoreContract(name: string, factory: ContractFactory, 
         // a give-back is recorded as such, with its range
         const last = allocs[allocs.length - 1] as Allocation;
         const s = BigInt(stride);
-        expect(await store.giveBack(t, last.maxId, last.maxId - 4n * s, last.fenceEpoch, last.generation)).toBe(true);
+        expect(await store.giveBack(t, last.maxId - 4n * s, since(last))).toBe(true);
         const back = (await store.ledgerEntries(t)).filter((e) => e.kind === 'give-back');
         expect(back).toHaveLength(1);
         expect(back[0]).toMatchObject({ first: last.maxId - 4n * s, step: 4 });
         // a refused give-back records nothing
-        expect(await store.giveBack(t, last.maxId, last.maxId - 2n * s)).toBe(false);
+        expect(await store.giveBack(t, last.maxId - 2n * s, since(last))).toBe(false);
         expect((await store.ledgerEntries(t)).filter((e) => e.kind === 'give-back')).toHaveLength(1);
         // a fence records the IDs it jumps over (declared possibly issued); a fence that raises nothing records nothing
         const bound = (await store.getTag(t))?.maxId as bigint;
@@ -588,7 +597,7 @@ export function runSegmentStoreContract(name: string, factory: ContractFactory, 
         // First IDs of 1, 2 and 3 digits: a text order would put 101 before 11.
         for (let i = 0; i < 12 * stride; i++) await store.allocate(t);
         const last = await store.allocate(t);
-        expect(await store.giveBack(t, last.maxId, last.maxId - 3n * BigInt(stride), last.fenceEpoch, last.generation)).toBe(true);
+        expect(await store.giveBack(t, last.maxId - 3n * BigInt(stride), since(last))).toBe(true);
         const all = await store.ledgerEntries(t);
         expect(all.filter((e) => e.kind === 'allocate')).toHaveLength(12 * stride + 1);
         const firsts = all.map((e) => e.first);
@@ -627,7 +636,7 @@ export function runSegmentStoreContract(name: string, factory: ContractFactory, 
         for (let i = 0; i < 3 * stride; i++) await take();
         const last = await take();
         // The tail given back may have been taken again by the time anyone asks: it still counts.
-        expect(await store.giveBack(t, last.maxId, last.maxId - 3n * BigInt(stride), last.fenceEpoch, last.generation)).toBe(true);
+        expect(await store.giveBack(t, last.maxId - 3n * BigInt(stride), since(last))).toBe(true);
         expect((await store.ledgerTop(t))?.last).toBe(top);
         await store.deleteTag(t);
         await store.createTag({ tag: t, step: 10, start: 1n });
@@ -811,9 +820,30 @@ export async function expectSqlRecreateIsAnotherCreation(
     expect(now.maxId).toBe(last.maxId);
     expect(now.fenceEpoch).toBe(last.fenceEpoch);
     expect(now.generation).not.toBe(last.generation);
-    expect(await store.giveBack(t, last.maxId, last.maxId - 5n, last.fenceEpoch, last.generation)).toBe(false);
+    expect(await store.giveBack(t, last.maxId - 5n, since(last))).toBe(false);
     expect((await store.getTag(t))?.maxId).toBe(now.maxId);
   }
+}
+
+/**
+ * The stored-ID range rule (kit/segment-rules.ts `assertStoredId`): a fence
+ * bound or a new tag's start outside 0..2^63-1 is INVALID_ARGUMENT, and the
+ * tag keeps its max_id and fence epoch. Exported so that a planted store
+ * without the rule can show this case catches it (test/contract/planted-rules.test.ts).
+ */
+export async function expectStoredIdRangeChecked(store: SegmentStore, t: string): Promise<void> {
+  for (const start of [-1n, MAX_ID + 1n]) {
+    expect(await codeOf(store.createTag({ tag: `${t}-s${start < 0n ? 'neg' : 'big'}`, start }))).toBe('INVALID_ARGUMENT');
+  }
+  await store.createTag({ tag: t, step: 10, start: 1n });
+  await store.allocate(t);
+  const before = await store.getTag(t);
+  for (const to of [-1n, MAX_ID + 1n, MAX_ID + 1000n]) {
+    expect(await codeOf(store.fence(t, to))).toBe('INVALID_ARGUMENT');
+  }
+  const after = await store.getTag(t);
+  expect(after?.maxId).toBe(before?.maxId);
+  expect(after?.fenceEpoch).toBe(before?.fenceEpoch);
 }
 
 export async function expectUnavailableQuickly(store: SegmentStore): Promise<void> {

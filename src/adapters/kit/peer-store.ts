@@ -16,8 +16,8 @@
  * raises the fence epoch, a give-back compares both under the row's lock.
  */
 import { InvalidArgumentError, TagExistsError, TagNotFoundError } from '../../core/errors.js';
-import type { Allocation, NewTag, RetiringStore, SegmentStore, TagInfo, TagUpdate } from '../../ports/segment-store.js';
-import { assertGiveBack, assertStoredId, DEFAULT_START, readBack, sameSinceRange } from './segment-rules.js';
+import type { Allocation, GiveBackExpectation, NewTag, RetiringStore, SegmentStore, TagInfo, TagUpdate } from '../../ports/segment-store.js';
+import { assertGiveBack, assertStoredId, DEFAULT_START, readBack, stillAsExpected } from './segment-rules.js';
 import { type ForeignSchema, type ForeignTableOptions, type RunSql, type SideState, SideTable, type SqlDialect } from './side-table.js';
 
 /** A peer table's statements in one dialect, those the store runs itself. */
@@ -172,14 +172,14 @@ export class PeerSegmentStore implements SegmentStore, RetiringStore {
     return readBack(this, tag);
   }
 
-  async giveBack(tag: string, expectedMaxId: bigint, newMaxId: bigint, fenceEpoch?: number, generation?: string): Promise<boolean> {
-    assertGiveBack(expectedMaxId, newMaxId);
+  async giveBack(tag: string, from: bigint, expect: GiveBackExpectation): Promise<boolean> {
+    assertGiveBack(from, expect);
     return this.db.transaction(async (run) => {
       // The peer row's lock first (every allocator and every fence takes it), then the side row.
       const [row] = (await run(this.peer.sql.lock, [tag])).rows;
-      if (!row || this.peer.endOf(row) !== expectedMaxId) return false;
-      if (!sameSinceRange(await this.side.read(run, tag, true), fenceEpoch, generation)) return false;
-      if (newMaxId !== expectedMaxId) await run(this.peer.sql.set, [this.peer.maxIdFor(newMaxId).toString(), tag]);
+      if (!row || this.peer.endOf(row) !== expect.maxId) return false;
+      if (!stillAsExpected({ maxId: expect.maxId, ...(await this.side.read(run, tag, true)) }, expect)) return false;
+      if (from !== expect.maxId) await run(this.peer.sql.set, [this.peer.maxIdFor(from).toString(), tag]);
       return true;
     });
   }

@@ -21,9 +21,9 @@ export function allocatedRange(maxId: bigint, step: number): { first: bigint; la
   return { first: maxId - BigInt(step), last: maxId - 1n };
 }
 
-/** The inclusive range a give-back from `expectedMaxId` down to `newMaxId` returns; undefined when it returns nothing. */
-export function givenBackRange(expectedMaxId: bigint, newMaxId: bigint): { first: bigint; last: bigint } | undefined {
-  return newMaxId < expectedMaxId ? { first: newMaxId, last: expectedMaxId - 1n } : undefined;
+/** The inclusive range a give-back from `from` up to the expected max_id returns; undefined when it returns nothing. */
+export function givenBackRange(from: bigint, expect: { readonly maxId: bigint }): { first: bigint; last: bigint } | undefined {
+  return from < expect.maxId ? { first: from, last: expect.maxId - 1n } : undefined;
 }
 
 /** The inclusive range a fence from `oldMaxId` up to `to` jumps over; undefined when it raises nothing. */
@@ -123,26 +123,41 @@ export function ledgerRowFor(
   atMs: number,
   row: { readonly fence_epoch: number | bigint | string; readonly generation: bigint | string },
 ): unknown[] {
-  return ledgerValues(tag, kind, range, rangeLength(range), who, atMs, Number(row.fence_epoch), String(row.generation));
+  const e = ledgerEntryFor(tag, kind, range, who, atMs, { fenceEpoch: Number(row.fence_epoch), generation: String(row.generation) });
+  return [e.tag, e.kind, e.first.toString(), e.last.toString(), e.stride, e.step, ...identityValues(e), e.atMs, e.fenceEpoch, e.generation];
+}
+
+/** The ledger entry for `range` beside the tag row just read or changed: one row of a plain store (stride 1, its length as step). */
+export function ledgerEntryFor(
+  tag: string,
+  kind: LedgerKind,
+  range: { first: bigint; last: bigint },
+  who: ServerIdentity,
+  atMs: number,
+  row: { readonly fenceEpoch: number; readonly generation: string },
+): LedgerEntry {
+  const { host, pid, instance, version } = who;
+  const { fenceEpoch, generation } = row;
+  return {
+    tag,
+    kind,
+    first: range.first,
+    last: range.last,
+    stride: 1,
+    step: rangeLength(range),
+    host,
+    pid,
+    instance,
+    version,
+    atMs,
+    fenceEpoch,
+    generation,
+  };
 }
 
 /** Who took a range, in LEDGER_COLUMNS order (host, pid, instance, version): for a row built in SQL. */
 export function identityValues(who: ServerIdentity): unknown[] {
   return [who.host, who.pid, who.instance, who.version];
-}
-
-/** The values of one ledger row, in LEDGER_COLUMNS order (bigints as decimal text, which every driver takes). */
-function ledgerValues(
-  tag: string,
-  kind: LedgerKind,
-  range: { first: bigint; last: bigint },
-  step: number,
-  who: ServerIdentity,
-  atMs: number,
-  fenceEpoch: number,
-  generation: string,
-): unknown[] {
-  return [tag, kind, range.first.toString(), range.last.toString(), 1, step, ...identityValues(who), atMs, fenceEpoch, generation];
 }
 
 /** Where a SQL segment store keeps its tags and its ledger, and who it records as taking ranges. */
@@ -197,6 +212,27 @@ const MIN_I64 = -(1n << 63n);
  * no row is split between two pages or skipped (a prune between pages only
  * removes rows).
  */
+/**
+ * ledgerPageByFirst for a store that selects by SQL: `where` holds the two
+ * conditions after `tag = ? AND` (`from`: first_id at least the first
+ * parameter, ordered, limited by the second; `at`: first_id equal to the
+ * parameter), and `select` runs one with the cursor's first_id as decimal text.
+ */
+export function sqlLedgerPage(
+  cursor: string | undefined,
+  limit: number,
+  where: { readonly from: string; readonly at: string },
+  select: (where: string, args: unknown[]) => Promise<readonly unknown[]>,
+): Promise<LedgerPage> {
+  const rows = async (w: string, args: unknown[]) => ((await select(w, args)) as LedgerRowText[]).map(entryFromRow);
+  return ledgerPageByFirst(
+    cursor,
+    limit,
+    (first, n) => rows(where.from, [first.toString(), n]),
+    (first) => rows(where.at, [first.toString()]),
+  );
+}
+
 export async function ledgerPageByFirst(
   cursor: string | undefined,
   limit: number,

@@ -6,7 +6,7 @@
 import { randomBytes } from 'node:crypto';
 import { InvalidArgumentError, TagNotFoundError, UnavailableError } from '../../core/errors.js';
 import { MAX_ID } from '../../core/id.js';
-import type { SegmentStore, TagInfo } from '../../ports/segment-store.js';
+import type { GiveBackExpectation, SegmentStore, TagInfo } from '../../ports/segment-store.js';
 
 export const DEFAULT_STEP = 1000;
 export { DEFAULT_START } from '../../core/id.js';
@@ -31,26 +31,16 @@ export function assertStoredId(field: 'start' | 'to', value: bigint): void {
   if (value < 0n || value > MAX_ID) throw new InvalidArgumentError(`${field} must be from 0 to 2^63-1`);
 }
 
-/** Throws unless `newMaxId` is a legal give-back target for `expectedMaxId` (0 <= new <= expected). */
-export function assertGiveBack(expectedMaxId: bigint, newMaxId: bigint): void {
-  if (newMaxId < 0n || newMaxId > expectedMaxId) {
-    throw new InvalidArgumentError('giveBack: newMaxId must be from 0 to expectedMaxId (a give-back never raises max_id)');
+/** Throws unless `from` is a legal give-back start for the expected max_id (0 <= from <= maxId). */
+export function assertGiveBack(from: bigint, expect: GiveBackExpectation): void {
+  if (from < 0n || from > expect.maxId) {
+    throw new InvalidArgumentError('giveBack: from must be from 0 to the expected max_id (a give-back never raises max_id)');
   }
 }
 
-/**
- * A give-back's further conditions: the row is still at the fence epoch (no
- * fence since, whose bound may lie inside the tail) and the creation of the
- * tag (`generation`) that the range came from. An expectation not given is
- * not checked.
- */
-export function sameSinceRange(
-  row: { fenceEpoch: number; generation: string },
-  expectedFenceEpoch?: number,
-  expectedGeneration?: string,
-): boolean {
-  if (expectedFenceEpoch !== undefined && row.fenceEpoch !== expectedFenceEpoch) return false;
-  return expectedGeneration === undefined || row.generation === expectedGeneration;
+/** A give-back's compare-and-set, for the stores that read the row first: it is still as the range left it. */
+export function stillAsExpected(row: { maxId: bigint; fenceEpoch: number; generation: string }, expect: GiveBackExpectation): boolean {
+  return row.maxId === expect.maxId && row.fenceEpoch === expect.fenceEpoch && row.generation === expect.generation;
 }
 
 /** A tag just written, read back; one deleted in between is TAG_NOT_FOUND. */

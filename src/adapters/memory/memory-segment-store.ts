@@ -1,10 +1,18 @@
 /** An in-process SegmentStore: for tests, embedding and single-process use without persistence. */
 import { TagExistsError, TagNotFoundError } from '../../core/errors.js';
-import { MAX_ID } from '../../core/id.js';
-import type { Allocation, NewTag, SegmentStore, TagInfo, TagUpdate } from '../../ports/segment-store.js';
-import { assertGiveBack, DEFAULT_START, DEFAULT_STEP, exhausted, newGeneration, sameSinceRange } from '../kit/segment-rules.js';
+import { byFirst, MAX_ID } from '../../core/id.js';
+import type { Allocation, GiveBackExpectation, NewTag, SegmentStore, TagInfo, TagUpdate } from '../../ports/segment-store.js';
+import {
+  assertGiveBack,
+  assertStoredId,
+  DEFAULT_START,
+  DEFAULT_STEP,
+  exhausted,
+  newGeneration,
+  stillAsExpected,
+} from '../kit/segment-rules.js';
 import type { LedgerEntry, LedgerKind, LedgerPage, LedgerTop, ServerIdentity } from '../../ports/range-ledger.js';
-import { allocatedRange, covers, fencedRange, givenBackRange, ledgerTopOf, processIdentity, rangeLength } from '../kit/range-ledger.js';
+import { allocatedRange, covers, fencedRange, givenBackRange, ledgerEntryFor, ledgerTopOf, processIdentity } from '../kit/range-ledger.js';
 
 interface Row {
   maxId: bigint;
@@ -35,7 +43,7 @@ export class MemorySegmentStore implements SegmentStore {
     if (next > MAX_ID) throw exhausted(tag);
     row.maxId = next;
     row.updatedAt = new Date();
-    this.record(tag, 'allocate', allocatedRange(next, s), s, row);
+    this.record(tag, 'allocate', allocatedRange(next, s), row);
     return { maxId: next, step: s, storedStep: row.step, fenceEpoch: row.fenceEpoch, generation: row.generation };
   }
 
@@ -49,9 +57,11 @@ export class MemorySegmentStore implements SegmentStore {
   }
 
   async createTag(t: NewTag): Promise<TagInfo> {
+    const start = t.start ?? DEFAULT_START;
+    assertStoredId('start', start);
     if (this.rows.has(t.tag)) throw new TagExistsError(t.tag);
     const row: Row = {
-      maxId: t.start ?? DEFAULT_START,
+      maxId: start,
       step: t.step ?? DEFAULT_STEP,
       description: t.description ?? '',
       updatedAt: new Date(),
@@ -76,25 +86,25 @@ export class MemorySegmentStore implements SegmentStore {
   }
 
   async fence(tag: string, to: bigint): Promise<TagInfo> {
+    assertStoredId('to', to);
     const row = this.rows.get(tag);
     if (!row) throw new TagNotFoundError(tag);
     const jumped = fencedRange(row.maxId, to);
     if (to > row.maxId) row.maxId = to;
     row.fenceEpoch += 1;
     row.updatedAt = new Date();
-    if (jumped) this.record(tag, 'fence', jumped, rangeLength(jumped), row);
+    if (jumped) this.record(tag, 'fence', jumped, row);
     return info(tag, row);
   }
 
-  async giveBack(tag: string, expectedMaxId: bigint, newMaxId: bigint, fenceEpoch?: number, generation?: string): Promise<boolean> {
-    assertGiveBack(expectedMaxId, newMaxId);
+  async giveBack(tag: string, from: bigint, expect: GiveBackExpectation): Promise<boolean> {
+    assertGiveBack(from, expect);
     const row = this.rows.get(tag);
-    if (!row || row.maxId !== expectedMaxId) return false;
-    if (!sameSinceRange(row, fenceEpoch, generation)) return false;
-    row.maxId = newMaxId;
+    if (!row || !stillAsExpected(row, expect)) return false;
+    row.maxId = from;
     row.updatedAt = new Date();
-    const range = givenBackRange(expectedMaxId, newMaxId);
-    if (range) this.record(tag, 'give-back', range, Number(range.last - range.first + 1n), row);
+    const range = givenBackRange(from, expect);
+    if (range) this.record(tag, 'give-back', range, row);
     return true;
   }
 
@@ -110,7 +120,7 @@ export class MemorySegmentStore implements SegmentStore {
   }
 
   async ledgerEntries(tag: string): Promise<LedgerEntry[]> {
-    return this.ledger.filter((e) => e.tag === tag).sort((a, b) => (a.first < b.first ? -1 : a.first > b.first ? 1 : 0));
+    return this.ledger.filter((e) => e.tag === tag).sort(byFirst);
   }
 
   /** The cursor is an offset into the tag's entries in order of `first`. */
@@ -134,18 +144,8 @@ export class MemorySegmentStore implements SegmentStore {
     return n;
   }
 
-  private record(tag: string, kind: LedgerKind, range: { first: bigint; last: bigint }, step: number, row: Row): void {
-    this.ledger.push({
-      tag,
-      kind,
-      ...range,
-      stride: 1,
-      step,
-      ...this.who,
-      atMs: Date.now(),
-      fenceEpoch: row.fenceEpoch,
-      generation: row.generation,
-    });
+  private record(tag: string, kind: LedgerKind, range: { first: bigint; last: bigint }, row: Row): void {
+    this.ledger.push(ledgerEntryFor(tag, kind, range, this.who, Date.now(), row));
   }
 
   async ping(): Promise<void> {}

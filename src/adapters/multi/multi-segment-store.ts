@@ -57,9 +57,9 @@
  * refuses the new configuration, so skipping the procedure fails loudly.
  */
 import { InvalidArgumentError, SequoiaError, TagExistsError, TagNotFoundError, UnavailableError } from '../../core/errors.js';
-import { MAX_ID } from '../../core/id.js';
+import { byFirst, MAX_ID } from '../../core/id.js';
 import { MULTI_META_TAG } from '../../core/segment/multi-meta-tag.js';
-import type { Allocation, NewTag, SegmentStore, TagInfo, TagUpdate } from '../../ports/segment-store.js';
+import type { Allocation, GiveBackExpectation, NewTag, SegmentStore, TagInfo, TagUpdate } from '../../ports/segment-store.js';
 import { assertGiveBack, assertStoredId, DEFAULT_START, exhausted } from '../kit/segment-rules.js';
 import type { LedgerEntry, LedgerPage, LedgerTop } from '../../ports/range-ledger.js';
 import { higherTop } from '../kit/range-ledger.js';
@@ -257,17 +257,21 @@ export class MultiSegmentStore implements SegmentStore {
    * (The allocator does not give back on a multi-store set: its high-water
    * marks are per residue class; this is here for completeness and tools.)
    */
-  async giveBack(tag: string, expectedMaxId: bigint, newMaxId: bigint, fenceEpoch?: number, generation?: string): Promise<boolean> {
-    assertGiveBack(expectedMaxId, newMaxId);
+  async giveBack(tag: string, from: bigint, expect: GiveBackExpectation): Promise<boolean> {
+    assertGiveBack(from, expect);
     if (tag === MULTI_META_TAG) return false;
-    const i = expectedMaxId % this.bigN;
-    if (newMaxId % this.bigN !== i) return false;
+    const i = expect.maxId % this.bigN;
+    if (from % this.bigN !== i) return false;
     const m = this.members[Number(i)] as Member;
     await this.ready(m);
     // An Allocation's generation names its member and that member's own (each member's row is created, and re-created, on its own).
     const prefix = `${i}:`;
-    const own = generation?.startsWith(prefix) ? generation.slice(prefix.length) : generation;
-    return m.store.giveBack(tag, (expectedMaxId - i) / this.bigN, (newMaxId - i) / this.bigN, fenceEpoch, own);
+    const own = expect.generation.startsWith(prefix) ? expect.generation.slice(prefix.length) : expect.generation;
+    return m.store.giveBack(tag, (from - i) / this.bigN, {
+      maxId: (expect.maxId - i) / this.bigN,
+      fenceEpoch: expect.fenceEpoch,
+      generation: own,
+    });
   }
 
   /**
@@ -293,7 +297,7 @@ export class MultiSegmentStore implements SegmentStore {
     });
     const failed = results.find((r) => !r.ok);
     if (failed && !failed.ok) throw failed.error;
-    return results.flatMap((r) => (r.ok ? r.value : [])).sort((a, b) => (a.first < b.first ? -1 : a.first > b.first ? 1 : 0));
+    return results.flatMap((r) => (r.ok ? r.value : [])).sort(byFirst);
   }
 
   /**

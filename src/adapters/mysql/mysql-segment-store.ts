@@ -25,7 +25,7 @@
  */
 import type { PoolConnection, ResultSetHeader, RowDataPacket } from 'mysql2/promise';
 import { TagExistsError, TagNotFoundError, UnavailableError } from '../../core/errors.js';
-import type { Allocation, NewTag, SegmentStore, TagInfo, TagUpdate } from '../../ports/segment-store.js';
+import type { Allocation, GiveBackExpectation, NewTag, SegmentStore, TagInfo, TagUpdate } from '../../ports/segment-store.js';
 import { tagInfoFromTextRow } from '../kit/store-boundary.js';
 import { MysqlStatements, type MysqlStoreOptions } from './mysql-connection.js';
 import { assertGiveBack, assertStoredId, DEFAULT_START, DEFAULT_STEP, exhausted, newGeneration, readBack } from '../kit/segment-rules.js';
@@ -38,7 +38,7 @@ import {
   LEDGER_COLUMNS,
   ledgerPlace,
   type LedgerRowText,
-  ledgerPageByFirst,
+  sqlLedgerPage,
   ledgerRowFor,
   ledgerTopFromRow,
   ledgerTopSql,
@@ -258,26 +258,17 @@ export class MysqlSegmentStore implements SegmentStore {
     return readBack(this, tag);
   }
 
-  async giveBack(tag: string, expectedMaxId: bigint, newMaxId: bigint, fenceEpoch?: number, generation?: string): Promise<boolean> {
-    assertGiveBack(expectedMaxId, newMaxId);
+  async giveBack(tag: string, from: bigint, expect: GiveBackExpectation): Promise<boolean> {
+    assertGiveBack(from, expect);
     // One transaction (InnoDB row lock): compare and set at once, with the ledger row.
     return this.db.transaction(async (c) => {
       const r = (await this.db.run(
         c,
         `UPDATE ${this.table} SET max_id = CAST(? AS SIGNED), updated_at = UTC_TIMESTAMP(3)
-         WHERE tag = ? AND max_id = CAST(? AS SIGNED) AND (? IS NULL OR fence_epoch = ?)
-           AND (? IS NULL OR generation = CAST(? AS SIGNED))`,
-        [
-          newMaxId.toString(),
-          tag,
-          expectedMaxId.toString(),
-          fenceEpoch ?? null,
-          fenceEpoch ?? null,
-          generation ?? null,
-          generation ?? null,
-        ],
+         WHERE tag = ? AND max_id = CAST(? AS SIGNED) AND fence_epoch = ? AND generation = CAST(? AS SIGNED)`,
+        [from.toString(), tag, expect.maxId.toString(), expect.fenceEpoch, expect.generation],
       )) as ResultSetHeader;
-      const range = givenBackRange(expectedMaxId, newMaxId);
+      const range = givenBackRange(from, expect);
       if (r.affectedRows === 1 && range) {
         const row = (await this.rowOn(c, tag)) as Row;
         await this.recordOn(c, ledgerRowFor(tag, 'give-back', range, this.who, 0, row));
@@ -300,18 +291,11 @@ export class MysqlSegmentStore implements SegmentStore {
   }
 
   async ledgerPage(tag: string, cursor: string | undefined, limit: number): Promise<LedgerPage> {
-    const select = async (where: string, ...args: unknown[]) =>
-      (
-        (await this.db.select<Row>(`SELECT ${LEDGER_COLUMNS} FROM ${this.ledger} WHERE tag = ? AND ${where}`, [
-          tag,
-          ...args,
-        ])) as unknown as LedgerRowText[]
-      ).map(entryFromRow);
-    return ledgerPageByFirst(
+    return sqlLedgerPage(
       cursor,
       limit,
-      (first, n) => select('first_id >= CAST(? AS SIGNED) ORDER BY first_id LIMIT ?', first.toString(), n),
-      (first) => select('first_id = CAST(? AS SIGNED)', first.toString()),
+      { from: 'first_id >= CAST(? AS SIGNED) ORDER BY first_id LIMIT ?', at: 'first_id = CAST(? AS SIGNED)' },
+      (where, args) => this.db.select<Row>(`SELECT ${LEDGER_COLUMNS} FROM ${this.ledger} WHERE tag = ? AND ${where}`, [tag, ...args]),
     );
   }
 

@@ -39,7 +39,7 @@
  */
 import type { Redis } from 'ioredis';
 import { InvalidArgumentError, TagExistsError, TagNotFoundError } from '../../core/errors.js';
-import type { Allocation, NewTag, SegmentStore, TagInfo, TagUpdate } from '../../ports/segment-store.js';
+import type { Allocation, GiveBackExpectation, NewTag, SegmentStore, TagInfo, TagUpdate } from '../../ports/segment-store.js';
 import {
   assertGiveBack,
   assertStoredId,
@@ -50,6 +50,7 @@ import {
   newGeneration,
   readBack,
 } from '../kit/segment-rules.js';
+import { byFirst } from '../../core/id.js';
 import type { LedgerEntry, LedgerPage, LedgerTop, ServerIdentity } from '../../ports/range-ledger.js';
 import { covers, higherTop, identityValues, ledgerTopOf, processIdentity, rangeLength } from '../kit/range-ledger.js';
 import { storedMaxId } from '../kit/store-boundary.js';
@@ -119,10 +120,10 @@ local raised = string.len(to) > string.len(m) or (string.len(to) == string.len(m
 if raised then
   redis.call('HSET', KEYS[1], 'max_id', to)
 end
-local epoch = redis.call('HINCRBY', KEYS[1], 'fence_epoch', 1)
+local fence_epoch = redis.call('HINCRBY', KEYS[1], 'fence_epoch', 1)
 redis.call('HSET', KEYS[1], 'updated_at', ARGV[2])
 if raised then
-  redis.call('XADD', KEYS[2], '*', 'k', 'fence', 's', m, 'e', to, 'n', '0', 'f', tostring(epoch), 'g', redis.call('HGET', KEYS[1], 'generation') or '0',
+  redis.call('XADD', KEYS[2], '*', 'k', 'fence', 's', m, 'e', to, 'n', '0', 'f', tostring(fence_epoch), 'g', redis.call('HGET', KEYS[1], 'generation') or '0',
     'h', ARGV[3], 'p', ARGV[4], 'i', ARGV[5], 'v', ARGV[6])
 end
 return 1
@@ -133,8 +134,8 @@ return 1
 const GIVE_BACK = `
 local m = redis.call('HGET', KEYS[1], 'max_id')
 if not m or m ~= ARGV[1] then return 0 end
-if ARGV[4] ~= '' and (redis.call('HGET', KEYS[1], 'fence_epoch') or '0') ~= ARGV[4] then return 0 end
-if ARGV[5] ~= '' and (redis.call('HGET', KEYS[1], 'generation') or '0') ~= ARGV[5] then return 0 end
+if (redis.call('HGET', KEYS[1], 'fence_epoch') or '0') ~= ARGV[4] then return 0 end
+if (redis.call('HGET', KEYS[1], 'generation') or '0') ~= ARGV[5] then return 0 end
 if redis.replicate_commands then redis.replicate_commands() end
 redis.call('HSET', KEYS[1], 'max_id', ARGV[2], 'updated_at', ARGV[3])
 if ARGV[6] ~= '0' then
@@ -183,12 +184,12 @@ export class RedisSegmentStore implements SegmentStore {
     )) as string[];
     if (r[0] === 'NOT_FOUND') throw new TagNotFoundError(tag);
     if (r[0] === 'EXHAUSTED') throw exhausted(tag);
-    const [, maxId, applied, stored, epoch, generation] = r;
+    const [, maxId, applied, stored, fenceEpoch, generation] = r;
     return {
       maxId: BigInt(maxId as string),
       step: Number(applied),
       storedStep: Number(stored),
-      fenceEpoch: Number(epoch),
+      fenceEpoch: Number(fenceEpoch),
       generation: generation ?? LEGACY_GENERATION,
     };
   }
@@ -253,18 +254,18 @@ export class RedisSegmentStore implements SegmentStore {
     return readBack(this, tag);
   }
 
-  async giveBack(tag: string, expectedMaxId: bigint, newMaxId: bigint, fenceEpoch?: number, generation?: string): Promise<boolean> {
-    assertGiveBack(expectedMaxId, newMaxId);
+  async giveBack(tag: string, from: bigint, expect: GiveBackExpectation): Promise<boolean> {
+    assertGiveBack(from, expect);
     const ok = await this.script(
       GIVE_BACK,
       [this.key(tag), this.ledgerKey(tag)],
       [
-        expectedMaxId.toString(),
-        newMaxId.toString(),
+        expect.maxId.toString(),
+        from.toString(),
         String(Date.now()),
-        fenceEpoch === undefined ? '' : String(fenceEpoch),
-        generation ?? '',
-        (expectedMaxId - newMaxId).toString(),
+        String(expect.fenceEpoch),
+        expect.generation,
+        (expect.maxId - from).toString(),
         ...this.identityArgs(),
       ],
     );
@@ -276,7 +277,7 @@ export class RedisSegmentStore implements SegmentStore {
   }
 
   async ledgerEntries(tag: string): Promise<LedgerEntry[]> {
-    return (await this.readLedger(tag)).sort((a, b) => (a.first < b.first ? -1 : a.first > b.first ? 1 : 0));
+    return (await this.readLedger(tag)).sort(byFirst);
   }
 
   /** In the stream's order (the order the ranges moved), `limit` entries a page; the cursor is the last stream id read. */

@@ -11,9 +11,9 @@
 import type Database from 'better-sqlite3';
 import { SequoiaError, TagExistsError, TagNotFoundError, UnavailableError } from '../../core/errors.js';
 import { MAX_ID } from '../../core/id.js';
-import type { Allocation, NewTag, SegmentStore, TagInfo, TagUpdate } from '../../ports/segment-store.js';
+import type { Allocation, GiveBackExpectation, NewTag, SegmentStore, TagInfo, TagUpdate } from '../../ports/segment-store.js';
 import { storeCall, storeError } from '../kit/store-boundary.js';
-import { assertGiveBack, DEFAULT_START, DEFAULT_STEP, exhausted, newGeneration, readBack } from '../kit/segment-rules.js';
+import { assertGiveBack, assertStoredId, DEFAULT_START, DEFAULT_STEP, exhausted, newGeneration, readBack } from '../kit/segment-rules.js';
 import { SqliteConnection } from './sqlite-connection.js';
 import { sqliteLocation } from './sqlite-location.js';
 import type { LedgerEntry, LedgerPage, LedgerTop, ServerIdentity } from '../../ports/range-ledger.js';
@@ -161,18 +161,13 @@ export class SqliteSegmentStore implements SegmentStore {
   }
 
   async createTag(t: NewTag): Promise<TagInfo> {
+    const start = t.start ?? DEFAULT_START;
+    assertStoredId('start', start);
     try {
       this.open();
       this.prepare(
         'INSERT INTO sequoia_alloc (tag, max_id, step, description, updated_at, fence_epoch, generation) VALUES (?, ?, ?, ?, ?, 0, ?)',
-      ).run(
-        t.tag,
-        t.start ?? DEFAULT_START,
-        BigInt(t.step ?? DEFAULT_STEP),
-        t.description ?? '',
-        BigInt(Date.now()),
-        BigInt(newGeneration()),
-      );
+      ).run(t.tag, start, BigInt(t.step ?? DEFAULT_STEP), t.description ?? '', BigInt(Date.now()), BigInt(newGeneration()));
     } catch (e) {
       if ((e as { code?: string }).code === 'SQLITE_CONSTRAINT_PRIMARYKEY') throw new TagExistsError(t.tag);
       throw wrap(e);
@@ -197,6 +192,7 @@ export class SqliteSegmentStore implements SegmentStore {
   }
 
   async fence(tag: string, to: bigint): Promise<TagInfo> {
+    assertStoredId('to', to);
     const found = this.run(() =>
       this.handle()
         .transaction((): boolean => {
@@ -217,21 +213,20 @@ export class SqliteSegmentStore implements SegmentStore {
     return readBack(this, tag);
   }
 
-  async giveBack(tag: string, expectedMaxId: bigint, newMaxId: bigint, fenceEpoch?: number, generation?: string): Promise<boolean> {
-    assertGiveBack(expectedMaxId, newMaxId);
-    const epoch = fenceEpoch === undefined ? null : BigInt(fenceEpoch);
-    const gen = generation === undefined ? null : BigInt(generation);
+  async giveBack(tag: string, from: bigint, expect: GiveBackExpectation): Promise<boolean> {
+    assertGiveBack(from, expect);
     const changes = this.run(() =>
       this.handle()
         .transaction((): number => {
           const now = Date.now();
           const row = this.prepare(
             `UPDATE sequoia_alloc SET max_id = ?, updated_at = ?
-             WHERE tag = ? AND max_id = ? AND (? IS NULL OR fence_epoch = ?) AND (? IS NULL OR generation = ?)
+             WHERE tag = ? AND max_id = ? AND fence_epoch = ? AND generation = ?
              RETURNING step, fence_epoch, generation`,
-          ).get(newMaxId, BigInt(now), tag, expectedMaxId, epoch, epoch, gen, gen) as Pick<Row, 'fence_epoch' | 'generation'> | undefined;
+          ).get(from, BigInt(now), tag, expect.maxId, BigInt(expect.fenceEpoch), BigInt(expect.generation)) as
+            Pick<Row, 'fence_epoch' | 'generation'> | undefined;
           if (!row) return 0;
-          const range = givenBackRange(expectedMaxId, newMaxId);
+          const range = givenBackRange(from, expect);
           if (range) {
             this.record(ledgerRowFor(tag, 'give-back', range, this.who, now, row));
           }

@@ -166,9 +166,9 @@ export class StateDir implements HighWaterMarkStore {
    * transaction of this thread: in a server's worker thread, nothing crosses
    * to the event loop's thread while the write lock is held.
    */
-  async admitRange(tag: string, floor: HighWaterMark | undefined, start: bigint, end: bigint, epoch: number): Promise<GuardVerdict> {
+  async admitRange(tag: string, floor: HighWaterMark | undefined, start: bigint, end: bigint, fenceEpoch: number): Promise<GuardVerdict> {
     let verdict: GuardVerdict | undefined;
-    await this.update(tag, (current) => (verdict = checkShared(floor, current, start, end, epoch, this.where)).record);
+    await this.update(tag, (current) => (verdict = checkShared(floor, current, start, end, fenceEpoch, this.where)).record);
     if (verdict === undefined) throw stateError('cannot record the high-water mark', new Error('the mark was not read'));
     return verdict;
   }

@@ -8,6 +8,7 @@
  */
 import { type Layout, decompose, joinWorker } from '../../core/snowflake/layout.js';
 import { FALLBACK_FLOOR, decodeFallbackId } from '../../core/fallback/fallback-space.js';
+import { byFirst } from '../../core/id.js';
 import { halvesToBigInt } from './id-sort.js';
 
 const TWO32 = 4294967296;
@@ -217,7 +218,7 @@ export class RangeCover {
 
   /** Every range held, sorted by first (ForeignIds' input). */
   ranges(): CoveringRange[] {
-    return [...this.classes.values()].flat().sort((a, b) => (a.first < b.first ? -1 : a.first > b.first ? 1 : 0));
+    return [...this.classes.values()].flat().sort(byFirst);
   }
 }
 

@@ -23,16 +23,22 @@ export type GuardVerdict =
  * `where`: where the marks are kept (e.g. `state dir ./data`), so a refusal
  * names it, whether a server or a CLI command holds them.
  */
-export function checkAnswer(previous: HighWaterMark | undefined, start: bigint, end: bigint, epoch: number, where?: string): GuardVerdict {
+export function checkAnswer(
+  previous: HighWaterMark | undefined,
+  start: bigint,
+  end: bigint,
+  fenceEpoch: number,
+  where?: string,
+): GuardVerdict {
   const kept = where === undefined ? '' : ` kept in ${where}`;
   if (previous === undefined) return { ok: true, record: { mark: end } };
-  if (previous.trippedAtEpoch !== undefined && epoch <= previous.trippedAtEpoch) {
+  if (previous.trippedAtEpoch !== undefined && fenceEpoch <= previous.trippedAtEpoch) {
     return { ok: false, record: previous, reason: earlierTrip(previous.mark, where) };
   }
   if (start < previous.mark) {
     return {
       ok: false,
-      record: { mark: previous.mark, trippedAtEpoch: epoch },
+      record: { mark: previous.mark, trippedAtEpoch: fenceEpoch },
       // Both causes look alike here (the marks are kept by tag name): say both.
       reason:
         `store answered [${start}, ${end}) below the high-water mark ${previous.mark}${kept}: ` +
@@ -61,16 +67,16 @@ export function checkShared(
   current: HighWaterMark | undefined,
   start: bigint,
   end: bigint,
-  epoch: number,
+  fenceEpoch: number,
   where?: string,
 ): GuardVerdict {
-  if (current?.trippedAtEpoch !== undefined && epoch <= current.trippedAtEpoch) {
+  if (current?.trippedAtEpoch !== undefined && fenceEpoch <= current.trippedAtEpoch) {
     return { ok: false, record: current, reason: earlierTrip(current.mark, where) };
   }
   const base = floor && current && current.mark < floor.mark ? current : floor;
-  const v = checkAnswer(base && { mark: base.mark }, start, end, epoch, where);
+  const v = checkAnswer(base && { mark: base.mark }, start, end, fenceEpoch, where);
   const top = (a: bigint, b: bigint | undefined) => (b !== undefined && b > a ? b : a);
-  if (!v.ok) return { ok: false, record: { mark: top(v.record.mark, current?.mark), trippedAtEpoch: epoch }, reason: v.reason };
+  if (!v.ok) return { ok: false, record: { mark: top(v.record.mark, current?.mark), trippedAtEpoch: fenceEpoch }, reason: v.reason };
   return { ok: true, record: { mark: top(end, current?.mark) } };
 }
 
