@@ -9,7 +9,7 @@ import { SequoiaError } from '../core/errors.js';
 import { ERROR_STATUS } from './error-status.js';
 import type { SequoiaMetrics } from './metrics.js';
 import { isLeafPath } from './leaf-paths.js';
-import { publicMessage } from './public-message.js';
+import { answerText } from './public-message.js';
 
 export type ErrorRecord = Parameters<SequoiaMetrics['recordError']>[0];
 
@@ -48,12 +48,19 @@ function sequoiaAnswer(err: SequoiaError, req: FastifyRequest, reply: FastifyRep
   if (err.retryAfterMs !== undefined || status === 503 || status === 429) {
     void reply.header('retry-after', String(Math.max(1, Math.ceil((err.retryAfterMs ?? 1000) / 1000))));
   }
-  // The log keeps the whole message (paths, hosts); the client gets it without them.
-  const message = publicMessage(code, err.message);
+  // The log keeps the whole message and its detail (paths, hosts); the client gets the public message only.
+  const message = answerText(err, err.message);
+  const detail = err.operatorDetail === undefined ? {} : { detail: err.operatorDetail };
   if (status >= 500)
-    req.log.error({ method: req.method, url: req.url, status, code, err: err.message, cause: String(err.cause ?? '') }, 'request');
+    req.log.error(
+      { method: req.method, url: req.url, status, code, err: err.message, ...detail, cause: String(err.cause ?? '') },
+      'request',
+    );
   else
-    req.log.info({ method: req.method, url: req.url, status, code, ...(message === err.message ? {} : { err: err.message }) }, 'request');
+    req.log.info(
+      { method: req.method, url: req.url, status, code, ...(message === err.message ? {} : { err: err.message }), ...detail },
+      'request',
+    );
   return { code, status, message };
 }
 
