@@ -10,6 +10,7 @@ import { ERROR_STATUS } from './error-status.js';
 import type { SequoiaMetrics } from './metrics.js';
 import { isLeafPath } from './leaf-paths.js';
 import { answerText } from './public-message.js';
+import { errorEnvelope, retryAfterSeconds } from './raw-answer.js';
 
 export type ErrorRecord = Parameters<SequoiaMetrics['recordError']>[0];
 
@@ -37,17 +38,15 @@ export function sendError(err: Error, req: FastifyRequest, reply: FastifyReply, 
   const { code, status, message } = err instanceof SequoiaError ? sequoiaAnswer(err, req, reply) : otherAnswer(err, req);
   onError({ code: code as ErrorRecord['code'], status, method: req.method, path: req.url.split('?')[0]?.slice(0, 200) ?? '', message });
   const flags = (req.routeOptions?.config ?? {}) as RouteFlags;
-  void reply.code(status);
-  if (flags.leaf || isLeafPath(req.url)) return reply.type('text/plain; charset=utf-8').send(`${code}: ${message}`);
-  return reply.type('application/json; charset=utf-8').send(JSON.stringify({ error: { code, message } }));
+  const { type, text } = errorEnvelope(code, message, flags.leaf === true || isLeafPath(req.url));
+  return reply.code(status).type(type).send(text);
 }
 
 function sequoiaAnswer(err: SequoiaError, req: FastifyRequest, reply: FastifyReply): ErrorAnswer {
   const code = err.code;
   const status = ERROR_STATUS[err.code];
-  if (err.retryAfterMs !== undefined || status === 503 || status === 429) {
-    void reply.header('retry-after', String(Math.max(1, Math.ceil((err.retryAfterMs ?? 1000) / 1000))));
-  }
+  const retryAfter = retryAfterSeconds(status, err.retryAfterMs);
+  if (retryAfter !== undefined) void reply.header('retry-after', String(retryAfter));
   // The log keeps the whole message and its detail (paths, hosts); the client gets the public message only.
   const message = answerText(err, err.message);
   const detail = err.operatorDetail === undefined ? {} : { detail: err.operatorDetail };
