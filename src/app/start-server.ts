@@ -5,7 +5,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { SequoiaError } from '../core/errors.js';
-import { pino } from 'pino';
+import { type Logger, pino } from 'pino';
 import { buildApp } from '../server/build-app.js';
 import type { Drain } from '../server/http-front.js';
 import { FormatRegistry } from '../server/formats.js';
@@ -23,6 +23,7 @@ import { claimStateDir } from './state-dir-claim.js';
 import { type Backend, openBackend, redactStoreUrl, storeIdentity } from './stores.js';
 import { createIdService, createSnowflakeService } from './wiring.js';
 import { startLedgerPruner } from './ledger-pruner.js';
+import { UndoStack } from './undo-stack.js';
 
 export interface RunningServer {
   readonly url: string;
@@ -56,120 +57,157 @@ export async function startServer(
   }
 }
 
-async function startReserved(
-  config: ServeConfig,
-  options: { handleSignals?: boolean; listeningMessage?: string; lockStateDir?: boolean; openAdmin?: string | undefined },
-  reservation: PortReservation | undefined,
-): Promise<RunningServer> {
+type StartOptions = { handleSignals?: boolean; listeningMessage?: string; lockStateDir?: boolean; openAdmin?: string | undefined };
+type App = Awaited<ReturnType<typeof buildApp>>;
+type Snowflake = ReturnType<typeof createSnowflakeService>;
+
+/** What the steps of a start have opened, handed from one step to the next and, at the end, to `close`. */
+interface Opened {
+  readonly logger: Logger;
+  readonly backend: Backend;
+  readonly state: StateDirPort;
+  /** Closes the state dir, then lets go of its lock (when this process took it). */
+  readonly releaseStateDir: () => Promise<void>;
+}
+
+async function startReserved(config: ServeConfig, options: StartOptions, reservation: PortReservation | undefined): Promise<RunningServer> {
   const logger = pino({ level: config.logLevel, base: { pid: process.pid } });
   if (options.openAdmin !== undefined) logger.warn({ host: config.host }, options.openAdmin);
-  // One state dir, one server, one store (DESIGN.md invariant 5); its I/O runs off the event loop (invariant 6).
-  // The binding first: a dir of another store names that store, whether or not its server runs.
-  // Both threads start at once (a start pays for one thread's start-up, not two).
-  const backendP = openBackend(config.store, { offLoop: true });
-  backendP.catch(() => {}); // awaited below
-  let state: StateDirPort;
+  // Each step registers its undo once it has succeeded; a step that fails undoes the ones before it, in reverse, once.
+  // A store client left open (reconnecting in the background) would keep the process alive after a failed start.
+  const undo = new UndoStack();
   try {
-    state = await openStateDirOffLoop(config.stateDir);
-  } catch (e) {
-    await (await backendP.catch(() => undefined))?.segments.close().catch(() => {});
-    throw e;
-  }
-  let lock: ServerLock | undefined;
-  const release = async () => {
-    await state.close().catch(() => {});
-    lock?.release();
-  };
-  let backend: Backend;
-  try {
-    // Checked now, bound once the store has started: a typo in --store, or a store that cannot be reached, must not bind the dir.
-    await state.bindStore(storeIdentity(config.store), false);
-    if (options.lockStateDir !== false) lock = claimStateDir(config.stateDir, config.store);
-    backend = await backendP;
-  } catch (e) {
-    await (await backendP.catch(() => undefined))?.segments.close().catch(() => {});
-    await release();
-    throw e;
-  }
-  const metrics = new SequoiaMetrics();
-  const service = createIdService(config, backend, { logger, onLoad: metrics.onLoad, marks: state });
-  try {
-    await service.start();
-  } catch (e) {
-    await release();
-    throw e;
-  }
-  try {
-    await state.bindStore(storeIdentity(config.store), true);
-  } catch (e) {
-    await service.close().catch(() => {});
-    await release();
-    throw e;
-  }
-  // The snowflake ticks share the state dir; it is closed here, after the service's give-back.
-  const ticks = {
-    lastTick: (space: string, workerId: number) => state.lastTick(space, workerId),
-    recordTick: (space: string, workerId: number, tick: number, exact?: boolean) => state.recordTick(space, workerId, tick, exact),
-    close: async () => {},
-  };
-  const drain: Drain = { leaving: false };
-  let snowflake: ReturnType<typeof createSnowflakeService>;
-  let app: Awaited<ReturnType<typeof buildApp>> | undefined;
-  try {
-    const fileLimit = openFileLimit();
-    const maxConnections = connectionCap(config.maxConnections, fileLimit);
-    if (maxConnections < config.maxConnections) {
-      logger.warn(
-        { maxConnections, configured: config.maxConnections, openFileLimit: fileLimit },
-        'maxConnections lowered below the open-file limit',
-      );
-    }
-    snowflake = createSnowflakeService(config, backend, { logger, optional: true, ticks });
-    // A worker id that cannot be had (a used-up pool, a lease store down) stops snowflake only:
-    // segment IDs are served; snowflake requests are refused with the code and the id is asked for again later.
-    await snowflake?.start().catch((e: unknown) => {
-      if (!(e instanceof SequoiaError) || e.code === 'INVALID_ARGUMENT') throw e; // a configuration that cannot work: said at start
-      const code = e.code;
-      logger.error(
-        { code, err: e instanceof Error ? e.message : String(e), layout: config.snowflakeLayout },
-        'snowflake IDs unavailable: no worker id; serving the rest',
-      );
-    });
-    app = await buildApp({
-      service,
-      snowflake,
-      fallback: config.fallbackTags?.length
-        ? new FallbackLeases({ tags: config.fallbackTags, ttlMs: config.fallbackLeaseTtlMs, leases: backend.leases })
-        : undefined,
-      adminToken: config.adminToken,
-      clientTokens: config.clientTokens,
-      metricsToken: config.metricsToken,
-      trustedProxies: config.trustedProxies,
-      rateLimit: config.rateLimit > 0 ? { perSecond: config.rateLimit, burst: config.rateLimitBurst ?? config.rateLimit * 2 } : undefined,
-      tls: config.tlsCert && config.tlsKey ? { cert: readFileSync(config.tlsCert), key: readFileSync(config.tlsKey) } : undefined,
-      requestTimeoutMs: config.requestTimeoutMs,
-      maxHeaderBytes: config.maxHeaderBytes,
-      formats: new FormatRegistry(config.formats ?? {}),
-      stateDirProbe: stateDirProbe(config.stateDir),
-      maxConnections,
-      maxConnectionsPerAddress: config.maxConnectionsPerAddress,
-      drain,
-      logger,
-      version: VERSION,
-      metrics,
-    });
+    const opened = await openStoreAndStateDir(config, options, logger, undo);
+    const metrics = new SequoiaMetrics();
+    const service = await startService(config, opened, metrics, undo);
+    const drain: Drain = { leaving: false };
+    const snowflake = await startSnowflake(config, opened, undo);
+    const app = await undo.step(
+      'http app',
+      () => buildHttpApp(config, opened, { service, snowflake, metrics, drain }),
+      (a) => a.close(),
+    );
     await reservation?.release();
     try {
       await app.listen({ host: config.host, port: reservation?.port ?? config.port });
     } catch (e) {
       throw listenError(e, config.host, reservation?.port ?? config.port);
     }
+    return running(config, options, opened, { service, snowflake, app, drain });
   } catch (e) {
-    // A store client left open (reconnecting in the background) would keep the process alive after a failed start.
-    await Promise.allSettled([app?.close(), snowflake?.close(), service.close()]);
-    await release();
+    await undo.unwind();
     throw e;
   }
+}
+
+/**
+ * One state dir, one server, one store (DESIGN.md invariant 5); its I/O runs off the event loop (invariant 6).
+ * The binding first: a dir of another store names that store, whether or not its server runs.
+ * Both threads start at once (a start pays for one thread's start-up, not two).
+ */
+async function openStoreAndStateDir(config: ServeConfig, options: StartOptions, logger: Logger, undo: UndoStack): Promise<Opened> {
+  const backendP = openBackend(config.store, { offLoop: true });
+  backendP.catch(() => {}); // awaited below
+  undo.push('store', async () => (await backendP.catch(() => undefined))?.segments.close());
+  let lock: ServerLock | undefined;
+  const state = await openStateDirOffLoop(config.stateDir);
+  // The dir's lock goes after its thread has closed (one undo: a dir is never left locked and open, or unlocked and open).
+  const releaseStateDir = async () => {
+    await state.close().catch(() => {});
+    lock?.release();
+  };
+  undo.push('state dir', releaseStateDir);
+  // Checked now, bound once the store has started: a typo in --store, or a store that cannot be reached, must not bind the dir.
+  await state.bindStore(storeIdentity(config.store), false);
+  if (options.lockStateDir !== false) lock = claimStateDir(config.stateDir, config.store);
+  const backend = await backendP;
+  return { logger, backend, state, releaseStateDir };
+}
+
+/** The IdService takes the store over: a failed start closes it (IdService.start), a stop too (IdService.close). */
+async function startService(config: ServeConfig, opened: Opened, metrics: SequoiaMetrics, undo: UndoStack): Promise<IdService> {
+  const { logger, backend, state } = opened;
+  const service = createIdService(config, backend, { logger, onLoad: metrics.onLoad, marks: state });
+  undo.handOver('store');
+  await service.start();
+  undo.push('id service', () => service.close());
+  await state.bindStore(storeIdentity(config.store), true);
+  return service;
+}
+
+/**
+ * A worker id that cannot be had (a used-up pool, a lease store down) stops snowflake only:
+ * segment IDs are served; snowflake requests are refused with the code and the id is asked for again later.
+ */
+async function startSnowflake(config: ServeConfig, opened: Opened, undo: UndoStack): Promise<Snowflake> {
+  const { logger, backend, state } = opened;
+  // The snowflake ticks share the state dir; it is closed after the service's give-back.
+  const ticks = {
+    lastTick: (space: string, workerId: number) => state.lastTick(space, workerId),
+    recordTick: (space: string, workerId: number, tick: number, exact?: boolean) => state.recordTick(space, workerId, tick, exact),
+    close: async () => {},
+  };
+  const snowflake = createSnowflakeService(config, backend, { logger, optional: true, ticks });
+  undo.push('snowflake', () => snowflake?.close());
+  await snowflake?.start().catch((e: unknown) => {
+    if (!(e instanceof SequoiaError) || e.code === 'INVALID_ARGUMENT') throw e; // a configuration that cannot work: said at start
+    const code = e.code;
+    logger.error(
+      { code, err: e instanceof Error ? e.message : String(e), layout: config.snowflakeLayout },
+      'snowflake IDs unavailable: no worker id; serving the rest',
+    );
+  });
+  return snowflake;
+}
+
+async function buildHttpApp(
+  config: ServeConfig,
+  opened: Opened,
+  parts: { service: IdService; snowflake: Snowflake; metrics: SequoiaMetrics; drain: Drain },
+): Promise<App> {
+  const { logger, backend } = opened;
+  const fileLimit = openFileLimit();
+  const maxConnections = connectionCap(config.maxConnections, fileLimit);
+  if (maxConnections < config.maxConnections) {
+    logger.warn(
+      { maxConnections, configured: config.maxConnections, openFileLimit: fileLimit },
+      'maxConnections lowered below the open-file limit',
+    );
+  }
+  return buildApp({
+    service: parts.service,
+    snowflake: parts.snowflake,
+    fallback: config.fallbackTags?.length
+      ? new FallbackLeases({ tags: config.fallbackTags, ttlMs: config.fallbackLeaseTtlMs, leases: backend.leases })
+      : undefined,
+    adminToken: config.adminToken,
+    clientTokens: config.clientTokens,
+    metricsToken: config.metricsToken,
+    trustedProxies: config.trustedProxies,
+    rateLimit: config.rateLimit > 0 ? { perSecond: config.rateLimit, burst: config.rateLimitBurst ?? config.rateLimit * 2 } : undefined,
+    tls: config.tlsCert && config.tlsKey ? { cert: readFileSync(config.tlsCert), key: readFileSync(config.tlsKey) } : undefined,
+    requestTimeoutMs: config.requestTimeoutMs,
+    maxHeaderBytes: config.maxHeaderBytes,
+    formats: new FormatRegistry(config.formats ?? {}),
+    stateDirProbe: stateDirProbe(config.stateDir),
+    maxConnections,
+    maxConnectionsPerAddress: config.maxConnectionsPerAddress,
+    drain: parts.drain,
+    logger,
+    version: VERSION,
+    metrics: parts.metrics,
+  });
+}
+
+/** A started server: says where it listens, prunes the ledger, and stops in order on close (or on a signal). */
+function running(
+  config: ServeConfig,
+  options: StartOptions,
+  opened: Opened,
+  parts: { service: IdService; snowflake: Snowflake; app: App; drain: Drain },
+): RunningServer {
+  const { logger, backend, releaseStateDir: release } = opened;
+  const { service, snowflake, app, drain } = parts;
   const addr = app.server.address();
   const port = typeof addr === 'object' && addr ? addr.port : config.port;
   const host = config.host.includes(':') ? `[${config.host}]` : config.host;

@@ -91,18 +91,7 @@ async function benchPk(o: PkOpts): Promise<void> {
   }
 
   const stop = new AbortController();
-  const onSignal = (sig: NodeJS.Signals) => {
-    if (stop.signal.aborted) {
-      process.stderr.write(
-        `\nsequoia: ${sig} again: exiting now; a scratch object may be left (sequoia bench pk --db URL --drop-leftover removes it)\n`,
-      );
-      process.exit(130);
-    }
-    stop.abort();
-    process.stderr.write(`\nsequoia: ${sig}: stopping after the statements in flight, then dropping the scratch objects…\n`);
-  };
-  process.on('SIGINT', onSignal);
-  process.on('SIGTERM', onSignal);
+  const stopListening = stopOnSignals(stop);
   const bar = o.progress && process.stderr.isTTY ? progressBar() : undefined;
   let result: Awaited<ReturnType<typeof runPkBench>> | undefined;
   let failure: unknown;
@@ -135,8 +124,7 @@ async function benchPk(o: PkOpts): Promise<void> {
     else process.stderr.write(`sequoia: could not drop the scratch object: ${e instanceof Error ? e.message : String(e)}\n`);
   } finally {
     await target.close();
-    process.off('SIGINT', onSignal);
-    process.off('SIGTERM', onSignal);
+    stopListening();
   }
   if (failure !== undefined || result === undefined) throw failure;
   if (result.interrupted) {
@@ -147,6 +135,29 @@ async function benchPk(o: PkOpts): Promise<void> {
   if (o.chart !== undefined) writeFileSync(o.chart, pkChartSvg(result));
   if (o.json) console.log(JSON.stringify({ db: redactStoreUrl(o.db), ...result }, null, 2));
   else process.stdout.write(formatPkReport(result));
+}
+
+/**
+ * Ctrl-C (or SIGTERM) stops the run after the statements in flight, so the scratch objects are dropped; a second one
+ * exits at once. Returns the function that stops listening.
+ */
+function stopOnSignals(stop: AbortController): () => void {
+  const onSignal = (sig: NodeJS.Signals) => {
+    if (stop.signal.aborted) {
+      process.stderr.write(
+        `\nsequoia: ${sig} again: exiting now; a scratch object may be left (sequoia bench pk --db URL --drop-leftover removes it)\n`,
+      );
+      process.exit(130);
+    }
+    stop.abort();
+    process.stderr.write(`\nsequoia: ${sig}: stopping after the statements in flight, then dropping the scratch objects…\n`);
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  return () => {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+  };
 }
 
 /** A one-line bar on stderr, redrawn at most every 100 ms. */

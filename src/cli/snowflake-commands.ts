@@ -115,6 +115,22 @@ function numbers<K extends string>(given: Record<K, [string | undefined, string]
   return out;
 }
 
+/** `plan --layout NAME` as text: one labelled row per width, then its warnings. */
+function printLayout(d: ReturnType<typeof describeLayout>): void {
+  const fields = d.fields as { name: string; bits: number; role: string }[];
+  // One column for every label, however long a field's name (`datacenter bits` is 15 characters).
+  const width = Math.max(15, ...fields.map((f) => `${f.name} bits`.length + 1));
+  const row = (label: string, value: string): void => console.log(`${label.padEnd(width)}${value}`);
+  row('layout', `${String(d.layout)} (version ${String(d.version)})`);
+  row('epoch', `${String(d.epoch)}, ticks of ${String(d.unitMs)} ms`);
+  row('time bits', String(d.timeBits));
+  for (const f of fields) row(`${f.name} bits`, `${f.bits}  (${f.role})`);
+  const start = d.sequenceStart as Layout['sequenceStart'];
+  row('sequence start', start.kind === 'random' ? `random 0-${start.max} each tick` : '0 each tick');
+  row('lifetime', `${String(d.lifetimeYears)} years: ends ${String(d.endsAt)}`);
+  for (const w of d.warnings as string[]) console.log(`warning: ${w}`);
+}
+
 export function registerPlan(program: Command): void {
   program
     .command('plan')
@@ -152,22 +168,8 @@ export function registerPlan(program: Command): void {
             throw new InvalidArgumentError('plan: give --layout, or --nodes, --peak-per-ms and --years, not both');
           }
           const d = describeLayout(getLayout(o.layout, await configuredLayouts(o.config)));
-          if (o.json) {
-            console.log(JSON.stringify(d, null, 2));
-            return;
-          }
-          const fields = d.fields as { name: string; bits: number; role: string }[];
-          // One column for every label, however long a field's name (`datacenter bits` is 15 characters).
-          const width = Math.max(15, ...fields.map((f) => `${f.name} bits`.length + 1));
-          const row = (label: string, value: string): void => console.log(`${label.padEnd(width)}${value}`);
-          row('layout', `${String(d.layout)} (version ${String(d.version)})`);
-          row('epoch', `${String(d.epoch)}, ticks of ${String(d.unitMs)} ms`);
-          row('time bits', String(d.timeBits));
-          for (const f of fields) row(`${f.name} bits`, `${f.bits}  (${f.role})`);
-          const start = d.sequenceStart as Layout['sequenceStart'];
-          row('sequence start', start.kind === 'random' ? `random 0-${start.max} each tick` : '0 each tick');
-          row('lifetime', `${String(d.lifetimeYears)} years: ends ${String(d.endsAt)}`);
-          for (const w of d.warnings as string[]) console.log(`warning: ${w}`);
+          if (o.json) console.log(JSON.stringify(d, null, 2));
+          else printLayout(d);
           return;
         }
         if (o.nodes === undefined || o.peakPerMs === undefined || o.years === undefined) {

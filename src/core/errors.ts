@@ -13,17 +13,53 @@ export class SequoiaError extends Error {
   readonly code: ErrorCode;
   /** Milliseconds after which a retry may succeed, when the failure is transient. */
   readonly retryAfterMs: number | undefined;
+  /**
+   * What a client may read: the message without the operator's detail. The
+   * HTTP layer sends only this (server/error-reply.ts); `message` is the
+   * operator's whole sentence (the log, the CLI).
+   */
+  readonly publicMessage: string;
+  /** Where it happened (a path, a URL, a host): the log and the CLI only, never an answer. */
+  readonly operatorDetail: string | undefined;
 
-  constructor(code: ErrorCode, message: string, options?: { cause?: unknown; retryAfterMs?: number }) {
+  constructor(code: ErrorCode, message: string, options?: ErrorOptions) {
     super(message, options?.cause === undefined ? undefined : { cause: options.cause });
     this.name = 'SequoiaError';
     this.code = code;
     this.retryAfterMs = options?.retryAfterMs;
+    this.operatorDetail = options?.located?.detail;
+    this.publicMessage = options?.located?.publicMessage ?? message;
   }
 }
 
+/** What an error is made with besides its code and message. */
+export interface ErrorOptions {
+  readonly cause?: unknown;
+  readonly retryAfterMs?: number | undefined;
+  /**
+   * A message that names where (a path, a host, a URL): the same sentence without
+   * it for a client, and the where for the operator. Given where the error is made,
+   * so nothing has to scrub the text afterwards (`located` makes both).
+   */
+  readonly located?: Located | undefined;
+}
+
+export interface Located {
+  readonly publicMessage: string;
+  readonly detail: string;
+}
+
+/**
+ * A sentence with a where in it, written once: `say(where)` is the operator's
+ * message, `say(undefined)` the client's. Spread the result's `located` into
+ * the error's options.
+ */
+export function located(say: (where: string | undefined) => string, where: string): { message: string; located: Located } {
+  return { message: say(where), located: { publicMessage: say(undefined), detail: where } };
+}
+
 export class InvalidArgumentError extends SequoiaError {
-  constructor(message: string, options?: { cause?: unknown }) {
+  constructor(message: string, options?: ErrorOptions) {
     super('INVALID_ARGUMENT', message, options);
     this.name = 'InvalidArgumentError';
   }
@@ -55,7 +91,7 @@ export class UnavailableError extends SequoiaError {
     /** One of the codes whose row in ERRORS rebuilds an UnavailableError (src/core/errors.test.ts checks every `new UnavailableError`). */
     code: ErrorCode,
     message: string,
-    options?: { cause?: unknown; retryAfterMs?: number },
+    options?: ErrorOptions,
   ) {
     super(code, message, options);
     this.name = 'UnavailableError';
@@ -63,7 +99,7 @@ export class UnavailableError extends SequoiaError {
 }
 
 export class ClockError extends SequoiaError {
-  constructor(message: string, options?: { cause?: unknown; retryAfterMs?: number }) {
+  constructor(message: string, options?: ErrorOptions) {
     super('CLOCK_MOVED_BACKWARDS', message, options);
     this.name = 'ClockError';
   }

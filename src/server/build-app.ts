@@ -14,7 +14,7 @@ import { type Access, type ClientToken, makeAccess } from './auth.js';
 import { ClientGate } from './client-gate.js';
 import { installErrorReplies } from './error-reply.js';
 import { parseJsonBody } from './json-body.js';
-import { hooksSkippedByFastPath, makeFastPath } from './fast-path.js';
+import { makeFastPath, watchFastPathHooks } from './fast-path.js';
 import { type ConnectionRefusal, type Drain, type Front, frontOptions } from './http-front.js';
 import { BatchLane } from './batch-lane.js';
 import { SequoiaMetrics } from './metrics.js';
@@ -180,8 +180,9 @@ function refusalLog(logger: PinoLogger | undefined): ((e: ConnectionRefusal) => 
  */
 function guardFastPath(app: FastifyInstance, front: Front): void {
   if (front.fast === undefined) return;
+  const watched = watchFastPathHooks(app);
   app.addHook('onReady', async () => {
-    const skipped = hooksSkippedByFastPath(app);
+    const skipped = watched.skipped();
     if (skipped.length > 0) {
       front.fast = undefined;
       app.log.warn({ hooks: skipped }, 'HTTP fast path off: request hooks on its routes');

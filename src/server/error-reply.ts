@@ -9,7 +9,8 @@ import { SequoiaError } from '../core/errors.js';
 import { ERROR_STATUS } from './error-status.js';
 import type { SequoiaMetrics } from './metrics.js';
 import { isLeafPath } from './leaf-paths.js';
-import { publicMessage } from './public-message.js';
+import { answerText } from './public-message.js';
+import { errorEnvelope, retryAfterSeconds } from './raw-answer.js';
 
 export type ErrorRecord = Parameters<SequoiaMetrics['recordError']>[0];
 
@@ -37,23 +38,28 @@ export function sendError(err: Error, req: FastifyRequest, reply: FastifyReply, 
   const { code, status, message } = err instanceof SequoiaError ? sequoiaAnswer(err, req, reply) : otherAnswer(err, req);
   onError({ code: code as ErrorRecord['code'], status, method: req.method, path: req.url.split('?')[0]?.slice(0, 200) ?? '', message });
   const flags = (req.routeOptions?.config ?? {}) as RouteFlags;
-  void reply.code(status);
-  if (flags.leaf || isLeafPath(req.url)) return reply.type('text/plain; charset=utf-8').send(`${code}: ${message}`);
-  return reply.type('application/json; charset=utf-8').send(JSON.stringify({ error: { code, message } }));
+  const { type, text } = errorEnvelope(code, message, flags.leaf === true || isLeafPath(req.url));
+  return reply.code(status).type(type).send(text);
 }
 
 function sequoiaAnswer(err: SequoiaError, req: FastifyRequest, reply: FastifyReply): ErrorAnswer {
   const code = err.code;
   const status = ERROR_STATUS[err.code];
-  if (err.retryAfterMs !== undefined || status === 503 || status === 429) {
-    void reply.header('retry-after', String(Math.max(1, Math.ceil((err.retryAfterMs ?? 1000) / 1000))));
-  }
-  // The log keeps the whole message (paths, hosts); the client gets it without them.
-  const message = publicMessage(code, err.message);
+  const retryAfter = retryAfterSeconds(status, err.retryAfterMs);
+  if (retryAfter !== undefined) void reply.header('retry-after', String(retryAfter));
+  // The log keeps the whole message and its detail (paths, hosts); the client gets the public message only.
+  const message = answerText(err, err.message);
+  const detail = err.operatorDetail === undefined ? {} : { detail: err.operatorDetail };
   if (status >= 500)
-    req.log.error({ method: req.method, url: req.url, status, code, err: err.message, cause: String(err.cause ?? '') }, 'request');
+    req.log.error(
+      { method: req.method, url: req.url, status, code, err: err.message, ...detail, cause: String(err.cause ?? '') },
+      'request',
+    );
   else
-    req.log.info({ method: req.method, url: req.url, status, code, ...(message === err.message ? {} : { err: err.message }) }, 'request');
+    req.log.info(
+      { method: req.method, url: req.url, status, code, ...(message === err.message ? {} : { err: err.message }), ...detail },
+      'request',
+    );
   return { code, status, message };
 }
 

@@ -34,31 +34,89 @@ export const MIRRORED_BY_FAST_PATH = ['chargeRateLimit'] as const;
 /** The fastify routes whose GET requests the fast path may answer instead. */
 export const FAST_PATH_ROUTES = ['/api/segment/get/:tag', '/v1/segment/:tag'] as const;
 
+/** The hooks fastify runs on a request (its lifecycle): the ones the fast path would skip. */
+const REQUEST_HOOKS = new Set([
+  'onRequest',
+  'preParsing',
+  'preValidation',
+  'preHandler',
+  'preSerialization',
+  'onSend',
+  'onResponse',
+  'onError',
+  'onTimeout',
+  'onRequestAbort',
+]);
+
+type Hook = (...args: never[]) => unknown;
+
+/** What `watchFastPathHooks` saw registered: request hooks (by instance) and the fast-path routes (their options). */
+export interface FastPathHooks {
+  /**
+   * The request hooks fastify would run on a GET of a fast-path route: the
+   * fast path runs none of them, so while it is on this must be empty. A CORS
+   * or tracing plugin that hooks every request shows up here. Asked once the
+   * app is ready (hooks can be added until then).
+   */
+  skipped(): string[];
+}
+
 /**
- * The request hooks (onRequest, preHandler, onSend, onResponse …) fastify
- * would run on a GET of a fast-path route: the fast path runs none of them,
- * so while it is on this must be empty. A CORS or tracing plugin that hooks
- * every request shows up here. Read from fastify's own route table, once
- * the app is ready.
+ * Watches, from the app's creation, every request hook added (on which
+ * instance) and the options of the fast-path routes as they are registered. A
+ * hook applies to a route when it was added on the route's own options, or on
+ * the instance that registered the route or one of its ancestors (an
+ * encapsulated plugin's instance inherits from its parent; a hook added in a
+ * sibling plugin does not reach it). Counting an ancestor's hook added after
+ * the route's plugin started errs on the safe side: the fast path goes off.
  */
+const watchers = new WeakMap<FastifyInstance, FastPathHooks>();
+
+/** `skipped()` of the app's watcher (buildApp watches whenever the fast path is on). */
 export function hooksSkippedByFastPath(app: FastifyInstance): string[] {
-  const mirrored = new Set(MIRRORED_BY_FAST_PATH.map((n) => `"${n}()"`));
-  const skipped: string[] = [];
-  let current: string | undefined;
-  for (const line of app.printRoutes({ includeHooks: true, commonPrefix: false }).split('\n')) {
-    const route = /(\/\S*) \(([A-Z, -]+)\)\s*$/.exec(line); // methods such as M-SEARCH carry a hyphen
-    if (route) {
-      const methods = (route[2] as string).split(',').map((m) => m.trim());
-      current =
-        methods.includes('GET') && (FAST_PATH_ROUTES as readonly string[]).includes(route[1] as string) ? (route[1] as string) : undefined;
-      continue;
+  const w = watchers.get(app);
+  if (w === undefined) throw new Error('hooksSkippedByFastPath: the app was built without the fast path');
+  return w.skipped();
+}
+
+export function watchFastPathHooks(app: FastifyInstance): FastPathHooks {
+  const hooks: { owner: object; name: string; fn: Hook }[] = [];
+  const routes: { owner: object; url: string; opts: Record<string, unknown> }[] = [];
+  const addHook = app.addHook;
+  // Replaced on the root: every child instance inherits it, so plugins added later are seen too.
+  app.addHook = function (this: FastifyInstance, name: string, fn: Hook) {
+    if (REQUEST_HOOKS.has(name)) hooks.push({ owner: this, name, fn });
+    return (addHook as (this: FastifyInstance, name: string, fn: Hook) => FastifyInstance).call(this, name, fn);
+  } as FastifyInstance['addHook'];
+  app.addHook('onRoute', function (this: FastifyInstance, opts) {
+    const methods = Array.isArray(opts.method) ? opts.method : [opts.method];
+    if (methods.includes('GET') && (FAST_PATH_ROUTES as readonly string[]).includes(opts.url)) {
+      routes.push({ owner: this, url: opts.url, opts: opts as unknown as Record<string, unknown> });
     }
-    const hook = /• \((\w+)\) \[(.*)\]$/.exec(line);
-    if (hook === null || current === undefined) continue;
-    const names = (hook[2] as string).split(', ').filter((n) => !mirrored.has(n));
-    if (names.length > 0) skipped.push(`${current} ${hook[1]} [${names.join(', ')}]`);
-  }
-  return skipped;
+  });
+  const mirrored = new Set<string>(MIRRORED_BY_FAST_PATH);
+  const label = (fn: Hook) => `"${fn.name || 'anonymous'}()"`;
+  const watched: FastPathHooks = {
+    skipped: () => {
+      const out: string[] = [];
+      for (const r of routes) {
+        const byHook = new Map<string, string[]>();
+        const add = (name: string, fn: Hook) => {
+          if (mirrored.has(fn.name)) return;
+          byHook.set(name, [...(byHook.get(name) ?? []), label(fn)]);
+        };
+        for (const h of hooks) if (h.owner === r.owner || Object.prototype.isPrototypeOf.call(h.owner, r.owner)) add(h.name, h.fn);
+        for (const name of REQUEST_HOOKS) {
+          const own = r.opts[name];
+          for (const fn of Array.isArray(own) ? own : own ? [own] : []) add(name, fn as Hook);
+        }
+        for (const [name, labels] of byHook) out.push(`${r.url} ${name} [${labels.join(', ')}]`);
+      }
+      return out;
+    },
+  };
+  watchers.set(app, watched);
+  return watched;
 }
 
 export function makeFastPath(service: IdService, guard?: { readonly access: Access; readonly gate: ClientGate }): FastPath {

@@ -7,6 +7,7 @@
  * answers written below fastify) goes through this one function, so a client
  * never sees a file path or a store's host (docs/security.md).
  */
+import { SequoiaError } from '../core/errors.js';
 
 /** Where a file-system path starts: `/`, `C:\`, `./`, `../`, `~/`. */
 const ROOT = String.raw`(?:[A-Za-z]:[\\/]|~[\\/]|\.{1,2}[\\/]|[\\/])`;
@@ -28,6 +29,17 @@ const STORE_HOST = / at (?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+):\d+(?:, database 
 
 /** Codes whose message names the caller's own request path: kept as written. */
 const ROUTE_CODES = new Set(['NOT_FOUND', 'METHOD_NOT_ALLOWED']);
+
+/**
+ * What a client reads of an error: its public message when it was made with its
+ * where apart (`located`, core/errors.ts), else its message scrubbed below (the
+ * messages not yet made that way: the SQLite and Redis stores', the rollback
+ * guard's). Anything else a client is never told the text of.
+ */
+export function answerText(err: unknown, otherwise: string): string {
+  if (!(err instanceof SequoiaError)) return otherwise;
+  return err.operatorDetail !== undefined ? err.publicMessage : publicMessage(err.code, err.message);
+}
 
 /** The message as a client sees it: without file paths (and, for server-side faults, without a store's host). */
 export function publicMessage(code: string, message: string): string {

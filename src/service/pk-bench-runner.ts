@@ -103,34 +103,14 @@ export async function runPkBench(target: PkBenchTarget, options: PkBenchOptions,
   const t0 = monotonicMs(hooks.clock);
   const info = await target.createScratch();
   const concurrency = Math.max(1, Math.min(options.concurrency, info.maxConcurrency));
-  const states: KindState[] = options.kinds.map((kind) => ({
-    kind,
-    keys: pkKeySource(kind, { clock: hooks.clock, random: hooks.random, servers: options.servers, step: options.step }),
-    keyColumn: '',
-    nextRow: 0,
-    statements: 0,
-    seconds: 0,
-    measuredRows: 0,
-    latencies: [],
-    logBytes: null,
-    pageSplits: null,
-  }));
-  for (const s of states) s.keyColumn = await target.createTable(s.kind, { width: options.width, indexes: options.indexes });
+  const states = await createTables(target, options, hooks);
 
   const total = states.length * (options.warmup + options.rows);
   let done = 0;
   const aborted = () => hooks.signal?.aborted === true;
   const progress = (kind: string, phase: PkProgress['phase']) => hooks.onProgress?.({ done, total, kind, phase });
 
-  // A target whose driver is synchronous (SQLite) resolves every insert at once: the loop would never turn, and
-  // Ctrl-C (a signal handler, like any timer or I/O callback) would wait for the whole run. So the clients let the
-  // loop turn at least every LOOP_TURN_MS.
-  let lastTurn = performance.now();
-  const letLoopTurn = async (): Promise<void> => {
-    if (performance.now() - lastTurn < LOOP_TURN_MS) return;
-    await new Promise((resolve) => setImmediate(resolve));
-    lastTurn = performance.now();
-  };
+  const letLoopTurn = loopTurner();
 
   /** Inserts `count` rows of one kind with `concurrency` clients; answers the wall time in seconds. */
   const insertRows = async (s: KindState, count: number, record: boolean, phase: PkProgress['phase']): Promise<number> => {
@@ -163,6 +143,46 @@ export async function runPkBench(target: PkBenchTarget, options: PkBenchOptions,
     return (performance.now() - startMs) / 1000;
   };
 
+  await runPhases(target, options, states, aborted, insertRows);
+
+  const results: Omit<PkKindResult, 'vsBaseline'>[] = [];
+  for (const s of states) {
+    progress(s.kind.name, 'sizes');
+    results.push(kindResult(s, await target.size(s.kind)));
+  }
+  const { kinds, ...rest } = options;
+  return {
+    target: info,
+    options: { ...rest, concurrency, kinds: kinds.map((k) => k.name) },
+    startedAt,
+    seconds: (monotonicMs(hooks.clock) - t0) / 1000,
+    interrupted: aborted(),
+    results: againstBaseline(results),
+  };
+}
+
+/**
+ * A target whose driver is synchronous (SQLite) resolves every insert at once: the loop would never turn, and
+ * Ctrl-C (a signal handler, like any timer or I/O callback) would wait for the whole run. So the clients let the
+ * loop turn at least every LOOP_TURN_MS.
+ */
+function loopTurner(): () => Promise<void> {
+  let lastTurn = performance.now();
+  return async () => {
+    if (performance.now() - lastTurn < LOOP_TURN_MS) return;
+    await new Promise((resolve) => setImmediate(resolve));
+    lastTurn = performance.now();
+  };
+}
+
+/** The warm-up, then the measured rows in slices, the kinds interleaved in each (with the target's counters around each kind's slice). */
+async function runPhases(
+  target: PkBenchTarget,
+  options: PkBenchOptions,
+  states: readonly KindState[],
+  aborted: () => boolean,
+  insertRows: (s: KindState, count: number, record: boolean, phase: PkProgress['phase']) => Promise<number>,
+): Promise<void> {
   if (options.warmup > 0) {
     for (const s of interleavedOrder(states, 0)) {
       if (aborted()) break;
@@ -181,47 +201,59 @@ export async function runPkBench(target: PkBenchTarget, options: PkBenchOptions,
       s.pageSplits = addDiff(s.pageSplits, before, after, 'pageSplits');
     }
   }
+}
 
-  const results: Omit<PkKindResult, 'vsBaseline'>[] = [];
-  for (const s of states) {
-    progress(s.kind.name, 'sizes');
-    const size = await target.size(s.kind);
-    const lat = Float64Array.from(s.latencies);
-    results.push({
-      kind: s.kind.name,
-      keyColumn: s.keyColumn,
-      rows: s.measuredRows,
-      seconds: s.seconds,
-      rowsPerSecond: s.seconds > 0 ? s.measuredRows / s.seconds : 0,
-      statements: lat.length,
-      p50Ms: quantile(lat, 0.5),
-      p99Ms: quantile(lat, 0.99),
-      tableBytes: size.tableBytes,
-      indexBytes: size.indexBytes,
-      totalBytes: size.tableBytes + size.indexBytes,
-      logBytes: s.logBytes,
-      pageSplits: s.pageSplits,
-    });
-  }
+/** One state per kind, each with its scratch table made. */
+async function createTables(target: PkBenchTarget, options: PkBenchOptions, hooks: PkRunHooks): Promise<KindState[]> {
+  const states: KindState[] = options.kinds.map((kind) => ({
+    kind,
+    keys: pkKeySource(kind, { clock: hooks.clock, random: hooks.random, servers: options.servers, step: options.step }),
+    keyColumn: '',
+    nextRow: 0,
+    statements: 0,
+    seconds: 0,
+    measuredRows: 0,
+    latencies: [],
+    logBytes: null,
+    pageSplits: null,
+  }));
+  for (const s of states) s.keyColumn = await target.createTable(s.kind, { width: options.width, indexes: options.indexes });
+  return states;
+}
+
+/** A kind's measured figures and sizes. */
+function kindResult(s: KindState, size: { tableBytes: number; indexBytes: number }): Omit<PkKindResult, 'vsBaseline'> {
+  const lat = Float64Array.from(s.latencies);
+  return {
+    kind: s.kind.name,
+    keyColumn: s.keyColumn,
+    rows: s.measuredRows,
+    seconds: s.seconds,
+    rowsPerSecond: s.seconds > 0 ? s.measuredRows / s.seconds : 0,
+    statements: lat.length,
+    p50Ms: quantile(lat, 0.5),
+    p99Ms: quantile(lat, 0.99),
+    tableBytes: size.tableBytes,
+    indexBytes: size.indexBytes,
+    totalBytes: size.tableBytes + size.indexBytes,
+    logBytes: s.logBytes,
+    pageSplits: s.pageSplits,
+  };
+}
+
+/** Each kind against the baseline (the sequence kind, else the first). */
+function againstBaseline(results: readonly Omit<PkKindResult, 'vsBaseline'>[]): PkKindResult[] {
   const base = results.find((r) => r.kind === 'sequence') ?? results[0];
   const ratio = (a: number | null, b: number | null | undefined): number | null =>
     a === null || b === null || b === undefined || b <= 0 ? null : a / b;
-  const { kinds, ...rest } = options;
-  return {
-    target: info,
-    options: { ...rest, concurrency, kinds: kinds.map((k) => k.name) },
-    startedAt,
-    seconds: (monotonicMs(hooks.clock) - t0) / 1000,
-    interrupted: aborted(),
-    results: results.map((r) => ({
-      ...r,
-      vsBaseline: {
-        time: ratio(base?.rowsPerSecond ?? null, r.rowsPerSecond) ?? 0,
-        size: ratio(r.totalBytes, base?.totalBytes) ?? 0,
-        log: ratio(r.logBytes, base?.logBytes),
-      },
-    })),
-  };
+  return results.map((r) => ({
+    ...r,
+    vsBaseline: {
+      time: ratio(base?.rowsPerSecond ?? null, r.rowsPerSecond) ?? 0,
+      size: ratio(r.totalBytes, base?.totalBytes) ?? 0,
+      log: ratio(r.logBytes, base?.logBytes),
+    },
+  }));
 }
 
 function addDiff(acc: number | null, before: PkCounters, after: PkCounters, key: keyof PkCounters): number | null {

@@ -69,6 +69,9 @@ describe('a port in use', () => {
       '0',
       '--workers',
       '1',
+      // beyond loopback a server wants an admin token first (docs/security.md): given one, the address is judged
+      '--admin-token',
+      'startup-errors-admin-token-0123456789',
       '--store',
       `sqlite:${join(mkdtempSync(join(tmpdir(), 'sequoia-host-')), 'ids.db')}`,
     ]);

@@ -16,7 +16,15 @@
  * raises the fence epoch, a give-back compares both under the row's lock.
  */
 import { InvalidArgumentError, TagExistsError, TagNotFoundError } from '../../core/errors.js';
-import type { Allocation, GiveBackExpectation, NewTag, RetiringStore, SegmentStore, TagInfo, TagUpdate } from '../../ports/segment-store.js';
+import type {
+  Allocation,
+  GiveBackExpectation,
+  NewTag,
+  RetiringStore,
+  SegmentStore,
+  TagInfo,
+  TagUpdate,
+} from '../../ports/segment-store.js';
 import { assertGiveBack, assertStoredId, DEFAULT_START, readBack, stillAsExpected } from './segment-rules.js';
 import { type ForeignSchema, type ForeignTableOptions, type RunSql, type SideState, SideTable, type SqlDialect } from './side-table.js';
 

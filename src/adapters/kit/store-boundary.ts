@@ -4,7 +4,7 @@
  * backend and the driver's error code, never SQL or credentials), and rows
  * with BIGINTs read as text become TagInfo without passing through a double.
  */
-import { InvalidArgumentError, SequoiaError, UnavailableError } from '../../core/errors.js';
+import { InvalidArgumentError, SequoiaError, UnavailableError, located } from '../../core/errors.js';
 import type { TagInfo } from '../../ports/segment-store.js';
 
 /**
@@ -56,12 +56,15 @@ export function storeError(backend: string, e: unknown, target?: string): Sequoi
     (typeof err.address === 'string' && typeof err.port === 'number'
       ? `${err.address.includes(':') ? `[${err.address}]` : err.address}:${err.port}`
       : undefined);
-  const where = at ? ` at ${at}` : '';
   const explained = EXPLAINED[key];
-  const message = explained
-    ? `${backend}${where}: ${explained} (${key === code ? code : `${code} ${key}`})`
-    : `${backend}${where} error (${code})`;
-  return new UnavailableError('STORE_UNAVAILABLE', message, { cause: e, retryAfterMs: 1000 });
+  // The host and database are the operator's to read, not a client's: the answer says what failed, the log where.
+  const say = (where: string | undefined) =>
+    explained
+      ? `${backend}${where ? ` at ${where}` : ''}: ${explained} (${key === code ? code : `${code} ${key}`})`
+      : `${backend}${where ? ` at ${where}` : ''} error (${code})`;
+  if (at === undefined) return new UnavailableError('STORE_UNAVAILABLE', say(undefined), { cause: e, retryAfterMs: 1000 });
+  const { message, located: split } = located(say, at);
+  return new UnavailableError('STORE_UNAVAILABLE', message, { cause: e, retryAfterMs: 1000, located: split });
 }
 
 /** A synchronous driver call (SQLite's): any failure of it as `storeError` makes it. */

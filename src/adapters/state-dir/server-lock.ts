@@ -13,7 +13,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { UnavailableError } from '../../core/errors.js';
+import { UnavailableError, located } from '../../core/errors.js';
 
 export interface ServerLock {
   release(): void;
@@ -36,10 +36,12 @@ export function lockServer(stateDir: string, store: string): ServerLock {
     } catch {
       // no owner file: the message names the dir only
     }
-    throw new UnavailableError(
-      'STORE_UNAVAILABLE',
-      `the state dir ${stateDir} is in use by another server${owner}: a state dir belongs to one server (its workers share it); give this server its own --state-dir`,
+    const { message, located: split } = located(
+      (w) =>
+        `the state dir${w ? ` ${w}` : ''} is in use by another server${w ? owner : ''}: a state dir belongs to one server (its workers share it); give this server its own --state-dir`,
+      stateDir,
     );
+    throw new UnavailableError('STORE_UNAVAILABLE', message, { located: split });
   }
   try {
     writeFileSync(ownerPath, `${JSON.stringify({ pid: process.pid, store, since: new Date().toISOString() })}\n`);

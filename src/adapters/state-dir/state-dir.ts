@@ -39,7 +39,7 @@
 import { mkdirSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { InvalidArgumentError, SequoiaError, UnavailableError } from '../../core/errors.js';
+import { InvalidArgumentError, SequoiaError, UnavailableError, located } from '../../core/errors.js';
 import { checkShared, type GuardVerdict, type HighWaterMark } from '../../core/segment/rollback-guard.js';
 import type { HighWaterMarkStore } from '../../ports/high-water-mark-store.js';
 import { DiskReserve, RESERVE_BYTES } from '../kit/disk-reserve.js';
@@ -124,7 +124,7 @@ export class StateDir implements HighWaterMarkStore {
       );
       this.takeOverLegacyMarks(stateDir);
     } catch (e) {
-      throw stateError(`cannot open the state directory ${stateDir}`, e);
+      throw stateError((w) => `cannot open the state directory${w ? ` ${w}` : ''}`, e, stateDir);
     }
   }
 
@@ -156,7 +156,7 @@ export class StateDir implements HighWaterMarkStore {
           return { mark: next.mark, trippedAtEpoch: next.trippedAtEpoch };
         });
       } catch (e) {
-        throw stateError(`cannot record the high-water mark of tag ${JSON.stringify(tag)} in ${this.path}`, e);
+        throw stateError((w) => `cannot record the high-water mark of tag ${JSON.stringify(tag)}${w ? ` in ${w}` : ''}`, e, this.path);
       }
     });
   }
@@ -199,7 +199,7 @@ export class StateDir implements HighWaterMarkStore {
           this.putTick.run(space, workerId, tick);
         });
       } catch (e) {
-        throw stateError(`cannot record the snowflake tick in ${this.path}`, e);
+        throw stateError((w) => `cannot record the snowflake tick${w ? ` in ${w}` : ''}`, e, this.path);
       }
     });
   }
@@ -229,7 +229,7 @@ export class StateDir implements HighWaterMarkStore {
           this.db.prepare('INSERT OR IGNORE INTO meta (key, value) VALUES (?, ?)').run('store', identity);
         }),
       ).catch((e: unknown) => {
-        throw stateError(`cannot bind the state directory ${this.dir} to its store`, e);
+        throw stateError((w) => `cannot bind the state directory${w ? ` ${w}` : ''} to its store`, e, this.dir);
       });
       return this.bindStore(identity, false);
     }
@@ -296,16 +296,17 @@ export class StateDir implements HighWaterMarkStore {
     try {
       now = statSync(this.path, { throwIfNoEntry: false });
     } catch (e) {
-      throw stateError(`cannot look at ${this.path}`, e);
+      throw stateError((w) => `cannot look at ${w ?? "the state directory's file"}`, e, this.path);
     }
     if (now !== undefined && now.dev === this.file.dev && now.ino === this.file.ino) return;
-    throw new UnavailableError(
-      'STORE_UNAVAILABLE',
-      `the state dir's file ${this.path} was ${now === undefined ? 'removed' : 'replaced by another file'} while this process had it open: ` +
+    const { message, located: split } = located(
+      (w) =>
+        `the state dir's file${w ? ` ${w}` : ''} was ${now === undefined ? 'removed' : 'replaced by another file'} while this process had it open: ` +
         'the high-water marks and ticks of the IDs it handed out are in the file it opened, so it records and issues nothing more. ' +
         'Put that file back at the path (if it was moved), or restart the server to use the file there (docs/operations.md, "Restoring the state dir")',
-      { retryAfterMs: 1000 },
+      this.path,
     );
+    throw new UnavailableError('STORE_UNAVAILABLE', message, { retryAfterMs: 1000, located: split });
   }
 
   /**
@@ -426,8 +427,14 @@ function listDir(dir: string): string[] {
 }
 
 /** The state directory failing is a 503: IDs are held back until their mark can be recorded. */
-function stateError(what: string, e: unknown): SequoiaError {
+function stateError(what: string | ((where: string | undefined) => string), e: unknown, where?: string): SequoiaError {
   if (e instanceof SequoiaError) return e;
   const code = (e as { code?: string }).code ?? (e instanceof Error ? e.message : String(e));
-  return new UnavailableError('STORE_UNAVAILABLE', `${what} (${code})`, { cause: e, retryAfterMs: 1000 });
+  if (typeof what === 'string' || where === undefined) {
+    const text = typeof what === 'string' ? what : what(undefined);
+    return new UnavailableError('STORE_UNAVAILABLE', `${text} (${code})`, { cause: e, retryAfterMs: 1000 });
+  }
+  // The path is the operator's (the log, the CLI); a client reads what failed and the code.
+  const { message, located: split } = located((w) => `${what(w)} (${code})`, where);
+  return new UnavailableError('STORE_UNAVAILABLE', message, { cause: e, retryAfterMs: 1000, located: split });
 }

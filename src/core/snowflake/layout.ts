@@ -171,18 +171,73 @@ export interface ValidateOptions {
  *   { minLifetimeYears: 10 });
  */
 export function defineLayout(spec: LayoutSpec, options: ValidateOptions = {}): Layout {
-  const problems: string[] = [];
-  const warnings: string[] = [];
   const nowMs = options.nowMs ?? Date.now();
-  const int = (v: unknown, lo: number, hi: number) => typeof v === 'number' && Number.isSafeInteger(v) && v >= lo && v <= hi;
+  const { fields, lowBits, total, start } = checkSpec(spec, nowMs);
+  const maxTick = Math.min(2 ** spec.timeBits - 1, MAX_TICK_SIGNED(lowBits));
+  const endsAtMs = spec.epochMs + (maxTick + 1) * spec.unitMs;
+  const minYears = options.minLifetimeYears ?? 0;
+  if (minYears > 0 && endsAtMs - nowMs < minYears * YEAR_MS) {
+    throw new InvalidArgumentError(
+      `layout ${JSON.stringify(spec.name)}: its time bits run out on ${new Date(endsAtMs).toISOString()}, less than ${minYears} years from now`,
+    );
+  }
+  const placeValues: number[] = [];
+  let shift = lowBits;
+  let sequenceMul = 1;
+  for (const fl of fields) {
+    shift -= fl.bits;
+    placeValues.push(2 ** shift);
+    if (fl.role === 'sequence') sequenceMul = 2 ** shift;
+  }
+  return {
+    ...spec,
+    fields: fields.map((x) => ({ name: x.name, bits: x.bits, role: x.role })),
+    sequenceStart: start,
+    lowBits,
+    maxTick,
+    workerBits: fields.filter((x) => x.role === 'node').reduce((a, x) => a + x.bits, 0),
+    shardBits: fields.find((x) => x.role === 'shard')?.bits ?? 0,
+    sequenceBits: fields.find((x) => x.role === 'sequence')?.bits ?? 0,
+    sequenceMul,
+    placeValues,
+    endsAtMs,
+    spaceKey: `e${spec.epochMs}.u${spec.unitMs}.t${spec.timeBits}.${spaceShape(fields)}`,
+    warnings: layoutWarnings(spec, { total, lowBits, maxTick, endsAtMs, nowMs }),
+  };
+}
+
+const isInt = (v: unknown, lo: number, hi: number) => typeof v === 'number' && Number.isSafeInteger(v) && v >= lo && v <= hi;
+
+/** Every problem of a spec at once, in one InvalidArgumentError; what a valid one adds up to. */
+function checkSpec(
+  spec: LayoutSpec,
+  nowMs: number,
+): { fields: readonly LayoutField[]; lowBits: number; total: number; start: SequenceStart } {
+  const problems: string[] = [];
   if (typeof spec.name !== 'string' || !LAYOUT_NAME.test(spec.name)) problems.push(`name must match ${LAYOUT_NAME.source}`);
-  if (!int(spec.version, 1, 1_000_000)) problems.push('version must be an integer from 1');
-  if (!int(spec.unitMs, 1, 86_400_000)) problems.push('unitMs must be an integer from 1 to 86400000');
-  if (!int(spec.timeBits, 1, 53)) problems.push('timeBits must be an integer from 1 to 53');
-  if (!int(spec.epochMs, 0, 8.64e15)) problems.push('epochMs must be a non-negative integer (Unix ms)');
+  if (!isInt(spec.version, 1, 1_000_000)) problems.push('version must be an integer from 1');
+  if (!isInt(spec.unitMs, 1, 86_400_000)) problems.push('unitMs must be an integer from 1 to 86400000');
+  if (!isInt(spec.timeBits, 1, 53)) problems.push('timeBits must be an integer from 1 to 53');
+  if (!isInt(spec.epochMs, 0, 8.64e15)) problems.push('epochMs must be a non-negative integer (Unix ms)');
   else if (spec.epochMs > nowMs) problems.push(`epochMs must be in the past (got ${new Date(spec.epochMs).toISOString()})`);
   const fields = Array.isArray(spec.fields) ? spec.fields : [];
   if (fields.length === 0) problems.push('fields must list the fields below the time, high to low');
+  const lowBits = checkFields(fields, problems);
+  const total = (spec.timeBits ?? 0) + lowBits;
+  if (problems.length === 0 && total !== 63 && total !== 64) {
+    problems.push(`time and field widths must sum to 63 (got ${total})`);
+  }
+  const seqField = fields.find((x) => x.role === 'sequence');
+  const start: SequenceStart = spec.sequenceStart ?? { kind: 'zero' };
+  if (start.kind === 'random' && seqField && !isInt(start.max, 0, 2 ** seqField.bits - 1)) {
+    problems.push(`sequenceStart.max must be an integer from 0 to ${2 ** seqField.bits - 1}`);
+  }
+  if (problems.length) throw new InvalidArgumentError(`layout ${JSON.stringify(spec.name)}: ${problems.join('; ')}`);
+  return { fields, lowBits, total, start };
+}
+
+/** The fields' problems (pushed onto `problems`); their summed widths. */
+function checkFields(fields: readonly LayoutField[], problems: string[]): number {
   const names = new Set<string>(['time', 'timestampMs', 'id', 'layout']);
   let lowBits = 0;
   let seqCount = 0;
@@ -194,7 +249,7 @@ export function defineLayout(spec: LayoutSpec, options: ValidateOptions = {}): L
     }
     if (names.has(fl.name)) problems.push(`field ${fl.name}: name is taken`);
     names.add(fl.name);
-    if (!int(fl.bits, 1, 31)) problems.push(`field ${fl.name}: bits must be an integer from 1 to 31`);
+    if (!isInt(fl.bits, 1, 31)) problems.push(`field ${fl.name}: bits must be an integer from 1 to 31`);
     if (fl.role !== 'node' && fl.role !== 'shard' && fl.role !== 'sequence')
       problems.push(`field ${fl.name}: role must be node, shard or sequence`);
     if (fl.role === 'sequence') seqCount++;
@@ -203,28 +258,19 @@ export function defineLayout(spec: LayoutSpec, options: ValidateOptions = {}): L
   }
   if (seqCount !== 1) problems.push('exactly one field must have role sequence');
   if (shardCount > 1) problems.push('at most one field may have role shard');
-  const total = (spec.timeBits ?? 0) + lowBits;
-  if (problems.length === 0 && total !== 63 && total !== 64) {
-    problems.push(`time and field widths must sum to 63 (got ${total})`);
-  }
-  const seqField = fields.find((x) => x.role === 'sequence');
-  const start: SequenceStart = spec.sequenceStart ?? { kind: 'zero' };
-  if (start.kind === 'random' && seqField && !int(start.max, 0, 2 ** seqField.bits - 1)) {
-    problems.push(`sequenceStart.max must be an integer from 0 to ${2 ** seqField.bits - 1}`);
-  }
-  if (problems.length) throw new InvalidArgumentError(`layout ${JSON.stringify(spec.name)}: ${problems.join('; ')}`);
+  return lowBits;
+}
 
-  const maxTick = Math.min(2 ** spec.timeBits - 1, MAX_TICK_SIGNED(lowBits));
-  if (total === 64) {
+/** What a valid layout should be told about: the sign bit, its end, IDs past 2^53. */
+function layoutWarnings(
+  spec: LayoutSpec,
+  d: { total: number; lowBits: number; maxTick: number; endsAtMs: number; nowMs: number },
+): string[] {
+  const warnings: string[] = [];
+  const { lowBits, maxTick, endsAtMs, nowMs } = d;
+  if (d.total === 64) {
     warnings.push(
       `widths sum to 64: the top time bit is the sign bit, so Sequoia stops at tick ${maxTick} (${new Date(spec.epochMs + (maxTick + 1) * spec.unitMs).toISOString()}) rather than go negative`,
-    );
-  }
-  const endsAtMs = spec.epochMs + (maxTick + 1) * spec.unitMs;
-  const minYears = options.minLifetimeYears ?? 0;
-  if (minYears > 0 && endsAtMs - nowMs < minYears * YEAR_MS) {
-    throw new InvalidArgumentError(
-      `layout ${JSON.stringify(spec.name)}: its time bits run out on ${new Date(endsAtMs).toISOString()}, less than ${minYears} years from now`,
     );
   }
   if (endsAtMs <= nowMs) warnings.push(`its time bits ran out on ${new Date(endsAtMs).toISOString()}: it refuses to issue`);
@@ -240,17 +286,11 @@ export function defineLayout(spec: LayoutSpec, options: ValidateOptions = {}): L
         : `IDs pass 2^53 on ${new Date(at).toISOString()}: keep them as strings or bigint in JavaScript and JSON`,
     );
   }
-  const placeValues: number[] = [];
-  let shift = lowBits;
-  let sequenceMul = 1;
-  for (const fl of fields) {
-    shift -= fl.bits;
-    placeValues.push(2 ** shift);
-    if (fl.role === 'sequence') sequenceMul = 2 ** shift;
-  }
-  const workerBits = fields.filter((x) => x.role === 'node').reduce((a, x) => a + x.bits, 0);
-  const shardBits = fields.find((x) => x.role === 'shard')?.bits ?? 0;
-  // Adjacent node fields merge: twitter (5+5 worker bits) and leaf (10) are the same numbers, so one space.
+  return warnings;
+}
+
+/** The fields' shape in the space key. Adjacent node fields merge: twitter (5+5 worker bits) and leaf (10) are the same numbers, so one space. */
+function spaceShape(fields: readonly LayoutField[]): string {
   const parts: [string, number][] = [];
   for (const x of fields) {
     const r = x.role === 'sequence' ? 's' : x.role === 'shard' ? 'h' : 'n';
@@ -258,22 +298,7 @@ export function defineLayout(spec: LayoutSpec, options: ValidateOptions = {}): L
     if (prev && prev[0] === 'n' && r === 'n') prev[1] += x.bits;
     else parts.push([r, x.bits]);
   }
-  const shape = parts.map(([r, b]) => `${r}${b}`).join('.');
-  return {
-    ...spec,
-    fields: fields.map((x) => ({ name: x.name, bits: x.bits, role: x.role })),
-    sequenceStart: start,
-    lowBits,
-    maxTick,
-    workerBits,
-    shardBits,
-    sequenceBits: seqField?.bits ?? 0,
-    sequenceMul,
-    placeValues,
-    endsAtMs,
-    spaceKey: `e${spec.epochMs}.u${spec.unitMs}.t${spec.timeBits}.${shape}`,
-    warnings,
-  };
+  return parts.map(([r, b]) => `${r}${b}`).join('.');
 }
 
 /** The preset layouts by name, validated once. */

@@ -23,6 +23,7 @@ import { parseDecimalId } from '../../core/id.js';
 import { InvalidArgumentError } from '../../core/errors.js';
 import type { IdService } from '../../service/id-service.js';
 import { describeLedgerEntry } from '../../service/ledger-view.js';
+import { answerText } from '../public-message.js';
 
 const conflictBody = z
   .object({
@@ -48,7 +49,9 @@ export async function conflictRoutes(
       const entries = await store.rangesContaining(tag, value);
       return entries.length === 0 ? 'no range in the ledger covers this ID: Sequoia did not issue it' : entries.map(describeLedgerEntry);
     } catch (e) {
-      return `ledger lookup failed: ${e instanceof Error ? e.message : String(e)}`;
+      // The log has the whole error (where the store is); the report says what a client may read.
+      app.log.warn({ tag, err: e instanceof Error ? e.message : String(e) }, 'ledger lookup failed');
+      return `ledger lookup failed: ${answerText(e, 'an unexpected error (see the server log)')}`;
     }
   };
   app.post<{ Params: { tag: string } }>('/v1/tags/:tag/conflicts', async (req, reply) => {

@@ -39,22 +39,44 @@ function formattedJson(tag: string, ids: Id[], codec: BusinessNumberCodec): stri
   return JSON.stringify({ tag, ids: ids.map((id) => codec.encode(id)) });
 }
 
-export async function segmentRoutes(
-  app: FastifyInstance,
-  opts: { service: IdService; formats: FormatRegistry; access?: Access; gate?: ClientGate; lane?: BatchLane; metrics?: SequoiaMetrics },
-): Promise<void> {
-  const { service, formats, gate, lane, metrics } = opts;
-  const access = opts.access?.clientTokensEnabled ? opts.access : undefined;
+type SegmentRouteOptions = {
+  service: IdService;
+  formats: FormatRegistry;
+  access?: Access;
+  gate?: ClientGate;
+  lane?: BatchLane;
+  metrics?: SequoiaMetrics;
+};
+
+/** What both segment routes check alike before an ID is taken. */
+interface SegmentChecks {
+  /** The client-token check of a tag (none without client tokens). */
+  readonly access: Access | undefined;
   /** A tag the server does not know costs a store look-up: each client has a share of them. */
-  const knownOrShare = (req: FastifyRequest, tag: string): void => {
-    if (gate !== undefined && !service.isKnown(tag)) gate.lookUp(req.raw);
-  };
-
+  readonly knownOrShare: (req: FastifyRequest, tag: string) => void;
   /** A HEAD takes no ID (head-route.ts): it is answered as far as a GET is without one, the tag's existence included. */
-  const exists = async (tag: string): Promise<void> => {
-    if (!service.isKnown(tag)) await service.getTag(tag);
-  };
+  readonly exists: (tag: string) => Promise<void>;
+}
 
+export async function segmentRoutes(app: FastifyInstance, opts: SegmentRouteOptions): Promise<void> {
+  const { service, gate } = opts;
+  const checks: SegmentChecks = {
+    access: opts.access?.clientTokensEnabled ? opts.access : undefined,
+    knownOrShare: (req, tag) => {
+      if (gate !== undefined && !service.isKnown(tag)) gate.lookUp(req.raw);
+    },
+    exists: async (tag) => {
+      if (!service.isKnown(tag)) await service.getTag(tag);
+    },
+  };
+  await leafSegmentRoute(app, opts, checks);
+  v1SegmentRoute(app, opts, checks);
+}
+
+/** Leaf's `GET /api/segment/get/{tag}`: one ID as text. */
+async function leafSegmentRoute(app: FastifyInstance, opts: SegmentRouteOptions, checks: SegmentChecks): Promise<void> {
+  const { service, formats } = opts;
+  const { access, knownOrShare, exists } = checks;
   type LeafRequest = FastifyRequest<{ Params: { tag: string } }>;
   const leafRequest = (req: LeafRequest) => {
     const tag = checkTag(req.params.tag);
@@ -78,7 +100,12 @@ export async function segmentRoutes(
     },
     { head: (req) => exists(leafRequest(req).tag) },
   );
+}
 
+/** `GET /v1/segment/{tag}[?count=N]`: IDs as JSON, a reserve counted in the metrics. */
+function v1SegmentRoute(app: FastifyInstance, opts: SegmentRouteOptions, checks: SegmentChecks): void {
+  const { service, formats, gate, lane, metrics } = opts;
+  const { access, knownOrShare, exists } = checks;
   type V1Request = FastifyRequest<{
     Params: { tag: string };
     Querystring: { count?: string; format?: string; reserve?: string; client?: string };
@@ -105,19 +132,7 @@ export async function segmentRoutes(
         if (reserve !== undefined && metrics !== undefined && ids.length > 0) {
           const caller = opts.access?.caller(req);
           const client = reserve.client ?? (caller?.kind === 'client' ? caller.name : '-');
-          let lo = ids[0]!;
-          let hi = lo;
-          for (const id of ids) {
-            if (id < lo) lo = id;
-            if (id > hi) hi = id;
-          }
-          metrics.recordReserve(tag, {
-            client,
-            address: gate?.address(req.raw) ?? req.ip,
-            ids: ids.length,
-            first: String(lo),
-            last: String(hi),
-          });
+          recordReserve(metrics, tag, ids, client, gate?.address(req.raw) ?? req.ip);
         }
         return ids;
       };
@@ -132,4 +147,15 @@ export async function segmentRoutes(
       return lane && BatchLane.takesTurn(count) ? lane.turn(count).then(serve) : serve();
     },
   );
+}
+
+/** A reserve's range in the metrics: its lowest and highest ID (a batch need not come in order). */
+function recordReserve(metrics: SequoiaMetrics, tag: string, ids: readonly Id[], client: string, address: string): void {
+  let lo = ids[0]!;
+  let hi = lo;
+  for (const id of ids) {
+    if (id < lo) lo = id;
+    if (id > hi) hi = id;
+  }
+  metrics.recordReserve(tag, { client, address, ids: ids.length, first: String(lo), last: String(hi) });
 }
