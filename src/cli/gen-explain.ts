@@ -410,12 +410,13 @@ export async function genDaily(
   opts: { store?: string; stateDir?: string },
 ): Promise<string[]> {
   assertTag(tag);
-  const [{ resolveConfig }, { withIdService }, { DailyNumbers }] = await Promise.all([
-    import('../app/config.js'),
+  const [{ resolveCommandConfig }, { withIdService }, { DailyNumbers }] = await Promise.all([
+    import('../app/command-config.js'),
     import('../app/wiring.js'),
     import('../service/daily-numbers.js'),
   ]);
-  const config = resolveConfig({ store: opts.store, stateDir: opts.stateDir }, process.env, undefined);
+  // As gen segment: the defaults only where they exist, never a new ./data in the working directory.
+  const config = resolveCommandConfig({ store: opts.store, stateDir: opts.stateDir }, { stateDir: true });
   return withIdService(
     config,
     async (service) => {
