@@ -16,7 +16,9 @@ describe('sequoia gen', () => {
   it('an unknown kind lists every kind, snowflake and segment included', () => {
     const r = sequoia(['gen', 'wat']);
     expect(r.status).toBe(2);
-    expect(r.stderr).toBe('sequoia: INVALID_ARGUMENT: kind must be one of snowflake, segment, uuid, uuid4, ulid, objectid (got "wat")\n');
+    expect(r.stderr).toBe(
+      'sequoia: INVALID_ARGUMENT: kind must be one of snowflake, segment, daily, uuid, uuid4, ulid, objectid, typeid (got "wat")\n',
+    );
   });
 
   it('--shard follows the same rule as the HTTP shard parameter (core/request-rules.ts)', () => {
