@@ -21,7 +21,7 @@ import type { HighWaterMark } from '../core/segment/rollback-guard.js';
 import type { LedgerEntry } from '../ports/range-ledger.js';
 import { describeLedgerEntry } from '../service/ledger-view.js';
 import { withIdService } from './wiring.js';
-import { importEtcdLeaseStore } from './worker-id-providers.js';
+import { importEtcdLeaseStore } from './etcd-leases.js';
 
 export type { AuditLedger, AuditLedgerEntry } from '../ports/audit-ledger.js';
 export type { LeaseHolding, LeaseLedger } from '../ports/lease-ledger.js';

@@ -6,9 +6,9 @@
  * hooks in a child process, on the built package (npm run build).
  */
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { PACKAGED_BIN, ROOT, assertBuilt, cleanEnv, startServe } from '../helpers/cli.js';
 
@@ -100,5 +100,35 @@ describe('the bundled command (package.json "bin")', () => {
       s.child.kill('SIGTERM');
       expect(await s.exited).toBe(0);
     }
+  });
+});
+
+describe('the type declarations a consumer compiles', () => {
+  // A consumer's tsc follows every import of the public .d.ts files (without
+  // skipLibCheck); one that reaches a package the consumer need not install
+  // (an optional peer, a dev dependency) fails their build.
+  it('reach only the packages sequoia-id depends on', () => {
+    assertBuilt();
+    const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
+      exports: Record<string, { types?: string }>;
+      dependencies: Record<string, string>;
+    };
+    const seen = new Set<string>();
+    const bare = new Map<string, string>();
+    const visit = (file: string): void => {
+      if (seen.has(file)) return;
+      seen.add(file);
+      const text = readFileSync(file, 'utf8').replace(/\/\*[\s\S]*?\*\//g, '');
+      for (const m of text.matchAll(/(?:from|import)\s*\(?\s*['"]([^'"]+)['"]/g)) {
+        const spec = m[1] as string;
+        if (spec.startsWith('.')) visit(join(dirname(file), spec.replace(/\.js$/, '.d.ts')));
+        else if (!spec.startsWith('node:'))
+          bare.set(spec.startsWith('@') ? spec.split('/').slice(0, 2).join('/') : (spec.split('/')[0] as string), file);
+      }
+    };
+    for (const entry of Object.values(pkg.exports)) if (entry.types) visit(join(ROOT, entry.types));
+    expect(seen.size).toBeGreaterThan(10);
+    const outside = [...bare].filter(([name]) => !(name in pkg.dependencies)).map(([name, file]) => `${name} (${file.replace(ROOT, '')})`);
+    expect(outside).toEqual([]);
   });
 });
