@@ -83,6 +83,8 @@ describePg('audit --db on PostgreSQL (COPY text)', () => {
   it('finds what the file finds: the same report, whatever columns follow the ID and with a closing semicolon', () => {
     const r = sequoia(['audit', '--db', PG_URL, '--query', `SELECT id, note, pk FROM ${TABLE} ORDER BY pk;`, ...auditArgs()]);
     expect(report(r)).toEqual(fromFile);
+    const commented = sequoia(['audit', '--db', PG_URL, '--query', `SELECT id FROM ${TABLE} -- the orders`, ...auditArgs()]);
+    expect(report(commented)).toEqual(fromFile);
   });
 
   it('a NULL, an empty or a non-numeric value stops the read with exit 2, naming the row', async () => {

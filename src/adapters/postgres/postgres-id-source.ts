@@ -37,8 +37,8 @@ export class PostgresIdSource implements IdSource {
     await this.begin();
     let stopped: unknown;
     try {
-      // COPY takes a query without its closing semicolon (a cursor's DECLARE took one).
-      const copy = this.client.query(copyTo(`COPY (${this.query.replace(/[\s;]+$/, '')}) TO STDOUT`));
+      // COPY takes a query without its closing semicolon (a cursor's DECLARE took one); the newline ends a closing -- comment.
+      const copy = this.client.query(copyTo(`COPY (${this.query.replace(/[\s;]+$/, '')}\n) TO STDOUT`));
       await new Promise<void>((resolve, reject) => {
         copy.on('data', (chunk: Buffer) => {
           if (stopped !== undefined) return;
