@@ -1,8 +1,10 @@
 /**
- * `npm run bench -- audit`: `sequoia audit` on a file of N shuffled IDs
- * (BENCH_AUDIT_IDS, default 10,000,000) with one planted duplicate, run as
- * users run it (the built command, a child process): wall time, IDs/s, and
- * the child's peak RSS (GNU time's %M).
+ * `npm run bench -- audit`: `sequoia audit` on N shuffled IDs
+ * (BENCH_AUDIT_IDS, default 10,000,000) with one planted duplicate, from a
+ * file and from a PostgreSQL table (`--db … --query`), run as users run it
+ * (the built command, a child process): wall time, IDs/s, and the child's
+ * peak RSS (GNU time's %M). Beside them, what PostgreSQL itself takes to
+ * send the same query's rows: `psql -c "\copy (query) to /dev/null"`.
  */
 import { spawnSync } from 'node:child_process';
 import { createWriteStream, existsSync, mkdtempSync, rmSync } from 'node:fs';
@@ -48,28 +50,76 @@ export async function benchAudit(n = Number(process.env.BENCH_AUDIT_IDS ?? 10_00
   try {
     const file = join(dir, 'ids.txt');
     await writeIds(file, n);
-    const time = existsSync('/usr/bin/time') ? '/usr/bin/time' : undefined;
-    const argv = [BIN, 'audit', file, '--layout', 'twitter', '--json', '--tmp-dir', dir];
-    const started = performance.now();
-    const r = time
-      ? spawnSync(time, ['-f', '%M', process.execPath, ...argv], { encoding: 'utf8', maxBuffer: 1 << 26 })
-      : spawnSync(process.execPath, argv, { encoding: 'utf8', maxBuffer: 1 << 26 });
-    const seconds = (performance.now() - started) / 1000;
-    if (r.status !== 1) throw new Error(`audit exited ${r.status}: ${r.stderr}`);
-    const report = JSON.parse(r.stdout) as {
-      summary: { count: number; spilledRuns: number };
-      findings: Array<{ kind: string; count: number }>;
-    };
-    const kb = time ? Number(/(\d+)\s*$/.exec(r.stderr)?.[1]) : Number.NaN;
-    return {
-      ids: report.summary.count,
-      seconds,
-      idsPerSecond: report.summary.count / seconds,
-      peakRssMiB: Number.isFinite(kb) ? kb / 1024 : undefined,
-      spilledRuns: report.summary.spilledRuns,
-      duplicatesFound: report.findings.find((f) => f.kind === 'duplicates')?.count ?? 0,
-    };
+    return runAudit(['audit', file, '--layout', 'twitter', '--json', '--tmp-dir', dir]);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+const PG_URL = process.env.SEQUOIA_TEST_POSTGRES ?? 'postgres://postgres@127.0.0.1:5432/test';
+
+export interface AuditDbBenchResult {
+  readonly db: AuditBenchResult;
+  /** `psql \copy (query) to /dev/null`: the database sending the rows, nothing parsed. */
+  readonly copySeconds: number | undefined;
+}
+
+/**
+ * The same N IDs (the same permutation and duplicate) in a PostgreSQL table,
+ * audited with `--db … --query 'SELECT id FROM t'`; undefined when no
+ * PostgreSQL answers at SEQUOIA_TEST_POSTGRES (default the local one).
+ */
+export async function benchAuditDb(n = Number(process.env.BENCH_AUDIT_IDS ?? 10_000_000)): Promise<AuditDbBenchResult | undefined> {
+  const { default: pg } = await import('pg');
+  const admin = new pg.Client({ connectionString: PG_URL });
+  try {
+    await admin.connect();
+  } catch {
+    return undefined;
+  }
+  const table = `bench_audit_${process.pid}`;
+  const dir = mkdtempSync(join(tmpdir(), 'sequoia-bench-audit-db-'));
+  try {
+    let step = 7_919;
+    while (gcd(step, n) !== 1) step += 2;
+    await admin.query(
+      `CREATE UNLOGGED TABLE ${table} AS SELECT 1000000000000 + ((i * ${step}::bigint) % ${n}) AS id FROM generate_series(0, ${n - 1}) AS i`,
+    );
+    await admin.query(`INSERT INTO ${table} VALUES (1000000000042)`);
+    await admin.query(`VACUUM ANALYZE ${table}`);
+    const query = `SELECT id FROM ${table}`;
+    const t0 = performance.now();
+    const psql = spawnSync('psql', [PG_URL, '-q', '-c', `\\copy (${query}) to /dev/null`], { encoding: 'utf8' });
+    const copySeconds = psql.status === 0 ? (performance.now() - t0) / 1000 : undefined;
+    const db = runAudit(['audit', '--db', PG_URL, '--query', query, '--layout', 'twitter', '--json', '--tmp-dir', dir]);
+    return { db, copySeconds };
+  } finally {
+    await admin.query(`DROP TABLE IF EXISTS ${table}`);
+    await admin.end();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+function runAudit(args: string[]): AuditBenchResult {
+  const time = existsSync('/usr/bin/time') ? '/usr/bin/time' : undefined;
+  const argv = [BIN, ...args];
+  const started = performance.now();
+  const r = time
+    ? spawnSync(time, ['-f', '%M', process.execPath, ...argv], { encoding: 'utf8', maxBuffer: 1 << 26 })
+    : spawnSync(process.execPath, argv, { encoding: 'utf8', maxBuffer: 1 << 26 });
+  const seconds = (performance.now() - started) / 1000;
+  if (r.status !== 1) throw new Error(`audit exited ${r.status}: ${r.stderr}`);
+  const report = JSON.parse(r.stdout) as {
+    summary: { count: number; spilledRuns: number };
+    findings: Array<{ kind: string; count: number }>;
+  };
+  const kb = time ? Number(/(\d+)\s*$/.exec(r.stderr)?.[1]) : Number.NaN;
+  return {
+    ids: report.summary.count,
+    seconds,
+    idsPerSecond: report.summary.count / seconds,
+    peakRssMiB: Number.isFinite(kb) ? kb / 1024 : undefined,
+    spilledRuns: report.summary.spilledRuns,
+    duplicatesFound: report.findings.find((f) => f.kind === 'duplicates')?.count ?? 0,
+  };
 }

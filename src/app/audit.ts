@@ -17,7 +17,7 @@ import { ledgerRootOf, parseZookeeperSpec } from '../adapters/zookeeper/zookeepe
 import { parseEtcdSpec } from '../adapters/etcd/etcd-spec.js';
 import { createStore, databaseUrl, openBackend, redactStoreUrl, storeIdentity } from './stores.js';
 import { StateDirReader } from '../adapters/state-dir/state-dir.js';
-import type { HighWaterMark } from '../core/segment/rollback-guard.js';
+import type { ServerMark } from '../service/audit/audit-report.js';
 import type { LedgerEntry } from '../ports/range-ledger.js';
 import { describeLedgerEntry } from '../service/ledger-view.js';
 import { withIdService } from './wiring.js';
@@ -50,12 +50,6 @@ export async function storeTag(opts: { store?: string | undefined }, tag: string
   // No state dir: reading a tag takes no range, and opening one would create it (./data by default).
   const config = resolveConfig({ store: opts.store }, process.env, undefined);
   return withIdService({ ...config, stateDir: null }, (s) => s.getTag(tag));
-}
-
-/** A server's high-water mark for a tag, read from its state dir (`null`: it never took a range of the tag). */
-export interface ServerMark {
-  readonly stateDir: string;
-  readonly mark: HighWaterMark | null;
 }
 
 /**

@@ -8,24 +8,10 @@ import type { Command } from 'commander';
 import { InvalidArgumentError, SequoiaError } from '../core/errors.js';
 import { assertTag } from '../core/validate.js';
 import { type Layout, defineLayouts, getLayout } from '../core/snowflake/layout.js';
-import {
-  AboveBound,
-  AuditAnalysis,
-  FallbackIds,
-  ForeignIds,
-  FUTURE_SLACK_MS,
-  inFallbackSpace,
-  IssuedBeforeRecorded,
-  LedgerReach,
-  RangeCover,
-  type RecordedRange,
-} from './audit/audit-analysis.js';
-import { FALLBACK_FLOOR, type FallbackFields, decodeFallbackId } from '../core/fallback/fallback-space.js';
-import type { LeaseHolding } from '../ports/lease-ledger.js';
-import { IdSorter, LineParser, halvesToBigInt } from './audit/id-sort.js';
+import { IssuedBeforeRecorded, type RecordedRange } from '../service/audit/audit-analysis.js';
+import { type AuditInputs, type AuditReport, NO_SEGMENT_LEDGER, checkIds } from '../service/audit/audit-report.js';
+import { IdSorter, LineParser, addDecimal } from '../service/audit/id-sort.js';
 import { HoldingIndex } from '../core/snowflake/holding-index.js';
-import type { LedgerEntry } from '../ports/range-ledger.js';
-import type { ServerMark } from '../app/audit.js';
 
 interface AuditOpts {
   csvColumn?: string;
@@ -49,12 +35,6 @@ interface AuditOpts {
 
 /** The default of --time-margin-ms: clock skew between the business rows and the store, and rows stamped before their ID was drawn. */
 const TIME_MARGIN_MS = 60_000;
-
-const NO_SEGMENT_LEDGER =
-  'the store keeps no range ledger (a Leaf or Tinyid table): duplicates cannot be traced to the ranges that issued them and foreign IDs are not checked';
-const NO_FALLBACK_LEASES =
-  'the store keeps no worker-id leases: fallback IDs are not checked against the fallback leases (who held each worker id at each millisecond)';
-const NO_LEASE_LEDGER = 'no --store: snowflake worker ids are not checked against the lease ledger (who held each worker id at each tick)';
 
 export function registerAudit(program: Command): void {
   program
@@ -130,18 +110,6 @@ async function leaseIndex(store: string, layout: Layout): Promise<HoldingIndex> 
   return new HoldingIndex(await withLeaseLedger(store, (ledger) => ledger.holdings(layout.spaceKey)));
 }
 
-/** The ledger's ranges, read a page at a time and coalesced as they come (never every row at once), and how far they reached. */
-async function coverOf(pages: AsyncIterable<readonly LedgerEntry[]>): Promise<{ cover: RangeCover; reach: LedgerReach }> {
-  const cover = new RangeCover();
-  const reach = new LedgerReach();
-  for await (const page of pages)
-    for (const e of page) {
-      cover.add(e);
-      reach.add(e);
-    }
-  return { cover, reach };
-}
-
 /** The tag's `allocate` rows with their times, for --time-column. */
 async function allocationsOf(o: AuditOpts, tag: string): Promise<RecordedRange[]> {
   const ledger = await (await import('../app/audit.js')).openAuditLedger({ store: o.store });
@@ -182,7 +150,8 @@ function checkTmpDir(dir: string | undefined): void {
   }
 }
 
-async function runAudit(file: string | undefined, o: AuditOpts): Promise<number> {
+/** The flags that go together, checked before anything is read. */
+function checkFlags(file: string | undefined, o: AuditOpts): void {
   if ((o.tag === undefined) === (o.layout === undefined))
     throw new InvalidArgumentError('give exactly one of --tag T (segment IDs) or --layout L (snowflake IDs)');
   if ((o.db === undefined) !== (o.query === undefined)) throw new InvalidArgumentError('--db and --query go together');
@@ -194,119 +163,100 @@ async function runAudit(file: string | undefined, o: AuditOpts): Promise<number>
     throw new InvalidArgumentError('--time-margin-ms goes with --time-column');
   if (o.stateDir !== undefined && o.tag === undefined)
     throw new InvalidArgumentError('--state-dir goes with --tag (the marks are per tag)');
+}
+
+async function runAudit(file: string | undefined, o: AuditOpts): Promise<number> {
+  checkFlags(file, o);
   const tag = o.tag === undefined ? undefined : assertTag(o.tag);
   const layout = o.layout === undefined ? undefined : await resolveLayout(o.layout, o.config);
   const margin = positive('--fence-margin', o.fenceMargin);
   const timeMargin = wholeFromZero('--time-margin-ms', o.timeMarginMs, TIME_MARGIN_MS);
   checkTmpDir(o.tmpDir);
   const sorter = new IdSorter({ chunkIds: positive('--chunk-ids', o.chunkIds), tmpDir: o.tmpDir });
-  const progress = o.progress !== false && process.stderr.isTTY === true ? new Progress() : undefined;
   const startedAt = performance.now();
   try {
-    // The time check's ranges are read before the input (the rows are checked as they stream): a range
-    // recorded after this read holds no row older than it yet, and is read again for the other checks below.
-    const timed =
-      o.timeColumn !== undefined && tag !== undefined ? new IssuedBeforeRecorded(await allocationsOf(o, tag), timeMargin) : undefined;
-    if (o.db !== undefined) await readDb(o.db, o.query as string, sorter, progress, o.timeColumn, timed);
-    else await readText(file, o.csvColumn, sorter, progress);
-    progress?.done(sorter.total);
-    if (sorter.total === 0 && o.allowEmpty !== true) {
-      const from =
-        o.db !== undefined
-          ? 'the query selected no row'
-          : file === undefined || file === '-'
-            ? 'stdin was empty'
-            : `${JSON.stringify(file)} holds no ID`;
-      throw new InvalidArgumentError(
-        `0 IDs read (${from}): nothing was checked, so nothing is clean. Give --allow-empty when an empty input is expected`,
-      );
-    }
-
-    // The marks are read before and after the store: a server's mark is recorded after the store answered, so a
-    // healthy server's mark read before is never above max_id read after, and one a give-back lowered while the
-    // store was read is below it after. A server refuses only if both readings say so.
-    const readMarks = async () =>
-      tag === undefined || o.stateDir === undefined ? [] : (await import('../app/audit.js')).serverMarks(o.stateDir, o.store, tag);
-    const marksBefore = await readMarks();
-    // The store is read after the input: every ID in it was issued from a range the store had already given out.
-    const info = tag === undefined ? undefined : await (await import('../app/audit.js')).storeTag(o, tag);
-    const marks = await readMarks();
-    // Read after the input too: a holder's horizon is in the ledger before it issues an ID under it.
-    const held = layout !== undefined && o.store !== undefined ? await leaseIndex(o.store, layout) : undefined;
-    const ledger = tag === undefined ? undefined : await (await import('../app/audit.js')).openAuditLedger({ store: o.store });
+    const timed = await readInput(file, o, tag, timeMargin, sorter);
+    const view = await storeView(o, tag, layout);
     try {
-      // A tag whose store is below 2^62 issues no segment ID from there: IDs from 2^62 are its clients' fallback IDs.
-      const fallbackSpace = info !== undefined && info.maxId <= FALLBACK_FLOOR;
-      const fallbackView = fallbackSpace && tag !== undefined ? await (await import('../app/audit.js')).fallbackLeases(o, tag) : undefined;
-      const fallback = fallbackSpace
-        ? new FallbackIds({ nowMs: Date.now(), held: fallbackView && ((w, ms) => fallbackView.index.held(w, ms)) })
-        : undefined;
-      const analysis = new AuditAnalysis(
-        layout === undefined
-          ? { kind: 'segment', tag: tag as string }
-          : { kind: 'snowflake', layout, nowMs: Date.now(), held: held && ((w, t) => held.held(w, t)) },
-      );
-      const above = info === undefined ? undefined : new AboveBound(info.maxId);
-      const covered = ledger === undefined || tag === undefined ? undefined : await coverOf(ledger.segmentRangePages(tag));
-      const cover = covered?.cover;
-      const ledgerReach = covered?.reach;
-      const foreign = cover === undefined ? undefined : new ForeignIds(cover.ranges());
-      const segmentChecks = [...(above ? [above.add] : []), ...(foreign ? [foreign.add] : [])];
-      let segmentMax: [number, number] | undefined;
-      sorter.drain(
-        segmentChecks.length === 0 && fallback === undefined
-          ? analysis.add
-          : (hi, lo, c) => {
-              analysis.add(hi, lo, c);
-              if (fallback !== undefined && inFallbackSpace(hi)) fallback.add(hi, lo, c);
-              else {
-                segmentMax = [hi, lo];
-                for (const add of segmentChecks) add(hi, lo, c);
-              }
-            },
-      );
-      analysis.finish();
-      if (ledger !== undefined && tag !== undefined) {
-        for (const d of analysis.duplicates) {
-          const f = fallback === undefined ? undefined : decodeFallbackId(BigInt(d.id));
-          d.ledger =
-            f === undefined
-              ? (await ledger.rangesContaining(tag, BigInt(d.id))).map((e) => e.description)
-              : fallbackHolders(f, fallbackView?.holders(f.workerId, f.timestampMs));
-        }
-      }
-      const report = buildReport(analysis, {
-        tag,
-        layout,
-        info,
-        above,
-        foreign,
-        fallback,
-        segmentMax: segmentMax && halvesToBigInt(...segmentMax),
-        fallbackChecked: fallbackView !== undefined,
-        cover,
-        hasLedger: ledger !== undefined,
-        leasesChecked: held !== undefined,
-        margin,
-        timed,
-        marks,
-        marksBefore,
-        ledgerReach,
-        empty: sorter.total === 0,
-        store: o.store,
-        stateDir: o.stateDir?.[0],
-        seconds: (performance.now() - startedAt) / 1000,
-        runs: sorter.runCount,
-      });
+      const report = await checkIds(sorter, { ...view, timed, margin, nowMs: Date.now() }, startedAt);
       if (o.json) console.log(JSON.stringify(report, null, 2));
       else printText(report);
       return report.clean ? 0 : 1;
     } finally {
-      await ledger?.close();
+      await view.ledger?.close();
     }
   } finally {
     sorter.cleanup();
   }
+}
+
+/** Reads the IDs into the sorter (and, with --time-column, checks each row's time as it streams). */
+async function readInput(
+  file: string | undefined,
+  o: AuditOpts,
+  tag: string | undefined,
+  timeMargin: number,
+  sorter: IdSorter,
+): Promise<IssuedBeforeRecorded | undefined> {
+  const progress = o.progress !== false && process.stderr.isTTY === true ? new Progress() : undefined;
+  // The time check's ranges are read before the input (the rows are checked as they stream): a range
+  // recorded after this read holds no row older than it yet, and is read again for the other checks.
+  const timed =
+    o.timeColumn !== undefined && tag !== undefined ? new IssuedBeforeRecorded(await allocationsOf(o, tag), timeMargin) : undefined;
+  if (o.db !== undefined) await readDb(o.db, o.query as string, sorter, progress, o.timeColumn, timed);
+  else await readText(file, o.csvColumn, sorter, progress);
+  progress?.done(sorter.total);
+  if (sorter.total === 0 && o.allowEmpty !== true) {
+    const from =
+      o.db !== undefined
+        ? 'the query selected no row'
+        : file === undefined || file === '-'
+          ? 'stdin was empty'
+          : `${JSON.stringify(file)} holds no ID`;
+    throw new InvalidArgumentError(
+      `0 IDs read (${from}): nothing was checked, so nothing is clean. Give --allow-empty when an empty input is expected`,
+    );
+  }
+  return timed;
+}
+
+type StoreView = Omit<AuditInputs, 'timed' | 'margin' | 'nowMs'> & {
+  readonly ledger: (AuditInputs['ledger'] & { close(): Promise<void> }) | undefined;
+};
+
+/** What the store, the state dirs and the lease ledger say now, read after the input; the caller closes the ledger. */
+async function storeView(o: AuditOpts, tag: string | undefined, layout: Layout | undefined): Promise<StoreView> {
+  const app = await import('../app/audit.js');
+  // The marks are read before and after the store: a server's mark is recorded after the store answered, so a
+  // healthy server's mark read before is never above max_id read after, and one a give-back lowered while the
+  // store was read is below it after. A server refuses only if both readings say so.
+  const readMarks = () => (tag === undefined || o.stateDir === undefined ? [] : app.serverMarks(o.stateDir, o.store, tag));
+  const marksBefore = readMarks();
+  // The store is read after the input: every ID in it was issued from a range the store had already given out.
+  const info = tag === undefined ? undefined : await app.storeTag(o, tag);
+  const marks = readMarks();
+  // Read after the input too: a holder's horizon is in the ledger before it issues an ID under it.
+  const leases = layout !== undefined && o.store !== undefined ? await leaseIndex(o.store, layout) : undefined;
+  const ledger = tag === undefined ? undefined : await app.openAuditLedger({ store: o.store });
+  const fallbackLeases =
+    tag === undefined
+      ? undefined
+      : async () => {
+          const v = await app.fallbackLeases(o, tag);
+          return v && { held: (w: number, ms: number) => v.index.held(w, ms), holders: v.holders };
+        };
+  return {
+    tag,
+    layout,
+    info,
+    held: leases && ((w, t) => leases.held(w, t)),
+    ledger,
+    fallbackLeases,
+    marks,
+    marksBefore,
+    store: o.store ?? process.env.SEQUOIA_STORE,
+    stateDir: o.stateDir?.[0] ?? process.env.SEQUOIA_STATE_DIR,
+  };
 }
 
 class Progress {
@@ -418,19 +368,26 @@ async function readDb(
 ): Promise<void> {
   const { openIdSource } = await import('../app/audit.js');
   const source = await openIdSource(url, query, timeColumn);
-  let row = 0;
   try {
+    if (source.streamText !== undefined && timeColumn === undefined) {
+      // The same byte parser as a file's: no string or BigInt per row.
+      const parser = new LineParser(sorter, 0, false, 'copy');
+      await source.streamText((chunk) => {
+        parser.push(chunk);
+        progress?.tick(sorter.total);
+      });
+      parser.end();
+      return;
+    }
+    let row = 0;
     await source.stream((values, times) => {
       for (let i = 0; i < values.length; i++) {
         const v = values[i] as string | null;
         row++;
-        if (v === null || !/^[0-9]{1,19}$/.test(v))
+        if (v === null || !addDecimal(sorter, v))
           throw new InvalidArgumentError(`row ${row}: not an ID from 0 to 2^63-1: ${v === null ? 'NULL' : JSON.stringify(v.slice(0, 40))}`);
-        const id = BigInt(v);
-        if (id > 0x7fffffffffffffffn) throw new InvalidArgumentError(`row ${row}: ${v} is above 2^63-1`);
-        sorter.add(id);
-        const t = times?.[i];
-        if (timed !== undefined && t !== undefined && t !== null) timed.add(id, t);
+        const t = timed === undefined ? undefined : times?.[i];
+        if (t !== undefined && t !== null) timed?.add(BigInt(v), t);
       }
       progress?.tick(sorter.total);
     });
@@ -439,257 +396,7 @@ async function readDb(
   }
 }
 
-interface ReportContext {
-  tag: string | undefined;
-  layout: Layout | undefined;
-  info: { maxId: bigint; step: number; fenceEpoch: number } | undefined;
-  above: AboveBound | undefined;
-  foreign: ForeignIds | undefined;
-  cover: RangeCover | undefined;
-  hasLedger: boolean;
-  margin: number | undefined;
-  /** With --time-column: the rows older than the range that holds their ID. */
-  timed: IssuedBeforeRecorded | undefined;
-  /** The marks of the tag in the state dirs given (--state-dir), read after the store, and the same read before it. */
-  marks: readonly ServerMark[];
-  marksBefore: readonly ServerMark[];
-  ledgerReach: LedgerReach | undefined;
-  /** No ID was read (--allow-empty). */
-  empty: boolean;
-  leasesChecked: boolean;
-  fallback: FallbackIds | undefined;
-  fallbackChecked: boolean;
-  /** With a fallback space: the highest ID below it, for the gap rate. */
-  segmentMax: bigint | undefined;
-  store: string | undefined;
-  stateDir: string | undefined;
-  seconds: number;
-  runs: number;
-}
-
-type Report = ReturnType<typeof buildReport>;
-
-const shellWord = (s: string): string => (/^[A-Za-z0-9_.:/@%+=,-]+$/.test(s) ? s : `'${s.replace(/'/g, `'\\''`)}'`);
-
-function fenceCommand(tag: string, to: bigint, store: string | undefined, stateDir: string | undefined): string {
-  const words = ['sequoia', 'fence', tag, '--to', to.toString()];
-  const s = store ?? process.env.SEQUOIA_STORE;
-  if (s !== undefined) words.push('--store', s);
-  const d = stateDir ?? process.env.SEQUOIA_STATE_DIR;
-  if (d !== undefined) words.push('--state-dir', d);
-  return words.map(shellWord).join(' ');
-}
-
-/** Whether a server with this mark refuses the tag as the store has it now (core/segment/rollback-guard.ts's rule). */
-function refuses(m: ServerMark, info: { maxId: bigint; fenceEpoch: number }): boolean {
-  if (m.mark === null) return false;
-  const tripped = m.mark.trippedAtEpoch !== undefined && info.fenceEpoch <= m.mark.trippedAtEpoch;
-  return tripped || m.mark.mark > info.maxId;
-}
-
-function describeRefusal(m: ServerMark, info: { maxId: bigint; fenceEpoch: number }): string {
-  const mark = m.mark as NonNullable<ServerMark['mark']>;
-  const why =
-    mark.mark > info.maxId
-      ? `high-water mark ${mark.mark}, above the store's max_id ${info.maxId}`
-      : `high-water mark ${mark.mark}; it recorded a rollback at fence epoch ${mark.trippedAtEpoch}, and the store's is ${info.fenceEpoch}`;
-  return `state dir ${m.stateDir}: ${why}`;
-}
-
-/**
- * The fence that makes the tag safe: above every ID found, every range the
- * ledger recorded and every mark read, plus a margin (default 10 × the
- * largest of the stored step and the ranges the ledger recorded: a server
- * holds up to two ranges of its grown step beyond the IDs it handed out).
- */
-function proposeFence(c: ReportContext, tag: string, info: { maxId: bigint; step: number }): { to: string; command: string } {
-  let top = info.maxId - 1n;
-  const raise = (v: bigint | undefined) => {
-    if (v !== undefined && v > top) top = v;
-  };
-  raise(c.above?.highest);
-  raise(c.ledgerReach?.top);
-  for (const m of [...c.marks, ...c.marksBefore]) if (m.mark !== null) raise(m.mark.mark - 1n);
-  const largest =
-    c.ledgerReach !== undefined && c.ledgerReach.largestRange > BigInt(info.step) ? c.ledgerReach.largestRange : BigInt(info.step);
-  const margin = c.margin !== undefined ? BigInt(c.margin) : 10n * largest;
-  const to = top + 1n + margin;
-  return { to: to.toString(), command: fenceCommand(tag, to, c.store, c.stateDir) };
-}
-
-function buildReport(a: AuditAnalysis, c: ReportContext) {
-  const findings: Array<{
-    kind: string;
-    count: number;
-    message: string;
-    examples: readonly string[];
-    fence?: { to: string; command: string };
-    ledger?: Array<{ id: string; count: number; entries: readonly string[] }>;
-  }> = [];
-  if (a.duplicateIds > 0) {
-    findings.push({
-      kind: 'duplicates',
-      count: a.duplicateIds,
-      message: `${a.duplicateIds} IDs occur more than once (${a.duplicateExtra} extra rows)`,
-      examples: a.duplicates.map((d) => `${d.id} ×${d.count}`),
-      ...(c.hasLedger ? { ledger: a.duplicates.map((d) => ({ id: d.id, count: d.count, entries: d.ledger ?? [] })) } : {}),
-    });
-  }
-  if (c.foreign !== undefined && c.foreign.count > 0) {
-    findings.push({
-      kind: 'foreign',
-      count: c.foreign.count,
-      message: `${c.foreign.count} IDs are covered by no range in the ledger: Sequoia did not issue them (a manual insert, another generator, an old fallback)`,
-      examples: c.foreign.examples,
-    });
-  }
-  const refusing =
-    c.info === undefined
-      ? []
-      : c.marks.filter((m, i) => {
-          const info = c.info as NonNullable<typeof c.info>;
-          const before = c.marksBefore[i];
-          return refuses(m, info) && before !== undefined && refuses(before, info);
-        });
-  const fence = c.info !== undefined && c.tag !== undefined ? proposeFence(c, c.tag, c.info) : undefined;
-  if (c.above !== undefined && c.above.count > 0 && c.info !== undefined && fence !== undefined) {
-    const unread =
-      c.marks.length > 0
-        ? ''
-        : ` A server that kept its marks refuses the tag until a fence clears its high-water mark (its STORE_ROLLBACK_DETECTED names it): ` +
-          `this one clears marks up to ${fence.to}; give audit each server's --state-dir to check theirs.`;
-    findings.push({
-      kind: 'above-store-max',
-      count: c.above.count,
-      message:
-        `${c.above.count} IDs are at or above the store's max_id ${c.info.maxId} (highest ${c.above.highest}): the store went back, ` +
-        `probably restored from an old backup, and would hand these IDs out again. Make it safe: ${fence.command}.${unread}`,
-      examples: c.above.examples,
-      fence,
-    });
-  }
-  if (refusing.length > 0 && c.info !== undefined && fence !== undefined) {
-    const info = c.info;
-    findings.push({
-      kind: 'refused-by-server-marks',
-      count: refusing.length,
-      message:
-        `${refusing.length} of the ${c.marks.length} servers whose state dir was given refuse tag ${c.tag} (STORE_ROLLBACK_DETECTED) ` +
-        `until a fence clears their high-water mark: the store went back below IDs they handed out. Make it safe: ${fence.command}`,
-      examples: refusing.map((m) => describeRefusal(m, info)),
-      fence,
-    });
-  }
-  const tb = c.timed;
-  if (tb !== undefined && tb.count > 0) {
-    findings.push({
-      kind: 'issued-before-recorded',
-      count: tb.count,
-      message:
-        `${tb.count} rows are older than the ledger's range that holds their ID: the store handed that range out again after the row was written ` +
-        '(restored from an old backup, or set back by hand). A server with a fresh state dir issued those IDs a second time (the second ' +
-        'holder failed on your unique key, or wrote the ID elsewhere); one that kept its marks refused the range' +
-        (fence === undefined ? '' : `. Fence above everything the store forgot: ${fence.command}`),
-      examples: tb.examples,
-      ...(fence !== undefined ? { fence } : {}),
-    });
-  }
-  if (a.outsideLayout > 0) {
-    findings.push({
-      kind: 'outside-layout',
-      count: a.outsideLayout,
-      message: `${a.outsideLayout} IDs do not fit layout ${c.layout?.name} (their time field is beyond its last tick ${c.layout?.maxTick}): another generator or layout made them`,
-      examples: a.outsideLayoutExamples,
-    });
-  }
-  if (a.future > 0) {
-    findings.push({
-      kind: 'future',
-      count: a.future,
-      message: `${a.future} IDs carry a time more than ${FUTURE_SLACK_MS / 1000} s ahead of this machine's clock: a clock ran ahead when they were made, or another layout made them`,
-      examples: a.futureExamples,
-    });
-  }
-  const fb = c.fallback;
-  if (fb !== undefined && fb.future > 0) {
-    findings.push({
-      kind: 'future',
-      count: fb.future,
-      message: `${fb.future} fallback IDs carry a time more than ${FUTURE_SLACK_MS / 1000} s ahead of this machine's clock: a client's clock ran ahead, or another generator made them`,
-      examples: fb.futureExamples,
-    });
-  }
-  if (fb !== undefined && fb.unheld > 0) {
-    findings.push({
-      kind: 'unheld-fallback-worker-id',
-      count: fb.unheld,
-      message: `${fb.unheld} fallback IDs carry a worker id that no client held at their millisecond in the lease ledger: another generator, a client whose clock was off by more than its lease's margin, or IDs older than the ledger's retention (ledgerRetentionDays)`,
-      examples: fb.unheldExamples,
-    });
-  }
-  if (a.unheld > 0) {
-    findings.push({
-      kind: 'unheld-worker-id',
-      count: a.unheld,
-      message: `${a.unheld} IDs carry a worker id that nobody held at their tick in the lease ledger: another generator, a copy of a server with a fixed worker id, or IDs older than the ledger's retention (ledgerRetentionDays)`,
-      examples: a.unheldExamples,
-    });
-  }
-  const notChecked: string[] = [];
-  if (c.tag !== undefined && !c.hasLedger) notChecked.push(NO_SEGMENT_LEDGER);
-  if (c.layout !== undefined && !c.leasesChecked) notChecked.push(NO_LEASE_LEDGER);
-  if (fb !== undefined && fb.count > 0 && !c.fallbackChecked) notChecked.push(NO_FALLBACK_LEASES);
-  if (c.empty) notChecked.push('0 IDs read (--allow-empty): no ID was checked');
-  if (tb !== undefined && tb.checked < a.count)
-    notChecked.push(`${a.count - tb.checked} rows have no time (NULL in --time-column): not checked for issued-before-recorded`);
-  if (c.foreign !== undefined && c.foreign.beforeLedger > 0) {
-    notChecked.push(
-      `${c.foreign.beforeLedger} IDs lie below the ledger's first range (issued before the ledger began, or their rows were pruned): not checked for foreign IDs`,
-    );
-  }
-  return {
-    clean: findings.length === 0,
-    target: c.tag !== undefined ? { tag: c.tag } : { layout: c.layout?.name },
-    summary: {
-      count: a.count,
-      distinct: a.distinct,
-      min: a.min?.toString() ?? null,
-      max: a.max?.toString() ?? null,
-      ...(c.info !== undefined ? { storeMaxId: c.info.maxId.toString(), fenceEpoch: c.info.fenceEpoch } : {}),
-      ...(c.tag !== undefined ? { gapRate: a.gapRate(fb && { max: c.segmentMax, excluded: fb.distinct }) } : {}),
-      ...(fb !== undefined && fb.count > 0
-        ? {
-            fallback: {
-              count: fb.count,
-              distinct: fb.distinct,
-              min: fb.min?.toString() ?? null,
-              max: fb.max?.toString() ?? null,
-              workerIds: fb.workerIds.size,
-              first: new Date(fb.firstMs as number).toISOString(),
-              last: new Date(fb.lastMs as number).toISOString(),
-            },
-          }
-        : {}),
-      ...(c.foreign !== undefined && c.cover !== undefined
-        ? {
-            ledger: {
-              firstId: c.foreign.lowest?.toString() ?? null,
-              belowFirstRange: c.foreign.beforeLedger,
-              rows: c.cover.rows,
-              peakRangesHeld: c.cover.peakHeld,
-            },
-          }
-        : {}),
-      ...(c.layout !== undefined ? { perDay: a.perDayCounts() } : {}),
-      seconds: Math.round(c.seconds * 1000) / 1000,
-      spilledRuns: c.runs,
-    },
-    findings,
-    notChecked,
-  };
-}
-
-function printText(r: Report): void {
+function printText(r: AuditReport): void {
   const s = r.summary;
   const out: string[] = [];
   out.push(
@@ -719,15 +426,4 @@ function printText(r: Report): void {
   }
   for (const n of r.notChecked) out.push(`not checked: ${n}`);
   console.log(out.join('\n'));
-}
-
-/** A fallback ID in a duplicate's trace: its fields and the clients that held its worker id then (null: no lease ledger to ask). */
-function fallbackHolders(f: FallbackFields, holders: readonly LeaseHolding[] | undefined): string[] {
-  const what = `fallback ID: worker id ${f.workerId} at ${new Date(f.timestampMs).toISOString()}, sequence ${f.sequence}`;
-  if (holders === undefined) return [`${what} (no lease ledger)`];
-  if (holders.length === 0) return [`${what}: no client held the worker id then`];
-  return holders.map(
-    (h) =>
-      `${what}: held by ${h.holder.host} pid ${h.holder.pid} (owner ${h.owner}, generation ${h.generation}${h.released ? ', released' : ''})`,
-  );
 }

@@ -7,5 +7,13 @@ export interface IdSource {
    * a NULL), in the same order.
    */
   stream(onBatch: (values: ReadonlyArray<string | null>, times?: ReadonlyArray<number | null>) => void): Promise<void>;
+  /**
+   * Where the database can send it, the query's rows as text in PostgreSQL's
+   * COPY text format (one row a line, columns separated by tabs, NULL as
+   * `\N`), handed over in chunks as they arrive: no value per row is made
+   * before the caller parses the bytes. `onChunk` may throw to stop the read;
+   * the promise then rejects with that error.
+   */
+  streamText?(onChunk: (chunk: Uint8Array) => void): Promise<void>;
   close(): Promise<void>;
 }

@@ -1,9 +1,14 @@
 /**
- * `sequoia audit --db postgres://…`: the query runs under a server-side
- * cursor in a read-only transaction and is fetched in batches, so the client
- * holds one batch at a time whatever the table's size.
+ * `sequoia audit --db postgres://…`, in a read-only transaction. The IDs
+ * alone come as `COPY (query) TO STDOUT` text (streamText): the server sends
+ * the rows as bytes the caller parses in place, read from the socket as the
+ * caller consumes them, so the client holds a socket read at a time and no
+ * row object. With a time column the query runs under a server-side cursor
+ * fetched in batches (stream), where the driver turns each time into a Date.
  */
+import type { Socket } from 'node:net';
 import pg from 'pg';
+import { to as copyTo } from 'pg-copy-streams';
 import type { IdSource } from '../../ports/id-source.js';
 import { ID_BATCH, IdBatcher, idSourceError, timeColumnIndex } from '../kit/id-batches.js';
 
@@ -19,13 +24,45 @@ export class PostgresIdSource implements IdSource {
     this.client.on('error', () => undefined);
   }
 
-  async stream(onBatch: (values: ReadonlyArray<string | null>, times?: ReadonlyArray<number | null>) => void): Promise<void> {
+  private async begin(): Promise<void> {
     try {
       await this.client.connect();
       await this.client.query('BEGIN READ ONLY');
     } catch (e) {
       throw idSourceError('PostgreSQL', e);
     }
+  }
+
+  async streamText(onChunk: (chunk: Uint8Array) => void): Promise<void> {
+    await this.begin();
+    let stopped: unknown;
+    try {
+      // COPY takes a query without its closing semicolon (a cursor's DECLARE took one); the newline ends a closing -- comment.
+      const copy = this.client.query(copyTo(`COPY (${this.query.replace(/[\s;]+$/, '')}\n) TO STDOUT`));
+      await new Promise<void>((resolve, reject) => {
+        copy.on('data', (chunk: Buffer) => {
+          if (stopped !== undefined) return;
+          try {
+            onChunk(chunk);
+          } catch (e) {
+            stopped = e;
+            reject(e);
+            // The server keeps sending until the COPY ends: closing the socket stops it; the client is not used again.
+            (this.client as unknown as { connection: { stream: Socket } }).connection.stream.destroy();
+          }
+        });
+        copy.on('end', () => resolve());
+        copy.on('error', reject);
+      });
+    } catch (e) {
+      throw stopped !== undefined ? stopped : idSourceError('PostgreSQL', e);
+    } finally {
+      if (stopped === undefined) await this.client.query('ROLLBACK').catch(() => undefined);
+    }
+  }
+
+  async stream(onBatch: (values: ReadonlyArray<string | null>, times?: ReadonlyArray<number | null>) => void): Promise<void> {
+    await this.begin();
     try {
       await this.client.query(`DECLARE sequoia_audit NO SCROLL CURSOR FOR ${this.query}`);
       const batches = new IdBatcher(onBatch, this.timeColumn !== undefined);

@@ -227,10 +227,20 @@ function emitSorted(runs: Run[], sink: DistinctSink): void {
 export const halvesToBigInt = (hi: number, lo: number): bigint => (BigInt(hi) << 32n) | BigInt(lo);
 
 /**
+ * How the text is laid out: `lines` is a file (one ID a line, or a CSV column
+ * with optional double quotes); `copy` is PostgreSQL's COPY text format (one
+ * row a line, columns separated by tabs, NULL written `\N`), whose errors
+ * name the row.
+ */
+export type TextFormat = 'lines' | 'copy';
+
+/**
  * Parses decimal lines from byte chunks into the sorter. A line is trimmed
  * of spaces, tabs and a trailing CR; blank lines are skipped. `column`
  * (0-based) picks a comma-separated field; the first line may be a header
  * (`header` true: skipped). Bad input throws INVALID_ARGUMENT naming the line.
+ * In the `copy` format a tab separates the fields and is not a space, and
+ * a backslash in the field is a NULL (an integer column escapes nothing else).
  */
 export class LineParser {
   private line = 1;
@@ -240,31 +250,39 @@ export class LineParser {
   private digits = 0;
   private bad = false;
   private other = false;
+  private isNull = false;
   /** Anything but spaces on the line: a line with something but no ID in the column is bad, a blank line is skipped. */
   private nonblank = false;
   private skipLine: boolean;
+  private readonly sep: number;
+  private readonly copy: boolean;
   constructor(
     private readonly sorter: IdSorter,
     private readonly column = 0,
     header = false,
+    format: TextFormat = 'lines',
   ) {
     this.skipLine = header;
+    this.copy = format === 'copy';
+    this.sep = this.copy ? 9 /* tab */ : 44; /* , */
   }
 
   push(chunk: Uint8Array): void {
     const col = this.column;
+    const sep = this.sep;
     for (let i = 0; i < chunk.length; i++) {
       const c = chunk[i] as number;
       if (c === 10) {
-        this.endLine();
+        this.endLine(true);
         continue;
       }
       if (this.skipLine) continue;
-      if (c !== 32 && c !== 9 && c !== 13) this.nonblank = true;
-      if (c === 44 /* , */) {
+      if (c === sep) {
+        this.nonblank = true;
         this.field++;
         continue;
       }
+      if (c !== 32 && c !== 9 && c !== 13) this.nonblank = true;
       if (this.field !== col) continue;
       if (c >= 48 && c <= 57) {
         if (this.other) this.bad = true;
@@ -275,9 +293,10 @@ export class LineParser {
         this.lo = lo;
         this.digits++;
         if (this.hi >= 2147483648) this.bad = true;
-      } else if (c === 32 || c === 9 || c === 13 || c === 34 /* " */) {
+      } else if (c === 32 || c === 9 || c === 13 || (c === 34 /* " */ && !this.copy)) {
         if (this.digits > 0) this.other = true;
       } else {
+        if (c === 92 /* \ */ && this.copy) this.isNull = true;
         this.bad = true;
       }
     }
@@ -285,12 +304,14 @@ export class LineParser {
 
   /** Ends the input (a last line without a newline counts). */
   end(): void {
-    this.endLine();
+    this.endLine(false);
   }
 
-  private endLine(): void {
+  /** `ended`: by a newline. Every such row of a COPY is a row (an empty text value is one), a blank line of a file is not. */
+  private endLine(ended: boolean): void {
     if (this.skipLine) this.skipLine = false;
-    else if (this.bad || (this.digits === 0 && this.nonblank)) {
+    else if (this.bad || (this.digits === 0 && (this.nonblank || (ended && this.copy)))) {
+      if (this.copy) throw new InvalidArgumentError(`row ${this.line}: not an ID from 0 to 2^63-1${this.isNull ? ': NULL' : ''}`);
       throw new InvalidArgumentError(
         `line ${this.line}: not an ID from 0 to 2^63-1${this.column > 0 ? ` in column ${this.column + 1}` : ''}`,
       );
@@ -302,6 +323,29 @@ export class LineParser {
     this.digits = 0;
     this.bad = false;
     this.other = false;
+    this.isNull = false;
     this.nonblank = false;
   }
+}
+
+/**
+ * Adds one ID given as decimal text (a driver's value) without a BigInt:
+ * false when it is not 1 to 19 digits from 0 to 2^63-1.
+ */
+export function addDecimal(sorter: IdSorter, text: string): boolean {
+  const n = text.length;
+  if (n === 0 || n > 19) return false;
+  let hi = 0;
+  let lo = 0;
+  for (let i = 0; i < n; i++) {
+    const d = text.charCodeAt(i) - 48;
+    if (d < 0 || d > 9) return false;
+    lo = lo * 10 + d;
+    const carry = Math.floor(lo / TWO32);
+    lo -= carry * TWO32;
+    hi = hi * 10 + carry;
+  }
+  if (hi >= 2147483648) return false;
+  sorter.addHalves(hi, lo);
+  return true;
 }
