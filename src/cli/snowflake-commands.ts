@@ -9,7 +9,7 @@ import { MAX_COUNT, parseShard } from '../core/request-rules.js';
 import { explainId } from '../core/snowflake/explain.js';
 import { type Layout, PRESETS, defineLayouts, getLayout, lifetimeYears } from '../core/snowflake/layout.js';
 import { plan } from '../core/snowflake/planner.js';
-import { type ChangeCheck, capacityOf, checkChange, parseCutover } from '../core/snowflake/lineage.js';
+import { type ChangeCheck, checkChange, parseCutover } from '../core/snowflake/lineage.js';
 
 export const SNOWFLAKE_LAYOUTS = [...PRESETS.keys()];
 
@@ -82,8 +82,28 @@ export function explainSnowflake(id: string, layout: string, custom?: ReadonlyMa
   return { ...explainId(id, getLayout(layout, custom)) };
 }
 
-/** `sequoia plan --layout NAME`: a preset's or a configured layout's widths, lifetime and warnings. */
+/**
+ * `sequoia plan --layout NAME`: a preset's or a configured layout's widths,
+ * lifetime and warnings; for a lineage, each version's, with its cutover and first ID.
+ */
 export function describeLayout(layout: Layout, nowMs = Date.now()): Record<string, unknown> {
+  if (layout.lineage) {
+    return {
+      layout: layout.name,
+      lineage: layout.lineage.versions.map((v) => {
+        const { warnings: _, layout: name, version: layoutVersion, ...d } = describeLayout(v.layout, nowMs);
+        return {
+          version: v.version,
+          layout: name,
+          layoutVersion,
+          from: v.fromMs === undefined ? null : new Date(v.fromMs).toISOString(),
+          firstId: v.firstId.toString(),
+          ...d,
+        };
+      }),
+      warnings: layout.warnings,
+    };
+  }
   return {
     layout: layout.name,
     version: layout.version,
@@ -98,16 +118,6 @@ export function describeLayout(layout: Layout, nowMs = Date.now()): Record<strin
     lifetimeYears: Math.round(lifetimeYears(layout) * 10) / 10,
     endsAt: new Date(layout.endsAtMs).toISOString(),
     remainingYears: Math.round(((layout.endsAtMs - nowMs) / (365.25 * 86_400_000)) * 10) / 10,
-    ...(layout.lineage
-      ? {
-          lineage: layout.lineage.versions.map((v) => ({
-            version: v.version,
-            from: v.fromMs === undefined ? null : new Date(v.fromMs).toISOString(),
-            ...capacityOf(v.layout),
-            firstId: v.firstId.toString(),
-          })),
-        }
-      : {}),
     warnings: layout.warnings,
   };
 }
@@ -160,8 +170,22 @@ function numbers<K extends string>(given: Record<K, [string | undefined, string]
   return out;
 }
 
-/** `plan --layout NAME` as text: one labelled row per width, then its warnings. */
+/** `plan --layout NAME` as text: one labelled row per width, then its warnings; a lineage: one row per version. */
 function printLayout(d: ReturnType<typeof describeLayout>): void {
+  const versions = d.lineage as (Record<string, unknown> & { version: number; from: string | null })[] | undefined;
+  if (versions) {
+    const row = (label: string, value: string): void => console.log(`${label.padEnd(15)}${value}`);
+    row('lineage', `${String(d.layout)}: ${versions.length} version${versions.length === 1 ? '' : 's'}`);
+    for (const v of versions) {
+      row(
+        `version ${v.version}`,
+        `${String(v.layout)} from ${v.from ?? 'its epoch'}: ${String(v.workers)} workers, ${String(v.sequencePerTick)} IDs per ${v.unitMs === 1 ? '' : `${String(v.unitMs)} `}ms each, runs out ${String(v.endsAt)}`,
+      );
+      if (v.from !== null) row('', `first ID ${String(v.firstId)}`);
+    }
+    for (const w of d.warnings as string[]) console.log(`warning: ${w}`);
+    return;
+  }
   const fields = d.fields as { name: string; bits: number; role: string }[];
   // One column for every label, however long a field's name (`datacenter bits` is 15 characters).
   const width = Math.max(15, ...fields.map((f) => `${f.name} bits`.length + 1));
@@ -173,11 +197,6 @@ function printLayout(d: ReturnType<typeof describeLayout>): void {
   const start = d.sequenceStart as Layout['sequenceStart'];
   row('sequence start', start.kind === 'random' ? `random 0-${start.max} each tick` : '0 each tick');
   row('lifetime', `${String(d.lifetimeYears)} years: ends ${String(d.endsAt)}`);
-  const versions = d.lineage as
-    { version: number; from: string | null; layout: string; workers: number; idsPerMsPerWorker: number }[] | undefined;
-  for (const v of versions ?? []) {
-    row(`version ${v.version}`, `${v.layout} from ${v.from ?? 'its epoch'}: ${v.workers} workers, ${v.idsPerMsPerWorker} IDs per ms each`);
-  }
   for (const w of d.warnings as string[]) console.log(`warning: ${w}`);
 }
 
