@@ -91,6 +91,8 @@ describe('sequoia plan --next', () => {
     );
     const r = sequoia(['plan', '--layout', 'orders', '--config', bad]);
     expect(r.status).toBe(2);
-    expect(r.stderr).toMatch(/layouts \(from .*bad\.json\): layout "orders": lineage\[1\] \(narrow\) from 2027-01-01T00:00:00.000Z: the node fields shrink/);
+    expect(r.stderr).toMatch(
+      /layouts \(from .*bad\.json\): layout "orders": lineage\[1\] \(narrow\) from 2027-01-01T00:00:00.000Z: the node fields shrink/,
+    );
   });
 });
