@@ -280,6 +280,9 @@ export class SnowflakeService {
   /** A lineage past `w`'s version: the worker of the next one (made once, whoever asks first). */
   private nextVersion(name: string, w: LeasedWorker): Promise<LeasedWorker> {
     if (this.workers.get(name) !== w) return this.worker(name);
+    // The next version's worker id could not be had: refused at once until the retry delay passes, as for any layout.
+    const f = this.failed.get(name);
+    if (f && this.mono() < f.until) return Promise.reject(f.error);
     return this.pending.get(name) ?? this.startCreate(name, (w.lineageVersion ?? 0) + 1);
   }
 

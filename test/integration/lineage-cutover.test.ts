@@ -145,4 +145,41 @@ describe.skipIf(missing !== undefined)('a layout lineage across its cutover, thr
     expect(cli.status, cli.stderr).toBe(0);
     expect(JSON.parse(cli.stdout)).toMatchObject({ lineage: 'orders', version: 2, layout: 'orders-wide' });
   });
+
+  it(
+    'a lineage added after its cutover passed is refused at start: this server issued version 1 past it',
+    { timeout: 60_000 },
+    async () => {
+      const dir = mkdtempSync(join(tmpdir(), 'sequoia-lineage-late-'));
+      const store = `sqlite:${join(dir, 'store.db')}`;
+      const base = ['--store', store, '--state-dir', join(dir, 'state')];
+      const plain = await startServe(base);
+      running.push(plain);
+      expect((await fetch(`${plain.url}/v1/snowflake?layout=twitter`)).status).toBe(200);
+      plain.child.kill('SIGTERM');
+      expect(await plain.exited).toBe(0);
+      const config = join(dir, 'sequoia.json');
+      const from = new Date(Date.now() - 3_600_000).toISOString();
+      writeFileSync(
+        config,
+        JSON.stringify({
+          ...CONFIG,
+          layouts: { ...CONFIG.layouts, orders: { lineage: [{ layout: 'twitter' }, { layout: 'orders-wide', from }] } },
+        }),
+      );
+      const late = await startServe([...base, '--config', config]).then(
+        (s) => {
+          running.push(s);
+          return s;
+        },
+        (e: unknown) => e as Error,
+      );
+      // The server refuses to start (exit 2), saying why.
+      expect(late).toBeInstanceOf(Error);
+      expect((late as Error).message).toMatch(/^server exited \(2\) before listening/);
+      expect((late as Error).message).toMatch(
+        /layout "orders": version 1 \(twitter\) has issued up to .* past version 2's cutover at .*; move the cutover after/,
+      );
+    },
+  );
 });
