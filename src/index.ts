@@ -118,6 +118,18 @@ export {
   UID_GENERATOR_EPOCH_MS,
   type ValidateOptions,
 } from './core/snowflake/layout.js';
+export {
+  BREAKS_AT_2_63,
+  type ChangeCheck,
+  checkChange,
+  defineLineage,
+  type Lineage,
+  type LineageStep,
+  type LineageVersion,
+  versionAt,
+  versionOf,
+  type VersionCapacity,
+} from './core/snowflake/lineage.js';
 export { plan, type Plan, type PlanInput } from './core/snowflake/planner.js';
 export {
   describeTypeId,

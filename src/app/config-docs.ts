@@ -92,11 +92,11 @@ const MANUAL: Record<FieldName, FieldManual> = {
   },
   snowflakeLayout: {
     meaning:
-      'default snowflake layout (of `/api/snowflake/get/{tag}` and requests without `layout`): a preset or one of `layouts`, see [Snowflake IDs](snowflake.md)',
+      'default snowflake layout (of `/api/snowflake/get/{tag}` and requests without `layout`): a preset or one of `layouts` (a lineage too), see [Snowflake IDs](snowflake.md)',
   },
   layouts: {
     meaning:
-      'custom snowflake layouts by name, a JSON object (best in the config file), usable wherever a preset is: see [Custom layouts](snowflake.md#custom-layouts)',
+      'custom snowflake layouts by name, a JSON object (best in the config file), usable wherever a preset is: see [Custom layouts](snowflake.md#custom-layouts); an entry `{"lineage":[{"layout":"twitter"},{"layout":"orders-2027","from":"2027-01-01T00:00:00Z"}]}` is a lineage, layouts that change at cutovers: see [Changing a layout](ids.md#changing-a-layout)',
   },
   workerIdProvider: { meaning: `where snowflake worker ids come from: ${WORKER_ID_PROVIDER_SPECS}` },
   fallbackTags: {

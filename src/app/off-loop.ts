@@ -25,7 +25,7 @@ export function offLoopEntry(): URL | undefined {
 
 /** The state dir's methods a server uses: marks, ticks, its store binding, close. */
 export type StateDirPort = Required<HighWaterMarkStore> &
-  Pick<StateDir, 'lastTick' | 'recordTick' | 'boundStore' | 'bindStore' | 'close' | 'where'>;
+  Pick<StateDir, 'lastTick' | 'recordTick' | 'highestTick' | 'boundStore' | 'bindStore' | 'close' | 'where'>;
 
 /**
  * The state dir in a worker thread (in-thread where there is no worker entry).

@@ -145,6 +145,7 @@ async function startSnowflake(config: ServeConfig, opened: Opened, undo: UndoSta
   const ticks = {
     lastTick: (space: string, workerId: number) => state.lastTick(space, workerId),
     recordTick: (space: string, workerId: number, tick: number, exact?: boolean) => state.recordTick(space, workerId, tick, exact),
+    highestTick: (space: string) => state.highestTick(space),
     close: async () => {},
   };
   const snowflake = createSnowflakeService(config, backend, { logger, optional: true, ticks });

@@ -287,7 +287,10 @@ export function registerGenAndExplain(program: Command): void {
             throw new InvalidArgumentError(`--store: only snowflake IDs are traced to a worker-id lease (this is a ${String(out.kind)})`);
           // A prefixed ID (`ord_…`) is traced by the ID it holds.
           const decimal = typeof out.prefix === 'string' && typeof out.value === 'string' ? out.value : id;
-          out.lease = await leaseAt(decimal, getLayout(o.layout ?? 'twitter', layouts), o.store);
+          const named = getLayout(o.layout ?? 'twitter', layouts);
+          // Under a lineage, the worker id was leased in the space of the version that issued the ID.
+          const issuedBy = named.lineage?.versions.find((v) => v.version === out.version)?.layout ?? named;
+          out.lease = await leaseAt(decimal, issuedBy, o.store);
         }
         console.log(JSON.stringify(out, null, 2));
       },

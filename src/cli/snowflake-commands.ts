@@ -9,6 +9,7 @@ import { MAX_COUNT, parseShard } from '../core/request-rules.js';
 import { explainId } from '../core/snowflake/explain.js';
 import { type Layout, PRESETS, defineLayouts, getLayout, lifetimeYears } from '../core/snowflake/layout.js';
 import { plan } from '../core/snowflake/planner.js';
+import { type ChangeCheck, checkChange, parseCutover } from '../core/snowflake/lineage.js';
 
 export const SNOWFLAKE_LAYOUTS = [...PRESETS.keys()];
 
@@ -81,8 +82,28 @@ export function explainSnowflake(id: string, layout: string, custom?: ReadonlyMa
   return { ...explainId(id, getLayout(layout, custom)) };
 }
 
-/** `sequoia plan --layout NAME`: a preset's or a configured layout's widths, lifetime and warnings. */
+/**
+ * `sequoia plan --layout NAME`: a preset's or a configured layout's widths,
+ * lifetime and warnings; for a lineage, each version's, with its cutover and first ID.
+ */
 export function describeLayout(layout: Layout, nowMs = Date.now()): Record<string, unknown> {
+  if (layout.lineage) {
+    return {
+      layout: layout.name,
+      lineage: layout.lineage.versions.map((v) => {
+        const { warnings: _, layout: name, version: layoutVersion, ...d } = describeLayout(v.layout, nowMs);
+        return {
+          version: v.version,
+          layout: name,
+          layoutVersion,
+          from: v.fromMs === undefined ? null : new Date(v.fromMs).toISOString(),
+          firstId: v.firstId.toString(),
+          ...d,
+        };
+      }),
+      warnings: layout.warnings,
+    };
+  }
   return {
     layout: layout.name,
     version: layout.version,
@@ -101,6 +122,40 @@ export function describeLayout(layout: Layout, nowMs = Date.now()): Record<strin
   };
 }
 
+/**
+ * `sequoia plan --layout CURRENT --next NEW --from TIME`: the proposed next
+ * version checked against the current one (a lineage's last version). An
+ * unsafe change is printed, then refused (exit 2) with its reasons.
+ */
+export function planChange(current: Layout, next: Layout, from: string): ChangeCheck {
+  const cutoverMs = parseCutover(from, '--from');
+  let cur = current;
+  if (current.lineage) {
+    const last = current.lineage.versions[current.lineage.versions.length - 1];
+    if (last?.fromMs !== undefined && cutoverMs <= last.fromMs) {
+      throw new InvalidArgumentError(`--from must be after ${current.name}'s last cutover (${new Date(last.fromMs).toISOString()})`);
+    }
+    cur = last?.layout ?? current;
+  }
+  if (next.lineage) throw new InvalidArgumentError(`--next must name a layout, not the lineage ${next.name}`);
+  return checkChange(cur, next, cutoverMs);
+}
+
+function printChange(c: ChangeCheck): void {
+  const row = (label: string, value: string): void => console.log(`${label.padEnd(15)}${value}`);
+  const cap = (v: ChangeCheck['current']) =>
+    `${v.layout}: ${v.workers} workers, ${v.idsPerMsPerWorker} IDs per ms each, runs out ${v.endsAt}`;
+  row('current', cap(c.current));
+  row('next', cap(c.next));
+  row('cutover', c.cutover);
+  row('largest before', c.currentMaxId);
+  row('first after', c.nextFirstId ?? '(none)');
+  row('safe', c.safe ? `yes: every ID of ${c.next.layout} is above every ID ${c.current.layout} issues before the cutover` : 'no');
+  for (const p of c.problems) console.log(`unsafe: ${p}`);
+  for (const w of c.warnings) console.log(`warning: ${w}`);
+  for (const b of c.breaks) console.log(`breaks past 2^63: ${b}`);
+}
+
 /** The numeric options ([value, flag] each), read as positive numbers; one message per bad value, all of them at once. */
 function numbers<K extends string>(given: Record<K, [string | undefined, string]>): Partial<Record<K, number>> {
   const out: Partial<Record<K, number>> = {};
@@ -115,8 +170,22 @@ function numbers<K extends string>(given: Record<K, [string | undefined, string]
   return out;
 }
 
-/** `plan --layout NAME` as text: one labelled row per width, then its warnings. */
+/** `plan --layout NAME` as text: one labelled row per width, then its warnings; a lineage: one row per version. */
 function printLayout(d: ReturnType<typeof describeLayout>): void {
+  const versions = d.lineage as (Record<string, unknown> & { version: number; from: string | null })[] | undefined;
+  if (versions) {
+    const row = (label: string, value: string): void => console.log(`${label.padEnd(15)}${value}`);
+    row('lineage', `${String(d.layout)}: ${versions.length} version${versions.length === 1 ? '' : 's'}`);
+    for (const v of versions) {
+      row(
+        `version ${v.version}`,
+        `${String(v.layout)} from ${v.from ?? 'its epoch'}: ${String(v.workers)} workers, ${String(v.sequencePerTick)} IDs per ${v.unitMs === 1 ? '' : `${String(v.unitMs)} `}ms each, runs out ${String(v.endsAt)}`,
+      );
+      if (v.from !== null) row('', `first ID ${String(v.firstId)}`);
+    }
+    for (const w of d.warnings as string[]) console.log(`warning: ${w}`);
+    return;
+  }
   const fields = d.fields as { name: string; bits: number; role: string }[];
   // One column for every label, however long a field's name (`datacenter bits` is 15 characters).
   const width = Math.max(15, ...fields.map((f) => `${f.name} bits`.length + 1));
@@ -139,7 +208,9 @@ export function registerPlan(program: Command): void {
     .option('--peak-per-ms <n>', 'peak IDs per node per millisecond')
     .option('--years <n>', 'years the format must last')
     .option('--unit-ms <n>', 'milliseconds per tick (default 1)')
-    .option('--layout <name>', 'instead: show a preset or configured layout (widths, lifetime, warnings)')
+    .option('--layout <name>', 'instead: show a preset, configured layout or lineage (widths, lifetime, warnings)')
+    .option('--next <layout>', 'with --layout and --from: check a proposed next version of it (safe or refused, exit 2)')
+    .option('--from <time>', 'with --next: the cutover, ISO 8601 with its zone (e.g. 2027-01-01T00:00:00Z)')
     .option('--config <file>', 'JSON config file with `layouts` (env SEQUOIA_CONFIG)')
     .option('--json', 'print JSON')
     .action(
@@ -149,6 +220,8 @@ export function registerPlan(program: Command): void {
         years?: string;
         unitMs?: string;
         layout?: string;
+        next?: string;
+        from?: string;
         config?: string;
         json?: boolean;
       }) => {
@@ -167,11 +240,22 @@ export function registerPlan(program: Command): void {
           if (o.nodes !== undefined || o.peakPerMs !== undefined || o.years !== undefined || o.unitMs !== undefined) {
             throw new InvalidArgumentError('plan: give --layout, or --nodes, --peak-per-ms and --years, not both');
           }
-          const d = describeLayout(getLayout(o.layout, await configuredLayouts(o.config)));
+          const custom = await configuredLayouts(o.config);
+          if (given.next !== undefined || given.from !== undefined) {
+            if (given.next === undefined || given.from === undefined) throw new InvalidArgumentError('plan: --next and --from go together');
+            const c = planChange(getLayout(o.layout, custom), getLayout(given.next, custom), given.from);
+            if (o.json) console.log(JSON.stringify(c, null, 2));
+            else printChange(c);
+            if (!c.safe) throw new InvalidArgumentError(`unsafe change: ${c.problems.join('; ')}`);
+            return;
+          }
+          const d = describeLayout(getLayout(o.layout, custom));
           if (o.json) console.log(JSON.stringify(d, null, 2));
           else printLayout(d);
           return;
         }
+        if (given.next !== undefined || given.from !== undefined)
+          throw new InvalidArgumentError('plan: --next and --from need --layout (the current version)');
         if (o.nodes === undefined || o.peakPerMs === undefined || o.years === undefined) {
           throw new InvalidArgumentError('plan needs --nodes, --peak-per-ms and --years (or --layout NAME)');
         }

@@ -57,6 +57,11 @@ export interface WorkerIdProvider {
    * Throws LEASE_LOST when the id changed hands.
    */
   renew(space: IdSpace, grant: WorkerGrant, ceilingTick: number): Promise<WorkerGrant>;
+  /**
+   * The highest tick this server has recorded in the space, on any worker id
+   * (its state dir), or undefined when it keeps none: a lineage's start check.
+   */
+  highestTick?(space: IdSpace): Promise<number | undefined>;
   /** Gives the id back, recording the last tick actually issued. */
   release(space: IdSpace, grant: WorkerGrant, lastTick: number): Promise<void>;
   close(): Promise<void>;

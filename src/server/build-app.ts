@@ -248,7 +248,7 @@ async function registerRoutes(
   const lane = new BatchLane();
   await app.register(segmentRoutes, { service: opts.service, formats: opts.formats ?? new FormatRegistry(), access, gate, lane, metrics });
   await app.register(uuidRoutes, { access, lane, metrics });
-  await app.register(leafDecodeRoute, { access });
+  await app.register(leafDecodeRoute, { access, lineage: opts.snowflake?.layout() });
   await app.register(tagRoutes, { service: opts.service, checkAdmin: (req) => access.admin(req) });
   await app.register(conflictRoutes, { access, metrics, service: opts.service, store: opts.service.store });
   if (opts.fallback) await app.register(fallbackRoutes, { fallback: opts.fallback, access, gate });

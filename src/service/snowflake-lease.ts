@@ -17,6 +17,12 @@ const RENEWAL_WARN_EVERY_MS = 5000;
 export class LeasedWorker {
   grants: WorkerGrant[];
   lost = false;
+  /** A lineage's later version has taken over: requests holding this worker move on. */
+  superseded = false;
+  /** The name requests use (the layout's, or its lineage's). */
+  readonly name: string;
+  /** The lineage version this worker issues in; undefined outside a lineage. */
+  readonly lineageVersion: number | undefined;
   private timer: Timer | undefined;
   private renewing: Promise<void> | undefined;
   /** Renewal failures are logged once per RENEWAL_WARN_EVERY_MS, with how many failed since: requests renew on demand, many a second. */
@@ -32,11 +38,14 @@ export class LeasedWorker {
     private readonly logger: Logger,
     /** Told once when the lease is lost, before the loss is logged. */
     private readonly onLost: (w: LeasedWorker) => void,
+    as: { readonly name?: string; readonly lineageVersion?: number | undefined } = {},
     private readonly timers: Timers = systemTimers,
     /** Monotonic ms, for spacing the renewal warnings. */
     private readonly monotonic: () => number = () => monotonicMs(systemClock),
   ) {
     this.grants = grants;
+    this.name = as.name ?? layout.name;
+    this.lineageVersion = as.lineageVersion;
   }
 
   /** Renews in the background every `everyMs` (failures are logged by `renew`). */
@@ -57,7 +66,8 @@ export class LeasedWorker {
     const ttl = this.provider.ttlMs ?? 10_000;
     const aheadTicks = Math.max(1, Math.ceil((2 * ttl) / 3 / this.layout.unitMs));
     const base = Math.max(this.generator.lastIssuedTick, this.generator.currentTick(), wantTick);
-    const ceiling = Math.min(base + aheadTicks, this.layout.maxTick);
+    // Never past the generator's last tick: a lineage version's reservation stays before the next cutover.
+    const ceiling = Math.min(base + aheadTicks, this.generator.lastAllowedTick);
     this.renewing = (async () => {
       try {
         const renewed = await Promise.all(this.grants.map((g) => this.provider.renew(this.space, g, ceiling)));

@@ -12,7 +12,7 @@
  * generator at once; the next request leases a fresh id, which starts after
  * that id's last reported tick.
  */
-import { ClockError, SequoiaError, UnavailableError } from '../core/errors.js';
+import { ClockError, InvalidArgumentError, SequoiaError, UnavailableError } from '../core/errors.js';
 import { type ClockEvent, type ClockPolicy, SnowflakeGenerator, type Wait } from '../core/snowflake/generator.js';
 import { DEFAULT_LAYOUT, type Layout, PRESETS, getLayout, idSpaceExhausted, remainingSeconds } from '../core/snowflake/layout.js';
 import { type Clock, monotonicMs, systemClock } from '../core/clock.js';
@@ -23,6 +23,7 @@ import { type Random, systemRandom } from '../core/random.js';
 import type { IdSpace, WorkerGrant, WorkerIdProvider } from '../ports/worker-id-provider.js';
 import type { SnowflakeWorkerReport } from '../ports/metrics.js';
 import { type ExplainResult, explainId } from '../core/snowflake/explain.js';
+import { type LineageVersion, versionAt } from '../core/snowflake/lineage.js';
 import { assertCount, assertShard } from '../core/request-rules.js';
 import { LeasedWorker } from './snowflake-lease.js';
 
@@ -115,7 +116,30 @@ export class SnowflakeService {
    * with the error's code, and the id is asked for again later).
    */
   async start(): Promise<void> {
+    await this.checkLineages();
     await this.worker(this.defaultLayout);
+  }
+
+  /**
+   * Every lineage's changes, checked against the ticks this server recorded
+   * (its state dir): a version that issued past the next one's cutover (the
+   * lineage was added or moved after the fact, or a layout in it was used by
+   * its own name) leaves IDs the next version could reach. Refused with
+   * INVALID_ARGUMENT, which stops a server's start: the configuration cannot work.
+   */
+  async checkLineages(): Promise<void> {
+    for (const l of this.layouts?.values() ?? []) {
+      if (l.lineage) for (const v of l.lineage.versions.slice(0, -1)) await this.checkVersionTicks(l.name, v);
+    }
+  }
+
+  private async checkVersionTicks(name: string, v: LineageVersion, granted?: number): Promise<void> {
+    const recorded = granted ?? (await this.provider.highestTick?.(spaceOf(v.layout, name)));
+    if (recorded === undefined || recorded <= v.lastTick) return;
+    const iso = (tick: number) => new Date(v.layout.epochMs + tick * v.layout.unitMs).toISOString();
+    throw new InvalidArgumentError(
+      `layout ${JSON.stringify(name)}: version ${v.version} (${v.layout.name}) has issued up to ${iso(recorded + 1)} (tick ${recorded}, as recorded ${granted === undefined ? "in this server's state dir" : 'for its worker id'}), past version ${v.version + 1}'s cutover at ${iso(v.lastTick + 1)}: IDs of version ${v.version + 1} would not all be above it; move the cutover after ${iso(recorded + 1)} (IDs issued under ${v.layout.name}'s own name count too)`,
+    );
   }
 
   layout(name?: string): Layout {
@@ -176,10 +200,13 @@ export class SnowflakeService {
     let renewals = 0;
     while (out.length < count) {
       if (this.closed) throw shuttingDown();
+      // A lineage moved on to its next version while this request waited.
+      if (w.superseded) w = await this.worker(name);
       let id: string | Wait;
       try {
         id = w.generator.take(shard);
       } catch (e) {
+        if (w.superseded) continue;
         if (e instanceof SequoiaError && e.code === 'LEASE_LOST' && !w.lost && renewals++ < 1) {
           // The deadline passed (a pause, a slow store): one renewal decides. Refused (the id
           // changed hands, w is now lost): the next turn leases a fresh id, as when the
@@ -228,6 +255,9 @@ export class SnowflakeService {
             throw new ClockError(`the clock stayed behind the last tick for ${clockWaited} ms`, { retryAfterMs: id.waitMs });
           await this.sleep(id.waitMs);
           break;
+        case 'cutover':
+          w = await this.nextVersion(name, w);
+          break;
         case 'ceiling':
           if (renewals++ > 20)
             throw new UnavailableError('LEASE_LOST', 'could not reserve ticks ahead in the lease store', { retryAfterMs: 1000 });
@@ -253,9 +283,18 @@ export class SnowflakeService {
     return this.pending.get(name) ?? this.startCreate(name);
   }
 
+  /** A lineage past `w`'s version: the worker of the next one (made once, whoever asks first). */
+  private nextVersion(name: string, w: LeasedWorker): Promise<LeasedWorker> {
+    if (this.workers.get(name) !== w) return this.worker(name);
+    // The next version's worker id could not be had: refused at once until the retry delay passes, as for any layout.
+    const f = this.failed.get(name);
+    if (f && this.mono() < f.until) return Promise.reject(f.error);
+    return this.pending.get(name) ?? this.startCreate(name, (w.lineageVersion ?? 0) + 1);
+  }
+
   /** One attempt at the layout's worker id(s); a failure is kept (and refused with) for `acquireRetryMs`. */
-  private startCreate(name: string): Promise<LeasedWorker> {
-    const p = this.create(name).finally(() => this.pending.delete(name));
+  private startCreate(name: string, minVersion = 1): Promise<LeasedWorker> {
+    const p = this.create(name, minVersion).finally(() => this.pending.delete(name));
     p.then(
       () => this.failed.delete(name),
       (e: unknown) => {
@@ -266,10 +305,15 @@ export class SnowflakeService {
     return p;
   }
 
-  private async create(name: string): Promise<LeasedWorker> {
+  private async create(name: string, minVersion: number): Promise<LeasedWorker> {
     if (this.closed) throw shuttingDown();
-    const layout = this.layout(name);
+    const named = this.layout(name);
     const now = this.clock.now();
+    // A lineage issues in the version in force now, or a later one when the previous ran past its last tick.
+    const lineage = named.lineage;
+    const at = lineage ? versionAt(lineage, now) : undefined;
+    const version = lineage && at ? (lineage.versions[Math.max(at.version, minVersion) - 1] ?? at) : undefined;
+    const layout = version ? version.layout : named;
     if (remainingSeconds(layout, now) <= 0) {
       throw idSpaceExhausted(layout);
     }
@@ -279,13 +323,7 @@ export class SnowflakeService {
         'snowflake layout runs out of time bits soon; plan a new layout (sequoia plan)',
       );
     }
-    const space: IdSpace = {
-      key: layout.spaceKey,
-      workerCount: 2 ** layout.workerBits,
-      unitMs: layout.unitMs,
-      epochMs: layout.epochMs,
-      label: name,
-    };
+    const space = spaceOf(layout, name);
     const grants: WorkerGrant[] = [];
     try {
       const n = layout.shardBits > 0 ? 1 : 1 + this.backupWorkers;
@@ -301,6 +339,16 @@ export class SnowflakeService {
       throw e;
     }
     const [primary, ...backups] = grants as [WorkerGrant, ...WorkerGrant[]];
+    // A lineage version starts at its cutover's tick: below it, its IDs could fall among the previous version's.
+    const floor = version ? version.firstTick - 1 : -1;
+    if (version && version.version < (lineage?.versions.length ?? 0)) {
+      try {
+        for (const g of grants) await this.checkVersionTicks(name, version, g.afterTick);
+      } catch (e) {
+        await Promise.all(grants.map((g) => this.provider.release(space, g, g.afterTick).catch(() => {})));
+        throw e;
+      }
+    }
     const generator = new SnowflakeGenerator({
       layout,
       clock: this.clock,
@@ -308,8 +356,9 @@ export class SnowflakeService {
       monotonic: this.mono,
       clockPolicy: layout.shardBits > 0 && this.clockPolicy === 'backup-worker' ? 'wait' : this.clockPolicy,
       maxWaitMs: this.maxWaitMs,
-      worker: { workerId: primary.workerId, afterTick: primary.afterTick },
-      backups: backups.map((g) => ({ workerId: g.workerId, afterTick: g.afterTick })),
+      worker: { workerId: primary.workerId, afterTick: Math.max(primary.afterTick, floor) },
+      backups: backups.map((g) => ({ workerId: g.workerId, afterTick: Math.max(g.afterTick, floor) })),
+      ...(version ? { lastTick: version.lastTick } : {}),
       ceilingTick: this.provider.leased ? Math.max(...grants.map((g) => g.afterTick)) : Number.POSITIVE_INFINITY,
       validUntil: Math.min(...grants.map((g) => g.validUntil)),
       onClockEvent: (e) => this.logger.warn({ layout: name, ...e }, CLOCK_EVENT_MESSAGES[e.kind]),
@@ -322,6 +371,7 @@ export class SnowflakeService {
       this.provider,
       this.logger,
       (lw) => this.forget(lw),
+      { name, lineageVersion: version?.version },
       this.timers,
       this.mono,
     );
@@ -332,9 +382,19 @@ export class SnowflakeService {
     const old = this.workers.get(name);
     if (old) this.retire(old);
     this.workers.set(name, w);
+    if (old && old.lineageVersion !== undefined && !old.lost) {
+      // The previous version's worker id goes back with its last tick (at or before the cutover).
+      old.superseded = true;
+      void old.close();
+      this.logger.info(
+        { layout: name, version: version?.version, from: old.layout.name, to: layout.name },
+        'snowflake lineage switched to its next version',
+      );
+    }
     this.logger.info(
       {
         layout: name,
+        ...(version ? { version: version.version, versionLayout: layout.name } : {}),
         workerId: primary.workerId,
         backups: backups.map((g) => g.workerId),
         afterTick: primary.afterTick,
@@ -367,19 +427,19 @@ export class SnowflakeService {
   }
 
   private forget(w: LeasedWorker): void {
-    if (this.workers.get(w.layout.name) === w) {
-      this.workers.delete(w.layout.name);
+    if (this.workers.get(w.name) === w) {
+      this.workers.delete(w.name);
       this.retire(w);
     }
   }
 
   private retire(w: LeasedWorker): void {
     const s = w.generator.stats();
-    const t = this.retired.get(w.layout.name) ?? { backwards: 0, exhausted: 0, issued: 0 };
+    const t = this.retired.get(w.name) ?? { backwards: 0, exhausted: 0, issued: 0 };
     t.backwards += s.clockBackwardsTotal;
     t.exhausted += s.sequenceExhaustedTotal;
     t.issued += s.issuedTotal;
-    this.retired.set(w.layout.name, t);
+    this.retired.set(w.name, t);
   }
 
   /** Decodes an ID under a layout. */
@@ -393,7 +453,7 @@ export class SnowflakeService {
     const now = this.clock.now();
     return [...this.workers.values()].map((w) => {
       const s = w.generator.stats();
-      const t = this.retired.get(w.layout.name) ?? { backwards: 0, exhausted: 0, issued: 0 };
+      const t = this.retired.get(w.name) ?? { backwards: 0, exhausted: 0, issued: 0 };
       const exp = w.grants.map((g) => g.expiresAtMs).filter((x): x is number => x !== undefined);
       const ttl = w.grants.map((g) => g.leaseMs).filter((x): x is number => x !== undefined);
       return {
@@ -420,6 +480,11 @@ export class SnowflakeService {
     await Promise.all(ws.map((w) => w.close()));
     await this.provider.close();
   }
+}
+
+/** The id space a layout's worker ids are leased in (`label`: the name it is used under). */
+function spaceOf(layout: Layout, label: string): IdSpace {
+  return { key: layout.spaceKey, workerCount: 2 ** layout.workerBits, unitMs: layout.unitMs, epochMs: layout.epochMs, label };
 }
 
 const CLOCK_EVENT_MESSAGES: Record<ClockEvent['kind'], string> = {

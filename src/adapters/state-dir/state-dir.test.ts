@@ -70,6 +70,10 @@ describe('StateDir (a real SQLite file)', () => {
     await s.recordTick('space', 1, 450, true);
     expect(await s.lastTick('space', 1)).toBe(450);
     expect(await s.lastTick('space', 2)).toBeUndefined();
+    // A lineage's start check reads the highest tick of a space, whichever worker id issued it.
+    await s.recordTick('space', 2, 700);
+    expect(await s.highestTick('space')).toBe(700);
+    expect(await s.highestTick('other')).toBeUndefined();
   });
 
   it('belongs to one store: bound on first use, another store refused by name (the CLI only checks)', async () => {

@@ -61,6 +61,7 @@ export class StateDir implements HighWaterMarkStore {
   private readonly getMark: Database.Statement<[string], MarkRow>;
   private readonly putMark: Database.Statement<[string, string, number | null]>;
   private readonly getTick: Database.Statement<[string, number], { tick: bigint }>;
+  private readonly getHighestTick: Database.Statement<[string], { tick: bigint | null }>;
   private readonly putTick: Database.Statement<[string, number, number]>;
   /** One transaction at a time on the handle (a `change` may await). */
   private queue: Promise<unknown> = Promise.resolve();
@@ -119,6 +120,7 @@ export class StateDir implements HighWaterMarkStore {
         'INSERT INTO marks (tag, mark, tripped_at_epoch) VALUES (?, ?, ?) ON CONFLICT (tag) DO UPDATE SET mark = excluded.mark, tripped_at_epoch = excluded.tripped_at_epoch',
       );
       this.getTick = db.prepare('SELECT tick FROM ticks WHERE space = ? AND worker_id = ?');
+      this.getHighestTick = db.prepare('SELECT MAX(tick) AS tick FROM ticks WHERE space = ?');
       this.putTick = db.prepare(
         'INSERT INTO ticks (space, worker_id, tick) VALUES (?, ?, ?) ON CONFLICT (space, worker_id) DO UPDATE SET tick = excluded.tick',
       );
@@ -179,6 +181,18 @@ export class StateDir implements HighWaterMarkStore {
       try {
         const r = this.getTick.get(space, workerId);
         return r === undefined ? undefined : Number(r.tick);
+      } catch (e) {
+        throw stateError('cannot read the last snowflake tick', e);
+      }
+    });
+  }
+
+  /** The highest tick recorded for any worker id of an id space (a lineage's start check), or undefined. */
+  async highestTick(space: string): Promise<number | undefined> {
+    return this.serial(() => {
+      try {
+        const r = this.getHighestTick.get(space);
+        return r === undefined || r.tick === null ? undefined : Number(r.tick);
       } catch (e) {
         throw stateError('cannot read the last snowflake tick', e);
       }

@@ -17,7 +17,7 @@ import type { IdSpace, WorkerGrant, WorkerIdProvider } from '../../ports/worker-
 import type { StateDir } from './state-dir.js';
 
 /** What the provider needs of the state dir (the StateDir itself, or its proxy in a worker thread). */
-export type TickRecord = Pick<StateDir, 'lastTick' | 'recordTick' | 'close'>;
+export type TickRecord = Pick<StateDir, 'lastTick' | 'recordTick' | 'close'> & Partial<Pick<StateDir, 'highestTick'>>;
 
 /** For providers without a lease: reserve about 1 s ahead, renewed every 0.5 s (the service uses ttl / 3 and 2/3 ttl). */
 const UNLEASED_TTL_MS = 1500;
@@ -45,6 +45,10 @@ export class TickReservingProvider implements WorkerIdProvider {
       throw e;
     }
     return recorded !== undefined && recorded > g.afterTick ? { ...g, afterTick: recorded } : g;
+  }
+
+  async highestTick(space: IdSpace): Promise<number | undefined> {
+    return this.state.highestTick?.(space.key);
   }
 
   async renew(space: IdSpace, grant: WorkerGrant, ceilingTick: number): Promise<WorkerGrant> {

@@ -38,11 +38,13 @@ export type ClockPolicy = (typeof CLOCK_POLICIES)[number];
  * Why `take` issued no ID, and when to retry: made on the rare path only, never
  * changed after. 'sequence': the tick's sequence is used up; 'clock': the clock
  * is behind (policy wait); 'ceiling': the tick `wantTick` needs a higher
- * persisted ceiling first (renew, then retry at once).
+ * persisted ceiling first (renew, then retry at once); 'cutover': the tick is
+ * past `lastTick`, a lineage version's last: the next version issues from here.
  */
 export type Wait =
   | { readonly reason: 'sequence' | 'clock'; readonly waitMs: number }
-  | { readonly reason: 'ceiling'; readonly waitMs: 0; readonly wantTick: number };
+  | { readonly reason: 'ceiling'; readonly waitMs: 0; readonly wantTick: number }
+  | { readonly reason: 'cutover'; readonly waitMs: 0 };
 
 export type WaitReason = Wait['reason'];
 
@@ -82,6 +84,12 @@ export interface SnowflakeGeneratorOptions {
   readonly maxWaitMs?: number;
   /** For layouts whose sequence starts at random. Default: the system's (crypto) random source; inject one in tests. */
   readonly random?: Random;
+  /**
+   * A lineage version's last tick (the one before the next version's cutover):
+   * past it, `take` answers a Wait with reason 'cutover' instead of issuing.
+   * Default: the layout's last tick, past which it throws ID_SPACE_EXHAUSTED.
+   */
+  readonly lastTick?: number;
   /** Highest tick that may be issued until `extend` raises it. Default: no ceiling. */
   readonly ceilingTick?: number;
   /** Monotonic ms until which issuing is allowed (a lease); default forever. */
@@ -105,6 +113,7 @@ const ZPAD = ['', '0', '00', '000', '0000', '00000', '000000', '0000000', '00000
 const RANDOM_POOL = 256;
 /** The retry for a used-up sequence on 1-ms ticks: one shared value, as the wait is always 1 ms. */
 const NEXT_MS: Wait = Object.freeze({ reason: 'sequence', waitMs: 1 });
+const CUTOVER: Wait = Object.freeze({ reason: 'cutover', waitMs: 0 });
 
 /**
  * Exact decimal split of tick × 2^lowBits (< 2^63) into q × 10^8 + r, in doubles.
@@ -131,6 +140,7 @@ export class SnowflakeGenerator {
   private readonly seqMax: number;
   private readonly seqMul: number;
   private readonly maxTick: number;
+  private readonly cutsOver: boolean;
   private readonly maxWaitMs: number;
   private readonly randomMax: number; // -1: start at zero
   private readonly random: Random;
@@ -179,7 +189,10 @@ export class SnowflakeGenerator {
     this.unit = l.unitMs;
     this.seqMax = 2 ** l.sequenceBits - 1;
     this.seqMul = l.sequenceMul;
-    this.maxTick = l.maxTick;
+    const lastTick = o.lastTick ?? l.maxTick;
+    if (!Number.isSafeInteger(lastTick) || lastTick < -1) throw new InvalidArgumentError('lastTick must be an integer from -1');
+    this.maxTick = Math.min(l.maxTick, lastTick);
+    this.cutsOver = lastTick < l.maxTick;
     this.randomMax = l.sequenceStart.kind === 'random' ? l.sequenceStart.max : -1;
     this.random = o.random ?? systemRandom;
     this.ceiling = o.ceilingTick ?? Number.POSITIVE_INFINITY;
@@ -328,10 +341,22 @@ export class SnowflakeGenerator {
     return this.behindClock(slot, low, t, last, now);
   }
 
-  /** Records and formats one ID at (tick, seq), unless the tick is above the ceiling or the layout's end. */
+  /** The last tick this generator issues: its layout's, or its lineage version's. */
+  get lastAllowedTick(): number {
+    return this.maxTick;
+  }
+
+  /**
+   * Records and formats one ID at (tick, seq), unless the tick is past the
+   * end (the layout's, or the lineage version's: the cutover check is this
+   * one comparison) or above the ceiling.
+   */
   private issue(slot: number, low: number, tick: number, seq: number): string | Wait {
+    if (tick > this.maxTick) {
+      if (this.cutsOver) return CUTOVER;
+      throw idSpaceExhausted(this.layout);
+    }
     if (tick > this.ceiling) return { reason: 'ceiling', waitMs: 0, wantTick: tick };
-    if (tick > this.maxTick) throw idSpaceExhausted(this.layout);
     this.lastTick[slot] = tick;
     this.seq[slot] = seq;
     if (tick > this.maxIssued) this.maxIssued = tick;

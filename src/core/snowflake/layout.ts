@@ -21,6 +21,7 @@
 import { systemClock } from '../clock.js';
 import { InvalidArgumentError, UnavailableError } from '../errors.js';
 import { LAYOUT_NAME } from '../request-rules.js';
+import { type Lineage, type LineageStep, defineLineage, parseCutover, versionOf } from './lineage.js';
 
 export type FieldRole = 'node' | 'shard' | 'sequence';
 
@@ -67,6 +68,12 @@ export interface Layout extends LayoutSpec {
   /** The id space key: layouts with the same key are the same numbers (leases are per key). */
   readonly spaceKey: string;
   readonly warnings: readonly string[];
+  /**
+   * Set on a lineage (a layout name whose layout changes at cutovers): its
+   * versions. The other fields are then its last version's; generators and
+   * decoders use the version's own layout (see lineage.ts).
+   */
+  readonly lineage?: Lineage;
 }
 
 const MAX_TICK_SIGNED = (lowBits: number) => 2 ** (63 - lowBits) - 1;
@@ -239,7 +246,7 @@ function checkSpec(
 
 /** The fields' problems (pushed onto `problems`); their summed widths. */
 function checkFields(fields: readonly LayoutField[], problems: string[]): number {
-  const names = new Set<string>(['time', 'timestampMs', 'id', 'layout']);
+  const names = new Set<string>(['time', 'timestampMs', 'id', 'layout', 'lineage', 'version']);
   let lowBits = 0;
   let seqCount = 0;
   let shardCount = 0;
@@ -333,7 +340,13 @@ export function defineLayouts(specs: unknown, options: ValidateOptions = {}): Ma
   }
   const nowMs = options.nowMs ?? systemClock.now();
   const problems: string[] = [];
+  const lineages: [string, unknown][] = [];
   for (const [name, raw] of Object.entries(specs as Record<string, unknown>)) {
+    if (raw !== null && typeof raw === 'object' && !Array.isArray(raw) && Object.hasOwn(raw, 'lineage')) {
+      // Lineages name layouts: read once every layout is known.
+      lineages.push([name, raw]);
+      continue;
+    }
     if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) {
       problems.push(`layout ${JSON.stringify(name)}: must be an object with epochMs, timeBits and fields`);
       continue;
@@ -354,8 +367,57 @@ export function defineLayouts(specs: unknown, options: ValidateOptions = {}): Ma
       problems.push(e instanceof Error ? e.message : String(e));
     }
   }
+  for (const [name, raw] of lineages) {
+    try {
+      out.set(name, lineageLayout(name, raw as Record<string, unknown>, out));
+    } catch (e) {
+      problems.push(e instanceof Error ? e.message : String(e));
+    }
+  }
   if (problems.length) throw new InvalidArgumentError(problems.join('; '));
   return out;
+}
+
+/**
+ * A lineage entry of `layouts`: `{"lineage": [{"layout": "twitter"}, {"layout": "orders-2027", "from": "2027-01-01T00:00:00Z"}]}`.
+ * Its layout fields are its last version's; `lineage` holds the versions.
+ */
+function lineageLayout(name: string, raw: Record<string, unknown>, custom: ReadonlyMap<string, Layout>): Layout {
+  const at = `layout ${JSON.stringify(name)}`;
+  const unknown = Object.keys(raw).filter((k) => k !== 'lineage' && k !== 'description');
+  if (unknown.length) throw new InvalidArgumentError(`${at}: unknown field ${unknown.join(', ')}; a lineage has lineage and description`);
+  if (PRESETS.has(name)) throw new InvalidArgumentError(`${at}: a preset has this name; choose another`);
+  if (!LAYOUT_NAME.test(name)) throw new InvalidArgumentError(`${at}: name must match ${LAYOUT_NAME.source}`);
+  const list = raw.lineage;
+  if (!Array.isArray(list) || list.length === 0) {
+    throw new InvalidArgumentError(`${at}: lineage must be a list of {"layout": NAME, "from": TIME} (no "from" on the first)`);
+  }
+  const steps: LineageStep[] = list.map((item: unknown, i): LineageStep => {
+    const field = `${at}: lineage[${i}]`;
+    if (item === null || typeof item !== 'object' || Array.isArray(item))
+      throw new InvalidArgumentError(`${field} must be {"layout": NAME, "from": TIME}`);
+    const step = item as Record<string, unknown>;
+    const extra = Object.keys(step).filter((k) => k !== 'layout' && k !== 'from');
+    if (extra.length) throw new InvalidArgumentError(`${field}: unknown field ${extra.join(', ')}; known: layout, from`);
+    const ref = step.layout;
+    const layout = typeof ref === 'string' ? (custom.get(ref) ?? PRESETS.get(ref)) : undefined;
+    if (!layout || layout.lineage) {
+      const known = [...PRESETS.keys(), ...[...custom.values()].filter((l) => !l.lineage).map((l) => l.name)];
+      throw new InvalidArgumentError(
+        `${field}.layout must be a preset or a custom layout: ${known.join(', ')} (got ${JSON.stringify(ref)})`,
+      );
+    }
+    return { layout, fromMs: step.from === undefined ? undefined : parseCutover(step.from, `${field}.from`) };
+  });
+  const lineage = defineLineage(name, steps);
+  const last = lineage.versions[lineage.versions.length - 1]?.layout as Layout;
+  return {
+    ...last,
+    name,
+    ...(typeof raw.description === 'string' ? { description: raw.description } : {}),
+    lineage,
+    warnings: lineage.versions.flatMap((v) => v.layout.warnings.map((w) => `version ${v.version} (${v.layout.name}): ${w}`)),
+  };
 }
 
 /** Seconds left until the layout's time bits run out (negative once they have). */
@@ -368,6 +430,9 @@ export interface DecodedId {
   readonly tick: number;
   readonly timestampMs: number;
   readonly values: Readonly<Record<string, number>>;
+  /** Decoded under a lineage: the version that issued the ID, and its layout's name. */
+  readonly version?: number;
+  readonly layout?: string;
 }
 
 /**
@@ -375,6 +440,9 @@ export interface DecodedId {
  * fit its width; the tick must be within [0, maxTick].
  */
 export function compose(layout: Layout, tick: number, values: Readonly<Record<string, number>>): bigint {
+  if (layout.lineage) {
+    throw new InvalidArgumentError(`layout ${layout.name} is a lineage: compose under one of its versions' layouts`);
+  }
   if (!Number.isSafeInteger(tick) || tick < 0 || tick > layout.maxTick) {
     throw new InvalidArgumentError(`tick must be an integer from 0 to ${layout.maxTick}`);
   }
@@ -389,9 +457,16 @@ export function compose(layout: Layout, tick: number, values: Readonly<Record<st
   return id;
 }
 
-/** The inverse of `compose`. The ID must be in [0, 2^63-1]. */
+/**
+ * The inverse of `compose`. The ID must be in [0, 2^63-1]. Under a lineage,
+ * the version is picked from the value, and named in `version` and `layout`.
+ */
 export function decompose(layout: Layout, id: bigint): DecodedId {
   if (id < 0n || id > (1n << 63n) - 1n) throw new InvalidArgumentError('id must be from 0 to 2^63-1');
+  if (layout.lineage) {
+    const v = versionOf(layout.lineage, id);
+    return { ...decompose(v.layout, id), version: v.version, layout: v.layout.name };
+  }
   const tick = Number(id >> BigInt(layout.lowBits));
   const values: Record<string, number> = {};
   layout.fields.forEach((fl, i) => {

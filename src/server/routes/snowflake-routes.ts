@@ -9,7 +9,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { InvalidArgumentError, SequoiaError } from '../../core/errors.js';
 import { explainId } from '../../core/snowflake/explain.js';
-import { getLayout } from '../../core/snowflake/layout.js';
+import { type Layout, getLayout, joinWorker } from '../../core/snowflake/layout.js';
 import type { SnowflakeService } from '../../service/snowflake-service.js';
 import type { Access } from '../auth.js';
 import { parseCount, parseLayoutName, parseShard, snowflakeIdsJson } from '../../core/request-rules.js';
@@ -84,8 +84,9 @@ export async function snowflakeRoutes(
  * zone; Sequoia in UTC. A bad id is Leaf-style text/plain `INVALID_ARGUMENT: …`.
  * Served whether or not this server issues snowflake IDs: decoding needs no worker id.
  */
-export async function leafDecodeRoute(app: FastifyInstance, opts: { access?: Access }): Promise<void> {
-  const leaf = getLayout('leaf');
+export async function leafDecodeRoute(app: FastifyInstance, opts: { access?: Access; lineage?: Layout | undefined }): Promise<void> {
+  // A server whose default layout is a lineage decodes with it: the version is picked from the value and named.
+  const leaf = opts.lineage?.lineage ? opts.lineage : getLayout('leaf');
   // `@RequestMapping("/api/decode/snowflakeId")` has no method either: the methods and trailing slash of the ID routes.
   const handler = async (req: FastifyRequest, reply: FastifyReply) => {
     opts.access?.any(req);
@@ -95,9 +96,15 @@ export async function leafDecodeRoute(app: FastifyInstance, opts: { access?: Acc
     if (typeof raw !== 'string' || raw === '') throw new InvalidArgumentError('snowflakeId is required: a decimal ID of the leaf layout');
     const e = explainId(raw, leaf);
     const time = new Date(e.timestampMs).toISOString().replace('T', ' ').slice(0, 23);
-    return reply
-      .type('application/json; charset=utf-8')
-      .send(JSON.stringify({ timestamp: `${e.timestampMs}(${time})`, sequenceId: String(e.sequence), workerId: String(e.worker) }));
+    const version = leaf.lineage?.versions.find((v) => v.version === e.version);
+    const workerId = version ? joinWorker(version.layout, e as unknown as Record<string, number>) : e.worker;
+    const body = {
+      timestamp: `${e.timestampMs}(${time})`,
+      sequenceId: String(e.sequence),
+      workerId: String(workerId),
+      ...(version ? { layout: version.layout.name, version: String(version.version) } : {}),
+    };
+    return reply.type('application/json; charset=utf-8').send(JSON.stringify(body));
   };
   await leafIdRoute(app, '/api/decode/snowflakeId', { leaf: true }, handler, { form: true });
 }
