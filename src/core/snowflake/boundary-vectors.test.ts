@@ -87,6 +87,18 @@ describe.each(vectors)('$layout', (v) => {
     }
   });
 
+  it('with a ceiling of ticks reserved up to the end (as a leased worker has), one tick later is ID_SPACE_EXHAUSTED, not a call for a higher ceiling', () => {
+    // A leased worker's ceiling never passes maxTick (snowflake-lease.ts): asking to raise it past the end
+    // could only fail, and a server answered LEASE_LOST ("could not reserve ticks ahead") instead.
+    const clock = new ManualClock(ms(v.lastTickAt));
+    const g = new SnowflakeGenerator({ layout: l, clock, ceilingTick: l.maxTick });
+    expect(g.take()).toBe(v.firstIdOfLastTick.id);
+    clock.advance(v.unitMs);
+    expect(() => g.take()).toThrow(expect.objectContaining({ code: 'ID_SPACE_EXHAUSTED' }));
+    const fresh = new SnowflakeGenerator({ layout: l, clock: new ManualClock(ms(v.endsAt)), ceilingTick: l.maxTick - 5 });
+    expect(() => fresh.take()).toThrow(expect.objectContaining({ code: 'ID_SPACE_EXHAUSTED' }));
+  });
+
   it.each(CLOCK_POLICIES)('under clock policy %s, a generator that runs past the end refuses, never wraps or goes negative', (policy) => {
     if (policy === 'backup-worker' && l.shardBits > 0) return; // a per-request shard has no backup worker ids
     const clock = new ManualClock(ms(v.lastTickAt));

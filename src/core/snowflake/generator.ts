@@ -329,8 +329,9 @@ export class SnowflakeGenerator {
 
   /** Records and formats one ID at (tick, seq), unless the tick is above the ceiling or the layout's end. */
   private issue(slot: number, low: number, tick: number, seq: number): string | Wait {
-    if (tick > this.ceiling) return { reason: 'ceiling', waitMs: 0, wantTick: tick };
+    // The end first: a ceiling is never reserved past maxTick, so asking for one there could only fail.
     if (tick > this.maxTick) throw idSpaceExhausted(this.layout);
+    if (tick > this.ceiling) return { reason: 'ceiling', waitMs: 0, wantTick: tick };
     this.lastTick[slot] = tick;
     this.seq[slot] = seq;
     if (tick > this.maxIssued) this.maxIssued = tick;
