@@ -52,6 +52,9 @@ describe('GET /v1/daily/{tag}', () => {
       'ORD?timeZone=UTC&count=10001',
       `${'a'.repeat(125)}?timeZone=UTC`,
       'bad%20tag?timeZone=UTC',
+      'ORD?timeZone=UTC&timeZone=Asia/Shanghai',
+      'ORD?timeZone=UTC&digits=4&digits=5',
+      'ORD?timeZone=UTC&check=1&check=1',
     ]) {
       const r = await a.inject(`/v1/daily/${q}`);
       expect([q, r.statusCode, code(r)]).toEqual([q, 400, 'INVALID_ARGUMENT']);
