@@ -85,7 +85,7 @@ describeClock('uid-generator around its end, 2024-11-20T13:24:16Z (libfaketime)'
     setClock(clock, END - 45_000);
     const s = await start();
     expect((await snowflake(s)).status).toBe(200);
-    for (let i = 0; i < 100_000; i++) {
+    for (const until = performance.now() + 90_000; performance.now() < until;) {
       const date = Date.parse((await fetch(`${s.url}/healthz`)).headers.get('date') ?? '');
       if (date >= END - 2_000) break;
     }
