@@ -11,6 +11,7 @@ import {
   createBusinessNumberCodec,
   createPrefixedIdCodec,
   parsePrefixedId,
+  parseDailyDigits,
   parseDailyNumber,
   resolveBusinessNumberFormat,
   splitPrefixedId,
@@ -225,7 +226,11 @@ export function registerGenAndExplain(program: Command): void {
       ) => {
         if (kind === 'daily') {
           if (o.tag === undefined || o.timeZone === undefined) throw new InvalidArgumentError('gen daily needs --tag and --time-zone');
-          const format = { timeZone: validateTimeZone(o.timeZone, '--time-zone'), digits: parseDigits(o.digits), check: o.check === true };
+          const format = {
+            timeZone: validateTimeZone(o.timeZone, '--time-zone'),
+            digits: parseDailyDigits(o.digits, '--digits'),
+            check: o.check === true,
+          };
           console.log((await genDaily(o.tag, o.count ?? 1, format, { store: o.store, stateDir: o.stateDir })).join('\n'));
           return;
         }
@@ -295,13 +300,6 @@ export function registerGenAndExplain(program: Command): void {
         console.log(JSON.stringify(out, null, 2));
       },
     );
-}
-
-function parseDigits(v: string | undefined): number | undefined {
-  if (v === undefined) return undefined;
-  if (!/^[1-9][0-9]?$/.test(v) || Number(v) > 12)
-    throw new InvalidArgumentError(`--digits must be an integer from 1 to 12, got ${JSON.stringify(v)}`);
-  return Number(v);
 }
 
 function genFormat(spec: string | undefined): BusinessNumberFormat {

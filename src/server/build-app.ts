@@ -28,6 +28,7 @@ import { FormatRegistry } from './formats.js';
 import { tagRoutes } from './routes/tag-routes.js';
 import { conflictRoutes } from './routes/conflict-routes.js';
 import { fallbackRoutes } from './routes/fallback-routes.js';
+import { dailyRoutes } from './routes/daily-routes.js';
 import type { FallbackLeases } from '../service/fallback-leases.js';
 
 export interface AppOptions {
@@ -248,6 +249,7 @@ async function registerRoutes(
   const lane = new BatchLane();
   await app.register(segmentRoutes, { service: opts.service, formats: opts.formats ?? new FormatRegistry(), access, gate, lane, metrics });
   await app.register(uuidRoutes, { access, lane, metrics });
+  await app.register(dailyRoutes, { service: opts.service, access, gate, lane });
   await app.register(leafDecodeRoute, { access, lineage: opts.snowflake?.layout() });
   await app.register(tagRoutes, { service: opts.service, checkAdmin: (req) => access.admin(req) });
   await app.register(conflictRoutes, { access, metrics, service: opts.service, store: opts.service.store });

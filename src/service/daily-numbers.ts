@@ -115,3 +115,40 @@ export class DailyNumbers {
     return p;
   }
 }
+
+/** How many issuers a server keeps (one per base tag and format); past it the oldest is dropped. */
+const MAX_ISSUERS = 1024;
+
+/**
+ * The daily-number issuers of one server, one per base tag and format (the
+ * HTTP route's): made on first use, kept for the life of the server. One
+ * dropped past `MAX_ISSUERS` loses nothing a new one does not get back:
+ * it reads the latest day from the store first (the day rule above).
+ */
+export class DailyNumberIssuers {
+  private readonly issuers = new Map<string, DailyNumbers>();
+
+  constructor(private readonly options: { readonly service: IdService; readonly clock?: Clock; readonly step?: number }) {}
+
+  /** Whether `issuer(tag, format)` would make a new issuer (it reads the store's tags first). */
+  isNew(tag: string, format: Required<DailyNumberFormat>): boolean {
+    return !this.issuers.has(issuerKey(tag, format));
+  }
+
+  /** The issuer of `tag` in `format` (validated: INVALID_ARGUMENT for a bad tag or format). */
+  issuer(tag: string, format: DailyNumberFormat): DailyNumbers {
+    const checked = validateDailyNumberFormat(format, 'format');
+    const key = issuerKey(tag, checked);
+    let n = this.issuers.get(key);
+    if (n === undefined) {
+      n = new DailyNumbers({ ...this.options, tag, format: checked });
+      if (this.issuers.size >= MAX_ISSUERS) this.issuers.delete(this.issuers.keys().next().value as string);
+      this.issuers.set(key, n);
+    }
+    return n;
+  }
+}
+
+function issuerKey(tag: string, f: Required<DailyNumberFormat>): string {
+  return `${tag}\n${f.timeZone}\n${f.digits}\n${f.check}`;
+}

@@ -122,6 +122,14 @@ export function validateDailyNumberFormat(value: unknown, field = 'daily'): Requ
   return { timeZone, digits, check };
 }
 
+/** Counter digits as typed (`--digits`, `?digits=`): `1`..`12`; INVALID_ARGUMENT naming `field` otherwise. */
+export function parseDailyDigits(text: string | undefined, field = 'digits'): number | undefined {
+  if (text === undefined) return undefined;
+  if (!/^[1-9][0-9]?$/.test(text) || Number(text) > 12)
+    throw new InvalidArgumentError(`${field} must be an integer from 1 to 12, got ${JSON.stringify(String(text).slice(0, 20))}`);
+  return Number(text);
+}
+
 /**
  * `YYYYMMDD-counter[check]`. A counter that needs more than `digits` digits
  * throws ID_SPACE_EXHAUSTED: the day's numbers are used up, never wrapped.

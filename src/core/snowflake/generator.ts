@@ -352,6 +352,7 @@ export class SnowflakeGenerator {
    * one comparison) or above the ceiling.
    */
   private issue(slot: number, low: number, tick: number, seq: number): string | Wait {
+    // The end first: a ceiling is never reserved past maxTick, so asking for one there could only fail.
     if (tick > this.maxTick) {
       if (this.cutsOver) return CUTOVER;
       throw idSpaceExhausted(this.layout);
