@@ -42,7 +42,7 @@ export function covers(e: Pick<LedgerEntry, 'first' | 'last' | 'stride'>, id: bi
 }
 
 /** A ledger row as the SQL stores read it back (numbers as text, or bigint, where they may pass 2^53). */
-export type LedgerRowText = Record<(typeof LEDGER_TABLE)[number][0], string | number | bigint>;
+export type LedgerRowText = Record<keyof typeof LEDGER_TABLE, string | number | bigint>;
 
 export function entryFromRow(r: LedgerRowText): LedgerEntry {
   return {
@@ -94,24 +94,24 @@ export function ledgerTopFromRow(row: { top: string | bigint | null; since: stri
   return { last: row.top === null ? undefined : BigInt(row.top), oldestAtMs: Number(row.since) };
 }
 
-/** The ledger's columns: name, type in PostgreSQL and SQLite (which gives BIGINT integer affinity), type in MySQL. */
-const LEDGER_TABLE = [
-  ['tag', 'TEXT', 'VARCHAR(128) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin'],
-  ['kind', 'TEXT', 'VARCHAR(16)'],
-  ['first_id', 'BIGINT', 'BIGINT'],
-  ['last_id', 'BIGINT', 'BIGINT'],
-  ['stride', 'INTEGER', 'INT'],
-  ['step', 'INTEGER', 'INT'],
-  ['host', 'TEXT', 'VARCHAR(255)'],
-  ['pid', 'INTEGER', 'INT'],
-  ['instance', 'TEXT', 'VARCHAR(64)'],
-  ['version', 'TEXT', 'VARCHAR(64)'],
-  ['at_ms', 'BIGINT', 'BIGINT'],
-  ['fence_epoch', 'INTEGER', 'INT'],
-  ['generation', 'BIGINT', 'BIGINT'],
-] as const;
+/** The ledger's columns: their type in PostgreSQL and SQLite (which gives BIGINT integer affinity), and in MySQL where it differs. */
+const LEDGER_TABLE = {
+  tag: ['TEXT', 'VARCHAR(128) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin'],
+  kind: ['TEXT', 'VARCHAR(16)'],
+  first_id: ['BIGINT'],
+  last_id: ['BIGINT'],
+  stride: ['INTEGER', 'INT'],
+  step: ['INTEGER', 'INT'],
+  host: ['TEXT', 'VARCHAR(255)'],
+  pid: ['INTEGER', 'INT'],
+  instance: ['TEXT', 'VARCHAR(64)'],
+  version: ['TEXT', 'VARCHAR(64)'],
+  at_ms: ['BIGINT'],
+  fence_epoch: ['INTEGER', 'INT'],
+  generation: ['BIGINT'],
+} as const;
 
-export const LEDGER_COLUMNS = LEDGER_TABLE.map(([name]) => name).join(', ');
+export const LEDGER_COLUMNS = Object.keys(LEDGER_TABLE).join(', ');
 
 /**
  * The values of a SQL store's `record` statement (recordSql) for `range`,
@@ -206,7 +206,10 @@ export function ledgerPlace(options: { readonly table?: string | undefined; read
 /** The ledger table and its indexes, in MySQL's words or in those PostgreSQL and SQLite both take. */
 export function ledgerDdl(ledger: string, dialect: 'mysql' | 'standard'): string[] {
   const mysql = dialect === 'mysql';
-  const columns = LEDGER_TABLE.map(([name, standard, inMysql]) => `${name} ${mysql ? inMysql : standard} NOT NULL`).join(',\n  ');
+  const type = (types: readonly string[]) => (mysql ? types[types.length - 1] : types[0]);
+  const columns = Object.entries(LEDGER_TABLE)
+    .map(([name, types]) => `${name} ${type(types)} NOT NULL`)
+    .join(',\n  ');
   if (mysql)
     return [
       `CREATE TABLE IF NOT EXISTS ${ledger} (\n  ${columns},\n  KEY tag_first (tag, first_id),\n  KEY at_ms (at_ms)\n) ENGINE=InnoDB`,

@@ -198,6 +198,10 @@ export class MysqlPool implements SqlPool {
     this.db = new MysqlStatements(options, backend);
   }
 
+  get connection(): MysqlConnection {
+    return this.db.connection;
+  }
+
   async run(sql: string, values?: unknown[]): Promise<SqlAnswer> {
     return answer(await this.db.exec(...positional(sql, values)));
   }

@@ -12,6 +12,7 @@
  * every other store. The only interpolated name, the table, is checked against
  * /^[a-z_][a-z0-9_]{0,62}$/; all values are placeholders.
  */
+import type { Pool } from 'mysql2/promise';
 import type { ServerIdentity } from '../../ports/range-ledger.js';
 import {
   allocationRecordSql,
@@ -39,11 +40,16 @@ export interface MysqlSegmentStoreOptions extends MysqlStoreOptions {
 const SCHEMA_VERSION = 3;
 
 export class MysqlSegmentStore extends SqlSegmentStore {
+  /** The shared pool (the lease store of the same URL holds the same one). */
+  private readonly pool: Pool;
+
   constructor(options: MysqlSegmentStoreOptions) {
     const place = ledgerPlace(options);
-    const db = overPool(new MysqlPool(options, 'MySQL store'));
+    const pool = new MysqlPool(options, 'MySQL store');
     const recording = options.recordLedger ?? true;
-    super({ kind: 'mysql', table: place.table, sql: mysqlStatements(place), db, who: place.who, recording, duplicate: 'ER_DUP_ENTRY' });
+    const sql = mysqlStatements(place);
+    super({ kind: 'mysql', table: place.table, sql, db: overPool(pool), who: place.who, recording, duplicate: 'ER_DUP_ENTRY' });
+    this.pool = pool.connection.pool;
   }
 }
 
