@@ -109,6 +109,7 @@ export class SqlSegmentStore implements SegmentStore {
     if (this.initialised) return;
     await this.db.migration(() => this.sql.migrate());
     this.initialised = true;
+    this.closing = undefined;
   }
 
   async allocate(tag: string, step?: number): Promise<Allocation> {
@@ -204,8 +205,9 @@ export class SqlSegmentStore implements SegmentStore {
     await this.db.run('SELECT 1');
   }
 
-  /** Once: a second call waits for the first. */
+  /** Once: a second call waits for the first. A store that initialises again after it opens again (SQLite's handle). */
   close(): Promise<void> {
+    this.initialised = false;
     this.closing ??= this.db.release();
     return this.closing;
   }
