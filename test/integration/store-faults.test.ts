@@ -11,6 +11,7 @@
  *     buffered, 200 after; a server living on its buffers stays ready.
  */
 import type { FastifyInstance } from 'fastify';
+import mysql from 'mysql2/promise';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { MysqlSegmentStore } from '../../src/adapters/mysql/mysql-segment-store.js';
 import { PostgresSegmentStore } from '../../src/adapters/postgres/postgres-segment-store.js';
@@ -59,10 +60,10 @@ const KINDS: Kind[] = [
     make: (url, ns) => new MysqlSegmentStore({ uri: url, table: ns, connectTimeoutMs: 1000, queryTimeoutMs: 1500 }),
     drop: async (d) => {
       const s = d as MysqlSegmentStore;
-      const pool = (s as unknown as { db: { connection: { pool: { query: (q: string, v?: unknown[]) => Promise<unknown> } } } }).db
-        .connection.pool;
-      await pool.query(`DROP TABLE IF EXISTS ${s.table}`);
-      await pool.query('DELETE FROM sequoia_schema WHERE component = ?', [s.table]);
+      const c = await mysql.createConnection({ uri: MYSQL_URL });
+      await c.query(`DROP TABLE IF EXISTS ${s.table}`);
+      await c.query('DELETE FROM sequoia_schema WHERE component = ?', [s.table]);
+      await c.end();
     },
   },
   {

@@ -21,7 +21,7 @@ import { TagNotFoundError } from '../../core/errors.js';
 import type { Allocation, NewTag, TagInfo, TagUpdate } from '../../ports/segment-store.js';
 import type { PeerSchema, PeerStatements, PeerTable } from './peer-store.js';
 import { DEFAULT_STEP, exhausted, LEGACY_GENERATION } from './segment-rules.js';
-import type { RunSql, SqlAnswer } from './side-table.js';
+import type { RunSql, SqlAnswer } from './sql-database.js';
 
 /** `leaf_table` names the Leaf table in the side table's key, as the first release made it. */
 export const LEAF_SCHEMA: PeerSchema = {

@@ -7,8 +7,9 @@
  * - the peer table (`PeerTable`, made by its `PeerSchema`: kit/leaf-table.ts,
  *   kit/tinyid-table.ts): its statements in each dialect, the peer's own
  *   allocation, how its max_id maps onto Sequoia's ranges;
- * - the database (`PeerDatabase`: mysql/mysql-connection.ts,
- *   postgres/postgres-connection.ts): the pool and its transactions.
+ * - the database (`SqlPool`, kit/sql-database.ts: MysqlPool in
+ *   mysql/mysql-connection.ts, PostgresPool in postgres/postgres-connection.ts):
+ *   the pool and its transactions.
  *
  * Every write to the peer row runs in one transaction with the side-table
  * statement that goes with it (kit/side-table.ts), the peer row's lock taken
@@ -26,7 +27,8 @@ import type {
   TagUpdate,
 } from '../../ports/segment-store.js';
 import { assertGiveBack, assertStoredId, DEFAULT_START, readBack, stillAsExpected } from './segment-rules.js';
-import { type ForeignSchema, type ForeignTableOptions, type RunSql, type SideState, SideTable, type SqlDialect } from './side-table.js';
+import { type ForeignSchema, type ForeignTableOptions, type SideState, SideTable, type SqlDialect } from './side-table.js';
+import type { RunSql, SqlPool } from './sql-database.js';
 
 /** A peer table's statements in one dialect, those the store runs itself. */
 export interface PeerStatements {
@@ -74,25 +76,13 @@ export interface PeerSchema extends ForeignSchema {
   table(name: string, dialect: SqlDialect): PeerTable;
 }
 
-/** A store's pool, as the peer store uses it. */
-export interface PeerDatabase {
-  /** The store, as errors name it: `MySQL Leaf store`. */
-  readonly backend: string;
-  select(sql: string, values?: unknown[]): Promise<readonly unknown[]>;
-  /** `fn` in one transaction on one connection, rolled back on any failure; `readCommitted`: each statement sees the latest commits. */
-  transaction<T>(fn: (run: RunSql) => Promise<T>, readCommitted?: boolean): Promise<T>;
-  /** `fn` where the store checks and makes its schema (one process at a time where the database has a lock for it). */
-  migration<T>(fn: (run: RunSql) => Promise<T>): Promise<T>;
-  release(): Promise<void>;
-}
-
 /** What one of the four stores is made of. */
 export interface PeerStoreParts {
   readonly kind: string;
   readonly schema: PeerSchema;
   readonly dialect: SqlDialect;
   /** Opened once the table names are checked. */
-  readonly open: () => PeerDatabase;
+  readonly open: () => SqlPool;
   /** What the error for a missing peer table says to do: `create it with Leaf's scripts/leaf_alloc.sql (see docs/migrate.md)`. */
   readonly howToCreate: string;
 }
@@ -105,7 +95,7 @@ export class PeerSegmentStore implements SegmentStore, RetiringStore {
   private readonly optimistic: boolean;
   private readonly selects: { readonly one: string; readonly all: string };
   private readonly howToCreate: string;
-  private readonly db: PeerDatabase;
+  private readonly db: SqlPool;
   private readonly queue = new PerTagQueue();
   private initialised = false;
   private closing: Promise<void> | undefined;
@@ -133,12 +123,12 @@ export class PeerSegmentStore implements SegmentStore, RetiringStore {
   }
 
   async getTag(tag: string): Promise<TagInfo | undefined> {
-    const [row] = await this.db.select(this.selects.one, [this.table, tag]);
+    const [row] = (await this.db.run(this.selects.one, [this.table, tag])).rows;
     return row ? this.peer.tagInfo(row) : undefined;
   }
 
   async listTags(): Promise<TagInfo[]> {
-    return (await this.db.select(this.selects.all, [this.table])).map((row) => this.peer.tagInfo(row));
+    return (await this.db.run(this.selects.all, [this.table])).rows.map((row) => this.peer.tagInfo(row));
   }
 
   /** The peer row as its admins make one; the side row gets a new generation (and the description, where it keeps it). */
@@ -225,7 +215,7 @@ export class PeerSegmentStore implements SegmentStore, RetiringStore {
   }
 
   async ping(): Promise<void> {
-    await this.db.select('SELECT 1');
+    await this.db.run('SELECT 1');
   }
 
   /** Once: a second call waits for the first. */

@@ -41,35 +41,21 @@ export function covers(e: Pick<LedgerEntry, 'first' | 'last' | 'stride'>, id: bi
   return id >= e.first && id <= e.last && (e.stride <= 1 || (id - e.first) % BigInt(e.stride) === 0n);
 }
 
-/** A ledger row as the SQL stores read it back (numbers as text where they may pass 2^53). */
-export interface LedgerRowText {
-  tag: string;
-  kind: string;
-  first_id: string | bigint;
-  last_id: string | bigint;
-  stride: number | string | bigint;
-  step: number | string | bigint;
-  host: string;
-  pid: number | string | bigint;
-  instance: string;
-  version: string;
-  at_ms: number | string | bigint;
-  fence_epoch: number | string | bigint;
-  generation: string | bigint;
-}
+/** A ledger row as the SQL stores read it back (numbers as text, or bigint, where they may pass 2^53). */
+export type LedgerRowText = Record<keyof typeof LEDGER_TABLE, string | number | bigint>;
 
 export function entryFromRow(r: LedgerRowText): LedgerEntry {
   return {
-    tag: r.tag,
+    tag: String(r.tag),
     kind: r.kind === 'give-back' || r.kind === 'fence' ? r.kind : 'allocate',
     first: BigInt(r.first_id),
     last: BigInt(r.last_id),
     stride: Number(r.stride),
     step: Number(r.step),
-    host: r.host,
+    host: String(r.host),
     pid: Number(r.pid),
-    instance: r.instance,
-    version: r.version,
+    instance: String(r.instance),
+    version: String(r.version),
     atMs: Number(r.at_ms),
     fenceEpoch: Number(r.fence_epoch),
     generation: String(r.generation),
@@ -99,8 +85,8 @@ export function higherTop(a: LedgerTop | undefined, b: LedgerTop | undefined): L
  * highest last_id but give-backs', and `since`, the oldest at_ms, both as
  * text or null), so no row crosses the wire.
  */
-export function ledgerTopSql(ledger: string, text: string, placeholder = '?'): string {
-  return `SELECT CAST(MAX(CASE WHEN kind <> 'give-back' THEN last_id END) AS ${text}) AS top, CAST(MIN(at_ms) AS ${text}) AS since FROM ${ledger} WHERE tag = ${placeholder}`;
+export function ledgerTopSql(ledger: string, text: string): string {
+  return `SELECT CAST(MAX(CASE WHEN kind <> 'give-back' THEN last_id END) AS ${text}) AS top, CAST(MIN(at_ms) AS ${text}) AS since FROM ${ledger} WHERE tag = $1`;
 }
 
 export function ledgerTopFromRow(row: { top: string | bigint | null; since: string | bigint | null } | undefined): LedgerTop | undefined {
@@ -108,23 +94,63 @@ export function ledgerTopFromRow(row: { top: string | bigint | null; since: stri
   return { last: row.top === null ? undefined : BigInt(row.top), oldestAtMs: Number(row.since) };
 }
 
-export const LEDGER_COLUMNS = 'tag, kind, first_id, last_id, stride, step, host, pid, instance, version, at_ms, fence_epoch, generation';
+/** The ledger's columns: their type in PostgreSQL and SQLite (which gives BIGINT integer affinity), and in MySQL where it differs. */
+const LEDGER_TABLE = {
+  tag: ['TEXT', 'VARCHAR(128) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin'],
+  kind: ['TEXT', 'VARCHAR(16)'],
+  first_id: ['BIGINT'],
+  last_id: ['BIGINT'],
+  stride: ['INTEGER', 'INT'],
+  step: ['INTEGER', 'INT'],
+  host: ['TEXT', 'VARCHAR(255)'],
+  pid: ['INTEGER', 'INT'],
+  instance: ['TEXT', 'VARCHAR(64)'],
+  version: ['TEXT', 'VARCHAR(64)'],
+  at_ms: ['BIGINT'],
+  fence_epoch: ['INTEGER', 'INT'],
+  generation: ['BIGINT'],
+} as const;
+
+export const LEDGER_COLUMNS = Object.keys(LEDGER_TABLE).join(', ');
 
 /**
- * The values of the ledger row for `range`, written beside the tag row the
- * store just read or changed (its fence epoch and generation, in the driver's
- * types): what allocate, fence and give-back each record.
+ * The values of a SQL store's `record` statement (recordSql) for `range`,
+ * beside the tag row it was taken from: [tag, kind, first, last, step, host,
+ * pid, instance, version, fence epoch, generation].
  */
-export function ledgerRowFor(
+export function recordValues(
   tag: string,
   kind: LedgerKind,
   range: { first: bigint; last: bigint },
   who: ServerIdentity,
-  atMs: number,
-  row: { readonly fence_epoch: number | bigint | string; readonly generation: bigint | string },
+  row: { readonly fenceEpoch: number; readonly generation: string },
 ): unknown[] {
-  const e = ledgerEntryFor(tag, kind, range, who, atMs, { fenceEpoch: Number(row.fence_epoch), generation: String(row.generation) });
-  return [e.tag, e.kind, e.first.toString(), e.last.toString(), e.stride, e.step, ...identityValues(e), e.atMs, e.fenceEpoch, e.generation];
+  return [
+    tag,
+    kind,
+    range.first.toString(),
+    range.last.toString(),
+    rangeLength(range),
+    ...identityValues(who),
+    row.fenceEpoch,
+    row.generation,
+  ];
+}
+
+/** One ledger row from recordValues: stride 1, at the database's clock (`now`); `bigint` casts a parameter in the dialect. */
+export function recordSql(ledger: string, now: string, bigint: (p: string) => string): string {
+  const [first, last, generation] = ['$3', '$4', '$11'].map(bigint);
+  return `INSERT INTO ${ledger} (${LEDGER_COLUMNS}) VALUES ($1, $2, ${first}, ${last}, 1, $5, $6, $7, $8, $9, ${now}, $10, ${generation})`;
+}
+
+/**
+ * An allocation's ledger row in SQL, for a dialect's allocate statements
+ * (values: $1 the tag, $3 to $6 who): `first`, `last` and `step` are SQL over
+ * the tag row that `from` selects with its fence_epoch and generation.
+ */
+export function allocationRecordSql(ledger: string, now: string, r: { first: string; last: string; step: string; from: string }): string {
+  return `INSERT INTO ${ledger} (${LEDGER_COLUMNS})
+    SELECT $1, 'allocate', ${r.first}, ${r.last}, 1, ${r.step}, $3, $4, $5, $6, ${now}, fence_epoch, generation FROM ${r.from}`;
 }
 
 /** The ledger entry for `range` beside the tag row just read or changed: one row of a plain store (stride 1, its length as step). */
@@ -177,32 +203,24 @@ export function ledgerPlace(options: { readonly table?: string | undefined; read
   return { table, ledger: table === DEFAULT_TABLE ? 'sequoia_ledger' : `${table}_ledger`, who: options.identity ?? processIdentity() };
 }
 
-/**
- * The ledger table and its indexes, in SQL that PostgreSQL and SQLite both
- * take as written (SQLite gives BIGINT integer affinity, as INTEGER); MySQL
- * wants its own character sets and keys.
- */
-export function ledgerDdl(ledger: string): string[] {
+/** The ledger table and its indexes, in MySQL's words or in those PostgreSQL and SQLite both take. */
+export function ledgerDdl(ledger: string, dialect: 'mysql' | 'standard'): string[] {
+  const mysql = dialect === 'mysql';
+  const type = (types: readonly string[]) => (mysql ? types[types.length - 1] : types[0]);
+  const columns = Object.entries(LEDGER_TABLE)
+    .map(([name, types]) => `${name} ${type(types)} NOT NULL`)
+    .join(',\n  ');
+  if (mysql)
+    return [
+      `CREATE TABLE IF NOT EXISTS ${ledger} (\n  ${columns},\n  KEY tag_first (tag, first_id),\n  KEY at_ms (at_ms)\n) ENGINE=InnoDB`,
+    ];
   return [
-    `CREATE TABLE IF NOT EXISTS ${ledger} (
-      tag TEXT NOT NULL,
-      kind TEXT NOT NULL,
-      first_id BIGINT NOT NULL,
-      last_id BIGINT NOT NULL,
-      stride INTEGER NOT NULL,
-      step INTEGER NOT NULL,
-      host TEXT NOT NULL,
-      pid INTEGER NOT NULL,
-      instance TEXT NOT NULL,
-      version TEXT NOT NULL,
-      at_ms BIGINT NOT NULL,
-      fence_epoch INTEGER NOT NULL,
-      generation BIGINT NOT NULL
-    )`,
+    `CREATE TABLE IF NOT EXISTS ${ledger} (\n  ${columns}\n)`,
     `CREATE INDEX IF NOT EXISTS ${ledger}_tag_first ON ${ledger} (tag, first_id)`,
     `CREATE INDEX IF NOT EXISTS ${ledger}_at ON ${ledger} (at_ms)`,
   ];
 }
+
 const MIN_I64 = -(1n << 63n);
 
 /**
@@ -210,29 +228,8 @@ const MIN_I64 = -(1n << 63n);
  * the next page starts at. The table has no unique key to page on, so the
  * rows that share the page's last first_id are read apart, all of them, and
  * no row is split between two pages or skipped (a prune between pages only
- * removes rows).
+ * removes rows). `from` reads up to `limit` rows from a first_id on, `at` those of one first_id.
  */
-/**
- * ledgerPageByFirst for a store that selects by SQL: `where` holds the two
- * conditions after `tag = ? AND` (`from`: first_id at least the first
- * parameter, ordered, limited by the second; `at`: first_id equal to the
- * parameter), and `select` runs one with the cursor's first_id as decimal text.
- */
-export function sqlLedgerPage(
-  cursor: string | undefined,
-  limit: number,
-  where: { readonly from: string; readonly at: string },
-  select: (where: string, args: unknown[]) => Promise<readonly unknown[]>,
-): Promise<LedgerPage> {
-  const rows = async (w: string, args: unknown[]) => ((await select(w, args)) as LedgerRowText[]).map(entryFromRow);
-  return ledgerPageByFirst(
-    cursor,
-    limit,
-    (first, n) => rows(where.from, [first.toString(), n]),
-    (first) => rows(where.at, [first.toString()]),
-  );
-}
-
 export async function ledgerPageByFirst(
   cursor: string | undefined,
   limit: number,

@@ -13,17 +13,9 @@
  */
 import { InvalidArgumentError, UnavailableError } from '../../core/errors.js';
 import { LEGACY_GENERATION, newGeneration, tableName } from './segment-rules.js';
+import type { RunSql } from './sql-database.js';
 
 export type SqlDialect = 'mysql' | 'postgres';
-
-/** One statement's answer: a SELECT's rows (a write has none) and the rows it found or matched. */
-export interface SqlAnswer {
-  readonly rows: readonly unknown[];
-  readonly count: number;
-}
-
-/** Runs one statement on the caller's connection (inside its transaction). */
-export type RunSql = (sql: string, values?: unknown[]) => Promise<SqlAnswer>;
 
 /** A tag's side state, as an allocation answers it and a give-back compares it. */
 export interface SideState {

@@ -1,63 +1,71 @@
 /**
  * The segment store on Sequoia's own table in a SQL database, whatever the
- * dialect: the rules (input checks, the stored-ID range check, what a
- * missing row or a full ID space answers, the ledger row of each write, the
- * read-back) are written here once. A dialect supplies its statements
- * (`SegmentStatements`) and its pool (`PeerDatabase`, the same one the stores
- * on a peer's table use: postgres/postgres-connection.ts). Each write and its
- * ledger row commit together: one statement where the dialect can say it in
- * one (allocate, give-back), else one transaction with the row locked first.
+ * dialect (SQLite, PostgreSQL, MySQL): the rules (input checks, the stored-ID
+ * range check, what a missing row or a full ID space answers, the ledger row
+ * of each write, the give-back's compare, the read-back) are written here
+ * once. A dialect supplies its statements (`SegmentStatements`) and its
+ * database (`SqlDatabase`, kit/sql-database.ts: a pool, or SQLite's handle).
+ * Each write and its ledger row commit together: an allocation is the
+ * dialect's statements in one transaction, sent at once where it can (its
+ * hot path); a fence and a give-back are steps of one transaction written
+ * here, the row locked (or compared) by the first.
  */
 import { TagExistsError, TagNotFoundError } from '../../core/errors.js';
-import type { LedgerEntry, LedgerPage, LedgerTop, ServerIdentity } from '../../ports/range-ledger.js';
+import type { LedgerEntry, LedgerKind, LedgerPage, LedgerTop, ServerIdentity } from '../../ports/range-ledger.js';
 import type { Allocation, GiveBackExpectation, NewTag, SegmentStore, TagInfo, TagUpdate } from '../../ports/segment-store.js';
-import type { PeerDatabase } from './peer-store.js';
 import {
   entryFromRow,
   fencedRange,
+  givenBackRange,
   identityValues,
+  ledgerPageByFirst,
   type LedgerRowText,
   ledgerTopFromRow,
-  rangeLength,
-  sqlLedgerPage,
+  recordValues,
 } from './range-ledger.js';
-import { assertGiveBack, assertStoredId, DEFAULT_START, DEFAULT_STEP, exhausted, newGeneration } from './segment-rules.js';
-import type { RunSql } from './side-table.js';
+import { assertGiveBack, assertStoredId, DEFAULT_START, DEFAULT_STEP, exhausted, newGeneration, readBack } from './segment-rules.js';
+import type { SqlDatabase, Steps } from './sql-database.js';
 import { tagInfoFromTextRow, type TextTagRow } from './store-boundary.js';
 
-/** One dialect's statements on one table and its ledger (names checked, see ledgerPlace). Values are listed per statement. */
+/** One dialect's statements on one table and its ledger (names checked, see ledgerPlace). Values are listed per statement, as $1, $2… */
 export interface SegmentStatements {
-  /** Creates or migrates the table and the ledger, under the database's migration lock. */
-  migrate(run: RunSql): Promise<void>;
-  /** [tag, step or null, host, pid, instance, version, record ledger]: max_id, step, fence_epoch, generation, applied; no row when the tag is missing or the ID space full. */
-  readonly allocate: string;
+  /** Creates or migrates the table and the ledger. */
+  migrate(): Steps<void>;
+  /**
+   * [tag, step or null, host, pid, instance, version, record ledger], run as
+   * one transaction: the row moved by the step (or its own) and, when asked,
+   * its ledger row (allocationRecordSql); the last answers max_id, step,
+   * fence_epoch, generation, applied, and no row when the tag is missing or
+   * the ID space full (max_id never passes 2^63-1).
+   */
+  readonly allocate: readonly string[];
   /** [tag]: the row (TextTagRow). */
   readonly get: string;
   /** The rows in byte order of tag. */
   readonly list: string;
   /** [tag, start, step, description, generation]. */
   readonly create: string;
-  /** [tag, step or null, description or null]: the row; none when missing. */
+  /** [tag, step or null, description or null]: counts the row. */
   readonly update: string;
-  /** [tag]: a row when one was deleted. */
+  /** [tag]: counts the row. */
   readonly remove: string;
   /** [tag]: max_id, the row locked for the transaction. */
   readonly lock: string;
-  /** [tag, to]: the row after max_id was raised to at least `to` and the fence epoch bumped. */
+  /** [tag, to]: max_id raised to at least `to`, the fence epoch bumped. */
   readonly fence: string;
-  /** [tag, kind, first, last, step, host, pid, instance, version, fence epoch, generation]: one ledger row, at the database's clock. */
-  readonly record: string;
-  /** [tag, expected max_id, from, fence epoch, generation, host, pid, instance, version]: a row when it gave back (with its ledger row). */
+  /** [tag, expected max_id, from, fence epoch, generation]: max_id set to `from` where all three are as expected; counts the row. */
   readonly giveBack: string;
+  /** recordValues: one ledger row, at the database's clock (recordSql). */
+  readonly record: string;
   /** [tag, id, id]. */
   readonly ranges: string;
   /** [tag]. */
   readonly entries: string;
-  /** The page's two WHERE conditions after `tag = ? AND`, and the SELECT they end. */
+  /** `select` ends in `tag = $1 AND`; `from` [first, limit] and `at` [first] end it. */
   readonly page: { readonly select: string; readonly from: string; readonly at: string };
-  /** [tag]: top and since, as text. */
+  /** [tag]: top and since (ledgerTopSql). */
   readonly top: string;
-  /** [before ms, limit]: one row, `n`, how many it deleted. */
+  /** [before ms, limit]: deletes the oldest rows; counts them. */
   readonly prune: string;
 }
 
@@ -65,7 +73,7 @@ export interface SqlSegmentStoreParts {
   readonly kind: string;
   readonly table: string;
   readonly sql: SegmentStatements;
-  readonly db: PeerDatabase;
+  readonly db: SqlDatabase;
   readonly who: ServerIdentity;
   /** False only in the benchmark that measures the ledger's cost. */
   readonly recording: boolean;
@@ -74,18 +82,18 @@ export interface SqlSegmentStoreParts {
 }
 
 interface AllocatedRow {
-  max_id: string;
-  step: number | string;
-  fence_epoch: number | string;
-  generation: string;
-  applied: number | string;
+  max_id: string | bigint;
+  step: number | string | bigint;
+  fence_epoch: number | string | bigint;
+  generation: string | bigint;
+  applied: number | string | bigint;
 }
 
 export class SqlSegmentStore implements SegmentStore {
   readonly kind: string;
   readonly table: string;
   private readonly sql: SegmentStatements;
-  private readonly db: PeerDatabase;
+  private readonly db: SqlDatabase;
   private readonly who: ServerIdentity;
   private readonly recording: boolean;
   private readonly duplicate: string;
@@ -99,93 +107,70 @@ export class SqlSegmentStore implements SegmentStore {
 
   async init(): Promise<void> {
     if (this.initialised) return;
-    await this.db.migration((run) => this.sql.migrate(run));
+    await this.db.migration(() => this.sql.migrate());
     this.initialised = true;
+    this.closing = undefined;
   }
 
   async allocate(tag: string, step?: number): Promise<Allocation> {
-    const [row] = (await this.db.select(this.sql.allocate, [
-      tag,
-      step ?? null,
-      ...identityValues(this.who),
-      this.recording,
-    ])) as AllocatedRow[];
+    const values = [tag, step ?? null, ...identityValues(this.who), this.recording];
+    const [row] = (await this.db.script(this.sql.allocate, values)) as AllocatedRow[];
     if (row) {
-      const storedStep = Number(row.step);
+      const { max_id, fence_epoch, generation } = row;
       return {
-        maxId: BigInt(row.max_id),
+        maxId: BigInt(max_id),
         step: Number(row.applied),
-        storedStep,
-        fenceEpoch: Number(row.fence_epoch),
-        generation: String(row.generation),
+        storedStep: Number(row.step),
+        fenceEpoch: Number(fence_epoch),
+        generation: String(generation),
       };
     }
-    // No row matched: either the tag is missing or the sum would pass 2^63-1.
+    // No row moved: either the tag is missing or the sum would pass 2^63-1.
     if ((await this.getTag(tag)) === undefined) throw new TagNotFoundError(tag);
     throw exhausted(tag);
   }
 
   async getTag(tag: string): Promise<TagInfo | undefined> {
-    const [row] = await this.db.select(this.sql.get, [tag]);
+    const [row] = (await this.db.run(this.sql.get, [tag])).rows;
     return row ? tagInfoFromTextRow(row as TextTagRow) : undefined;
   }
 
   async listTags(): Promise<TagInfo[]> {
-    return (await this.db.select(this.sql.list)).map((r) => tagInfoFromTextRow(r as TextTagRow));
+    return (await this.db.run(this.sql.list)).rows.map((r) => tagInfoFromTextRow(r as TextTagRow));
   }
 
   async createTag(t: NewTag): Promise<TagInfo> {
     const start = t.start ?? DEFAULT_START;
     assertStoredId('start', start);
-    const values = [t.tag, start.toString(), t.step ?? DEFAULT_STEP, t.description ?? '', newGeneration()];
     try {
-      const [row] = await this.db.select(this.sql.create, values);
-      return tagInfoFromTextRow(row as TextTagRow);
+      await this.db.run(this.sql.create, [t.tag, start.toString(), t.step ?? DEFAULT_STEP, t.description ?? '', newGeneration()]);
     } catch (e) {
       if ((e as { cause?: { code?: unknown } }).cause?.code === this.duplicate) throw new TagExistsError(t.tag);
       throw e;
     }
+    return readBack(this, t.tag);
   }
 
   async updateTag(tag: string, update: TagUpdate): Promise<TagInfo> {
-    const [row] = await this.db.select(this.sql.update, [tag, update.step ?? null, update.description ?? null]);
-    if (!row) throw new TagNotFoundError(tag);
-    return tagInfoFromTextRow(row as TextTagRow);
+    const { count } = await this.db.run(this.sql.update, [tag, update.step ?? null, update.description ?? null]);
+    if (count === 0) throw new TagNotFoundError(tag);
+    return readBack(this, tag);
   }
 
   async deleteTag(tag: string): Promise<void> {
-    if ((await this.db.select(this.sql.remove, [tag])).length === 0) throw new TagNotFoundError(tag);
+    if ((await this.db.run(this.sql.remove, [tag])).count === 0) throw new TagNotFoundError(tag);
   }
 
   async fence(tag: string, to: bigint): Promise<TagInfo> {
     assertStoredId('to', to);
-    // One transaction: the row lock taken by the first read holds allocators off until the ledger row is written.
-    const row = await this.db.transaction(async (run) => {
-      const [old] = (await run(this.sql.lock, [tag])).rows as { max_id: string }[];
-      if (!old) return undefined;
-      const [after] = (await run(this.sql.fence, [tag, to.toString()])).rows as TextTagRow[];
-      const jumped = fencedRange(BigInt(old.max_id), to);
-      if (jumped && after) {
-        const range = [jumped.first.toString(), jumped.last.toString(), rangeLength(jumped)];
-        await run(this.sql.record, [tag, 'fence', ...range, ...identityValues(this.who), after.fence_epoch, after.generation]);
-      }
-      return after;
-    });
-    if (!row) throw new TagNotFoundError(tag);
-    return tagInfoFromTextRow(row);
+    const after = await this.db.transaction(() => this.fenceSteps(tag, to));
+    if (!after) throw new TagNotFoundError(tag);
+    return after;
   }
 
   async giveBack(tag: string, from: bigint, expect: GiveBackExpectation): Promise<boolean> {
     assertGiveBack(from, expect);
-    const values = [
-      tag,
-      expect.maxId.toString(),
-      from.toString(),
-      String(expect.fenceEpoch),
-      expect.generation,
-      ...identityValues(this.who),
-    ];
-    return (await this.db.select(this.sql.giveBack, values)).length === 1;
+    return this.db.transaction(() => this.giveBackSteps(tag, from, expect));
   }
 
   async rangesContaining(tag: string, id: bigint): Promise<LedgerEntry[]> {
@@ -198,30 +183,65 @@ export class SqlSegmentStore implements SegmentStore {
 
   async ledgerPage(tag: string, cursor: string | undefined, limit: number): Promise<LedgerPage> {
     const { select, from, at } = this.sql.page;
-    return sqlLedgerPage(cursor, limit, { from, at }, (where, args) => this.db.select(`${select} ${where}`, [tag, ...args]));
+    const rows = (where: string, values: unknown[]) => this.ledgerRows(`${select} ${where}`, [tag, ...values]);
+    return ledgerPageByFirst(
+      cursor,
+      limit,
+      (first, n) => rows(from, [first.toString(), n]),
+      (first) => rows(at, [first.toString()]),
+    );
   }
 
   async ledgerTop(tag: string): Promise<LedgerTop | undefined> {
-    const [row] = await this.db.select(this.sql.top, [tag]);
+    const [row] = (await this.db.run(this.sql.top, [tag])).rows;
     return ledgerTopFromRow(row as Parameters<typeof ledgerTopFromRow>[0]);
   }
 
   async pruneLedger(beforeMs: number, limit: number): Promise<number> {
-    const [row] = (await this.db.select(this.sql.prune, [String(beforeMs), limit])) as { n: number | string }[];
-    return Number(row?.n ?? 0);
+    return (await this.db.run(this.sql.prune, [String(beforeMs), limit])).count;
   }
 
   async ping(): Promise<void> {
-    await this.db.select('SELECT 1');
+    await this.db.run('SELECT 1');
   }
 
-  /** Once: a second call waits for the first. */
+  /** Once: a second call waits for the first. A store that initialises again after it opens again (SQLite's handle). */
   close(): Promise<void> {
+    this.initialised = false;
     this.closing ??= this.db.release();
     return this.closing;
   }
 
+  /** The row locked first: allocators wait until the ledger row of the jump is written. */
+  private *fenceSteps(tag: string, to: bigint): Steps<TagInfo | undefined> {
+    const [old] = (yield [this.sql.lock, [tag]]).rows as { max_id: string | bigint }[];
+    if (!old) return undefined;
+    yield [this.sql.fence, [tag, to.toString()]];
+    const after = tagInfoFromTextRow((yield [this.sql.get, [tag]]).rows[0] as TextTagRow);
+    const jumped = fencedRange(BigInt(old.max_id), to);
+    if (jumped) yield* this.record(tag, 'fence', jumped, after);
+    return after;
+  }
+
+  /** The compare and the set in one statement; the range's ledger row with it (the row was as expected, so its epoch and generation are). */
+  private *giveBackSteps(tag: string, from: bigint, expect: GiveBackExpectation): Steps<boolean> {
+    const values = [tag, expect.maxId.toString(), from.toString(), expect.fenceEpoch, expect.generation];
+    if ((yield [this.sql.giveBack, values]).count !== 1) return false;
+    const range = givenBackRange(from, expect);
+    if (range) yield* this.record(tag, 'give-back', range, expect);
+    return true;
+  }
+
+  private *record(
+    tag: string,
+    kind: LedgerKind,
+    range: { first: bigint; last: bigint },
+    row: Pick<TagInfo, 'fenceEpoch' | 'generation'>,
+  ): Steps<void> {
+    if (this.recording) yield [this.sql.record, recordValues(tag, kind, range, this.who, row)];
+  }
+
   private async ledgerRows(sql: string, values: unknown[]): Promise<LedgerEntry[]> {
-    return ((await this.db.select(sql, values)) as LedgerRowText[]).map(entryFromRow);
+    return (await this.db.run(sql, values)).rows.map((r) => entryFromRow(r as LedgerRowText));
   }
 }

@@ -85,14 +85,14 @@ export async function storeCallAsync<T>(backend: string, fn: () => Promise<T>, t
   }
 }
 
-/** A sequoia_alloc row whose integers arrive as decimal text or numbers. */
+/** A sequoia_alloc row whose integers arrive as decimal text, numbers or bigints (SQLite's, whose `updated_at` is ms). */
 export interface TextTagRow {
   tag: string;
-  max_id: string;
-  step: number | string;
+  max_id: string | bigint;
+  step: number | string | bigint;
   description: string;
-  updated_at: Date | string;
-  fence_epoch: number | string;
+  updated_at: Date | string | number | bigint;
+  fence_epoch: number | string | bigint;
   /** Absent only on rows read by an older query; '0' (legacy) then. */
   generation?: string | number | bigint | null | undefined;
 }
@@ -121,7 +121,8 @@ export function tagInfoFromTextRow(r: TextTagRow): TagInfo {
     maxId: BigInt(r.max_id),
     step: Number(r.step),
     description: r.description,
-    updatedAt: r.updated_at instanceof Date ? r.updated_at : new Date(r.updated_at),
+    updatedAt:
+      r.updated_at instanceof Date ? r.updated_at : new Date(typeof r.updated_at === 'string' ? r.updated_at : Number(r.updated_at)),
     fenceEpoch: Number(r.fence_epoch),
     generation: r.generation === undefined || r.generation === null ? '0' : String(r.generation),
   };

@@ -29,7 +29,7 @@ import { MAX_ID } from '../../core/id.js';
 import type { Allocation, NewTag, TagInfo, TagUpdate } from '../../ports/segment-store.js';
 import type { PeerSchema, PeerStatements, PeerTable } from './peer-store.js';
 import { DEFAULT_STEP, exhausted, LEGACY_GENERATION } from './segment-rules.js';
-import type { RunSql } from './side-table.js';
+import type { RunSql } from './sql-database.js';
 
 /** The side table also keeps the description: Tinyid's table has none. */
 export const TINYID_SCHEMA: PeerSchema = {

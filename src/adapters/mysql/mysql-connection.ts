@@ -5,9 +5,8 @@
  * is one store's way of running statements on it.
  */
 import mysql, { type Pool, type PoolConnection, type ResultSetHeader, type RowDataPacket } from 'mysql2/promise';
-import { InvalidArgumentError, SequoiaError } from '../../core/errors.js';
-import type { PeerDatabase } from '../kit/peer-store.js';
-import type { RunSql } from '../kit/side-table.js';
+import { InvalidArgumentError, SequoiaError, UnavailableError } from '../../core/errors.js';
+import { positional, type RunSql, type SqlAnswer, type SqlPool } from '../kit/sql-database.js';
 import { SharedPool } from '../kit/shared-pool.js';
 import { positiveSetting, storeCallAsync, storeError } from '../kit/store-boundary.js';
 
@@ -184,8 +183,12 @@ export class MysqlStatements {
   }
 }
 
-/** The pool of a store on a peer's table (kit/peer-store.ts). */
-export class MysqlPeerDatabase implements PeerDatabase {
+/**
+ * The pool as one store runs statements on it (kit/sql-database.ts), `$n`
+ * placeholders turned into MySQL's `?`. A write's count is the rows it
+ * matched (the pool's FOUND_ROWS flag), as PostgreSQL counts them.
+ */
+export class MysqlPool implements SqlPool {
   private readonly db: MysqlStatements;
 
   constructor(
@@ -195,28 +198,53 @@ export class MysqlPeerDatabase implements PeerDatabase {
     this.db = new MysqlStatements(options, backend);
   }
 
-  select(sql: string, values?: unknown[]): Promise<readonly unknown[]> {
-    return this.db.select(sql, values);
+  get connection(): MysqlConnection {
+    return this.db.connection;
+  }
+
+  async run(sql: string, values?: unknown[]): Promise<SqlAnswer> {
+    return answer(await this.db.exec(...positional(sql, values)));
+  }
+
+  /** One round trip: the statements between START TRANSACTION and COMMIT, answering the last one's rows. */
+  async script(sql: readonly string[], values: unknown[]): Promise<readonly unknown[]> {
+    const results = await this.db.multi(...positional(`START TRANSACTION;\n${sql.join(';\n')};\nCOMMIT`, values));
+    return answer(results[sql.length]).rows;
   }
 
   transaction<T>(fn: (run: RunSql) => Promise<T>, readCommitted = false): Promise<T> {
     return this.db.transaction((c) => fn(this.runner(c)), readCommitted);
   }
 
-  /** On one connection: CREATE TABLE IF NOT EXISTS is atomic in InnoDB's data dictionary. */
+  /** On one connection, under a named lock: several processes may start at once, and a migration may look before it alters. */
   migration<T>(fn: (run: RunSql) => Promise<T>): Promise<T> {
-    return this.db.withConnection((c) => fn(this.runner(c)));
+    return this.db.withConnection(async (c) => {
+      const [lock] = await c.query<RowDataPacket[]>({ sql: 'SELECT GET_LOCK(?, ?) AS got', timeout: this.db.timeout + 10_000 }, [
+        'sequoia_schema',
+        10,
+      ]);
+      if (Number(lock[0]?.got) !== 1) {
+        throw new UnavailableError('STORE_UNAVAILABLE', `${this.backend}: could not take the schema migration lock`, {
+          retryAfterMs: 1000,
+        });
+      }
+      try {
+        return await fn(this.runner(c));
+      } finally {
+        await c.query('SELECT RELEASE_LOCK(?)', ['sequoia_schema']).catch(() => {});
+      }
+    });
   }
 
   release(): Promise<void> {
     return this.db.release();
   }
 
-  /** A write's count is the rows it matched (the pool's FOUND_ROWS flag), as PostgreSQL counts them. */
   private runner(c: PoolConnection): RunSql {
-    return async (sql, values) => {
-      const r = await this.db.run(c, sql, values);
-      return Array.isArray(r) ? { rows: r, count: r.length } : { rows: [], count: (r as ResultSetHeader).affectedRows };
-    };
+    return async (sql, values) => answer(await this.db.run(c, ...positional(sql, values)));
   }
+}
+
+function answer(r: unknown): SqlAnswer {
+  return Array.isArray(r) ? { rows: r, count: r.length } : { rows: [], count: (r as ResultSetHeader).affectedRows };
 }

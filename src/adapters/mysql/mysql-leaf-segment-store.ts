@@ -22,7 +22,7 @@
 import { LEAF_SCHEMA } from '../kit/leaf-table.js';
 import { PeerSegmentStore } from '../kit/peer-store.js';
 import type { ForeignTableOptions } from '../kit/side-table.js';
-import { MysqlPeerDatabase, type MysqlStoreOptions } from './mysql-connection.js';
+import { MysqlPool, type MysqlStoreOptions } from './mysql-connection.js';
 
 export interface MysqlLeafSegmentStoreOptions extends MysqlStoreOptions, ForeignTableOptions {}
 
@@ -33,7 +33,7 @@ export class MysqlLeafSegmentStore extends PeerSegmentStore {
         kind: 'mysql-leaf',
         schema: LEAF_SCHEMA,
         dialect: 'mysql',
-        open: () => new MysqlPeerDatabase(options, 'MySQL Leaf store'),
+        open: () => new MysqlPool(options, 'MySQL Leaf store'),
         howToCreate: "create it with Leaf's scripts/leaf_alloc.sql (see docs/migrate.md)",
       },
       options,

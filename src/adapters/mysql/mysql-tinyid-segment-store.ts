@@ -21,7 +21,7 @@
 import { PeerSegmentStore } from '../kit/peer-store.js';
 import type { ForeignTableOptions } from '../kit/side-table.js';
 import { TINYID_SCHEMA } from '../kit/tinyid-table.js';
-import { MysqlPeerDatabase, type MysqlStoreOptions } from './mysql-connection.js';
+import { MysqlPool, type MysqlStoreOptions } from './mysql-connection.js';
 
 export interface MysqlTinyidSegmentStoreOptions extends MysqlStoreOptions, ForeignTableOptions {}
 
@@ -32,7 +32,7 @@ export class MysqlTinyidSegmentStore extends PeerSegmentStore {
         kind: 'mysql-tinyid',
         schema: TINYID_SCHEMA,
         dialect: 'mysql',
-        open: () => new MysqlPeerDatabase(options, 'MySQL Tinyid store'),
+        open: () => new MysqlPool(options, 'MySQL Tinyid store'),
         howToCreate: "create it with Tinyid's tinyid-server/db.sql (see docs/migrate.md)",
       },
       options,

@@ -5,9 +5,8 @@
  */
 import pg from 'pg';
 import { InvalidArgumentError, SequoiaError } from '../../core/errors.js';
-import type { PeerDatabase } from '../kit/peer-store.js';
 import { SharedPool } from '../kit/shared-pool.js';
-import type { RunSql } from '../kit/side-table.js';
+import type { RunSql, SqlAnswer, SqlPool } from '../kit/sql-database.js';
 import { positiveSetting, storeCallAsync, storeError } from '../kit/store-boundary.js';
 
 /**
@@ -104,25 +103,26 @@ export class PostgresConnection extends SharedPool<PgPoolLike> {
   }
 }
 
-/** The connection options of a store on a peer's table. */
-export interface PostgresPeerOptions extends PostgresConnectionOptions {
+/** The connection options of a store on the pool. */
+export interface PostgresPoolOptions extends PostgresConnectionOptions {
   /** A connection shared with the lease store; the other connection options are then ignored. */
   readonly connection?: PostgresConnection;
 }
 
-/** The pool of a store on a peer's table (kit/peer-store.ts). */
-export class PostgresPeerDatabase implements PeerDatabase {
+/** The pool as one store runs statements on it (kit/sql-database.ts). */
+export class PostgresPool implements SqlPool {
   private readonly connection: PostgresConnection;
 
   constructor(
-    options: PostgresPeerOptions,
+    options: PostgresPoolOptions,
     readonly backend: string,
   ) {
     this.connection = (options.connection ?? new PostgresConnection(options)).retain();
   }
 
-  async select(sql: string, values?: unknown[]): Promise<readonly unknown[]> {
-    return (await this.connection.query(this.backend, sql, values)).rows;
+  async run(sql: string, values?: unknown[]): Promise<SqlAnswer> {
+    const r = await this.connection.query(this.backend, sql, values);
+    return { rows: r.rows, count: r.rowCount ?? 0 };
   }
 
   transaction<T>(fn: (run: RunSql) => Promise<T>, readCommitted = false): Promise<T> {

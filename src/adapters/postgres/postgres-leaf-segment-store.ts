@@ -23,9 +23,9 @@
 import { LEAF_SCHEMA } from '../kit/leaf-table.js';
 import { PeerSegmentStore } from '../kit/peer-store.js';
 import type { ForeignTableOptions } from '../kit/side-table.js';
-import { PostgresPeerDatabase, type PostgresPeerOptions } from './postgres-connection.js';
+import { PostgresPool, type PostgresPoolOptions } from './postgres-connection.js';
 
-export interface PostgresLeafSegmentStoreOptions extends PostgresPeerOptions, ForeignTableOptions {}
+export interface PostgresLeafSegmentStoreOptions extends PostgresPoolOptions, ForeignTableOptions {}
 
 export class PostgresLeafSegmentStore extends PeerSegmentStore {
   constructor(options: PostgresLeafSegmentStoreOptions) {
@@ -34,7 +34,7 @@ export class PostgresLeafSegmentStore extends PeerSegmentStore {
         kind: 'postgres-leaf',
         schema: LEAF_SCHEMA,
         dialect: 'postgres',
-        open: () => new PostgresPeerDatabase(options, 'PostgreSQL Leaf store'),
+        open: () => new PostgresPool(options, 'PostgreSQL Leaf store'),
         howToCreate: "create it as Leaf's scripts/leaf_alloc.sql does (see docs/migrate.md)",
       },
       options,

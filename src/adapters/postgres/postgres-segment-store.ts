@@ -20,9 +20,10 @@
  * Driver errors become STORE_UNAVAILABLE with the original as `cause`.
  */
 import type { ServerIdentity } from '../../ports/range-ledger.js';
-import { LEDGER_COLUMNS, ledgerDdl, ledgerPlace, type LedgerPlace, ledgerTopSql } from '../kit/range-ledger.js';
+import { allocationRecordSql, ledgerDdl, ledgerPlace, type LedgerPlace, ledgerTopSql, recordSql } from '../kit/range-ledger.js';
+import { overPool } from '../kit/sql-database.js';
 import { type SegmentStatements, SqlSegmentStore } from '../kit/sql-segment-store.js';
-import { type PgPoolLike, PostgresConnection, type PostgresConnectionOptions, PostgresPeerDatabase } from './postgres-connection.js';
+import { type PgPoolLike, PostgresConnection, type PostgresConnectionOptions, PostgresPool } from './postgres-connection.js';
 
 /** 1: the table; 2: its `generation` column (see TagInfo.generation); 3: the range ledger beside it. */
 const SCHEMA_VERSION = 3;
@@ -45,14 +46,12 @@ export class PostgresSegmentStore extends SqlSegmentStore {
   constructor(options: PostgresSegmentStoreOptions) {
     const place = ledgerPlace(options);
     const connection = options.connection ?? new PostgresConnection(options);
-    const db = new PostgresPeerDatabase({ ...options, connection }, BACKEND);
+    const db = overPool(new PostgresPool({ ...options, connection }, 'PostgreSQL store'));
     const recording = options.recordLedger ?? true;
     super({ kind: 'postgres', table: place.table, sql: postgresStatements(place), db, who: place.who, recording, duplicate: '23505' });
     this.pool = connection.pool;
   }
 }
-
-const BACKEND = 'PostgreSQL store';
 
 const COLUMNS = 'tag, max_id::text AS max_id, step, description, updated_at, fence_epoch, generation::text AS generation';
 
@@ -64,12 +63,13 @@ const NOW_MS = '(extract(epoch FROM now()) * 1000)::bigint';
 
 function postgresStatements({ table: t, ledger }: LedgerPlace): SegmentStatements {
   return {
-    async migrate(run) {
-      await run(`CREATE TABLE IF NOT EXISTS sequoia_schema (component TEXT PRIMARY KEY, version INTEGER NOT NULL)`);
-      const r = await run('SELECT version FROM sequoia_schema WHERE component = $1', [t]);
-      const version = (r.rows[0] as { version: number } | undefined)?.version ?? 0;
+    *migrate() {
+      yield ['CREATE TABLE IF NOT EXISTS sequoia_schema (component TEXT PRIMARY KEY, version INTEGER NOT NULL)'];
+      const [row] = (yield ['SELECT version FROM sequoia_schema WHERE component = $1', [t]]).rows as { version: number }[];
+      const version = row?.version ?? 0;
       if (version < 1) {
-        await run(`CREATE TABLE IF NOT EXISTS ${t} (
+        yield [
+          `CREATE TABLE IF NOT EXISTS ${t} (
           tag TEXT PRIMARY KEY,
           max_id BIGINT NOT NULL CHECK (max_id >= 0),
           step INTEGER NOT NULL CHECK (step > 0),
@@ -77,52 +77,41 @@ function postgresStatements({ table: t, ledger }: LedgerPlace): SegmentStatement
           updated_at TIMESTAMPTZ NOT NULL DEFAULT now(),
           fence_epoch INTEGER NOT NULL DEFAULT 0,
           generation BIGINT NOT NULL DEFAULT 0
-        )`);
+        )`,
+        ];
       }
       // Under the same advisory lock; IF NOT EXISTS keeps it idempotent.
-      if (version < 2) await run(`ALTER TABLE ${t} ADD COLUMN IF NOT EXISTS generation BIGINT NOT NULL DEFAULT 0`);
-      for (const ddl of ledgerDdl(ledger)) await run(ddl);
-      await run(
+      if (version < 2) yield [`ALTER TABLE ${t} ADD COLUMN IF NOT EXISTS generation BIGINT NOT NULL DEFAULT 0`];
+      for (const ddl of ledgerDdl(ledger, 'standard')) yield [ddl];
+      yield [
         `INSERT INTO sequoia_schema (component, version) VALUES ($1, $2)
          ON CONFLICT (component) DO UPDATE SET version = GREATEST(sequoia_schema.version, EXCLUDED.version)`,
         [t, SCHEMA_VERSION],
-      );
+      ];
     },
-    allocate: `WITH a AS (
+    // One statement, one round trip: the UPDATE's row lock serialises allocators, its WHERE is the overflow check, the CTE writes the ledger row.
+    allocate: [
+      `WITH a AS (
          UPDATE ${t}
            SET max_id = max_id + COALESCE($2::integer, step), updated_at = now()
          WHERE tag = $1 AND max_id <= 9223372036854775807 - COALESCE($2::integer, step)
          RETURNING max_id, step, fence_epoch, generation, COALESCE($2::integer, step) AS applied
-       ), l AS (
-         INSERT INTO ${ledger} (${LEDGER_COLUMNS})
-         SELECT $1, 'allocate', a.max_id - a.applied, a.max_id - 1, 1, a.applied, $3, $4, $5, $6, ${NOW_MS}, a.fence_epoch, a.generation
-         FROM a WHERE $7::boolean
-       )
+       ), l AS (${allocationRecordSql(ledger, NOW_MS, { first: 'max_id - applied', last: 'max_id - 1', step: 'applied', from: 'a WHERE $7::boolean' })})
        SELECT max_id::text AS max_id, step, fence_epoch, generation::text AS generation, applied FROM a`,
+    ],
     get: `SELECT ${COLUMNS} FROM ${t} WHERE tag = $1`,
     // COLLATE "C": byte order, the same order every other store lists in.
     list: `SELECT ${COLUMNS} FROM ${t} ORDER BY tag COLLATE "C"`,
     create: `INSERT INTO ${t} (tag, max_id, step, description, updated_at, fence_epoch, generation)
-         VALUES ($1, $2::bigint, $3, $4, now(), 0, $5::bigint) RETURNING ${COLUMNS}`,
+         VALUES ($1, $2::bigint, $3, $4, now(), 0, $5::bigint)`,
     update: `UPDATE ${t} SET step = COALESCE($2::integer, step), description = COALESCE($3::text, description), updated_at = now()
-       WHERE tag = $1 RETURNING ${COLUMNS}`,
-    remove: `DELETE FROM ${t} WHERE tag = $1 RETURNING tag`,
+       WHERE tag = $1`,
+    remove: `DELETE FROM ${t} WHERE tag = $1`,
     lock: `SELECT max_id::text AS max_id FROM ${t} WHERE tag = $1 FOR UPDATE`,
-    fence: `UPDATE ${t} SET max_id = GREATEST(max_id, $2::bigint), fence_epoch = fence_epoch + 1, updated_at = now()
-       WHERE tag = $1 RETURNING ${COLUMNS}`,
-    record: `INSERT INTO ${ledger} (${LEDGER_COLUMNS})
-       VALUES ($1, $2, $3::bigint, $4::bigint, 1, $5, $6, $7, $8, $9, ${NOW_MS}, $10, $11::bigint)`,
-    // One statement: the row lock makes the compare and the set atomic, and the ledger row goes with it.
-    giveBack: `WITH g AS (
-         UPDATE ${t} SET max_id = $3::bigint, updated_at = now()
-         WHERE tag = $1 AND max_id = $2::bigint AND fence_epoch = $4::bigint AND generation = $5::bigint
-         RETURNING fence_epoch, generation
-       ), l AS (
-         INSERT INTO ${ledger} (${LEDGER_COLUMNS})
-         SELECT $1, 'give-back', $3::bigint, $2::bigint - 1, 1, ($2::bigint - $3::bigint)::integer, $6, $7, $8, $9, ${NOW_MS}, g.fence_epoch, g.generation
-         FROM g WHERE $3::bigint < $2::bigint
-       )
-       SELECT 1 FROM g`,
+    fence: `UPDATE ${t} SET max_id = GREATEST(max_id, $2::bigint), fence_epoch = fence_epoch + 1, updated_at = now() WHERE tag = $1`,
+    giveBack: `UPDATE ${t} SET max_id = $3::bigint, updated_at = now()
+       WHERE tag = $1 AND max_id = $2::bigint AND fence_epoch = $4::bigint AND generation = $5::bigint`,
+    record: recordSql(ledger, NOW_MS, (p) => `${p}::bigint`),
     ranges: `SELECT ${LEDGER_TEXT} FROM ${ledger} l WHERE tag = $1 AND first_id <= $2::bigint AND last_id >= $3::bigint ORDER BY l.at_ms, l.first_id`,
     entries: `SELECT ${LEDGER_TEXT} FROM ${ledger} l WHERE tag = $1 ORDER BY l.first_id, l.at_ms`,
     page: {
@@ -130,8 +119,7 @@ function postgresStatements({ table: t, ledger }: LedgerPlace): SegmentStatement
       from: 'l.first_id >= $2::bigint ORDER BY l.first_id LIMIT $3',
       at: 'l.first_id = $2::bigint',
     },
-    top: ledgerTopSql(ledger, 'text', '$1'),
-    prune: `WITH d AS (DELETE FROM ${ledger} WHERE ctid IN (SELECT ctid FROM ${ledger} WHERE at_ms < $1::bigint ORDER BY at_ms LIMIT $2) RETURNING 1)
-       SELECT count(*) AS n FROM d`,
+    top: ledgerTopSql(ledger, 'text'),
+    prune: `DELETE FROM ${ledger} WHERE ctid IN (SELECT ctid FROM ${ledger} WHERE at_ms < $1::bigint ORDER BY at_ms LIMIT $2)`,
   };
 }

@@ -22,9 +22,9 @@
 import { PeerSegmentStore } from '../kit/peer-store.js';
 import type { ForeignTableOptions } from '../kit/side-table.js';
 import { TINYID_SCHEMA } from '../kit/tinyid-table.js';
-import { PostgresPeerDatabase, type PostgresPeerOptions } from './postgres-connection.js';
+import { PostgresPool, type PostgresPoolOptions } from './postgres-connection.js';
 
-export interface PostgresTinyidSegmentStoreOptions extends PostgresPeerOptions, ForeignTableOptions {}
+export interface PostgresTinyidSegmentStoreOptions extends PostgresPoolOptions, ForeignTableOptions {}
 
 export class PostgresTinyidSegmentStore extends PeerSegmentStore {
   constructor(options: PostgresTinyidSegmentStoreOptions) {
@@ -33,7 +33,7 @@ export class PostgresTinyidSegmentStore extends PeerSegmentStore {
         kind: 'postgres-tinyid',
         schema: TINYID_SCHEMA,
         dialect: 'postgres',
-        open: () => new PostgresPeerDatabase(options, 'PostgreSQL Tinyid store'),
+        open: () => new PostgresPool(options, 'PostgreSQL Tinyid store'),
         howToCreate: 'create it as docs/migrate.md shows',
       },
       options,

@@ -23,8 +23,10 @@
 import { mkdirSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type Database from 'better-sqlite3';
-import { UnavailableError } from '../../core/errors.js';
+import { SequoiaError, UnavailableError } from '../../core/errors.js';
+import { positional, type SqlAnswer, type SqlDatabase, type Steps } from '../kit/sql-database.js';
 import { openSqlite, retryWhileBusy } from '../kit/sqlite-open.js';
+import { storeCall } from '../kit/store-boundary.js';
 
 export interface SqliteConnectionOptions {
   /** File path, or ':memory:'. */
@@ -152,4 +154,104 @@ export class SqliteConnection {
     this.db = undefined;
     this.file = undefined;
   }
+}
+
+/** What a handle keeps for a store: its statements, prepared once, and a transaction to run work in. */
+interface Prepared {
+  readonly statements: Map<string, { readonly statement: Database.Statement; readonly reader: boolean }>;
+  readonly transaction: Database.Transaction<(work: () => unknown) => unknown>;
+}
+
+/**
+ * The handle as a SQL store runs statements on it (kit/sql-database.ts).
+ * Each call works on the file now at the path (`current`); a script and a
+ * transaction run synchronously in one `BEGIN IMMEDIATE`, so writers of
+ * every process queue on the file lock (bounded by the busy timeout) instead
+ * of failing on upgrade. Integers are read as 64-bit (`safeIntegers`): SQLite
+ * would turn a sum past 2^63-1 into a REAL, so the statements keep every sum
+ * below it; whole numbers are bound as integers (better-sqlite3 would bind
+ * a REAL). Driver errors become STORE_UNAVAILABLE naming `backend`.
+ */
+export class SqliteDatabase implements SqlDatabase {
+  private opened = false;
+  private readonly prepared = new WeakMap<Database.Database, Prepared>();
+
+  /** `name`: the store's set-up on the handle (SqliteConnection.acquire). */
+  constructor(
+    private readonly connection: SqliteConnection,
+    private readonly name: string,
+    private readonly backend: string,
+  ) {}
+
+  run(sql: string, values?: unknown[]): Promise<SqlAnswer> {
+    return this.call((db) => this.exec(db, sql, values));
+  }
+
+  script(sql: readonly string[], values: unknown[]): Promise<readonly unknown[]> {
+    return this.call((db) => this.immediate(db, () => sql.reduce<readonly unknown[]>((_, s) => this.exec(db, s, values).rows, [])));
+  }
+
+  transaction<T>(steps: () => Steps<T>): Promise<T> {
+    return this.call((db) => this.immediate(db, () => this.drive(db, steps())));
+  }
+
+  /** Opens the file; `steps` run again on a file put in place of the open one. */
+  async migration(steps: () => Steps<void>): Promise<void> {
+    if (this.opened) return;
+    try {
+      this.connection.acquire(this.name, (db) => this.immediate(db, () => this.drive(db, steps())));
+    } catch (e) {
+      if (e instanceof SequoiaError) throw e;
+      const code = (e as { code?: string }).code ?? String(e);
+      throw new UnavailableError('STORE_UNAVAILABLE', `cannot open SQLite file ${this.connection.path} (${code})`, { cause: e });
+    }
+    this.opened = true;
+  }
+
+  async release(): Promise<void> {
+    if (this.opened) this.connection.release();
+    this.opened = false;
+  }
+
+  private async call<T>(fn: (db: Database.Database) => T): Promise<T> {
+    return storeCall(this.backend, () => {
+      if (!this.opened) throw new UnavailableError('STORE_UNAVAILABLE', 'the SQLite store is not open');
+      return fn(this.connection.current());
+    });
+  }
+
+  private immediate<T>(db: Database.Database, work: () => T): T {
+    return this.on(db).transaction.immediate(work) as T;
+  }
+
+  private drive<T>(db: Database.Database, steps: Steps<T>): T {
+    let next = steps.next();
+    while (!next.done) next = steps.next(this.exec(db, ...next.value));
+    return next.value;
+  }
+
+  private exec(db: Database.Database, sql: string, values?: unknown[]): SqlAnswer {
+    const statements = this.on(db).statements;
+    const [text, ordered] = positional(sql, values);
+    let p = statements.get(sql);
+    if (!p) {
+      const statement = db.prepare(text).safeIntegers(true);
+      statements.set(sql, (p = { statement, reader: statement.reader }));
+    }
+    const args = ordered.map(bindable);
+    if (!p.reader) return { rows: [], count: p.statement.run(...args).changes };
+    const rows = p.statement.all(...args);
+    return { rows, count: rows.length };
+  }
+
+  private on(db: Database.Database): Prepared {
+    let p = this.prepared.get(db);
+    if (!p) this.prepared.set(db, (p = { statements: new Map(), transaction: db.transaction((work: () => unknown) => work()) }));
+    return p;
+  }
+}
+
+function bindable(v: unknown): unknown {
+  if (typeof v === 'boolean') return v ? 1n : 0n;
+  return typeof v === 'number' && Number.isSafeInteger(v) ? BigInt(v) : v;
 }
