@@ -85,7 +85,8 @@ async function main(): Promise<void> {
   const first = int('first', v.first, 0) ?? 1;
   const minutes = int('minutes', v.minutes, 1);
   const count = int('seeds', v.seeds, 1) ?? (minutes === undefined ? DEFAULT_SEEDS : Number.MAX_SAFE_INTEGER);
-  const budget = minutes === undefined ? DEFAULT_BUDGET_MS : minutes * 60_000;
+  // --seeds N runs them all; the default set stops at about a minute.
+  const budget = minutes !== undefined ? minutes * 60_000 : v.seeds !== undefined ? Number.POSITIVE_INFINITY : DEFAULT_BUDGET_MS;
   const t0 = performance.now();
   const coverage = new Map<string, number>(ACTIONS.map((a) => [a, 0]));
   let simMs = 0;

@@ -26,6 +26,7 @@ const GENERATION = /\d{12,}/g;
 /** Every fault kind and operator action, for the coverage report. */
 export const ACTIONS = [
   'crash',
+  'state-dir-lost',
   'pause',
   'clean-restart',
   'rolling-restart',
@@ -65,7 +66,7 @@ export function drawMix(r: Prng): Mix {
   for (const a of ACTIONS) weights.set(a, r.pick([0, 1, 1, 2, 4, 8]));
   return {
     tagWeights: [r.int(1, 10), r.int(0, 10), r.chance(0.5) ? 0.5 : r.int(0, 3), r.int(0, 10)],
-    sticky: r.chance(0.3) ? 0.8 : 0,
+    sticky: r.pick([0, 0, 0, 0.8, 1]),
     gapMs: r.pick([10, 25, 60]),
     maxStep: r.chance(0.5) ? STEP : STEP * 4,
     actionWeights: weights,
@@ -208,7 +209,7 @@ export class Cluster {
       this.sched.log(`ans ${proc.name} ${tag} ${values.length === 1 ? values[0] : `${values[0]}+${values.length}`}`);
       const sameLineage = (this.store.lineage.get(tag) ?? 0) === lineage;
       const order = strict ? { key: `${tag}#${lineage}`, bound: sameLineage ? bound : undefined } : undefined;
-      this.checker.answer(proc.name, s.name, tag, values, s.dir.durable.get(tag)?.mark, order);
+      this.checker.answer(proc.name, `${s.name}@${s.dir.lost}`, tag, values, s.dir.durable.get(tag)?.mark, order);
       this.lastOk.set(`${w.name}/${tag}`, this.sched.now);
     };
     const refuse = (e: unknown): void => {
@@ -246,16 +247,18 @@ export class Cluster {
     );
     if (kind === undefined) return;
     switch (kind) {
-      case 'crash': {
+      case 'crash':
+      case 'state-dir-lost': {
         if (s.workers.some((w) => w.state === 'down')) return;
         this.count(kind);
-        this.sched.log(`FAULT crash ${s.name}`);
+        this.sched.log(`FAULT ${kind} ${s.name}`);
         for (const w of s.workers) {
           w.proc.alive = false;
           w.state = 'down';
           w.service = undefined;
         }
-        s.dir.crash();
+        if (kind === 'state-dir-lost') s.dir.lose();
+        else s.dir.crash();
         this.sched.after(r.int(200, 4000), undefined, () => {
           this.sched.log(`restart ${s.name}`);
           for (const w of s.workers) this.boot(s, w);

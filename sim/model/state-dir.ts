@@ -31,6 +31,17 @@ export class StateDir {
     this.visible = new Map(this.durable);
   }
 
+  /** The disk is gone (a machine re-provisioned): the server starts with no marks. */
+  lose(): void {
+    this.crash();
+    this.durable.clear();
+    this.visible.clear();
+    this.lost++;
+  }
+
+  /** How many times the state dir was lost: a server without its marks cannot know what it handed out before. */
+  lost = 0;
+
   view(proc: Proc): HighWaterMarkStore {
     const reply = <T>(v: T, ms: number): Promise<T> =>
       new Promise<T>((resolve) => {
