@@ -15,6 +15,9 @@ import { InvalidArgumentError, SequoiaError } from '../core/errors.js';
 import { parseDecimalId } from '../core/id.js';
 import { TAG_RULE, isValidTag } from '../core/tag.js';
 import { FallbackIssuer } from '../core/fallback/fallback-space.js';
+import { type Clock, monotonicMs, systemClock } from '../core/clock.js';
+import { type Random, randomUnit, systemRandom } from '../core/random.js';
+import { systemTimers, type Timers } from '../core/timers.js';
 import { RangeSet, type ReservePolicy, isNoServerAnswer, reserveExhausted, reserveTarget } from './reserve.js';
 import { type BatchPolicy, TagBuffer } from './tag-buffer.js';
 import { type RetryOptions, Transport, closedError } from './transport.js';
@@ -131,6 +134,16 @@ export interface ClientOptions {
   readonly name?: string;
   /** Called when a tag starts serving from its reserve, runs it dry, or has it back. Exceptions are ignored. */
   readonly onReserve?: (e: ReserveEvent) => void;
+  /**
+   * Time, timers and randomness (default the system's): a test or a
+   * simulator injects its own to drive the client (docs/architecture.md).
+   * The clock's wall reading aligns fallback IDs on the store's clock; its
+   * monotonic reading times batches, cool-downs and probes.
+   */
+  readonly clock?: Clock;
+  readonly timers?: Timers;
+  /** For the retries' jitter. */
+  readonly random?: Random;
 }
 
 /** A tag's reserve and its outage state. */
@@ -143,7 +156,7 @@ class TagReserve {
   /** The last fetch for the tag: no server answered. */
   down = false;
   lastError: unknown;
-  /** When this outage first needed the reserve (performance.now), if it did. */
+  /** When this outage first needed the reserve (monotonic ms), if it did. */
   since: number | undefined;
   /** The outage's events already sent (each once per outage). */
   readonly sent = new Set<OutageState>();
@@ -157,15 +170,19 @@ type OutageState = 'using' | 'fallback' | 'exhausted';
 
 /** A tag's fallback lease (option `fallback`). */
 class TagFallback {
-  /** The store's clock is Date.now() + offset (measured at the last lease answer). */
+  /** The store's clock is clock.now() + offset (measured at the last lease answer). */
   offset = 0;
-  readonly issuer = new FallbackIssuer(() => Date.now() + this.offset);
+  readonly issuer: FallbackIssuer;
   held: { owner: string; workerId: number; generation: number } | undefined;
   /** The servers have no fallback space for the tag: never asked again. */
   disabled = false;
   leasing: Promise<void> | undefined;
-  /** performance.now() when the lease is asked for (again). */
+  /** Monotonic ms when the lease is asked for (again). */
   renewAt = 0;
+
+  constructor(clock: Clock) {
+    this.issuer = new FallbackIssuer(() => clock.now() + this.offset);
+  }
 }
 
 export interface SnowflakeOptions {
@@ -201,8 +218,13 @@ export class SequoiaClient {
   private msOnReserveDone = 0;
   /** Tags the servers last answered TAG_NOT_FOUND for while IDs of them are still held. */
   private readonly missing = new Set<string>();
+  private readonly clock: Clock;
+  private readonly timers: Timers;
 
   constructor(opts: ClientOptions) {
+    const clock = (this.clock = opts.clock ?? systemClock);
+    this.timers = opts.timers ?? systemTimers;
+    const random = opts.random ?? systemRandom;
     const urls = opts.urls ?? (opts.url !== undefined ? [opts.url] : []);
     if (urls.length === 0) throw new InvalidArgumentError('createClient needs `url` or `urls`');
     const timeoutMs = opts.timeoutMs ?? 2000;
@@ -254,7 +276,9 @@ export class SequoiaClient {
       retry,
       fetch: opts.fetch ?? globalThis.fetch,
       signal: this.controller.signal,
-      random: Math.random,
+      random: () => randomUnit(random),
+      clock,
+      timers: this.timers,
     });
     this.warm = opts.tags ?? [];
     if (!this.leaf)
@@ -368,7 +392,7 @@ export class SequoiaClient {
    * each tag's buffer, reserve and state.
    */
   stats(): ClientStats {
-    const now = performance.now();
+    const now = monotonicMs(this.clock);
     let ms = this.msOnReserveDone;
     const tags: Record<string, TagStats> = {};
     for (const [tag, b] of this.buffers) {
@@ -455,7 +479,7 @@ export class SequoiaClient {
       const loads = [...this.buffers.values()].map((b) => b.loading).filter((p) => p !== undefined);
       for (const r of this.reserves.values()) {
         if (r.refilling !== undefined) loads.push(r.refilling);
-        if (r.since !== undefined) this.msOnReserveDone += performance.now() - r.since;
+        if (r.since !== undefined) this.msOnReserveDone += monotonicMs(this.clock) - r.since;
         r.since = undefined;
         r.ids.clear(); // an unused reserve becomes a gap (the store has no give-back of a client's range)
       }
@@ -477,11 +501,12 @@ export class SequoiaClient {
       tag,
       this.policy,
       (t, n) => this.bufferFetch(t, n),
-      () => performance.now(),
+      () => monotonicMs(this.clock),
+      this.timers,
     );
     this.buffers.set(tag, nb);
     if (this.reservePolicy !== undefined) this.reserves.set(tag, new TagReserve());
-    if (this.useFallback) this.fallbacks.set(tag, new TagFallback());
+    if (this.useFallback) this.fallbacks.set(tag, new TagFallback(this.clock));
     return nb;
   }
 
@@ -550,7 +575,7 @@ export class SequoiaClient {
   private noServer(r: TagReserve, e: unknown): void {
     r.down = true;
     r.lastError = e;
-    r.nextProbe = performance.now() + (this.reservePolicy?.probeMs ?? 0);
+    r.nextProbe = monotonicMs(this.clock) + (this.reservePolicy?.probeMs ?? 0);
   }
 
   /** A server answered for the tag: the outage (if any) is over, and the reserve is topped up to its target. */
@@ -561,7 +586,7 @@ export class SequoiaClient {
     if (r.down) {
       r.down = false;
       r.sent.clear();
-      if (r.since !== undefined) this.msOnReserveDone += performance.now() - r.since;
+      if (r.since !== undefined) this.msOnReserveDone += monotonicMs(this.clock) - r.since;
       r.since = undefined;
     }
     this.refill(tag, r);
@@ -576,14 +601,14 @@ export class SequoiaClient {
    */
   private leaseFallback(tag: string): void {
     const f = this.fallbacks.get(tag);
-    if (f === undefined || f.disabled || f.leasing !== undefined || performance.now() < f.renewAt) return;
+    if (f === undefined || f.disabled || f.leasing !== undefined || monotonicMs(this.clock) < f.renewAt) return;
     const body = f.held === undefined ? {} : { ...f.held, lastTick: f.issuer.lastTick };
-    const sent = Date.now();
+    const sent = this.clock.now();
     f.leasing = this.transport
       .post(`/v1/fallback/${encodeURIComponent(tag)}/lease`, body)
       .then(
         (text) => {
-          const received = Date.now();
+          const received = this.clock.now();
           const l = parseJson(text);
           const n = (k: string): number => {
             const v = l[k];
@@ -603,21 +628,21 @@ export class SequoiaClient {
           const ttl = expiresAtMs - grantedAtMs;
           // The store's clock is known to within half the round trip; the lease's margin must cover that.
           if (received - sent > (expiresAtMs - notAfterMs) / 2) {
-            f.renewAt = performance.now() + 1000;
+            f.renewAt = monotonicMs(this.clock) + 1000;
             return;
           }
           f.offset = grantedAtMs - (sent + received) / 2;
           f.held = { owner: l.owner, workerId, generation };
           f.issuer.setGrant({ workerId, notBeforeMs, notAfterMs });
-          f.renewAt = performance.now() + ttl / 3;
+          f.renewAt = monotonicMs(this.clock) + ttl / 3;
         },
         (e: unknown) => {
           if (e instanceof SequoiaError && e.code === 'NOT_FOUND') f.disabled = true;
-          else f.renewAt = performance.now() + 1000;
+          else f.renewAt = monotonicMs(this.clock) + 1000;
         },
       )
       .catch(() => {
-        f.renewAt = performance.now() + 1000;
+        f.renewAt = monotonicMs(this.clock) + 1000;
       })
       .finally(() => {
         f.leasing = undefined;
@@ -680,7 +705,7 @@ export class SequoiaClient {
    * Asks the servers again (in the background) at most every probeMs.
    */
   private takeReserve(b: TagBuffer, r: TagReserve, n: number): bigint[] {
-    const now = performance.now();
+    const now = monotonicMs(this.clock);
     if (now >= r.nextProbe && b.loading === undefined) {
       r.nextProbe = now + (this.reservePolicy?.probeMs ?? 0);
       b.load().catch(() => undefined); // success ends the outage (bufferFetch → serverAnswered)

@@ -18,6 +18,7 @@
  * else the end of the batch), so the check for "prefetch now?" costs nothing.
  */
 import { prefetchAfter } from '../core/segment/prefetch.js';
+import { systemTimers, type Timer, type Timers } from '../core/timers.js';
 
 export interface BatchPolicy {
   readonly minBatch: number;
@@ -36,7 +37,7 @@ export class TagBuffer {
   /** The in-flight fetch, shared by every caller that waits for it. */
   loading: Promise<void> | undefined;
   /** A background prefetch scheduled for the next turn of the event loop. */
-  private scheduled: NodeJS.Immediate | undefined;
+  private scheduled: Timer | undefined;
   /** No background prefetch before this time (after a failed one). */
   private quietUntil = 0;
   private curSince = 0;
@@ -52,6 +53,7 @@ export class TagBuffer {
     private readonly policy: BatchPolicy,
     private readonly fetchBatch: (tag: string, count: number) => Promise<bigint[]>,
     private readonly now: () => number,
+    private readonly timers: Timers = systemTimers,
   ) {
     this.batch = policy.initialBatch;
   }
@@ -136,7 +138,7 @@ export class TagBuffer {
     if (this.now() < this.quietUntil && this.waiting === 0) return;
     // Started on the next turn of the event loop: the call that crosses the 10%
     // mark stays O(1) (setting up requests and parsing happen outside it).
-    this.scheduled = setImmediate(() => {
+    this.scheduled = this.timers.after(0, () => {
       this.scheduled = undefined;
       this.load().catch(() => undefined);
     });
@@ -149,7 +151,7 @@ export class TagBuffer {
    */
   load(): Promise<void> {
     if (this.scheduled !== undefined) {
-      clearImmediate(this.scheduled);
+      this.scheduled.clear();
       this.scheduled = undefined;
     }
     if (this.loading) return this.loading;
@@ -176,7 +178,7 @@ export class TagBuffer {
 
   /** Forgets both batches (after close). */
   clear(): void {
-    if (this.scheduled !== undefined) clearImmediate(this.scheduled);
+    this.scheduled?.clear();
     this.scheduled = undefined;
     this.cur = EMPTY;
     this.next = undefined;

@@ -17,6 +17,8 @@
  */
 import { InvalidArgumentError, type SequoiaError, UnavailableError, errorFromCode } from '../core/errors.js';
 import { DRAINING_HEADER } from '../core/request-rules.js';
+import { type Clock, monotonicMs, systemClock } from '../core/clock.js';
+import { delay, systemTimers, type Timers } from '../core/timers.js';
 
 export interface RetryOptions {
   /** Attempts per call, across all URLs (default 6). */
@@ -35,7 +37,12 @@ export interface TransportOptions {
   readonly fetch: typeof fetch;
   /** Aborted by close(): in-flight requests and backoff sleeps end at once. */
   readonly signal: AbortSignal;
+  /** A number in [0, 1) for the backoff's jitter. */
   readonly random: () => number;
+  /** Default systemClock: cool-downs on its monotonic reading, Retry-After dates against its wall clock. */
+  readonly clock?: Clock;
+  /** Default systemTimers: backoff sleeps and the per-request timeout. */
+  readonly timers?: Timers;
 }
 
 /** The error every pending and later call gets once the client is closed. */
@@ -57,8 +64,12 @@ export class Transport {
   private preferred = 0;
   /** Per URL: no request before this time (a 503's Retry-After, a refused connection). */
   private readonly coolUntil: number[];
+  private readonly clock: Clock;
+  private readonly timers: Timers;
 
   constructor(private readonly opts: TransportOptions) {
+    this.clock = opts.clock ?? systemClock;
+    this.timers = opts.timers ?? systemTimers;
     if (opts.urls.length === 0) throw new InvalidArgumentError('at least one server URL is required');
     this.urls = opts.urls.map((u) => {
       let parsed: URL;
@@ -105,13 +116,13 @@ export class Transport {
     for (let attempt = 0; attempt < attempts; attempt++) {
       if (this.opts.signal.aborted) throw closedError();
       const i = this.pick();
-      const wait = this.coolUntil[i]! - performance.now();
+      const wait = this.coolUntil[i]! - monotonicMs(this.clock);
       // Backoff: full jitter over an exponentially growing window; a server's
       // Retry-After (recorded in coolUntil) is a floor when every URL cools.
       const backoff = attempt === 0 || skipBackoff ? 0 : this.opts.random() * Math.min(maxDelayMs, baseDelayMs * 2 ** (attempt - 1));
       const delay = Math.min(maxDelayMs, Math.max(wait, backoff));
       skipBackoff = false;
-      if (delay > 0) await sleep(delay, this.opts.signal);
+      if (delay > 0) await this.sleep(delay);
       if (this.opts.signal.aborted) throw closedError();
       const r = await this.once(i, path, body);
       if (typeof r === 'string') {
@@ -150,13 +161,18 @@ export class Transport {
       this.coolUntil[i] = 0;
       return;
     }
-    this.coolUntil[i] = Math.max(this.coolUntil[i]!, performance.now() + DRAINING_COOL_MS);
+    this.coolUntil[i] = Math.max(this.coolUntil[i]!, monotonicMs(this.clock) + DRAINING_COOL_MS);
     if (this.preferred === i) this.preferred = (i + 1) % this.urls.length;
+  }
+
+  /** A backoff sleep that ends early (resolving) when the client is closed. */
+  private sleep(ms: number): Promise<void> {
+    return delay(this.timers, ms, this.opts.signal);
   }
 
   /** The preferred URL unless it is cooling and another one is not. */
   private pick(): number {
-    const now = performance.now();
+    const now = monotonicMs(this.clock);
     const n = this.urls.length;
     for (let k = 0; k < n; k++) {
       const i = (this.preferred + k) % n;
@@ -178,7 +194,12 @@ export class Transport {
     body?: string,
   ): Promise<string | { draining: string } | { retry: boolean; error: SequoiaError; refused?: boolean }> {
     const url = this.urls[i]! + path;
-    const signal = AbortSignal.any([this.opts.signal, AbortSignal.timeout(this.opts.timeoutMs)]);
+    // The request's timeout on the timer port (as AbortSignal.timeout would: unref, a TimeoutError).
+    const timeout = new AbortController();
+    const timer = this.timers
+      .after(this.opts.timeoutMs, () => timeout.abort(new DOMException('The operation was aborted due to timeout', 'TimeoutError')))
+      .unref();
+    const signal = AbortSignal.any([this.opts.signal, timeout.signal]);
     let res: Response;
     let text: string;
     try {
@@ -190,11 +211,12 @@ export class Transport {
       );
       text = await res.text();
     } catch (e) {
+      timer.clear();
       if (this.opts.signal.aborted) return { retry: false, error: closedError() };
       const timedOut = e instanceof Error && (e.name === 'TimeoutError' || e.name === 'AbortError');
       const reason = timedOut ? `no answer within ${this.opts.timeoutMs} ms` : describeNetworkError(e);
       // Not worth trying again at once (with several URLs a refused one is passed over longer: see send).
-      this.coolUntil[i] = performance.now() + this.opts.retry.baseDelayMs;
+      this.coolUntil[i] = monotonicMs(this.clock) + this.opts.retry.baseDelayMs;
       // The code stays STORE_UNAVAILABLE (callers branch on it); the message says it is the
       // Sequoia server that cannot be reached, not its store.
       return {
@@ -207,23 +229,25 @@ export class Transport {
         ),
       };
     }
+    timer.clear();
     if (res.status === 200 || (body !== undefined && res.status >= 200 && res.status < 300)) {
       return res.headers.get(DRAINING_HEADER) === null ? text : { draining: text };
     }
-    const retryAfterMs = parseRetryAfter(res.headers.get('retry-after'));
+    const retryAfterMs = parseRetryAfter(res.headers.get('retry-after'), this.clock.now());
     const error = parseError(res.status, text, retryAfterMs, this.urls[i]!);
     const retry = res.status === 503 || res.status === 429 || res.status === 502 || res.status === 504;
-    if (retry) this.coolUntil[i] = performance.now() + Math.min(this.opts.retry.maxDelayMs, retryAfterMs ?? this.opts.retry.baseDelayMs);
+    if (retry)
+      this.coolUntil[i] = monotonicMs(this.clock) + Math.min(this.opts.retry.maxDelayMs, retryAfterMs ?? this.opts.retry.baseDelayMs);
     return { retry, error };
   }
 }
 
-/** Seconds (or an HTTP date) to ms; undefined when absent or malformed. */
-export function parseRetryAfter(v: string | null): number | undefined {
+/** Seconds (or an HTTP date, against `nowMs`) to ms; undefined when absent or malformed. */
+export function parseRetryAfter(v: string | null, nowMs = systemClock.now()): number | undefined {
   if (v === null) return undefined;
   if (/^[0-9]+$/.test(v.trim())) return Number(v.trim()) * 1000;
   const t = Date.parse(v);
-  return Number.isNaN(t) ? undefined : Math.max(0, t - Date.now());
+  return Number.isNaN(t) ? undefined : Math.max(0, t - nowMs);
 }
 
 /** `{"error":{"code","message"}}` (JSON routes) or `CODE: message` (Leaf routes) into our error class. */
@@ -245,18 +269,4 @@ export function parseError(status: number, text: string, retryAfterMs: number | 
 function describeNetworkError(e: unknown): string {
   const cause = (e as { cause?: { code?: string; message?: string } }).cause;
   return cause?.code ?? cause?.message ?? (e instanceof Error ? e.message : String(e));
-}
-
-/** setTimeout as a promise that ends early (resolving) when `signal` aborts; leaves no timer behind. */
-export function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal.aborted) return resolve();
-    const done = () => {
-      clearTimeout(t);
-      signal.removeEventListener('abort', done);
-      resolve();
-    };
-    const t = setTimeout(done, ms);
-    signal.addEventListener('abort', done, { once: true });
-  });
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { PooledSystemRandom } from './random.js';
+import { PooledSystemRandom, type Random, randomUnit } from './random.js';
 
 describe('PooledSystemRandom', () => {
   it('fills small and large requests, never handing out the same pool bytes twice', () => {
@@ -31,5 +31,15 @@ describe('PooledSystemRandom', () => {
 
   it('rejects a silly pool size', () => {
     expect(() => new PooledSystemRandom(10)).toThrow(RangeError);
+  });
+});
+
+describe('randomUnit', () => {
+  const bytes = (first: number, rest: number): Random => ({ fill: (b) => b.fill(rest).fill(first, 0, 1) });
+  it('maps the bytes to [0, 1) with 53 bits, high bits first, like Math.random', () => {
+    expect(randomUnit(bytes(0, 0))).toBe(0);
+    expect(randomUnit(bytes(0x80, 0))).toBe(0.5);
+    expect(randomUnit(bytes(0xc0, 0))).toBe(0.75);
+    expect(randomUnit(bytes(0xff, 0xff))).toBe(1 - 2 ** -53);
   });
 });

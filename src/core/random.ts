@@ -57,3 +57,16 @@ export class PooledSystemRandom implements Random {
 
 /** The process-wide system random source (wired at the edge, like `systemClock`). */
 export const systemRandom: Random = new PooledSystemRandom();
+
+const unitBytes = new Uint8Array(7);
+
+/** A number in [0, 1) from `random`, as Math.random gives (53 bits). For rare draws (a jitter): it fills 7 bytes each call. */
+export function randomUnit(random: Random): number {
+  random.fill(unitBytes);
+  let hi = 0;
+  for (let i = 0; i < 3; i++) hi = hi * 256 + unitBytes[i]!;
+  let lo = 0;
+  for (let i = 3; i < 7; i++) lo = lo * 256 + unitBytes[i]!;
+  // The top 21 bits of the first three bytes and 32 more: 53 bits, scaled by 2^-53.
+  return ((hi >>> 3) * 2 ** 32 + lo) / 2 ** 53;
+}

@@ -10,6 +10,7 @@
  */
 import { monotonicMs } from '../core/clock.js';
 import { SequoiaError, UnavailableError } from '../core/errors.js';
+import { systemTimers, type Timer, type Timers } from '../core/timers.js';
 import type { Id } from '../core/id.js';
 import { type Segment, SegmentBuffer, segmentSize } from '../core/segment/segment-buffer.js';
 import { nextStep } from '../core/segment/step-policy.js';
@@ -22,13 +23,14 @@ export class BufferedTagAllocator implements TagAllocator {
   private readonly instance = newInstance();
   private readonly buffer = new SegmentBuffer();
   private readonly deps: TagAllocatorDeps;
+  private readonly timers: Timers;
   private readonly guard: TagGuard;
   private inflight: Promise<void> | undefined;
   private lastError: SequoiaError | undefined;
   private consecutiveFailures = 0;
   /** Monotonic ms: no load before it after a failure. */
   private nextLoadAllowedAt = Number.NEGATIVE_INFINITY;
-  private retryTimer: NodeJS.Timeout | undefined;
+  private retryTimer: Timer | undefined;
   private lastStep: number | undefined;
   /** Wall-clock time of the last load (shown), and its monotonic reading (for the step policy's "how long did it last"). */
   private lastLoadAt: number | undefined;
@@ -52,6 +54,7 @@ export class BufferedTagAllocator implements TagAllocator {
   constructor(tag: string, deps: TagAllocatorDeps) {
     this.tag = tag;
     this.deps = deps;
+    this.timers = deps.timers ?? systemTimers;
     this.guard = new TagGuard(tag, deps, () => {
       this.lastError = undefined;
       this.nextLoadAllowedAt = Number.NEGATIVE_INFINITY;
@@ -116,7 +119,7 @@ export class BufferedTagAllocator implements TagAllocator {
     }
     this.guard.close(reason);
     this.dropBuffer();
-    if (this.retryTimer) clearTimeout(this.retryTimer);
+    this.retryTimer?.clear();
   }
 
   /**
@@ -135,7 +138,7 @@ export class BufferedTagAllocator implements TagAllocator {
     this.mayGiveBack = false;
     const { store, logger } = this.deps;
     // A load in flight at close() is dropped on arrival (see doLoad) but its range is ours to give back too.
-    if (this.inflight) await settlesWithin(this.inflight, 1000);
+    if (this.inflight) await settlesWithin(this.timers, this.inflight, 1000);
     let tail = this.tail;
     const late = this.late;
     // Joined only within one creation of the tag: a late range of a tag created again never lets the old tail go back with it.
@@ -210,7 +213,7 @@ export class BufferedTagAllocator implements TagAllocator {
         void this.load();
       }
       const left = deadline - monotonicMs(clock);
-      if (left <= 0 || !(await settlesWithin(this.inflight, left))) {
+      if (left <= 0 || !(await settlesWithin(this.timers, this.inflight, left))) {
         throw new UnavailableError(
           'SEGMENTS_EXHAUSTED',
           `tag ${JSON.stringify(this.tag)}: both segments are used up and the store did not answer within ${options.loadTimeoutMs} ms`,
@@ -233,15 +236,15 @@ export class BufferedTagAllocator implements TagAllocator {
   /** One load: each step below either hands over to the next or ends the load (refused, failed, or closed meanwhile). */
   private async doLoad(): Promise<void> {
     const startedAt = this.deps.clock.now();
-    const t0 = performance.now();
     const startedMono = monotonicMs(this.deps.clock);
+    const t0 = startedMono;
     const step = this.stepAt(startedMono);
     try {
       const floor = await this.guard.floor();
       // Closed while the marks were read (off the event loop): no range is taken for nobody.
       if (this.guard.closed) return;
       const alloc = await this.allocate(step);
-      const ms = performance.now() - t0;
+      const ms = monotonicMs(this.deps.clock) - t0;
       this.lastAnswer = { fenceEpoch: alloc.fenceEpoch, generation: alloc.generation };
       if (this.guard.closed) return this.keepLate(alloc);
       const previousGeneration = this.noteGeneration(alloc);
@@ -256,7 +259,7 @@ export class BufferedTagAllocator implements TagAllocator {
     } catch (e) {
       // A rollback recorded earlier (by another process or run) and not fenced since: refused without allocating.
       const refusal = this.guard.current;
-      if (refusal !== undefined && e === refusal) this.refused(refusal, performance.now() - t0);
+      if (refusal !== undefined && e === refusal) this.refused(refusal, monotonicMs(this.deps.clock) - t0);
       else this.recordFailure(e, t0);
     }
   }
@@ -352,15 +355,17 @@ export class BufferedTagAllocator implements TagAllocator {
     this.loadFailures++;
     this.consecutiveFailures++;
     const delay = Math.min(options.maxRetryDelayMs, options.minRetryDelayMs * 2 ** (this.consecutiveFailures - 1));
-    this.nextLoadAllowedAt = monotonicMs(clock) + delay;
-    this.deps.onLoad?.(this.tag, false, (performance.now() - t0) / 1000);
+    const now = monotonicMs(clock);
+    this.nextLoadAllowedAt = now + delay;
+    this.deps.onLoad?.(this.tag, false, (now - t0) / 1000);
     logger.warn({ tag: this.tag, code: err.code, err: err.message, retryInMs: delay }, 'segment load failed');
-    if (this.retryTimer) clearTimeout(this.retryTimer);
-    this.retryTimer = setTimeout(() => {
-      this.retryTimer = undefined;
-      this.buffer.rearm();
-    }, delay);
-    this.retryTimer.unref();
+    this.retryTimer?.clear();
+    this.retryTimer = this.timers
+      .after(delay, () => {
+        this.retryTimer = undefined;
+        this.buffer.rearm();
+      })
+      .unref();
   }
 
   private dropBuffer(): void {
@@ -395,15 +400,15 @@ function generationNote(previous: string | undefined, now: string): string {
 }
 
 /** Resolves true when `p` settles within `ms`, false on timeout. */
-async function settlesWithin(p: Promise<unknown> | undefined, ms: number): Promise<boolean> {
+async function settlesWithin(timers: Timers, p: Promise<unknown> | undefined, ms: number): Promise<boolean> {
   if (!p) return true;
-  let timer: NodeJS.Timeout | undefined;
+  let timer: Timer | undefined;
   const timeout = new Promise<false>((resolve) => {
-    timer = setTimeout(() => resolve(false), ms);
+    timer = timers.after(ms, () => resolve(false));
   });
   try {
     return await Promise.race([p.then(() => true), timeout]);
   } finally {
-    clearTimeout(timer);
+    timer?.clear();
   }
 }

@@ -4,7 +4,6 @@
  * worker id while servers answer, and the tag's segment IDs are held below
  * 2^62 so that they never reach the fallback IDs.
  */
-import { randomUUID } from 'node:crypto';
 import { InvalidArgumentError, SequoiaError, UnavailableError } from '../core/errors.js';
 import {
   FALLBACK_EPOCH_MS,
@@ -16,6 +15,8 @@ import {
   fallbackLeaseSpace,
   fallbackNotAfterMs,
 } from '../core/fallback/fallback-space.js';
+import { type Random, systemRandom } from '../core/random.js';
+import { UuidV4Generator } from '../core/uuid/uuid-v4.js';
 import type { LeaseRecord, WorkerLeaseStore } from '../ports/worker-lease-store.js';
 import type { SegmentStore } from '../ports/segment-store.js';
 
@@ -60,6 +61,8 @@ const LAYOUT = {
 
 export class FallbackLeases {
   private readonly tags: ReadonlySet<string>;
+  /** Makes each owner unique (a client that restarts with the same name is another holder). */
+  private readonly owners: UuidV4Generator;
 
   constructor(
     private readonly o: {
@@ -67,9 +70,12 @@ export class FallbackLeases {
       readonly ttlMs: number;
       /** The store's lease table; undefined when the store cannot hold leases (the route then refuses). */
       readonly leases: () => WorkerLeaseStore | undefined;
+      /** Default the system CSPRNG (a simulator injects a seeded one). */
+      readonly random?: Random;
     },
   ) {
     this.tags = new Set(o.tags);
+    this.owners = new UuidV4Generator({ random: o.random ?? systemRandom, poolSize: 256 });
   }
 
   enabled(tag: string): boolean {
@@ -86,7 +92,7 @@ export class FallbackLeases {
       if (r !== undefined) return this.answer(tag, req.owner, r, -1);
       // Changed hands (the holder was away past its lease): a fresh id below.
     }
-    const owner = `${who.slice(0, 100)}/${randomUUID()}`;
+    const owner = `${who.slice(0, 100)}/${this.owners.next()}`;
     const r = await store.acquire({ space, owner, ttlMs: this.o.ttlMs, workerCount: FALLBACK_WORKERS });
     if ('refused' in r)
       throw new UnavailableError('LEASE_LOST', `no fallback worker id of tag ${JSON.stringify(tag)} is free: ${r.refused}`, {

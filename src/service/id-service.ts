@@ -15,6 +15,7 @@ import type { Id } from '../core/id.js';
 import { assertIdValue, assertStep, assertTag, TAG_PATTERN } from '../core/validate.js';
 import { MULTI_META_TAG } from '../core/segment/multi-meta-tag.js';
 import { type Clock, monotonicMs, systemClock } from '../core/clock.js';
+import { systemTimers, type Timer, type Timers } from '../core/timers.js';
 import type { HighWaterMarkStore } from '../ports/high-water-mark-store.js';
 import { silentLogger } from '../core/silent-logger.js';
 import type { Logger } from '../ports/logger.js';
@@ -28,6 +29,8 @@ export interface IdServiceOptions {
   readonly store: SegmentStore;
   readonly marks: HighWaterMarkStore;
   readonly clock?: Clock;
+  /** Where the refresh, retry and wait timers run. Default node's timers (a simulator injects its own). */
+  readonly timers?: Timers;
   readonly logger?: Logger;
   readonly allocator?: Partial<TagAllocatorOptions>;
   /** How often the tag list is re-read from the store. Default 60,000 ms; 0 disables. */
@@ -57,6 +60,7 @@ export class IdService {
   readonly store: SegmentStore;
   private readonly marks: HighWaterMarkStore;
   private readonly clock: Clock;
+  private readonly timers: Timers;
   private readonly logger: Logger;
   private readonly allocatorOptions: TagAllocatorOptions;
   private readonly refreshIntervalMs: number;
@@ -74,7 +78,7 @@ export class IdService {
   private lastListAt = -Infinity;
   private lookupWindowStart = Number.NEGATIVE_INFINITY;
   private lookupsInWindow = 0;
-  private refreshTimer: NodeJS.Timeout | undefined;
+  private refreshTimer: Timer | undefined;
   private started = false;
   /** Wall-clock ms the service was made, and its monotonic reading then (for uptime). */
   readonly startedAt: number;
@@ -84,6 +88,7 @@ export class IdService {
     this.store = options.store;
     this.marks = options.marks;
     this.clock = options.clock ?? systemClock;
+    this.timers = options.timers ?? systemTimers;
     this.logger = options.logger ?? silentLogger;
     this.allocatorOptions = { ...DEFAULT_ALLOCATOR_OPTIONS, ...options.allocator };
     this.refreshIntervalMs = options.refreshIntervalMs ?? 60_000;
@@ -127,10 +132,11 @@ export class IdService {
     this.started = true;
     await this.refresh();
     if (this.refreshIntervalMs > 0) {
-      this.refreshTimer = setInterval(() => {
-        this.refresh().catch((e: unknown) => this.logger.warn({ err: String(e) }, 'tag refresh failed'));
-      }, this.refreshIntervalMs);
-      this.refreshTimer.unref();
+      this.refreshTimer = this.timers
+        .every(this.refreshIntervalMs, () => {
+          this.refresh().catch((e: unknown) => this.logger.warn({ err: String(e) }, 'tag refresh failed'));
+        })
+        .unref();
     }
   }
 
@@ -322,7 +328,7 @@ export class IdService {
 
   /** Stops serving every tag, gives unused tails back (unless disabled), closes the store. */
   async close(): Promise<void> {
-    if (this.refreshTimer) clearInterval(this.refreshTimer);
+    this.refreshTimer?.clear();
     const closed = [...this.allocators.values()];
     // Requests still waiting on a tag are told to retry elsewhere, not that the tag is gone.
     const shuttingDown = new UnavailableError('SHUTTING_DOWN', 'the server is shutting down; retry', { retryAfterMs: 1000 });
@@ -385,6 +391,7 @@ export class IdService {
       store: this.store,
       marks: this.marks,
       clock: this.clock,
+      timers: this.timers,
       logger: this.logger,
       options: this.allocatorOptions,
       onLoad: this.onLoad,

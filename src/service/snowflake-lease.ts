@@ -4,7 +4,9 @@
  * every tick this worker may issue), loss (a refused renewal: the id changed
  * hands, so the generator is revoked at once) and release with the last tick.
  */
+import { monotonicMs, systemClock } from '../core/clock.js';
 import { SequoiaError, UnavailableError } from '../core/errors.js';
+import { systemTimers, type Timer, type Timers } from '../core/timers.js';
 import type { SnowflakeGenerator } from '../core/snowflake/generator.js';
 import type { Layout } from '../core/snowflake/layout.js';
 import type { Logger } from '../ports/logger.js';
@@ -15,7 +17,7 @@ const RENEWAL_WARN_EVERY_MS = 5000;
 export class LeasedWorker {
   grants: WorkerGrant[];
   lost = false;
-  private timer: NodeJS.Timeout | undefined;
+  private timer: Timer | undefined;
   private renewing: Promise<void> | undefined;
   /** Renewal failures are logged once per RENEWAL_WARN_EVERY_MS, with how many failed since: requests renew on demand, many a second. */
   private lastWarnAt = Number.NEGATIVE_INFINITY;
@@ -30,16 +32,20 @@ export class LeasedWorker {
     private readonly logger: Logger,
     /** Told once when the lease is lost, before the loss is logged. */
     private readonly onLost: (w: LeasedWorker) => void,
+    private readonly timers: Timers = systemTimers,
+    /** Monotonic ms, for spacing the renewal warnings. */
+    private readonly monotonic: () => number = () => monotonicMs(systemClock),
   ) {
     this.grants = grants;
   }
 
   /** Renews in the background every `everyMs` (failures are logged by `renew`). */
   renewEvery(everyMs: number): void {
-    this.timer = setInterval(() => {
-      void this.renew().catch(() => {});
-    }, everyMs);
-    this.timer.unref();
+    this.timer = this.timers
+      .every(everyMs, () => {
+        void this.renew().catch(() => {});
+      })
+      .unref();
   }
 
   /** Renews every grant, reserving ticks up to `wantTick` at least. One renewal at a time. */
@@ -65,7 +71,7 @@ export class LeasedWorker {
         }
         // The store is unreachable: keep the current deadline; the generator stops by itself when it passes.
         this.failedSinceWarn++;
-        const now = performance.now();
+        const now = this.monotonic();
         if (now - this.lastWarnAt >= RENEWAL_WARN_EVERY_MS) {
           this.logger.warn(
             { layout: this.layout.name, err: e instanceof Error ? e.message : String(e), failures: this.failedSinceWarn },
@@ -88,7 +94,7 @@ export class LeasedWorker {
    * primary's tick (backup-worker) must not be released with the primary's.
    */
   async close(): Promise<void> {
-    if (this.timer) clearInterval(this.timer);
+    this.timer?.clear();
     this.generator.revoke();
     await this.renewing?.catch(() => {});
     if (this.lost) return;
@@ -115,7 +121,7 @@ export class LeasedWorker {
     if (this.lost) return;
     this.lost = true;
     this.generator.revoke();
-    if (this.timer) clearInterval(this.timer);
+    this.timer?.clear();
     this.onLost(this);
     this.logger.error(
       { layout: this.layout.name, workerId: this.generator.workerId, err: e.message },

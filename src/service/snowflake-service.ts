@@ -15,7 +15,8 @@
 import { ClockError, SequoiaError, UnavailableError } from '../core/errors.js';
 import { type ClockEvent, type ClockPolicy, SnowflakeGenerator, type Wait } from '../core/snowflake/generator.js';
 import { DEFAULT_LAYOUT, type Layout, PRESETS, getLayout, idSpaceExhausted, remainingSeconds } from '../core/snowflake/layout.js';
-import { type Clock, systemClock } from '../core/clock.js';
+import { type Clock, monotonicMs, systemClock } from '../core/clock.js';
+import { delay, systemTimers, type Timers } from '../core/timers.js';
 import { silentLogger } from '../core/silent-logger.js';
 import type { Logger } from '../ports/logger.js';
 import { type Random, systemRandom } from '../core/random.js';
@@ -40,8 +41,11 @@ export interface SnowflakeServiceOptions {
   /** Reserved ids per layout for backup-worker. Default 1 with that policy, else 0. */
   readonly backupWorkers?: number;
   readonly clock?: Clock;
+  /** Where the lease renewals and the waits run. Default node's timers (a simulator injects its own). */
+  readonly timers?: Timers;
   readonly random?: Random;
   readonly logger?: Logger;
+  /** Monotonic ms. Default the clock's monotonic reading (`monotonicMs(clock)`). */
   readonly monotonic?: () => number;
   /** Warn (at start, in the logs) when a layout has less than this left, seconds. Default five years. */
   readonly lifetimeWarningSeconds?: number;
@@ -71,6 +75,7 @@ export class SnowflakeService {
   private readonly maxWaitMs: number;
   private readonly backupWorkers: number;
   private readonly clock: Clock;
+  private readonly timers: Timers;
   private readonly random: Random;
   private readonly logger: Logger;
   private readonly mono: () => number;
@@ -91,10 +96,11 @@ export class SnowflakeService {
     this.clockPolicy = o.clockPolicy ?? 'wait';
     this.maxWaitMs = o.maxWaitMs ?? 1000;
     this.backupWorkers = o.backupWorkers ?? (this.clockPolicy === 'backup-worker' ? 1 : 0);
-    this.clock = o.clock ?? systemClock;
+    const clock = (this.clock = o.clock ?? systemClock);
+    this.timers = o.timers ?? systemTimers;
     this.random = o.random ?? systemRandom;
     this.logger = o.logger ?? silentLogger;
-    this.mono = o.monotonic ?? (() => performance.now());
+    this.mono = o.monotonic ?? (() => monotonicMs(clock));
     this.lifetimeWarning = o.lifetimeWarningSeconds ?? 5 * 365 * 86_400;
     this.acquireRetryMs = o.acquireRetryMs ?? 5000;
   }
@@ -209,18 +215,18 @@ export class SnowflakeService {
           // (stopped: frozen by libfaketime, a stalled VM) is waited for with timers, so the
           // event loop turns, and counts as a clock behind: the request is refused after the
           // policy's wait instead of spinning for ever.
-          if (id.waitMs <= 2 && stalled === 0 && spinUntilTickAfter(w.generator)) break;
+          if (id.waitMs <= 2 && stalled === 0 && spinUntilTickAfter(w.generator, this.mono)) break;
           stalled += Math.max(1, id.waitMs);
           if (stalled > this.maxWaitMs + 50 + w.generator.layout.unitMs) {
             throw new ClockError(`the clock has not moved to the next tick for ${stalled} ms`, { retryAfterMs: Math.max(1, id.waitMs) });
           }
-          await sleep(Math.max(1, id.waitMs));
+          await this.sleep(id.waitMs);
           break;
         case 'clock':
           clockWaited += id.waitMs;
           if (clockWaited > this.maxWaitMs + 50)
             throw new ClockError(`the clock stayed behind the last tick for ${clockWaited} ms`, { retryAfterMs: id.waitMs });
-          await sleep(id.waitMs);
+          await this.sleep(id.waitMs);
           break;
         case 'ceiling':
           if (renewals++ > 20)
@@ -308,7 +314,17 @@ export class SnowflakeService {
       validUntil: Math.min(...grants.map((g) => g.validUntil)),
       onClockEvent: (e) => this.logger.warn({ layout: name, ...e }, CLOCK_EVENT_MESSAGES[e.kind]),
     });
-    const w = new LeasedWorker(layout, space, generator, grants, this.provider, this.logger, (lw) => this.forget(lw));
+    const w = new LeasedWorker(
+      layout,
+      space,
+      generator,
+      grants,
+      this.provider,
+      this.logger,
+      (lw) => this.forget(lw),
+      this.timers,
+      this.mono,
+    );
     if (this.provider.leased) {
       await w.renew();
       w.renewEvery(Math.max(100, Math.floor((this.provider.ttlMs ?? 10_000) / 3)));
@@ -345,6 +361,11 @@ export class SnowflakeService {
   }
 
   /** A lost worker stops counting as the layout's current one; its totals stay in the report. */
+  /** At least 1 ms, as node's setTimeout waits: a wait of 0 must still let the clock move. */
+  private sleep(ms: number): Promise<void> {
+    return delay(this.timers, Math.max(1, ms));
+  }
+
   private forget(w: LeasedWorker): void {
     if (this.workers.get(w.layout.name) === w) {
       this.workers.delete(w.layout.name);
@@ -411,16 +432,19 @@ function shuttingDown(): UnavailableError {
   return new UnavailableError('SHUTTING_DOWN', 'the snowflake service is closed: the server is shutting down', { retryAfterMs: 1000 });
 }
 
-function sleep(ms: number): Promise<void> {
-  return new Promise((r) => setTimeout(r, ms));
-}
-
-/** Busy-waits (≤ 3 ms) until the clock reads a tick after the generator's last; false when it did not. */
-function spinUntilTickAfter(g: SnowflakeGenerator): boolean {
-  const until = performance.now() + 3;
+/**
+ * Busy-waits (≤ 3 ms) until the clock reads a tick after the generator's
+ * last; false when it did not. Also bounded in turns: a simulated clock does
+ * not move while this runs, and must not hold it for ever.
+ */
+function spinUntilTickAfter(g: SnowflakeGenerator, mono: () => number): boolean {
+  const until = mono() + 3;
   const last = g.lastIssuedTick;
-  while (g.currentTick() <= last) {
-    if (performance.now() >= until) return false;
+  for (let turns = 0; g.currentTick() <= last; turns++) {
+    if (turns >= SPIN_TURNS_MAX || mono() >= until) return false;
   }
   return true;
 }
+
+/** Far more turns than 3 ms of the real clock take; reached only by a clock that does not move. */
+const SPIN_TURNS_MAX = 1_000_000;

@@ -10,7 +10,7 @@
  * answers, ONE write of `max_id = max_id + n` (n = the sum of their counts)
  * takes them all; each request gets its own consecutive slice, in arrival
  * order. A request that finds no write in flight waits for the end of the
- * current event-loop turn (`setImmediate`), so requests parsed in the same
+ * current event-loop turn (`timers.after(0)`: setImmediate), so requests parsed in the same
  * turn share a write too. The order promise holds because every request of a
  * batch was sent before the batch's write was sent: whatever was answered
  * before that request was sent came from an earlier commit, hence is smaller;
@@ -40,7 +40,9 @@
  * batches recorded together are each checked against their own floor
  * (`TagGuard.admitAll`), and one record covers them all.
  */
+import { monotonicMs } from '../core/clock.js';
 import { SequoiaError, UnavailableError } from '../core/errors.js';
+import { systemTimers, type Timers } from '../core/timers.js';
 import { type Id, toId } from '../core/id.js';
 import type { Allocation } from '../ports/segment-store.js';
 import { newInstance, snapshotOf, type TagAllocator, type TagAllocatorDeps, type TagAllocatorSnapshot } from './tag-allocator.js';
@@ -66,6 +68,7 @@ export class StrictTagAllocator implements TagAllocator {
   readonly tag: string;
   private readonly instance = newInstance();
   private readonly deps: TagAllocatorDeps;
+  private readonly timers: Timers;
   private readonly guard: TagGuard;
   private ops = 0;
   private failures = 0;
@@ -89,6 +92,7 @@ export class StrictTagAllocator implements TagAllocator {
   constructor(tag: string, deps: TagAllocatorDeps) {
     this.tag = tag;
     this.deps = deps;
+    this.timers = deps.timers ?? systemTimers;
     this.guard = new TagGuard(tag, deps);
   }
 
@@ -160,7 +164,7 @@ export class StrictTagAllocator implements TagAllocator {
       if (!this.writing && !this.scheduled) {
         this.scheduled = true;
         // After this poll phase: every request parsed with this one joins its write.
-        setImmediate(() => {
+        this.timers.after(0, () => {
           this.scheduled = false;
           this.pump();
         });
@@ -187,7 +191,7 @@ export class StrictTagAllocator implements TagAllocator {
     let total = 0;
     for (const r of batch) total += r.n;
     const { store, clock } = this.deps;
-    const t0 = performance.now();
+    const t0 = monotonicMs(clock);
     try {
       // Server-wide, read before sending (see the class comment); off the event loop. Throws a refusal
       // that arose while these requests waited (a rollback seen by an earlier batch, a close), or one recorded earlier.
@@ -199,7 +203,7 @@ export class StrictTagAllocator implements TagAllocator {
       } finally {
         this.ops++;
         this.lastOpAt = clock.now();
-        this.lastOpMs = performance.now() - t0;
+        this.lastOpMs = monotonicMs(clock) - t0;
       }
       if ((a.stride ?? 1) !== 1) {
         throw new UnavailableError('STORE_UNAVAILABLE', 'strict tags need a single store, not a multi-store set');

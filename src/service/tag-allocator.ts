@@ -5,6 +5,7 @@
  */
 import type { Id } from '../core/id.js';
 import type { Clock } from '../core/clock.js';
+import type { Timers } from '../core/timers.js';
 import type { SequoiaError } from '../core/errors.js';
 import type { HighWaterMarkStore } from '../ports/high-water-mark-store.js';
 import type { Logger } from '../ports/logger.js';
@@ -71,6 +72,8 @@ export interface TagAllocatorDeps {
   readonly store: SegmentStore;
   readonly marks: HighWaterMarkStore;
   readonly clock: Clock;
+  /** Default node's timers (systemTimers). */
+  readonly timers?: Timers;
   readonly logger: Logger;
   readonly options: TagAllocatorOptions;
   /** Called after every load attempt (for metrics). */

@@ -26,7 +26,7 @@
  *   below the clock, and keep issuing there; throw when none is.
  */
 import { ClockError, InvalidArgumentError, UnavailableError } from '../errors.js';
-import type { Clock } from '../clock.js';
+import { type Clock, monotonicMs } from '../clock.js';
 import { type Random, systemRandom } from '../random.js';
 import { assertShard } from '../request-rules.js';
 import { type Layout, idSpaceExhausted, splitWorker } from './layout.js';
@@ -86,7 +86,7 @@ export interface SnowflakeGeneratorOptions {
   readonly ceilingTick?: number;
   /** Monotonic ms until which issuing is allowed (a lease); default forever. */
   readonly validUntil?: number;
-  /** Monotonic clock for `validUntil`. Default performance.now. */
+  /** Monotonic clock for `validUntil`. Default the clock's monotonic reading (`monotonicMs(clock)`). */
   readonly monotonic?: () => number;
   /** Told of clock events (for logs); called on the rare path only. */
   readonly onClockEvent?: (e: ClockEvent) => void;
@@ -166,7 +166,8 @@ export class SnowflakeGenerator {
     const l = o.layout;
     this.layout = l;
     this.clock = o.clock;
-    this.monotonic = o.monotonic ?? (() => performance.now());
+    const clock = o.clock;
+    this.monotonic = o.monotonic ?? (() => monotonicMs(clock));
     this.onClockEvent = o.onClockEvent;
     this.clockPolicy = o.clockPolicy ?? 'wait';
     if (!(CLOCK_POLICIES as readonly string[]).includes(this.clockPolicy)) {

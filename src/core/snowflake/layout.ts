@@ -18,6 +18,7 @@
  * lifetime ends when the time field would reach it (`maxTick`), and after that
  * the generator refuses with ID_SPACE_EXHAUSTED. It never wraps or goes negative.
  */
+import { systemClock } from '../clock.js';
 import { InvalidArgumentError, UnavailableError } from '../errors.js';
 import { LAYOUT_NAME } from '../request-rules.js';
 
@@ -171,7 +172,7 @@ export interface ValidateOptions {
  *   { minLifetimeYears: 10 });
  */
 export function defineLayout(spec: LayoutSpec, options: ValidateOptions = {}): Layout {
-  const nowMs = options.nowMs ?? Date.now();
+  const nowMs = options.nowMs ?? systemClock.now();
   const { fields, lowBits, total, start } = checkSpec(spec, nowMs);
   const maxTick = Math.min(2 ** spec.timeBits - 1, MAX_TICK_SIGNED(lowBits));
   const endsAtMs = spec.epochMs + (maxTick + 1) * spec.unitMs;
@@ -330,7 +331,7 @@ export function defineLayouts(specs: unknown, options: ValidateOptions = {}): Ma
   if (specs === null || typeof specs !== 'object' || Array.isArray(specs)) {
     throw new InvalidArgumentError('layouts must be a JSON object of name → layout');
   }
-  const nowMs = options.nowMs ?? Date.now();
+  const nowMs = options.nowMs ?? systemClock.now();
   const problems: string[] = [];
   for (const [name, raw] of Object.entries(specs as Record<string, unknown>)) {
     if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) {
