@@ -57,12 +57,4 @@ export class Prng {
   fork(): Prng {
     return new Prng(this.u32());
   }
-
-  /** Fills `bytes` (the production `Random` port). */
-  fill(bytes: Uint8Array): void {
-    for (let i = 0; i < bytes.length; i += 4) {
-      const v = this.u32();
-      for (let k = 0; k < 4 && i + k < bytes.length; k++) bytes[i + k] = (v >>> (8 * k)) & 0xff;
-    }
-  }
 }

@@ -6,17 +6,8 @@
  * kept and nothing depends on real time. Events at the same instant are
  * ordered by a key drawn from the seed.
  */
+import type { Timer, Timers } from '../../src/core/timers.js';
 import type { Prng } from './prng.js';
-
-/** The shape of the production timer port (src/core/timers.ts); structural, so the sim needs no copy of it. */
-export interface SimTimer {
-  clear(): void;
-  unref(): SimTimer;
-}
-export interface SimTimersPort {
-  after(ms: number, fn: () => void): SimTimer;
-  every(ms: number, fn: () => void): SimTimer;
-}
 
 interface Event {
   readonly time: number;
@@ -75,13 +66,13 @@ export class Scheduler {
   }
 
   /** Timers of one process on simulated time. */
-  timersFor(proc: Proc): SimTimersPort {
-    const after = (ms: number, fn: () => void): SimTimer => {
+  timersFor(proc: Proc): Timers {
+    const after = (ms: number, fn: () => void): Timer => {
       const h = this.after(Math.max(0, ms), proc, fn);
-      const t: SimTimer = { clear: () => h.cancel(), unref: () => t };
+      const t: Timer = { clear: () => h.cancel(), unref: () => t };
       return t;
     };
-    const every = (ms: number, fn: () => void): SimTimer => {
+    const every = (ms: number, fn: () => void): Timer => {
       let h: { cancel(): void } | undefined;
       let stopped = false;
       const arm = (): void => {
@@ -92,7 +83,7 @@ export class Scheduler {
         });
       };
       arm();
-      const t: SimTimer = {
+      const t: Timer = {
         clear: () => {
           stopped = true;
           h?.cancel();

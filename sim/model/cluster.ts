@@ -159,12 +159,11 @@ export class Cluster {
     const proc = new Proc(`${w.name}#${++s.generation}`);
     w.proc = proc;
     w.state = 'starting';
-    const random = this.rng.fork();
-    const ports = { clock: s.clock, timers: this.sched.timersFor(proc), random: { fill: (b: Uint8Array) => random.fill(b) } };
     const service = new IdService({
       store: this.store.linkFor(proc),
       marks: s.dir.view(proc),
-      ...ports,
+      clock: s.clock,
+      timers: this.sched.timersFor(proc),
       allocator: { maxStep: this.mix.maxStep, loadTimeoutMs: 3000, minRetryDelayMs: 100, maxRetryDelayMs: 2000 },
       refreshIntervalMs: 20_000,
       strictTags: [STRICT_TAG],
