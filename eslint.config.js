@@ -61,7 +61,7 @@ export const LAYER_RULES = [
 
 export default tseslint.config(
   { ignores: untracked() },
-  { ignores: ['dist/**', 'dist-bench/**', 'dist-bench-tmp/**', 'dist-all/**', 'dist-torture/**', 'torture-out/**', 'node_modules/**', 'data/**', 'test-artifacts/**', 'examples/*/dist/**', 'examples/*/data/**'] },
+  { ignores: ['dist/**', 'dist-bench/**', 'dist-bench-tmp/**', 'dist-all/**', 'dist-torture/**', 'dist-sim/**', 'torture-out/**', 'node_modules/**', 'data/**', 'test-artifacts/**', 'examples/*/dist/**', 'examples/*/data/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

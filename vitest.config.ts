@@ -14,7 +14,7 @@ export default defineConfig({
     ],
   },
   test: {
-    include: ['src/**/*.test.ts', 'test/**/*.test.ts', 'torture/**/*.test.ts', 'examples/*/test/**/*.test.ts'],
+    include: ['src/**/*.test.ts', 'test/**/*.test.ts', 'torture/**/*.test.ts', 'sim/**/*.test.ts', 'examples/*/test/**/*.test.ts'],
     testTimeout: 60_000,
     hookTimeout: 60_000,
     // Integration suites share real databases and spawn servers; two cores do not

@@ -1,0 +1,122 @@
+/**
+ * `npm run sim`: runs seeds of the simulator and reports. Options:
+ * `--seed N` (one seed; `--trace FILE` writes its whole trace), `--seeds N`
+ * (how many, from `--first`, default 1), `--minutes M` (as many seeds as
+ * fit), `--plant NAME` (a planted bug on), `--hunt NAME` (the first seed
+ * that finds a planted bug), `--chaos-s S` (simulated seconds of faults per seed).
+ * Default: a fixed set of seeds within about a minute. Exit 0 clean, 1 a
+ * finding, 2 bad arguments.
+ */
+import { writeFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import { ACTIONS } from './model/cluster.js';
+import { PLANTS } from './plants.js';
+import { hunt } from './hunt.js';
+import { failureReport } from './report.js';
+import { runSeed } from './run.js';
+
+export const DEFAULT_SEEDS = 40;
+const DEFAULT_BUDGET_MS = 60_000;
+
+function usage(message: string): never {
+  process.stderr.write(
+    `sim: ${message}\nusage: npm run sim -- [--seed N | --seeds N [--first N] | --minutes M] [--plant ${Object.keys(PLANTS).join('|')}]\n`,
+  );
+  process.exit(2);
+}
+
+function int(name: string, v: string | undefined, min: number): number | undefined {
+  if (v === undefined) return undefined;
+  const n = Number(v);
+  if (!Number.isSafeInteger(n) || n < min) usage(`--${name} must be an integer of at least ${min}`);
+  return n;
+}
+
+async function main(): Promise<void> {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      options: {
+        seed: { type: 'string' },
+        seeds: { type: 'string' },
+        first: { type: 'string' },
+        minutes: { type: 'string' },
+        plant: { type: 'string' },
+        'chaos-s': { type: 'string' },
+        trace: { type: 'string' },
+        hunt: { type: 'string' },
+      },
+      strict: true,
+    });
+  } catch (e) {
+    usage((e as Error).message);
+  }
+  const v = parsed.values;
+  const plant = v.plant;
+  if (plant !== undefined && !PLANTS[plant]) usage(`--plant must be one of ${Object.keys(PLANTS).join(', ')}`);
+  const chaosS = int('chaos-s', v['chaos-s'], 1);
+  const opts = { plant, ...(chaosS === undefined ? {} : { chaosMs: chaosS * 1000 }) };
+  if (v.hunt !== undefined) {
+    if (!PLANTS[v.hunt]) usage(`--hunt must be one of ${Object.keys(PLANTS).join(', ')}`);
+    const h = await hunt(v.hunt, int('seeds', v.seeds, 1) ?? 100, opts);
+    if (h.found)
+      process.stdout.write(
+        `${failureReport(h.found)}\nfound by seed ${h.found.seed} (${h.seedsRun} seeds run; the same seed without the plant is clean)\n`,
+      );
+    else {
+      process.stdout.write(`plant ${v.hunt}: not found in ${h.seedsRun} seeds\n`);
+      process.exitCode = 1;
+    }
+    return;
+  }
+  const one = int('seed', v.seed, 0);
+  if (one !== undefined) {
+    const r = await runSeed(one, opts);
+    if (v.trace !== undefined) writeFileSync(v.trace, `${r.trace.join('\n')}\n`);
+    process.stdout.write(
+      `seed ${one}: ${r.events} events, ${(r.simMs / 1000).toFixed(0)} simulated s, ${r.answered} IDs, ${r.faults} faults; trace sha256 ${r.hash}\n`,
+    );
+    if (r.findings.length > 0) {
+      process.stdout.write(`${failureReport(r)}\n`);
+      process.exitCode = 1;
+    }
+    return;
+  }
+  const first = int('first', v.first, 0) ?? 1;
+  const minutes = int('minutes', v.minutes, 1);
+  const count = int('seeds', v.seeds, 1) ?? (minutes === undefined ? DEFAULT_SEEDS : Number.MAX_SAFE_INTEGER);
+  // --seeds N runs them all; the default set stops at about a minute.
+  const budget = minutes !== undefined ? minutes * 60_000 : v.seeds !== undefined ? Number.POSITIVE_INFINITY : DEFAULT_BUDGET_MS;
+  const t0 = performance.now();
+  const coverage = new Map<string, number>(ACTIONS.map((a) => [a, 0]));
+  let simMs = 0;
+  let ids = 0;
+  let faults = 0;
+  let n = 0;
+  let failed = 0;
+  for (let seed = first; n < count && performance.now() - t0 < budget; seed++, n++) {
+    const r = await runSeed(seed, opts);
+    simMs += r.simMs;
+    ids += r.answered;
+    faults += r.faults;
+    for (const [k, c] of r.coverage) coverage.set(k, (coverage.get(k) ?? 0) + c);
+    if (r.findings.length > 0) {
+      failed++;
+      process.stdout.write(`${failureReport(r)}\n`);
+    }
+  }
+  const wall = (performance.now() - t0) / 1000;
+  process.stdout.write(
+    [
+      `seeds run: ${n} (from ${first}), failed: ${failed}${plant === undefined ? '' : `, plant ${plant}`}`,
+      `simulated: ${(simMs / 1000).toFixed(0)} s in ${wall.toFixed(1)} s wall: ${(simMs / 1000 / wall).toFixed(0)} simulated s per real s, ${((n / wall) * 60).toFixed(0)} seeds a minute`,
+      `IDs answered: ${ids}; fault draws: ${faults}`,
+      'coverage (times fired):',
+      ...[...coverage].map(([k, c]) => `  ${k.padEnd(22)} ${c}${c === 0 ? '  <- never fired' : ''}`),
+      '',
+    ].join('\n'),
+  );
+  if (failed > 0 || [...coverage.values()].some((c) => c === 0)) process.exitCode = 1;
+}
+
+await main();
