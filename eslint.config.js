@@ -30,8 +30,45 @@ const siblingAdapter = {
 const restrict = (files, ...patterns) => ({
   files,
   ignores: ['**/*.test.ts'],
-  rules: { 'no-restricted-imports': ['error', { patterns }] },
+  rules: { 'no-restricted-imports': ['error', { patterns, ...(files.some(isClocked) ? { paths: PORT_IMPORTS } : {}) }] },
 });
+
+/**
+ * Time, timers and randomness are ports (docs/architecture.md): in these
+ * folders they come only from an injected Clock, Timers or Random, so a
+ * simulated scheduler can drive the code (issue 42). The system
+ * implementations have one home each: src/core/clock.ts, timers.ts, random.ts.
+ */
+const CLOCKED = ['src/core/**/*.ts', 'src/service/**/*.ts', 'src/client/**/*.ts', 'src/adapters/state-dir/**/*.ts', 'src/adapters/lease/**/*.ts', 'src/adapters/multi/**/*.ts'];
+function isClocked(glob) {
+  return CLOCKED.includes(glob);
+}
+const PORTS_MESSAGE = 'take it from an injected port (Clock, Timers, Random; see docs/architecture.md "Time, timers and randomness are ports")';
+const RANDOM_FUNCTIONS = ['randomBytes', 'randomFill', 'randomFillSync', 'randomInt', 'randomUUID', 'getRandomValues', 'webcrypto'];
+const PORT_IMPORTS = [
+  ...['node:timers', 'timers', 'node:timers/promises', 'timers/promises'].map((name) => ({ name, message: PORTS_MESSAGE })),
+  ...['node:crypto', 'crypto'].map((name) => ({ name, importNames: RANDOM_FUNCTIONS, message: PORTS_MESSAGE })),
+];
+const PORT_RULES = {
+  'no-restricted-globals': ['error', ...['setTimeout', 'setInterval', 'setImmediate'].map((name) => ({ name, message: PORTS_MESSAGE }))],
+  'no-restricted-properties': [
+    'error',
+    ...[
+      ['Date', 'now'],
+      ['performance', 'now'],
+      ['Math', 'random'],
+      ['crypto', 'getRandomValues'],
+      ['crypto', 'randomUUID'],
+    ].map(([object, property]) => ({ object, property, message: PORTS_MESSAGE })),
+  ],
+  'no-restricted-syntax': [
+    'error',
+    { selector: "NewExpression[callee.name='Date'][arguments.length=0]", message: `new Date() reads the clock: ${PORTS_MESSAGE}` },
+    { selector: 'MemberExpression[property.name=/^(setTimeout|setInterval|setImmediate)$/]', message: PORTS_MESSAGE },
+    // Also through require/createRequire or a namespace: any use of node:crypto's random functions.
+    { selector: `Identifier[name=/^(${RANDOM_FUNCTIONS.join('|')})$/]`, message: PORTS_MESSAGE },
+  ],
+};
 
 export const LAYER_RULES = [
   restrict(['src/core/**/*.ts'], layer('ports', 'adapters', 'service', 'app', 'server', 'cli', 'client')),
@@ -43,6 +80,17 @@ export const LAYER_RULES = [
   restrict(['src/client/**/*.ts'], layer('ports', 'adapters', 'service', 'app', 'server', 'cli')),
   // The library entry: generators, codecs, layouts, business numbers; no server or driver code.
   restrict(['src/index.ts'], layer('adapters', 'service', 'app', 'server', 'cli', 'client')),
+  // Time, timers and randomness only through injected ports (CLOCKED above).
+  { files: CLOCKED, ignores: ['**/*.test.ts'], rules: PORT_RULES },
+  // adapters/** has one layer rule; its protocol folders also take the ports' import paths.
+  restrict(['src/adapters/state-dir/**/*.ts'], layer('service', 'app', 'server', 'cli', 'client'), siblingAdapter),
+  restrict(['src/adapters/lease/**/*.ts'], layer('service', 'app', 'server', 'cli', 'client'), siblingAdapter),
+  restrict(['src/adapters/multi/**/*.ts'], layer('service', 'app', 'server', 'cli', 'client'), siblingAdapter),
+  {
+    // The one home of each system implementation: node's clock, timers and CSPRNG are read here and nowhere else.
+    files: ['src/core/clock.ts', 'src/core/timers.ts', 'src/core/random.ts'],
+    rules: { 'no-restricted-globals': 'off', 'no-restricted-properties': 'off', 'no-restricted-syntax': 'off' },
+  },
   {
     // Ports are interfaces and types: no value may be defined or imported there.
     files: ['src/ports/**/*.ts'],

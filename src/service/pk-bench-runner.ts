@@ -7,6 +7,7 @@
  */
 import { type Clock, monotonicMs } from '../core/clock.js';
 import type { Random } from '../core/random.js';
+import { delay, systemTimers, type Timers } from '../core/timers.js';
 import { interleavedOrder, type PkKind, pkKeySource, type PkKeySource, pkRowColumns, quantile } from '../core/pk-bench/pk-kinds.js';
 import type { PkBenchTarget, PkCounters, PkRow, PkTargetInfo } from '../ports/pk-bench-target.js';
 
@@ -73,6 +74,8 @@ export interface PkRunHooks {
   readonly random: Random;
   readonly onProgress?: (p: PkProgress) => void;
   readonly signal?: AbortSignal;
+  /** Where the loop turns are waited for. Default node's timers. */
+  readonly timers?: Timers;
 }
 
 /** How long the run may keep the event loop from turning (signals, timers), in ms. */
@@ -110,12 +113,12 @@ export async function runPkBench(target: PkBenchTarget, options: PkBenchOptions,
   const aborted = () => hooks.signal?.aborted === true;
   const progress = (kind: string, phase: PkProgress['phase']) => hooks.onProgress?.({ done, total, kind, phase });
 
-  const letLoopTurn = loopTurner();
+  const letLoopTurn = loopTurner(hooks.clock, hooks.timers ?? systemTimers);
 
   /** Inserts `count` rows of one kind with `concurrency` clients; answers the wall time in seconds. */
   const insertRows = async (s: KindState, count: number, record: boolean, phase: PkProgress['phase']): Promise<number> => {
     let left = count;
-    const startMs = performance.now();
+    const startMs = monotonicMs(hooks.clock);
     const worker = async () => {
       while (left > 0 && !aborted()) {
         await letLoopTurn();
@@ -129,10 +132,10 @@ export async function runPkBench(target: PkBenchTarget, options: PkBenchOptions,
           const { ints, payload } = pkRowColumns(s.nextRow++, options.width, options.indexes);
           rows.push({ key: s.keys.next(server), ints, payload });
         }
-        const a = performance.now();
+        const a = monotonicMs(hooks.clock);
         await target.insert(s.kind, rows);
         if (record) {
-          s.latencies.push(performance.now() - a);
+          s.latencies.push(monotonicMs(hooks.clock) - a);
           s.measuredRows += n;
         }
         done += n;
@@ -140,7 +143,7 @@ export async function runPkBench(target: PkBenchTarget, options: PkBenchOptions,
       }
     };
     await Promise.all(Array.from({ length: concurrency }, worker));
-    return (performance.now() - startMs) / 1000;
+    return (monotonicMs(hooks.clock) - startMs) / 1000;
   };
 
   await runPhases(target, options, states, aborted, insertRows);
@@ -166,12 +169,12 @@ export async function runPkBench(target: PkBenchTarget, options: PkBenchOptions,
  * Ctrl-C (a signal handler, like any timer or I/O callback) would wait for the whole run. So the clients let the
  * loop turn at least every LOOP_TURN_MS.
  */
-function loopTurner(): () => Promise<void> {
-  let lastTurn = performance.now();
+function loopTurner(clock: Clock, timers: Timers): () => Promise<void> {
+  let lastTurn = monotonicMs(clock);
   return async () => {
-    if (performance.now() - lastTurn < LOOP_TURN_MS) return;
-    await new Promise((resolve) => setImmediate(resolve));
-    lastTurn = performance.now();
+    if (monotonicMs(clock) - lastTurn < LOOP_TURN_MS) return;
+    await delay(timers, 0); // the next turn (setImmediate)
+    lastTurn = monotonicMs(clock);
   };
 }
 

@@ -18,8 +18,11 @@
  * batches after a renewal has answered, never inside one.
  */
 import { hostname } from 'node:os';
-import { randomUUID } from 'node:crypto';
+import { type Clock, monotonicMs, systemClock } from '../../core/clock.js';
+import { bytesToHex } from '../../core/codecs/hex.js';
 import { UnavailableError } from '../../core/errors.js';
+import { type Random, randomUnit, systemRandom } from '../../core/random.js';
+import { delay, systemTimers, type Timers } from '../../core/timers.js';
 import type { IdSpace, WorkerGrant, WorkerIdProvider } from '../../ports/worker-id-provider.js';
 import type { LeaseHolder } from '../../ports/lease-ledger.js';
 import type { WorkerLeaseStore } from '../../ports/worker-lease-store.js';
@@ -34,14 +37,21 @@ export interface LeaseWorkerIdProviderOptions {
   readonly acquireWaitMs?: number;
   /** Default `${hostname}/${pid}/${random}`. */
   readonly owner?: string;
+  /** Default the clock's monotonic reading. */
   readonly monotonic?: () => number;
   readonly kind?: string;
   /** Sequoia's version, for the ledger's holder. */
   readonly version?: string;
   /** Ledger rows older than this go (store clock). Default 90 days; 0 keeps them. */
   readonly ledgerRetentionMs?: number;
-  /** Wall clock, ms (the holder's tick at a grant). */
+  /** Wall clock, ms (the holder's tick at a grant). Default the clock's `now`. */
   readonly now?: () => number;
+  /** Default systemClock; `monotonic` and `now` above take precedence over it. */
+  readonly clock?: Clock;
+  /** Where the waits between acquire attempts run. Default node's timers. */
+  readonly timers?: Timers;
+  /** For the owner's random part and the first prune's spread. Default the system CSPRNG. */
+  readonly random?: Random;
 }
 
 const DAY_MS = 86_400_000;
@@ -63,8 +73,10 @@ async function pruneAll(store: WorkerLeaseStore, retentionMs: number): Promise<v
   }
 }
 
-export function defaultOwner(): string {
-  return `${hostname()}/${process.pid}/${randomUUID().slice(0, 8)}`;
+export function defaultOwner(random: Random = systemRandom): string {
+  const b = new Uint8Array(4);
+  random.fill(b);
+  return `${hostname()}/${process.pid}/${bytesToHex(b)}`;
 }
 
 export class LeaseWorkerIdProvider implements WorkerIdProvider {
@@ -80,6 +92,7 @@ export class LeaseWorkerIdProvider implements WorkerIdProvider {
   private readonly holder: LeaseHolder;
   private readonly retentionMs: number;
   private readonly wall: () => number;
+  private readonly timers: Timers;
   private nextPruneAt: number;
   private pruning: Promise<void> | undefined;
 
@@ -93,14 +106,17 @@ export class LeaseWorkerIdProvider implements WorkerIdProvider {
     this.acquireWaitMs = o.acquireWaitMs ?? this.ttlMs + 1000;
     // Room for clock-rate drift between this host and the store, and for the timer firing late.
     this.margin = Math.min(2000, Math.max(50, Math.floor(this.ttlMs / 5)));
-    this.mono = o.monotonic ?? (() => performance.now());
-    this.owner = o.owner ?? defaultOwner();
+    const clock = o.clock ?? systemClock;
+    const random = o.random ?? systemRandom;
+    this.mono = o.monotonic ?? (() => monotonicMs(clock));
+    this.timers = o.timers ?? systemTimers;
+    this.owner = o.owner ?? defaultOwner(random);
     this.kind = o.kind ?? `sql-lease(${store.kind})`;
     this.holder = { ...holderOf(this.owner, undefined), version: o.version ?? '' };
     this.retentionMs = o.ledgerRetentionMs ?? 90 * DAY_MS;
-    this.wall = o.now ?? Date.now;
+    this.wall = o.now ?? (() => clock.now());
     // The first prune comes after the first renewal: a fleet started together spreads over the first minute.
-    this.nextPruneAt = this.mono() + Math.random() * 60_000;
+    this.nextPruneAt = this.mono() + randomUnit(random) * 60_000;
   }
 
   async acquire(space: IdSpace, exclude: readonly number[] = []): Promise<WorkerGrant> {
@@ -140,7 +156,7 @@ export class LeaseWorkerIdProvider implements WorkerIdProvider {
         throw new UnavailableError('LEASE_LOST', `cannot lease a worker id for layout ${space.label}: ${r.refused}`, {
           retryAfterMs: this.ttlMs,
         });
-      await new Promise((res) => setTimeout(res, Math.min(500, this.ttlMs / 4)));
+      await delay(this.timers, Math.min(500, this.ttlMs / 4));
     }
   }
 

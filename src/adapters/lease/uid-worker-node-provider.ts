@@ -8,6 +8,7 @@
  * DefaultUidGenerator refuses `workerId > maxWorkerId`: it never wraps.
  */
 import { hostname } from 'node:os';
+import { type Clock, systemClock } from '../../core/clock.js';
 import { UnavailableError } from '../../core/errors.js';
 import type { IdSpace, WorkerGrant, WorkerIdProvider } from '../../ports/worker-id-provider.js';
 import type { WorkerNodeRow, WorkerNodeTable } from '../../ports/worker-node-table.js';
@@ -20,7 +21,10 @@ export interface UidWorkerNodeOptions {
   readonly hostName?: string | undefined;
   /** The server's port, written into PORT. */
   readonly port?: number | undefined;
+  /** The launch time written into the row. Default the clock's now. */
   readonly now?: () => Date;
+  /** Default systemClock. */
+  readonly clock?: Clock;
 }
 
 export class UidWorkerNodeProvider implements WorkerIdProvider {
@@ -38,7 +42,7 @@ export class UidWorkerNodeProvider implements WorkerIdProvider {
 
   /** The row this start inserts: PORT marks it as Sequoia's (uid-generator writes `millis-random` there). */
   row(): WorkerNodeRow {
-    const now = (this.o.now ?? (() => new Date()))();
+    const now = this.o.now ? this.o.now() : new Date((this.o.clock ?? systemClock).now());
     const pad = (n: number) => String(n).padStart(2, '0');
     return {
       hostName: (this.o.hostName ?? hostname()).slice(0, 64),

@@ -57,6 +57,7 @@
  * refuses the new configuration, so skipping the procedure fails loudly.
  */
 import { InvalidArgumentError, SequoiaError, TagExistsError, TagNotFoundError, UnavailableError } from '../../core/errors.js';
+import { type Clock, monotonicMs, systemClock } from '../../core/clock.js';
 import { byFirst, MAX_ID } from '../../core/id.js';
 import { MULTI_META_TAG } from '../../core/segment/multi-meta-tag.js';
 import type { Allocation, GiveBackExpectation, NewTag, SegmentStore, TagInfo, TagUpdate } from '../../ports/segment-store.js';
@@ -67,8 +68,10 @@ import { higherTop } from '../kit/range-ledger.js';
 export interface MultiSegmentStoreOptions {
   /** A store that failed is tried last for this long, ms. Default 5000. */
   readonly downCooldownMs?: number;
-  /** Milliseconds clock for the cooldown. Default performance.now (monotonic: a stepped wall clock must not stretch it). */
+  /** Milliseconds clock for the cooldown. Default the clock's monotonic reading (a stepped wall clock must not stretch it). */
   readonly now?: () => number;
+  /** Default systemClock; `now` above takes precedence over it. */
+  readonly clock?: Clock;
 }
 
 interface Member {
@@ -98,7 +101,8 @@ export class MultiSegmentStore implements SegmentStore {
     this.members = stores.map((store, index) => ({ store, index, ready: undefined, downUntil: 0 }));
     this.kind = `multi(${stores.map((s) => s.kind).join(',')})`;
     this.cooldown = options.downCooldownMs ?? 5000;
-    this.now = options.now ?? (() => performance.now());
+    const clock = options.clock ?? systemClock;
+    this.now = options.now ?? (() => monotonicMs(clock));
   }
 
   /** The underlying stores, in order (store i hands out IDs ≡ i mod N). */

@@ -10,6 +10,7 @@
  * do not take it: they work for the server that holds it (the state dir's
  * store binding, StateDir.bindStore, keeps other stores out).
  */
+import { type Clock, systemClock } from '../../core/clock.js';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
@@ -19,7 +20,7 @@ export interface ServerLock {
   release(): void;
 }
 
-export function lockServer(stateDir: string, store: string): ServerLock {
+export function lockServer(stateDir: string, store: string, clock: Clock = systemClock): ServerLock {
   const path = join(stateDir, 'server.lock');
   const ownerPath = join(stateDir, 'owner.json');
   // A predecessor that was just killed may hold the lock while the kernel tears its process down: wait up to 3 s (start-up only).
@@ -44,7 +45,7 @@ export function lockServer(stateDir: string, store: string): ServerLock {
     throw new UnavailableError('STORE_UNAVAILABLE', message, { located: split });
   }
   try {
-    writeFileSync(ownerPath, `${JSON.stringify({ pid: process.pid, store, since: new Date().toISOString() })}\n`);
+    writeFileSync(ownerPath, `${JSON.stringify({ pid: process.pid, store, since: new Date(clock.now()).toISOString() })}\n`);
   } catch {
     // a full disk: the lock holds all the same
   }

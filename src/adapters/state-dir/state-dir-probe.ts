@@ -9,6 +9,7 @@
  * server opened (replaced by rename or removed: the state dir then refuses
  * every mark, state-dir.ts), so /readyz says what the ID routes will.
  */
+import { type Clock, systemClock } from '../../core/clock.js';
 import { statSync } from 'node:fs';
 import { open, stat } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -17,11 +18,11 @@ import { RESERVE_BYTES } from '../kit/disk-reserve.js';
 export const PROBE_FILE = '.ready-probe';
 
 /** The probe of a state dir just opened: its `state.db` as it is now is the file the server has open. */
-export function stateDirProbe(stateDir: string): () => Promise<void> {
+export function stateDirProbe(stateDir: string, clock: Clock = systemClock): () => Promise<void> {
   const path = join(stateDir, 'state.db');
   const opened = statSync(path, { throwIfNoEntry: false });
   return async () => {
-    await probeStateDir(stateDir);
+    await probeStateDir(stateDir, clock);
     const now = await stat(path).catch(() => undefined);
     if (opened !== undefined && (now === undefined || now.dev !== opened.dev || now.ino !== opened.ino)) {
       throw Object.assign(
@@ -34,10 +35,10 @@ export function stateDirProbe(stateDir: string): () => Promise<void> {
   };
 }
 
-async function probeStateDir(stateDir: string): Promise<void> {
+async function probeStateDir(stateDir: string, clock: Clock): Promise<void> {
   const f = await open(join(stateDir, PROBE_FILE), 'w');
   try {
-    await f.writeFile(`${Date.now()}\n`);
+    await f.writeFile(`${clock.now()}\n`);
     await f.sync();
   } finally {
     await f.close();

@@ -36,6 +36,7 @@
  * (sqlite-connection.ts), it does not take the new file up: the marks that
  * cover the IDs this server handed out are in the one it has open.
  */
+import { type Clock, systemClock } from '../../core/clock.js';
 import { mkdirSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
@@ -68,8 +69,12 @@ export class StateDir implements HighWaterMarkStore {
   /** The file the handle has open (device and inode), checked against the path before every operation. */
   private readonly file: { readonly dev: number; readonly ino: number };
 
-  constructor(stateDir: string, options: { busyTimeoutMs?: number } = {}) {
+  /** The wall clock of the legacy marks' take-over date. */
+  private readonly clock: Clock;
+
+  constructor(stateDir: string, options: { busyTimeoutMs?: number; clock?: Clock } = {}) {
     this.dir = stateDir;
+    this.clock = options.clock ?? systemClock;
     this.path = join(stateDir, 'state.db');
     // Refused with the system's code: the caller's stateError makes it STORE_UNAVAILABLE naming the write.
     this.reserve = new DiskReserve(join(stateDir, 'reserve'), (code) =>
@@ -368,7 +373,9 @@ export class StateDir implements HighWaterMarkStore {
             this.putMark.run(tag, mark.toString(), trips.length ? Math.max(...trips) : null);
           }
         }
-        this.db.prepare('INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)').run('legacy-marks', new Date().toISOString());
+        this.db
+          .prepare('INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)')
+          .run('legacy-marks', new Date(this.clock.now()).toISOString());
       })
       .immediate();
   }
