@@ -178,7 +178,7 @@ async function runAudit(file: string | undefined, o: AuditOpts): Promise<number>
     const timed = await readInput(file, o, tag, timeMargin, sorter);
     const view = await storeView(o, tag, layout);
     try {
-      const report = await checkIds(sorter, { ...view, timed, margin, nowMs: Date.now() }, startedAt);
+      const report = await checkIds(sorter, { ...view, timed, margin, nowMs: Date.now() }, () => (performance.now() - startedAt) / 1000);
       if (o.json) console.log(JSON.stringify(report, null, 2));
       else printText(report);
       return report.clean ? 0 : 1;

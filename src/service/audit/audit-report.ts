@@ -86,9 +86,9 @@ export type AuditReport = ReturnType<typeof buildReport>;
 
 /**
  * Drains the sorter through every check that applies and builds the report.
- * `startedAt`: performance.now() when the input began, for the report's seconds.
+ * `elapsedSeconds`: the caller's clock, seconds since the input began (time is a port in service/).
  */
-export async function checkIds(sorter: IdSorter, inputs: AuditInputs, startedAt: number): Promise<AuditReport> {
+export async function checkIds(sorter: IdSorter, inputs: AuditInputs, elapsedSeconds: () => number): Promise<AuditReport> {
   const { tag, layout, info, ledger } = inputs;
   // A tag whose store is below 2^62 issues no segment ID from there: IDs from 2^62 are its clients' fallback IDs.
   const fallbackSpace = info !== undefined && info.maxId <= FALLBACK_FLOOR;
@@ -136,7 +136,7 @@ export async function checkIds(sorter: IdSorter, inputs: AuditInputs, startedAt:
     fallbackChecked: fallbackView !== undefined,
     segmentMax: segmentMax && halvesToBigInt(...segmentMax),
     empty: sorter.total === 0,
-    seconds: (performance.now() - startedAt) / 1000,
+    seconds: elapsedSeconds(),
     runs: sorter.runCount,
   });
 }
