@@ -9,7 +9,7 @@
  * integer sum into a REAL, which would lose precision.
  */
 import type Database from 'better-sqlite3';
-import { SequoiaError, TagExistsError, TagNotFoundError, UnavailableError } from '../../core/errors.js';
+import { located, SequoiaError, TagExistsError, TagNotFoundError, UnavailableError } from '../../core/errors.js';
 import { MAX_ID } from '../../core/id.js';
 import type { Allocation, GiveBackExpectation, NewTag, SegmentStore, TagInfo, TagUpdate } from '../../ports/segment-store.js';
 import { storeCall, storeError } from '../kit/store-boundary.js';
@@ -118,13 +118,9 @@ export class SqliteSegmentStore implements SegmentStore {
       this.db = db;
     } catch (e) {
       if (e instanceof SequoiaError) throw e;
-      throw new UnavailableError(
-        'STORE_UNAVAILABLE',
-        `cannot open SQLite file ${this.path} (${(e as { code?: string }).code ?? String(e)})`,
-        {
-          cause: e,
-        },
-      );
+      const code = (e as { code?: string }).code ?? String(e);
+      const { message, located: split } = located((w) => `cannot open SQLite file${w ? ` ${w}` : ''} (${code})`, this.path);
+      throw new UnavailableError('STORE_UNAVAILABLE', message, { cause: e, located: split });
     }
   }
 

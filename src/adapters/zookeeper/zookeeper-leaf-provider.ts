@@ -37,11 +37,11 @@
  */
 import { networkInterfaces } from 'node:os';
 import zookeeper from 'node-zookeeper-client';
-import { ClockError, InvalidArgumentError, UnavailableError } from '../../core/errors.js';
+import { ClockError, InvalidArgumentError, located, UnavailableError } from '../../core/errors.js';
 import type { IdSpace, WorkerGrant, WorkerIdProvider } from '../../ports/worker-id-provider.js';
 import type { LedgerRecord } from './zookeeper-lease-ledger.js';
 import { ZookeeperProviderBase, type ZookeeperProviderOptions } from './zookeeper-provider-base.js';
-import { unavailable } from './zookeeper-session.js';
+import { unavailable, zookeeperAt } from './zookeeper-session.js';
 import { LEAF_IDENTITY, leafLedgerRoot } from './zookeeper-spec.js';
 
 /** `identity`: `{ip}:{port}`, default the first external IPv4 address and `port`, as Leaf's Utils.getIp(). */
@@ -94,7 +94,7 @@ export class LeafZookeeperWorkerIdProvider extends ZookeeperProviderBase impleme
       );
     const client = await this.session.connected(this.connectTimeoutMs);
     if (!client)
-      throw new UnavailableError('LEASE_LOST', `ZooKeeper ${this.session.connect} is unreachable; a start in leaf mode needs it`, {
+      throw zookeeperAt(this.session.connect, (zk) => `${zk ?? 'ZooKeeper'} is unreachable; a start in leaf mode needs it`, {
         retryAfterMs: 1000,
       });
     // The holder's clock at the grant, read before the claim: its first ID is at or after it.
@@ -127,10 +127,13 @@ export class LeafZookeeperWorkerIdProvider extends ZookeeperProviderBase impleme
             { layout: space.label, node: path, timestamp: ts, now },
             'snowflake start refused: the clock is behind the Leaf node timestamp',
           );
-          throw new ClockError(
-            `the clock is ${ts - now} ms behind the timestamp of Leaf node ${path}; start refused until the clock passes it (Leaf's check)`,
-            { retryAfterMs: ts - now },
+          const gap = ts - now;
+          const { message, located: split } = located(
+            (w) =>
+              `the clock is ${gap} ms behind the timestamp of Leaf node${w ? ` ${w}` : ''}; start refused until the clock passes it (Leaf's check)`,
+            path,
           );
+          throw new ClockError(message, { retryAfterMs: gap, located: split });
         }
         afterTick = tickOf(space, ts);
         how = 'restart: own node';
@@ -147,10 +150,12 @@ export class LeafZookeeperWorkerIdProvider extends ZookeeperProviderBase impleme
     }
     const workerId = Number(path.slice(path.lastIndexOf('-') + 1));
     if (workerId >= space.workerCount) {
-      throw new UnavailableError(
-        'ID_SPACE_EXHAUSTED',
-        `Leaf node ${path} has worker id ${workerId}, beyond layout ${space.label}'s worker ids 0..${space.workerCount - 1} (Leaf refuses it too; ids are never reused)`,
+      const { message, located: split } = located(
+        (w) =>
+          `Leaf node${w ? ` ${w}` : ''} has worker id ${workerId}, beyond layout ${space.label}'s worker ids 0..${space.workerCount - 1} (Leaf refuses it too; ids are never reused)`,
+        path,
       );
+      throw new UnavailableError('ID_SPACE_EXHAUSTED', message, { located: split });
     }
     // A restart after its last holding went unreleased (a crash) takes that holding over.
     const last = how === 'new sequential node' ? undefined : await this.ledger.latest(client, space.key, workerId);
