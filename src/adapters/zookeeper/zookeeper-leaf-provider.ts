@@ -99,6 +99,31 @@ export class LeafZookeeperWorkerIdProvider extends ZookeeperProviderBase impleme
       });
     // The holder's clock at the grant, read before the claim: its first ID is at or after it.
     const grantTick = tickOf(space, this.clock.now());
+    const { path, afterTick, how } = await this.claimNode(client, space);
+    const workerId = Number(path.slice(path.lastIndexOf('-') + 1));
+    if (workerId >= space.workerCount) {
+      const { message, located: split } = located(
+        (w) =>
+          `Leaf node${w ? ` ${w}` : ''} has worker id ${workerId}, beyond layout ${space.label}'s worker ids 0..${space.workerCount - 1} (Leaf refuses it too; ids are never reused)`,
+        path,
+      );
+      throw new UnavailableError('ID_SPACE_EXHAUSTED', message, { located: split });
+    }
+    // A restart after its last holding went unreleased (a crash) takes that holding over.
+    const last = how === 'new sequential node' ? undefined : await this.ledger.latest(client, space.key, workerId);
+    const began = last !== undefined && !last.released ? 'takeover' : 'grant';
+    const ledger = await this.ledger.open(client, space.key, workerId, began, Math.max(afterTick + 1, grantTick));
+    this.held.set(space.key, { path, workerId, ledger });
+    this.log.info({ layout: space.label, workerId, afterTick, node: path, how, ledger: ledger.path }, 'zookeeper (leaf) worker id taken');
+    return { workerId, generation: 1, afterTick, validUntil: Number.POSITIVE_INFINITY };
+  }
+
+  /**
+   * Leaf's node of this {ip}:{port}: its own sequential node when it has one
+   * (a restart, after the clock passed the node's timestamp, waited out up to
+   * maxStartWaitMs), else a new one.
+   */
+  private async claimNode(client: zookeeper.Client, space: IdSpace): Promise<{ path: string; afterTick: number; how: string }> {
     const s = this.session;
     let path: string;
     let afterTick = -1;
@@ -148,22 +173,7 @@ export class LeafZookeeperWorkerIdProvider extends ZookeeperProviderBase impleme
       if (e instanceof ClockError || e instanceof UnavailableError) throw e;
       throw unavailable(e);
     }
-    const workerId = Number(path.slice(path.lastIndexOf('-') + 1));
-    if (workerId >= space.workerCount) {
-      const { message, located: split } = located(
-        (w) =>
-          `Leaf node${w ? ` ${w}` : ''} has worker id ${workerId}, beyond layout ${space.label}'s worker ids 0..${space.workerCount - 1} (Leaf refuses it too; ids are never reused)`,
-        path,
-      );
-      throw new UnavailableError('ID_SPACE_EXHAUSTED', message, { located: split });
-    }
-    // A restart after its last holding went unreleased (a crash) takes that holding over.
-    const last = how === 'new sequential node' ? undefined : await this.ledger.latest(client, space.key, workerId);
-    const began = last !== undefined && !last.released ? 'takeover' : 'grant';
-    const ledger = await this.ledger.open(client, space.key, workerId, began, Math.max(afterTick + 1, grantTick));
-    this.held.set(space.key, { path, workerId, ledger });
-    this.log.info({ layout: space.label, workerId, afterTick, node: path, how, ledger: ledger.path }, 'zookeeper (leaf) worker id taken');
-    return { workerId, generation: 1, afterTick, validUntil: Number.POSITIVE_INFINITY };
+    return { path, afterTick, how };
   }
 
   async renew(space: IdSpace, grant: WorkerGrant, ceilingTick: number): Promise<WorkerGrant> {
