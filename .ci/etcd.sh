@@ -5,27 +5,20 @@
 #   SEQUOIA_ETCD_PORT  client port (default 2379)
 #   SEQUOIA_ETCD_DIR   data and log (default $TMPDIR/sequoia-etcd)
 set -euo pipefail
+NAME=etcd
 PORT="${SEQUOIA_ETCD_PORT:-2379}"
 DIR="${SEQUOIA_ETCD_DIR:-${TMPDIR:-/tmp}/sequoia-etcd}"
+. "$(dirname "$0")/service.sh"
 
-healthy() {
+answering() {
   # etcd's /health over plain HTTP; bash's /dev/tcp, so curl is not needed.
   local reply
   reply=$(timeout 2 bash -c "exec 3<>/dev/tcp/127.0.0.1/$PORT && printf 'GET /health HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n' >&3 && cat <&3" 2>/dev/null || true)
   [[ "$reply" == *'"health":"true"'* ]]
 }
 
-if healthy; then
-  echo "etcd: already answering on 127.0.0.1:$PORT"
-  exit 0
-fi
-
-if ! command -v etcd >/dev/null; then
-  echo "etcd: installing Debian's etcd-server package"
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get install -y --no-install-recommends etcd-server >/dev/null 2>&1 \
-    || { apt-get update >/dev/null && apt-get install -y --no-install-recommends etcd-server >/dev/null; }
-fi
+exit_if_answering
+install_package etcd-server command -v etcd >/dev/null
 
 # A free peer port: the member listens on one even when it has no peers, and
 # 2380 may be taken by another etcd on the machine. Kept in the data dir, since
@@ -47,18 +40,4 @@ nohup etcd --name sequoia-ci --data-dir "$DIR/data" \
   --initial-cluster "sequoia-ci=http://127.0.0.1:$PEER_PORT" --initial-cluster-state new >"$DIR/etcd.log" 2>&1 &
 echo $! >"$DIR/etcd.pid"
 
-for _ in $(seq 1 60); do
-  if healthy; then
-    echo "etcd: ready (pid $(cat "$DIR/etcd.pid"))"
-    exit 0
-  fi
-  if ! kill -0 "$(cat "$DIR/etcd.pid")" 2>/dev/null; then
-    echo "etcd: the server exited; its log:" >&2
-    tail -n 40 "$DIR/etcd.log" >&2
-    exit 1
-  fi
-  sleep 0.5
-done
-echo "etcd: no answer on 127.0.0.1:$PORT after 30 s; its log:" >&2
-tail -n 40 "$DIR/etcd.log" >&2
-exit 1
+wait_answering

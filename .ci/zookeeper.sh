@@ -5,27 +5,20 @@
 #   SEQUOIA_ZK_PORT  client port (default 2181)
 #   SEQUOIA_ZK_DIR   config, data and log (default /tmp/sequoia-zookeeper)
 set -euo pipefail
+NAME=zookeeper
 PORT="${SEQUOIA_ZK_PORT:-2181}"
 DIR="${SEQUOIA_ZK_DIR:-/tmp/sequoia-zookeeper}"
+. "$(dirname "$0")/service.sh"
 
-ruok() {
+answering() {
   # "imok" from the four-letter-word port; bash's /dev/tcp, so nc is not needed.
   local reply
   reply=$(timeout 2 bash -c "exec 3<>/dev/tcp/127.0.0.1/$PORT && printf ruok >&3 && cat <&3" 2>/dev/null || true)
   [ "$reply" = imok ]
 }
 
-if ruok; then
-  echo "zookeeper: already answering on 127.0.0.1:$PORT"
-  exit 0
-fi
-
-if [ ! -f /usr/share/java/zookeeper.jar ]; then
-  echo "zookeeper: installing Debian's zookeeper package"
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get install -y --no-install-recommends zookeeper >/dev/null 2>&1 \
-    || { apt-get update >/dev/null && apt-get install -y --no-install-recommends zookeeper >/dev/null; }
-fi
+exit_if_answering
+install_package zookeeper test -f /usr/share/java/zookeeper.jar
 command -v java >/dev/null || { echo "zookeeper: java is missing" >&2; exit 1; }
 
 mkdir -p "$DIR/data"
@@ -47,18 +40,4 @@ nohup java -Xms64m -Xmx256m -cp "/etc/zookeeper/conf:/usr/share/java/zookeeper.j
   org.apache.zookeeper.server.ZooKeeperServerMain "$DIR/zoo.cfg" >"$DIR/zookeeper.log" 2>&1 &
 echo $! >"$DIR/zookeeper.pid"
 
-for _ in $(seq 1 60); do
-  if ruok; then
-    echo "zookeeper: ready (pid $(cat "$DIR/zookeeper.pid"))"
-    exit 0
-  fi
-  if ! kill -0 "$(cat "$DIR/zookeeper.pid")" 2>/dev/null; then
-    echo "zookeeper: the server exited; its log:" >&2
-    tail -n 40 "$DIR/zookeeper.log" >&2
-    exit 1
-  fi
-  sleep 0.5
-done
-echo "zookeeper: no answer on 127.0.0.1:$PORT after 30 s; its log:" >&2
-tail -n 40 "$DIR/zookeeper.log" >&2
-exit 1
+wait_answering

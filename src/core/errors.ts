@@ -113,6 +113,8 @@ export function isSequoiaError(e: unknown): e is SequoiaError {
 export interface WireError {
   readonly message: string;
   readonly retryAfterMs?: number | undefined;
+  /** The public message and the where, apart (an error from another thread of this process; never from an answer). */
+  readonly located?: Located | undefined;
 }
 
 /** One code's row. */
@@ -130,11 +132,11 @@ export interface ErrorRule {
 const unavailable =
   (code: string) =>
   (w: WireError): SequoiaError =>
-    new UnavailableError(code as ErrorCode, w.message, { retryAfterMs: w.retryAfterMs });
+    new UnavailableError(code as ErrorCode, w.message, { retryAfterMs: w.retryAfterMs, located: w.located });
 const plain =
   (code: string) =>
   (w: WireError): SequoiaError =>
-    new SequoiaError(code as ErrorCode, w.message, { retryAfterMs: w.retryAfterMs });
+    new SequoiaError(code as ErrorCode, w.message, { retryAfterMs: w.retryAfterMs, located: w.located });
 
 /**
  * The table of codes, in the order the docs list them. A new code is one row
@@ -145,7 +147,7 @@ export const ERRORS = {
   INVALID_ARGUMENT: {
     status: 400,
     exit: 2,
-    rebuild: (w: WireError): SequoiaError => new InvalidArgumentError(w.message),
+    rebuild: (w: WireError): SequoiaError => new InvalidArgumentError(w.message, { located: w.located }),
     doc: 'The request or a field of it is malformed or out of range; the message names the field.',
   },
   UNAUTHORIZED: {
@@ -211,7 +213,7 @@ export const ERRORS = {
   CLOCK_MOVED_BACKWARDS: {
     status: 503,
     exit: 1,
-    rebuild: (w: WireError): SequoiaError => new ClockError(w.message, { retryAfterMs: w.retryAfterMs }),
+    rebuild: (w: WireError): SequoiaError => new ClockError(w.message, { retryAfterMs: w.retryAfterMs, located: w.located }),
     doc: '(snowflake) The clock is behind the last tick beyond the clock policy.',
   },
   LEASE_LOST: {
@@ -273,7 +275,10 @@ export function exitStatusFor(e: unknown): 1 | 2 {
   return e instanceof SequoiaError ? ERRORS[e.code].exit : 1;
 }
 
-/** Rebuilds the code's own class from an answer (used by the client); an unknown code is INTERNAL. */
-export function errorFromCode(code: string, message: string, retryAfterMs?: number): SequoiaError {
-  return ERRORS[isErrorCode(code) ? code : 'INTERNAL'].rebuild({ message, retryAfterMs });
+/**
+ * Rebuilds the code's own class from an answer (used by the client), or from
+ * another thread (with `located`); an unknown code is INTERNAL.
+ */
+export function errorFromCode(code: string, message: string, retryAfterMs?: number, located?: Located): SequoiaError {
+  return ERRORS[isErrorCode(code) ? code : 'INTERNAL'].rebuild({ message, retryAfterMs, located });
 }

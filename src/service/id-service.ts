@@ -10,7 +10,7 @@
  * (client-gate.ts). A periodic refresh drops tags deleted elsewhere, and
  * tags deleted and created again (their generation changed).
  */
-import { InvalidArgumentError, SequoiaError, TagNotFoundError, UnavailableError } from '../core/errors.js';
+import { InvalidArgumentError, located, SequoiaError, TagNotFoundError, UnavailableError } from '../core/errors.js';
 import type { Id } from '../core/id.js';
 import { assertIdValue, assertStep, assertTag, TAG_PATTERN } from '../core/validate.js';
 import { MULTI_META_TAG } from '../core/segment/multi-meta-tag.js';
@@ -287,9 +287,12 @@ export class IdService {
     const to = assertIdValue(toValue, 'to');
     const mark = await this.marks.get(tag);
     if (mark && to < mark.mark) {
-      throw new InvalidArgumentError(
-        `to must be at least ${mark.mark}: IDs up to ${mark.mark - 1n} were handed out (high-water mark ${mark.mark} in ${this.marks.where ?? 'this process'})`,
-      );
+      const say = (w: string | undefined) =>
+        `to must be at least ${mark.mark}: IDs up to ${mark.mark - 1n} were handed out (high-water mark ${mark.mark}${w === undefined ? '' : ` in ${w}`})`;
+      const where = this.marks.where;
+      if (where === undefined) throw new InvalidArgumentError(say('this process'));
+      const { message, located: split } = located(say, where);
+      throw new InvalidArgumentError(message, { located: split });
     }
     const info = await this.store.fence(tag, to);
     // Lifts the trip for every process of this server; the mark stays (another process may have raised it meanwhile).

@@ -83,7 +83,10 @@ export class TagGuard {
     const plain = floor.get(this.tag);
     if (plain?.trippedAtEpoch !== undefined) {
       if (await this.tripStands(plain.trippedAtEpoch))
-        throw this.refuse(earlierTrip(plain.mark, this.deps.marks.where), plain.trippedAtEpoch);
+        throw this.refuse(
+          { reason: earlierTrip(plain.mark, this.deps.marks.where), publicReason: earlierTrip(plain.mark) },
+          plain.trippedAtEpoch,
+        );
       floor = await this.readFloor(); // fenced since: the marks as they are now
     }
     return floor;
@@ -125,7 +128,8 @@ export class TagGuard {
       return ADMITTED;
     }
     const at = { start: String(range.start), end: String(range.end) };
-    return { ok: false, refusal: this.refuse(v.reason + note, v.record.trippedAtEpoch ?? range.fenceEpoch, at) };
+    const why = { reason: v.reason + note, publicReason: v.publicReason + note };
+    return { ok: false, refusal: this.refuse(why, v.record.trippedAtEpoch ?? range.fenceEpoch, at) };
   }
 
   /**
@@ -250,11 +254,20 @@ export class TagGuard {
    * Refuses the tag after a rollback, until a fence newer than `fenceEpoch`, with
    * one log line (`at`: the answer's range, when one was seen). A refusal
    * already in force stays (another answer of the tag refused it first, or
-   * it closed meanwhile): one refusal, one line.
+   * it closed meanwhile): one refusal, one line. `reason` names where the
+   * marks are kept (the operator's), `publicReason` does not (a client's).
    */
-  private refuse(reason: string, fenceEpoch: number, at: { start: string; end: string } | undefined = undefined): SequoiaError {
+  private refuse(
+    { reason, publicReason }: { readonly reason: string; readonly publicReason: string },
+    fenceEpoch: number,
+    at: { start: string; end: string } | undefined = undefined,
+  ): SequoiaError {
     if (this.refusal) return this.refusal;
-    const e = new UnavailableError('STORE_ROLLBACK_DETECTED', `tag ${JSON.stringify(this.tag)}: ${reason}`);
+    const where = this.deps.marks.where;
+    const tag = `tag ${JSON.stringify(this.tag)}: `;
+    const e = new UnavailableError('STORE_ROLLBACK_DETECTED', tag + reason, {
+      located: where === undefined ? undefined : { publicMessage: tag + publicReason, detail: where },
+    });
     this.refusal = e;
     this.refusedAtFenceEpoch = fenceEpoch;
     this.deps.logger.error({ tag: this.tag, ...at, code: e.code }, reason);

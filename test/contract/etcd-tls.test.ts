@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { afterAll, expect, it } from 'vitest';
 import { EtcdWorkerLeaseStore } from '../../src/adapters/etcd/etcd-worker-lease-store.js';
 import { parseEtcdSpec } from '../../src/adapters/etcd/etcd-spec.js';
+import { etcdMemberArgs } from '../helpers/etcd-member.js';
 import { freePort } from '../helpers/ports.js';
 import { describeWithService } from '../helpers/services.js';
 
@@ -67,20 +68,7 @@ async function startTlsEtcd(): Promise<void> {
   etcd = spawn(
     'etcd',
     [
-      '--name',
-      'tls',
-      '--data-dir',
-      join(dir, 'data'),
-      '--listen-client-urls',
-      client,
-      '--advertise-client-urls',
-      client,
-      '--listen-peer-urls',
-      peer,
-      '--initial-advertise-peer-urls',
-      peer,
-      '--initial-cluster',
-      `tls=${peer}`,
+      ...etcdMemberArgs('tls', join(dir, 'data'), client, peer),
       '--cert-file',
       join(dir, 'server.pem'),
       '--key-file',

@@ -6,6 +6,7 @@
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { chownSync, mkdirSync } from 'node:fs';
+import { etcdMemberArgs } from '../../test/helpers/etcd-member.js';
 import { freePort } from '../../test/helpers/ports.js';
 import { join } from 'node:path';
 import { track, untrack } from './reaper.js';
@@ -311,26 +312,10 @@ export class PrivateEtcd extends PrivateStore {
   protected spawnIt(): ChildProcess {
     const peer = `http://127.0.0.1:${this.peerPort}`;
     const client = `http://127.0.0.1:${this.port}`;
-    return spawn(
-      'etcd',
-      [
-        '--name',
-        'torture',
-        '--data-dir',
-        join(this.dir, 'data'),
-        '--listen-client-urls',
-        client,
-        '--advertise-client-urls',
-        client,
-        '--listen-peer-urls',
-        peer,
-        '--initial-advertise-peer-urls',
-        peer,
-        '--initial-cluster',
-        `torture=${peer}`,
-      ],
-      { stdio: ['ignore', 'pipe', 'pipe'], detached: true },
-    );
+    return spawn('etcd', etcdMemberArgs('torture', join(this.dir, 'data'), client, peer), {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      detached: true,
+    });
   }
 
   protected ready(): boolean {

@@ -12,6 +12,7 @@ import { Etcd3 } from 'etcd3';
 import type { CheckSpec } from '../checker.js';
 import { type Context, type Scenario, TWITTER } from '../harness/context.js';
 import { leaseLedgerVerdict } from '../harness/ledger.js';
+import { killAndStart, loadUnderFaults, pauseWorker, storeFault } from '../harness/faults.js';
 import { sleep } from '../harness/rng.js';
 import { PrivateEtcd } from '../harness/stores.js';
 
@@ -46,84 +47,48 @@ export const etcdLeases: Scenario = {
       }),
     );
     for (const s of servers) await s.start();
-    const ms = ctx.ms(15_000, 120_000);
-    const until = Date.now() + ms;
-    const hardStop = Date.now() + 4 * ms;
-    let faultsDone = false;
-    const ops = [
-      { route: 'v1-snowflake' as const, key: 'twitter', count: 50 },
-      { route: 'leaf-snowflake' as const, key: 'twitter' },
-    ];
-    const faults = async () => {
-      const done: string[] = [];
-      const kinds = ['stall', 'stall-past-lease', 'cut', 'restart', 'crash', 'pause-past-lease', 'kill', 'pause-worker'] as const;
-      const order = [...kinds].sort(() => ctx.rng.next() - 0.5);
-      for (let i = 0; (i < order.length && Date.now() < hardStop) || Date.now() < until - 2500; i++) {
-        await sleep(ctx.rng.int(300, 900));
-        const f = order[i] ?? ctx.rng.pick(kinds);
-        done.push(f);
+    await loadUnderFaults(ctx, {
+      label: 'faults',
+      ms: ctx.ms(15_000, 120_000),
+      kinds: ['stall', 'stall-past-lease', 'cut', 'restart', 'crash', 'pause-past-lease', 'kill', 'pause-worker'],
+      gap: [300, 900],
+      proxy,
+      apply: async (f) => {
         switch (f) {
-          case 'stall':
-            proxy.stall();
-            await sleep(ctx.rng.int(300, TTL_MS));
-            break;
           case 'stall-past-lease':
             // Every holder's renewals stop: each must stop issuing before its lease could run out.
-            proxy.stall();
-            await sleep(ctx.rng.int(TTL_MS + 500, 3 * TTL_MS));
-            break;
-          case 'cut':
-            proxy.cut();
-            await sleep(ctx.rng.int(200, 2000));
-            break;
-          case 'restart':
-            await etcd.restart(false);
-            break;
-          case 'crash':
-            await etcd.restart(true);
-            break;
+            return storeFault(ctx, proxy, etcd, 'stall', { stall: [TTL_MS + 500, 3 * TTL_MS] });
           case 'pause-past-lease': {
             // A holder frozen past its lease while another server, restarted meanwhile, takes the expired ids.
             const [a, b] = [...servers].sort(() => ctx.rng.next() - 0.5) as [(typeof servers)[0], (typeof servers)[0]];
-            if (!a.running || !b.running) break;
+            if (!a.running || !b.running) return;
             a.signal('SIGSTOP');
             await sleep(TTL_MS + 2500);
             await b.kill();
             await b.start();
             await sleep(ctx.rng.int(500, 1500));
             a.signal('SIGCONT');
-            break;
+            return;
           }
-          case 'kill': {
-            const s = ctx.rng.pick(servers);
-            await s.kill();
-            await sleep(ctx.rng.int(50, 500));
-            await s.start();
-            break;
-          }
-          case 'pause-worker': {
-            const s = ctx.rng.pick(servers);
-            const pid = s.signalWorker((p) => (p.length === 0 ? undefined : ctx.rng.pick(p)), 'SIGSTOP');
-            await sleep(ctx.rng.int(TTL_MS, 3 * TTL_MS));
-            if (pid !== undefined) s.signalWorker((p) => (p.includes(pid) ? pid : undefined), 'SIGCONT');
-            break;
-          }
+          case 'kill':
+            return killAndStart(ctx, ctx.rng.pick(servers));
+          case 'pause-worker':
+            return pauseWorker(ctx, ctx.rng.pick(servers), [TTL_MS, 3 * TTL_MS]);
+          default:
+            return storeFault(ctx, proxy, etcd, f, { stall: [300, TTL_MS] });
         }
-        proxy.restore();
-      }
-      ctx.notes.push(`faults: ${done.join(', ')}`);
-      faultsDone = true;
-    };
-    await Promise.all([
-      ctx.load(4, 5 * ms, {
-        servers: () => servers.filter((s) => s.running),
-        ops,
+      },
+      clients: 4,
+      load: {
+        ops: [
+          { route: 'v1-snowflake', key: 'twitter', count: 50 },
+          { route: 'leaf-snowflake', key: 'twitter' },
+        ],
         maxRequests: 1_000_000,
         sockets: 2,
-        stop: () => faultsDone,
-      }),
-      faults(),
-    ]);
+      },
+      servers,
+    });
     ctx.notes.push(await holdingsNote(`http://127.0.0.1:${etcd.port}`, prefix));
     return {
       keys: { 'snowflake:twitter': { layout: TWITTER } },

@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import { FaultProxy } from '../../test/helpers/fault-proxy.js';
 import type { CheckSpec, LedgerVerdict } from '../checker.js';
 import { type Context, type Scenario, TWITTER } from '../harness/context.js';
-import { sleep } from '../harness/rng.js';
+import { killAndStart, killWorker, loadUnderFaults, pauseWorker, storeFault } from '../harness/faults.js';
 import { PrivateRedis } from '../harness/stores.js';
 import { readLog } from '../record.js';
 
@@ -46,76 +46,41 @@ export const redisLeases: Scenario = {
       }),
     );
     for (const s of servers) await s.start();
-    const ms = ctx.ms(10_000, 45_000);
-    const until = Date.now() + ms;
-    const hardStop = Date.now() + 4 * ms;
-    let faultsDone = false;
-    const ops = [
-      { route: 'v1-snowflake' as const, key: 'twitter', count: 200 },
-      { route: 'v1-snowflake' as const, key: 'twitter', count: 37 },
-    ];
-    const faults = async () => {
-      const done: string[] = [];
-      const kinds = ['stall', 'cut', 'restart', 'crash', 'pause-worker', 'kill', 'kill-worker'] as const;
-      const order = [...kinds].sort(() => ctx.rng.next() - 0.5);
-      for (let i = 0; (i < order.length && Date.now() < hardStop) || Date.now() < until - 2500; i++) {
-        await sleep(ctx.rng.int(300, 900));
-        const f = order[i] ?? ctx.rng.pick(kinds);
-        done.push(f);
+    await loadUnderFaults(ctx, {
+      label: 'faults',
+      ms: ctx.ms(10_000, 45_000),
+      kinds: ['stall', 'cut', 'restart', 'crash', 'pause-worker', 'kill', 'kill-worker'],
+      gap: [300, 900],
+      proxy,
+      apply: async (f) => {
         switch (f) {
-          case 'stall':
-            // Past the lease: every holder must stop before its id can pass on.
-            proxy.stall();
-            await sleep(ctx.rng.int(TTL_MS, 3 * TTL_MS));
-            break;
-          case 'cut':
-            proxy.cut();
-            await sleep(ctx.rng.int(200, 2000));
-            break;
-          case 'restart':
-            await redis.restart(false);
-            break;
-          case 'crash':
-            await redis.restart(true);
-            break;
           case 'pause-worker': {
             const s = ctx.rng.pick(servers.filter((x, i) => x.running && shape[i] === 2));
-            if (!s) break;
-            const pid = s.signalWorker((p) => (p.length === 0 ? undefined : ctx.rng.pick(p)), 'SIGSTOP');
-            await sleep(ctx.rng.int(2 * TTL_MS, 4 * TTL_MS));
-            if (pid !== undefined) s.signalWorker((p) => (p.includes(pid) ? pid : undefined), 'SIGCONT');
-            break;
+            if (s) await pauseWorker(ctx, s, [2 * TTL_MS, 4 * TTL_MS]);
+            return;
           }
-          case 'kill': {
+          case 'kill':
             // The single-process server: a `--workers 2` one started again on a loaded machine may miss the
             // harness's 30 s start bound (strict-coalesce.ts); their workers are killed instead.
-            const s = ctx.rng.pick(servers.filter((_, i) => shape[i] === 1));
-            await s.kill();
-            await sleep(ctx.rng.int(50, 500));
-            await s.start();
-            break;
-          }
+            return killAndStart(ctx, ctx.rng.pick(servers.filter((_, i) => shape[i] === 1)));
           case 'kill-worker':
-            ctx.rng
-              .pick(servers.filter((_, i) => shape[i] === 2))
-              .signalWorker((p) => (p.length === 0 ? undefined : ctx.rng.pick(p)), 'SIGKILL');
-            break;
+            return killWorker(ctx, ctx.rng.pick(servers.filter((_, i) => shape[i] === 2)));
+          default:
+            // stall: past the lease, every holder must stop before its id can pass on.
+            return storeFault(ctx, proxy, redis, f, { stall: [TTL_MS, 3 * TTL_MS] });
         }
-        proxy.restore();
-      }
-      ctx.notes.push(`faults: ${done.join(', ')}`);
-      faultsDone = true;
-    };
-    await Promise.all([
-      ctx.load(4, 5 * ms, {
-        servers: () => servers.filter((s) => s.running),
-        ops,
+      },
+      clients: 4,
+      load: {
+        ops: [
+          { route: 'v1-snowflake', key: 'twitter', count: 200 },
+          { route: 'v1-snowflake', key: 'twitter', count: 37 },
+        ],
         maxRequests: 1_000_000,
         sockets: 1,
-        stop: () => faultsDone,
-      }),
-      faults(),
-    ]);
+      },
+      servers,
+    });
     // Straight to Redis: the proxy's faults are over.
     return { keys: { 'snowflake:twitter': { layout: TWITTER } }, ledger: { 'snowflake:twitter': await leaseVerdict(ctx, redis.url) } };
   },

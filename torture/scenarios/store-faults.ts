@@ -13,6 +13,7 @@ import { FaultProxy } from '../../test/helpers/fault-proxy.js';
 import type { CheckSpec } from '../checker.js';
 import type { Context, Scenario } from '../harness/context.js';
 import { ledgerVerdicts } from '../harness/ledger.js';
+import { loadUnderFaults, storeFault } from '../harness/faults.js';
 import { sleep } from '../harness/rng.js';
 import { type PrivateStore, PrivateMariadb, PrivatePostgres, PrivateRedis } from '../harness/stores.js';
 
@@ -53,76 +54,34 @@ function storeFaults(kind: Kind): Scenario {
         }),
       );
       for (const s of servers) await s.start();
-      const ms = ctx.ms(8000, 60_000);
-      const until = Date.now() + ms;
-      // Every fault kind runs at least once, even past `ms` (up to a hard bound).
-      const hardStop = Date.now() + 4 * ms;
-      let faultsDone = false;
-      const ops = [
-        { route: 'v1-segment' as const, key: plain, count: 9 },
-        { route: 'leaf-segment' as const, key: plain },
-        { route: 'v1-segment' as const, key: strict, count: 3 },
-        { route: 'leaf-segment' as const, key: strict },
-      ];
-      const faults = async () => {
-        const done: string[] = [];
-        const kinds = ['slow', 'stall', 'cut', 'drop-answer', 'restart', 'crash', 'kill-during-load'] as const;
-        // Each fault once in a seeded order, then random ones while time remains.
-        const order = [...kinds].sort(() => ctx.rng.next() - 0.5);
-        for (let i = 0; (i < order.length && Date.now() < hardStop) || Date.now() < until - 2500; i++) {
-          await sleep(ctx.rng.int(300, 900));
-          const f = order[i] ?? ctx.rng.pick(kinds);
-          done.push(f);
-          switch (f) {
-            case 'slow':
-              proxy.slow(ctx.rng.int(20, 400));
-              await sleep(ctx.rng.int(500, 1500));
-              break;
-            case 'stall':
-              proxy.stall();
-              await sleep(ctx.rng.int(300, 3000));
-              break;
-            case 'cut':
-              proxy.cut();
-              await sleep(ctx.rng.int(200, 2000));
-              break;
-            case 'drop-answer':
-              proxy.stall('down');
-              await sleep(ctx.rng.int(50, 300));
-              proxy.cut();
-              await sleep(ctx.rng.int(100, 500));
-              break;
-            case 'restart':
-              await db.restart(false);
-              break;
-            case 'crash':
-              await db.restart(true);
-              break;
-            case 'kill-during-load': {
-              proxy.slow(300);
-              await sleep(ctx.rng.int(100, 600));
-              const s = ctx.rng.pick(servers);
-              await s.kill();
-              proxy.restore();
-              await s.start();
-              break;
-            }
-          }
+      await loadUnderFaults(ctx, {
+        label: 'store faults',
+        ms: ctx.ms(8000, 60_000),
+        kinds: ['slow', 'stall', 'cut', 'drop-answer', 'restart', 'crash', 'kill-during-load'],
+        gap: [300, 900],
+        proxy,
+        apply: async (f) => {
+          if (f !== 'kill-during-load') return storeFault(ctx, proxy, db, f, {});
+          proxy.slow(300);
+          await sleep(ctx.rng.int(100, 600));
+          const s = ctx.rng.pick(servers);
+          await s.kill();
           proxy.restore();
-        }
-        ctx.notes.push(`store faults: ${done.join(', ')}`);
-        faultsDone = true;
-      };
-      await Promise.all([
-        ctx.load(4, 5 * ms, {
-          servers: () => servers.filter((s) => s.running),
-          ops,
+          await s.start();
+        },
+        clients: 4,
+        load: {
+          ops: [
+            { route: 'v1-segment', key: plain, count: 9 },
+            { route: 'leaf-segment', key: plain },
+            { route: 'v1-segment', key: strict, count: 3 },
+            { route: 'leaf-segment', key: strict },
+          ],
           maxRequests: 200_000,
           sockets: 2,
-          stop: () => faultsDone,
-        }),
-        faults(),
-      ]);
+        },
+        servers,
+      });
       return {
         keys: { [`segment:${plain}`]: { min: 1n }, [`segment:${strict}`]: { min: 1n, order: 'global' } },
         // Straight to the store: the proxy's faults are over.

@@ -14,6 +14,7 @@ import { join } from 'node:path';
 import { FaultProxy } from '../../test/helpers/fault-proxy.js';
 import type { CheckSpec } from '../checker.js';
 import type { Context, Scenario } from '../harness/context.js';
+import { isStoreFault, processFault, storeFault } from '../harness/faults.js';
 import { sleep } from '../harness/rng.js';
 import { type PrivateStore, PrivateMariadb, PrivatePostgres, PrivateRedis } from '../harness/stores.js';
 
@@ -62,55 +63,8 @@ function strictCoalesce(kind: Kind): Scenario {
           const whole = f === 'kill' || f === 'term';
           const s = ctx.rng.pick(whole ? servers.filter((_, i) => shape[i] === 1) : servers);
           done.push(f);
-          switch (f) {
-            case 'slow':
-              proxy.slow(ctx.rng.int(5, 200));
-              await sleep(ctx.rng.int(500, 1500));
-              break;
-            case 'stall':
-              proxy.stall();
-              await sleep(ctx.rng.int(300, 2500));
-              break;
-            case 'cut':
-              proxy.cut();
-              await sleep(ctx.rng.int(200, 1500));
-              break;
-            case 'drop-answer':
-              proxy.stall('down');
-              await sleep(ctx.rng.int(50, 300));
-              proxy.cut();
-              await sleep(ctx.rng.int(100, 500));
-              break;
-            case 'restart':
-              await db.restart(false);
-              break;
-            case 'crash':
-              await db.restart(true);
-              break;
-            case 'kill':
-              await s.kill();
-              await sleep(ctx.rng.int(50, 500));
-              await s.start();
-              break;
-            case 'term':
-              await s.stop();
-              await s.start();
-              break;
-            case 'pause':
-              s.signal('SIGSTOP');
-              await sleep(ctx.rng.int(200, 1500));
-              s.signal('SIGCONT');
-              break;
-            case 'kill-worker':
-              s.signalWorker((p) => (p.length === 0 ? undefined : ctx.rng.pick(p)), 'SIGKILL');
-              break;
-            case 'pause-worker': {
-              const pid = s.signalWorker((p) => (p.length === 0 ? undefined : ctx.rng.pick(p)), 'SIGSTOP');
-              await sleep(ctx.rng.int(200, 1500));
-              if (pid !== undefined) s.signalWorker((p) => (p.includes(pid) ? pid : undefined), 'SIGCONT');
-              break;
-            }
-          }
+          if (isStoreFault(f)) await storeFault(ctx, proxy, db, f, { slow: [5, 200], stall: [300, 2500], cut: [200, 1500] });
+          else await processFault(ctx, s, f);
           proxy.restore();
         }
         ctx.notes.push(`faults: ${done.join(', ')}`);

@@ -30,7 +30,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { Etcd3, type IKeyValue, type IOptions, type IRequestOp, type ICompare } from 'etcd3';
-import { InvalidArgumentError, UnavailableError } from '../../core/errors.js';
+import { InvalidArgumentError, located, UnavailableError } from '../../core/errors.js';
 import type { LeaseHolding, LeaseLedgerEntry } from '../../ports/lease-ledger.js';
 import type { AcquireRequest, HeldLease, LeaseRecord, LeaseRow, NodeClaim, WorkerLeaseStore } from '../../ports/worker-lease-store.js';
 import { chooseWorker } from '../kit/choose-worker.js';
@@ -159,10 +159,8 @@ export class EtcdWorkerLeaseStore implements WorkerLeaseStore {
       ]);
     } catch (e) {
       if (e instanceof InvalidArgumentError || e instanceof UnavailableError) throw e;
-      throw new UnavailableError('STORE_UNAVAILABLE', `${this.where} did not answer ${what} (${(e as Error).message ?? String(e)})`, {
-        cause: e,
-        retryAfterMs: 1000,
-      });
+      // The driver's words name hosts and ports: the operator's, with the cluster's.
+      throw this.unavailable((at) => `${at ?? 'etcd'} did not answer ${what}${at ? ` (${(e as Error).message ?? String(e)})` : ''}`, e);
     } finally {
       clearTimeout(timer);
     }
@@ -185,8 +183,14 @@ export class EtcdWorkerLeaseStore implements WorkerLeaseStore {
 
   private async grantLease(ttlMs: number): Promise<string> {
     const r = await this.call('a lease grant', () => this.client.leaseClient.leaseGrant({ TTL: Math.ceil(ttlMs / 1000) }, this.opts()));
-    if (r.error) throw new UnavailableError('STORE_UNAVAILABLE', `${this.where} refused a lease: ${r.error}`, { retryAfterMs: 1000 });
+    if (r.error) throw this.unavailable((at) => `${at ?? 'etcd'} refused a lease: ${r.error}`);
     return r.ID;
+  }
+
+  /** STORE_UNAVAILABLE whose message names the cluster (`say(this.where)`) to the operator; a client reads `say(undefined)`. */
+  private unavailable(say: (at: string | undefined) => string, cause?: unknown): UnavailableError {
+    const { message, located: split } = located(say, this.where);
+    return new UnavailableError('STORE_UNAVAILABLE', message, { cause, retryAfterMs: 1000, located: split });
   }
 
   private revoke(id: string): void {

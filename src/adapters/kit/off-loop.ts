@@ -18,7 +18,7 @@
  * socket with a request in flight.
  */
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
-import { errorFromCode, SequoiaError, UnavailableError } from '../../core/errors.js';
+import { errorFromCode, type Located, SequoiaError, UnavailableError } from '../../core/errors.js';
 
 type Primitive = string | number | boolean | bigint | null | undefined;
 
@@ -28,6 +28,7 @@ interface WireError {
   readonly message: string;
   readonly code?: string | undefined;
   readonly retryAfterMs?: number | undefined;
+  readonly located?: Located | undefined;
 }
 
 type ToWorker =
@@ -48,14 +49,18 @@ export type Hosted = Record<string, object>;
 export type Factory = (args: unknown) => Hosted | Promise<Hosted>;
 
 function toWire(e: unknown): WireError {
-  if (e instanceof SequoiaError) return { sequoia: true, name: e.name, message: e.message, code: e.code, retryAfterMs: e.retryAfterMs };
+  if (e instanceof SequoiaError) {
+    // The public message and the where cross apart, so the answer still names no path.
+    const located = e.operatorDetail === undefined ? undefined : { publicMessage: e.publicMessage, detail: e.operatorDetail };
+    return { sequoia: true, name: e.name, message: e.message, code: e.code, retryAfterMs: e.retryAfterMs, located };
+  }
   const err = e instanceof Error ? e : new Error(String(e));
   const code = (e as { code?: unknown } | null)?.code;
   return { sequoia: false, name: err.name, message: err.message, code: typeof code === 'string' ? code : undefined };
 }
 
 function fromWire(w: WireError): Error {
-  if (w.sequoia && w.code !== undefined) return errorFromCode(w.code, w.message, w.retryAfterMs);
+  if (w.sequoia && w.code !== undefined) return errorFromCode(w.code, w.message, w.retryAfterMs, w.located);
   const e = new Error(w.message) as Error & { code?: string };
   e.name = w.name;
   if (w.code !== undefined) e.code = w.code;

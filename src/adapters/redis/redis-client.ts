@@ -6,7 +6,7 @@
  */
 import { createHash } from 'node:crypto';
 import { Redis } from 'ioredis';
-import { SequoiaError, UnavailableError } from '../../core/errors.js';
+import { located, SequoiaError, UnavailableError } from '../../core/errors.js';
 
 export interface RedisClientOptions {
   /** `redis://[:password@]host:port[/db]`. */
@@ -55,7 +55,8 @@ export class RedisClient {
     } catch (e) {
       const cause = this.lastConnectError ?? e;
       const code = (cause as { code?: string }).code ?? (cause instanceof Error ? cause.message : String(cause));
-      throw new UnavailableError('STORE_UNAVAILABLE', `cannot reach Redis at ${this.address} (${code})`, { cause, retryAfterMs: 1000 });
+      const { message, located: split } = located((w) => `cannot reach Redis${w ? ` at ${w}` : ''} (${code})`, this.address);
+      throw new UnavailableError('STORE_UNAVAILABLE', message, { cause, retryAfterMs: 1000, located: split });
     }
   }
 

@@ -23,7 +23,7 @@
 import { mkdirSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type Database from 'better-sqlite3';
-import { SequoiaError, UnavailableError } from '../../core/errors.js';
+import { located, SequoiaError, UnavailableError } from '../../core/errors.js';
 import { positional, type SqlAnswer, type SqlDatabase, type Steps } from '../kit/sql-database.js';
 import { openSqlite, retryWhileBusy } from '../kit/sqlite-open.js';
 import { storeCall } from '../kit/store-boundary.js';
@@ -98,13 +98,11 @@ export class SqliteConnection {
     try {
       now = statSync(this.path, { throwIfNoEntry: false });
     } catch (e) {
-      throw new UnavailableError('STORE_UNAVAILABLE', `cannot look at the SQLite file ${this.path}`, { cause: e, retryAfterMs: 1000 });
+      throw this.unavailable((w) => `cannot look at the SQLite file${w ? ` ${w}` : ''}`, e);
     }
     if (now === undefined) {
-      throw new UnavailableError(
-        'STORE_UNAVAILABLE',
-        `the SQLite file ${this.path} was removed while this process had it open; put the store's file back at that path`,
-        { retryAfterMs: 1000 },
+      throw this.unavailable(
+        (w) => `the SQLite file${w ? ` ${w}` : ''} was removed while this process had it open; put the store's file back at that path`,
       );
     }
     if (this.db && now.dev === this.file?.dev && now.ino === this.file.ino) return this.db;
@@ -119,8 +117,14 @@ export class SqliteConnection {
     } catch (e) {
       fresh?.close();
       this.db = undefined;
-      throw new UnavailableError('STORE_UNAVAILABLE', `cannot open the SQLite file now at ${this.path}`, { cause: e, retryAfterMs: 1000 });
+      throw this.unavailable((w) => `cannot open the SQLite file now at ${w ?? 'its path'}`, e);
     }
+  }
+
+  /** STORE_UNAVAILABLE naming the file's path to the operator only (the log, the CLI), never in an answer. */
+  private unavailable(say: (where: string | undefined) => string, cause?: unknown): UnavailableError {
+    const { message, located: split } = located(say, this.path);
+    return new UnavailableError('STORE_UNAVAILABLE', message, { cause, retryAfterMs: 1000, located: split });
   }
 
   private openFile(): Database.Database {
@@ -203,7 +207,8 @@ export class SqliteDatabase implements SqlDatabase {
     } catch (e) {
       if (e instanceof SequoiaError) throw e;
       const code = (e as { code?: string }).code ?? String(e);
-      throw new UnavailableError('STORE_UNAVAILABLE', `cannot open SQLite file ${this.connection.path} (${code})`, { cause: e });
+      const { message, located: split } = located((w) => `cannot open SQLite file${w ? ` ${w}` : ''} (${code})`, this.connection.path);
+      throw new UnavailableError('STORE_UNAVAILABLE', message, { cause: e, located: split });
     }
     this.opened = true;
   }

@@ -6,7 +6,7 @@
  * a second live process with the same identity out.
  */
 import zookeeper from 'node-zookeeper-client';
-import { ClockError, InvalidArgumentError, UnavailableError } from '../../core/errors.js';
+import { ClockError, InvalidArgumentError, located, UnavailableError } from '../../core/errors.js';
 import type { Clock } from '../../core/clock.js';
 import type { Logger } from '../../ports/logger.js';
 import type { IdSpace } from '../../ports/worker-id-provider.js';
@@ -94,13 +94,13 @@ export class ZookeeperClaimer {
       const [data] = await s.call2<Buffer, zookeeper.Stat>((cb) => client.getData(path, cb));
       let tick = parseData(data).tick;
       if (cached && cached.path === path && cached.tick > tick) tick = cached.tick; // a report ZooKeeper missed
-      await checkStartClock(this.o.startClock, space, tick, `ZooKeeper node ${path}`);
+      await checkStartClock(this.o.startClock, space, tick, { what: 'ZooKeeper node', where: path });
       return { workerId: mineFirst.id, path, tick, how: 'restart: own node' };
     }
     const fresh = parent.cversion < space.workerCount ? await this.createSequential(client, forever, identity, space) : undefined;
     if (fresh) return { ...fresh, tick: -1, how: 'cold start: new sequential node' };
     const taken = await this.reclaim({ client, spaceDir, identity, space, exclude, children });
-    await checkStartClock(this.o.startClock, space, taken.tick, `reclaimed node ${taken.path}`);
+    await checkStartClock(this.o.startClock, space, taken.tick, { what: 'reclaimed node', where: taken.path });
     return { ...taken, how: 'reclaimed' };
   }
 
@@ -119,12 +119,11 @@ export class ZookeeperClaimer {
     } catch (e) {
       if (!isZookeeperError(e, zookeeper.Exception.NODE_EXISTS)) throw e;
       const stat = await s.call<zookeeper.Stat | undefined>((cb) => client.exists(live, (e2, st) => cb(e2, st ?? undefined)));
-      if (!stat?.ephemeralOwner.equals(client.getSessionId())) return `another live process may run as ${identity}`;
+      if (!stat?.ephemeralOwner.equals(client.getSessionId())) return 'another live process may run under the same name';
     }
     const [data] = await s.call2<Buffer, zookeeper.Stat>((cb) => client.getData(path, cb));
     const { tick } = parseData(data);
-    if (tick > startTick)
-      return `its node ${path} was reported at tick ${tick}, past the tick ${startTick} it started after, by another process`;
+    if (tick > startTick) return `its node was reported at tick ${tick}, past the tick ${startTick} it started after, by another process`;
     return undefined;
   }
 
@@ -151,13 +150,11 @@ export class ZookeeperClaimer {
       const stat = await s.call<zookeeper.Stat | undefined>((cb) => client.exists(path, (e, st) => cb(e, st ?? undefined)));
       if (stat && stat.ephemeralOwner.equals(client.getSessionId())) return;
       if (stat && this.o.mono() >= until) {
-        throw new UnavailableError(
-          'LEASE_LOST',
-          `another live process runs as ${path.slice(path.lastIndexOf('/') + 1)} (same host, port and state directory?); it would share the worker id`,
-          {
-            retryAfterMs: this.o.sessionTimeoutMs,
-          },
+        const { message, located: split } = located(
+          (w) => `another live process runs as ${w ?? 'this one'} (same host, port and state directory?); it would share the worker id`,
+          path.slice(path.lastIndexOf('/') + 1),
         );
+        throw new UnavailableError('LEASE_LOST', message, { retryAfterMs: this.o.sessionTimeoutMs, located: split });
       }
       if (stat) await sleep(250);
     }
@@ -260,24 +257,35 @@ export class ZookeeperClaimer {
 }
 
 /** Refuses (CLOCK_MOVED_BACKWARDS) when the clock is behind `tick` by more than maxStartWaitMs; waits out a smaller gap. */
-export async function checkStartClock(sc: StartClock, space: IdSpace, tick: number, source: string): Promise<void> {
+/** `source`: what reported the tick (`what`, for a client) and where it is (`where`: a file or a node, the operator's). */
+export async function checkStartClock(
+  sc: StartClock,
+  space: IdSpace,
+  tick: number,
+  { what, where }: { readonly what: string; readonly where: string },
+): Promise<void> {
+  const source = `${what} ${where}`;
   if (tick < 0) return;
   const epoch = space.epochMs ?? epochFromKey(space.key);
   const gapMs = epoch + (tick + 1) * space.unitMs - sc.clock.now();
   if (gapMs <= 0) return;
   if (gapMs > sc.maxStartWaitMs) {
     sc.log.error({ layout: space.label, tick, gapMs, source }, 'snowflake start refused: the clock is behind the reported tick');
-    throw new ClockError(
-      `the clock is ${gapMs} ms behind the tick reported in ${source} (tick ${tick}); start refused until the clock passes it`,
-      { retryAfterMs: gapMs },
+    const { message, located: split } = located(
+      (w) =>
+        `the clock is ${gapMs} ms behind the tick reported in ${what}${w ? ` ${w}` : ''} (tick ${tick}); start refused until the clock passes it`,
+      where,
     );
+    throw new ClockError(message, { retryAfterMs: gapMs, located: split });
   }
   sc.log.warn({ layout: space.label, tick, gapMs, source }, 'clock behind the reported tick at start: waiting');
   await sleep(gapMs);
   if (sc.clock.now() < epoch + (tick + 1) * space.unitMs) {
-    throw new ClockError(`the clock is still behind the tick reported in ${source} after waiting ${gapMs} ms; start refused`, {
-      retryAfterMs: gapMs,
-    });
+    const { message, located: split } = located(
+      (w) => `the clock is still behind the tick reported in ${what}${w ? ` ${w}` : ''} after waiting ${gapMs} ms; start refused`,
+      where,
+    );
+    throw new ClockError(message, { retryAfterMs: gapMs, located: split });
   }
 }
 

@@ -37,11 +37,11 @@
  */
 import { networkInterfaces } from 'node:os';
 import zookeeper from 'node-zookeeper-client';
-import { ClockError, InvalidArgumentError, UnavailableError } from '../../core/errors.js';
+import { ClockError, InvalidArgumentError, located, UnavailableError } from '../../core/errors.js';
 import type { IdSpace, WorkerGrant, WorkerIdProvider } from '../../ports/worker-id-provider.js';
 import type { LedgerRecord } from './zookeeper-lease-ledger.js';
 import { ZookeeperProviderBase, type ZookeeperProviderOptions } from './zookeeper-provider-base.js';
-import { unavailable } from './zookeeper-session.js';
+import { unavailable, zookeeperAt } from './zookeeper-session.js';
 import { LEAF_IDENTITY, leafLedgerRoot } from './zookeeper-spec.js';
 
 /** `identity`: `{ip}:{port}`, default the first external IPv4 address and `port`, as Leaf's Utils.getIp(). */
@@ -94,11 +94,36 @@ export class LeafZookeeperWorkerIdProvider extends ZookeeperProviderBase impleme
       );
     const client = await this.session.connected(this.connectTimeoutMs);
     if (!client)
-      throw new UnavailableError('LEASE_LOST', `ZooKeeper ${this.session.connect} is unreachable; a start in leaf mode needs it`, {
+      throw zookeeperAt(this.session.connect, (zk) => `${zk ?? 'ZooKeeper'} is unreachable; a start in leaf mode needs it`, {
         retryAfterMs: 1000,
       });
     // The holder's clock at the grant, read before the claim: its first ID is at or after it.
     const grantTick = tickOf(space, this.clock.now());
+    const { path, afterTick, how } = await this.claimNode(client, space);
+    const workerId = Number(path.slice(path.lastIndexOf('-') + 1));
+    if (workerId >= space.workerCount) {
+      const { message, located: split } = located(
+        (w) =>
+          `Leaf node${w ? ` ${w}` : ''} has worker id ${workerId}, beyond layout ${space.label}'s worker ids 0..${space.workerCount - 1} (Leaf refuses it too; ids are never reused)`,
+        path,
+      );
+      throw new UnavailableError('ID_SPACE_EXHAUSTED', message, { located: split });
+    }
+    // A restart after its last holding went unreleased (a crash) takes that holding over.
+    const last = how === 'new sequential node' ? undefined : await this.ledger.latest(client, space.key, workerId);
+    const began = last !== undefined && !last.released ? 'takeover' : 'grant';
+    const ledger = await this.ledger.open(client, space.key, workerId, began, Math.max(afterTick + 1, grantTick));
+    this.held.set(space.key, { path, workerId, ledger });
+    this.log.info({ layout: space.label, workerId, afterTick, node: path, how, ledger: ledger.path }, 'zookeeper (leaf) worker id taken');
+    return { workerId, generation: 1, afterTick, validUntil: Number.POSITIVE_INFINITY };
+  }
+
+  /**
+   * Leaf's node of this {ip}:{port}: its own sequential node when it has one
+   * (a restart, after the clock passed the node's timestamp, waited out up to
+   * maxStartWaitMs), else a new one.
+   */
+  private async claimNode(client: zookeeper.Client, space: IdSpace): Promise<{ path: string; afterTick: number; how: string }> {
     const s = this.session;
     let path: string;
     let afterTick = -1;
@@ -127,10 +152,13 @@ export class LeafZookeeperWorkerIdProvider extends ZookeeperProviderBase impleme
             { layout: space.label, node: path, timestamp: ts, now },
             'snowflake start refused: the clock is behind the Leaf node timestamp',
           );
-          throw new ClockError(
-            `the clock is ${ts - now} ms behind the timestamp of Leaf node ${path}; start refused until the clock passes it (Leaf's check)`,
-            { retryAfterMs: ts - now },
+          const gap = ts - now;
+          const { message, located: split } = located(
+            (w) =>
+              `the clock is ${gap} ms behind the timestamp of Leaf node${w ? ` ${w}` : ''}; start refused until the clock passes it (Leaf's check)`,
+            path,
           );
+          throw new ClockError(message, { retryAfterMs: gap, located: split });
         }
         afterTick = tickOf(space, ts);
         how = 'restart: own node';
@@ -145,20 +173,7 @@ export class LeafZookeeperWorkerIdProvider extends ZookeeperProviderBase impleme
       if (e instanceof ClockError || e instanceof UnavailableError) throw e;
       throw unavailable(e);
     }
-    const workerId = Number(path.slice(path.lastIndexOf('-') + 1));
-    if (workerId >= space.workerCount) {
-      throw new UnavailableError(
-        'ID_SPACE_EXHAUSTED',
-        `Leaf node ${path} has worker id ${workerId}, beyond layout ${space.label}'s worker ids 0..${space.workerCount - 1} (Leaf refuses it too; ids are never reused)`,
-      );
-    }
-    // A restart after its last holding went unreleased (a crash) takes that holding over.
-    const last = how === 'new sequential node' ? undefined : await this.ledger.latest(client, space.key, workerId);
-    const began = last !== undefined && !last.released ? 'takeover' : 'grant';
-    const ledger = await this.ledger.open(client, space.key, workerId, began, Math.max(afterTick + 1, grantTick));
-    this.held.set(space.key, { path, workerId, ledger });
-    this.log.info({ layout: space.label, workerId, afterTick, node: path, how, ledger: ledger.path }, 'zookeeper (leaf) worker id taken');
-    return { workerId, generation: 1, afterTick, validUntil: Number.POSITIVE_INFINITY };
+    return { path, afterTick, how };
   }
 
   async renew(space: IdSpace, grant: WorkerGrant, ceilingTick: number): Promise<WorkerGrant> {

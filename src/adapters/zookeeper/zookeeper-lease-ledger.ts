@@ -20,7 +20,7 @@ import type { Clock } from '../../core/clock.js';
 import type { LeaseHolder, LeaseHolding, LeaseLedger, LeaseLedgerEntry } from '../../ports/lease-ledger.js';
 import { type HoldingData, holdingEntries, parseHolding } from '../kit/holding-ledger.js';
 import { safe } from './zookeeper-claim.js';
-import { ZookeeperSession, isZookeeperError, unavailable } from './zookeeper-session.js';
+import { ZookeeperSession, isZookeeperError, unavailable, zookeeperAt } from './zookeeper-session.js';
 
 /** A holding this process writes: its node and what it last wrote there. */
 export interface LedgerRecord {
@@ -187,7 +187,7 @@ export class ZookeeperLeaseLedger implements LeaseLedger {
 
   private async client(): Promise<zookeeper.Client> {
     const c = await this.session.connected(this.connectTimeoutMs);
-    if (!c) throw unavailable(new Error(`ZooKeeper ${this.session.connect} is unreachable`));
+    if (!c) throw zookeeperAt(this.session.connect, (zk) => `${zk ?? 'ZooKeeper'} is unreachable`, { retryAfterMs: 1000 });
     return c;
   }
 

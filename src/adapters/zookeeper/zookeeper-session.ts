@@ -5,7 +5,7 @@
  * otherwise wait for an answer as long as the connection lives.
  */
 import zookeeper from 'node-zookeeper-client';
-import { UnavailableError } from '../../core/errors.js';
+import { type ErrorCode, located, UnavailableError } from '../../core/errors.js';
 
 type Callback<T> = (error: Error | zookeeper.Exception | null, result: T) => void;
 
@@ -77,7 +77,7 @@ export class ZookeeperSession {
   call<T>(f: (cb: Callback<T>) => void): Promise<T> {
     return new Promise<T>((res, rej) => {
       const timer = setTimeout(
-        () => rej(new UnavailableError('LEASE_LOST', `ZooKeeper ${this.o.connect} did not answer within ${this.o.requestTimeoutMs} ms`)),
+        () => rej(zookeeperAt(this.o.connect, (zk) => `${zk ?? 'ZooKeeper'} did not answer within ${this.o.requestTimeoutMs} ms`)),
         this.o.requestTimeoutMs,
       );
       f((e, r) => {
@@ -115,11 +115,40 @@ export function isZookeeperError(e: unknown, code: number): boolean {
   return e instanceof zookeeper.Exception && e.getCode() === code;
 }
 
+/** A failed ZooKeeper request as LEASE_LOST: the node's path, when the error names one, for the operator only. */
 export function unavailable(e: unknown): UnavailableError {
   if (e instanceof UnavailableError) return e;
+  const path = e instanceof zookeeper.Exception ? e.getPath() : undefined;
+  if (e instanceof zookeeper.Exception && path) {
+    const what = `${e.getName()}[${e.getCode()}]`;
+    const { message, located: split } = located((w) => `ZooKeeper failed: Exception: ${what}${w ? `@${w}` : ''}`, path);
+    return new UnavailableError('LEASE_LOST', message, { cause: e, retryAfterMs: 1000, located: split });
+  }
   return new UnavailableError(
     'LEASE_LOST',
     `ZooKeeper failed: ${e instanceof Error || e instanceof zookeeper.Exception ? e.toString() : String(e)}`,
-    { cause: e, retryAfterMs: 1000 },
+    {
+      cause: e,
+      retryAfterMs: 1000,
+    },
   );
+}
+
+/**
+ * An error whose message names the ensemble to the operator
+ * (`say('ZooKeeper host:port,…')`, which may name more: a cache file, a node,
+ * given again as `extra` for the detail); a client reads `say(undefined)`,
+ * which names none of it.
+ */
+export function zookeeperAt(
+  connect: string,
+  say: (zk: string | undefined) => string,
+  o: { readonly code?: ErrorCode; readonly extra?: string; readonly cause?: unknown; readonly retryAfterMs?: number } = {},
+): UnavailableError {
+  const detail = `ZooKeeper ${connect}${o.extra === undefined ? '' : `, ${o.extra}`}`;
+  return new UnavailableError(o.code ?? 'LEASE_LOST', say(`ZooKeeper ${connect}`), {
+    cause: o.cause,
+    retryAfterMs: o.retryAfterMs,
+    located: { publicMessage: say(undefined), detail },
+  });
 }

@@ -42,11 +42,11 @@
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import zookeeper from 'node-zookeeper-client';
-import { InvalidArgumentError, UnavailableError } from '../../core/errors.js';
+import { InvalidArgumentError, located, UnavailableError } from '../../core/errors.js';
 import type { IdSpace, WorkerGrant, WorkerIdProvider } from '../../ports/worker-id-provider.js';
 import { type CacheFile, readCache, writeCache } from './zookeeper-cache.js';
 import { type NodeData, type StartClock, ZookeeperClaimer, checkStartClock, safe } from './zookeeper-claim.js';
-import { isZookeeperError } from './zookeeper-session.js';
+import { isZookeeperError, zookeeperAt } from './zookeeper-session.js';
 import type { LedgerRecord } from './zookeeper-lease-ledger.js';
 import { ZookeeperProviderBase, type ZookeeperProviderOptions } from './zookeeper-provider-base.js';
 import { DEFAULT_ZOOKEEPER_ROOT, IDENTITY, defaultIdentity, parseZookeeperSpec } from './zookeeper-spec.js';
@@ -205,24 +205,26 @@ export class ZookeeperWorkerIdProvider extends ZookeeperProviderBase implements 
     if (this.lostHere.has(cacheFile)) {
       // This process's claim ended (session expired, or ZooKeeper seen after a cache start): another
       // process may hold the name now, which only ZooKeeper can tell.
-      throw new UnavailableError(
-        'LEASE_LOST',
-        `ZooKeeper ${this.session.connect} is unreachable and this process's claim on ${identity} ended; the worker id is claimed again only through ZooKeeper`,
-        { retryAfterMs: 1000 },
+      throw zookeeperAt(
+        this.session.connect,
+        (zk) =>
+          `${zk ?? 'ZooKeeper'} is unreachable and this process's claim on ${zk ? identity : 'its name'} ended; the worker id is claimed again only through ZooKeeper`,
+        { extra: `identity ${identity}`, retryAfterMs: 1000 },
       );
     }
     if (!cached) {
-      throw new UnavailableError(
-        'LEASE_LOST',
-        `ZooKeeper ${this.session.connect} is unreachable and ${cacheFile} holds no worker id for ${identity}; a first start needs ZooKeeper`,
-        {
-          retryAfterMs: 1000,
-        },
+      throw zookeeperAt(
+        this.session.connect,
+        (zk) =>
+          zk
+            ? `${zk} is unreachable and ${cacheFile} holds no worker id for ${identity}; a first start needs ZooKeeper`
+            : 'ZooKeeper is unreachable and the cache file holds no worker id for this process; a first start needs ZooKeeper',
+        { extra: `cache file ${cacheFile}, identity ${identity}`, retryAfterMs: 1000 },
       );
     }
     if (exclude.includes(cached.workerId) || cached.workerId >= space.workerCount)
       throw new UnavailableError('LEASE_LOST', `the cached worker id ${cached.workerId} cannot be used here`);
-    await checkStartClock(this.startClock, space, cached.tick, `the cached file ${cacheFile}`);
+    await checkStartClock(this.startClock, space, cached.tick, { what: 'the cached file', where: cacheFile });
     const silentMs = this.clock.now() - cached.reportedAtMs;
     if (this.reclaimAfterMs !== undefined && silentMs >= this.reclaimAfterMs - this.margin) {
       throw new UnavailableError(
@@ -326,10 +328,11 @@ export class ZookeeperWorkerIdProvider extends ZookeeperProviderBase implements 
           { layout: space.label, workerId, node: h.path },
           'zookeeper node of this worker id is gone (reclaimed?); issuing stopped',
         );
-        throw new UnavailableError('LEASE_LOST', `ZooKeeper node ${h.path} of worker id ${workerId} is gone (reclaimed by another host?)`, {
-          cause: e,
-          retryAfterMs: 1000,
-        });
+        const { message, located: split } = located(
+          (w) => `ZooKeeper node${w ? ` ${w}` : ''} of worker id ${workerId} is gone (reclaimed by another host?)`,
+          h.path,
+        );
+        throw new UnavailableError('LEASE_LOST', message, { cause: e, retryAfterMs: 1000, located: split });
       } else {
         const err = e instanceof Error || e instanceof zookeeper.Exception ? e.toString() : String(e);
         const stopsInMs = Math.round(this.grant(workerId, h).validUntil - this.mono());
@@ -341,10 +344,13 @@ export class ZookeeperWorkerIdProvider extends ZookeeperProviderBase implements 
           );
         }
         if (h.sessionId === undefined) return;
-        throw new UnavailableError(
-          'STORE_UNAVAILABLE',
-          `ZooKeeper ${this.session.connect} did not take the tick report of worker id ${workerId} (${err}); issuing stops ${stopsInMs > 0 ? `in ${stopsInMs} ms` : 'now'} unless a report gets through`,
-          { cause: e, retryAfterMs: 1000 },
+        const stops = stopsInMs > 0 ? `in ${stopsInMs} ms` : 'now';
+        // ZooKeeper's error may name the node: the operator's, with the ensemble.
+        throw zookeeperAt(
+          this.session.connect,
+          (zk) =>
+            `${zk ?? 'ZooKeeper'} did not take the tick report of worker id ${workerId}${zk ? ` (${err})` : ''}; issuing stops ${stops} unless a report gets through`,
+          { code: 'STORE_UNAVAILABLE', extra: err, cause: e, retryAfterMs: 1000 },
         );
       }
     }
@@ -363,7 +369,8 @@ export class ZookeeperWorkerIdProvider extends ZookeeperProviderBase implements 
     this.held.delete(heldKey(space, workerId));
     this.lostHere.add(h.cacheFile);
     this.log.warn({ layout: space.label, workerId, node: h.path }, `zookeeper claim on this worker id ended (${why}); claiming it again`);
-    return new UnavailableError('LEASE_LOST', `the claim on worker id ${workerId} (${h.path}) ended: ${why}`, { retryAfterMs: 1000 });
+    const { message, located: split } = located((w) => `the claim on worker id ${workerId}${w ? ` (${w})` : ''} ended: ${why}`, h.path);
+    return new UnavailableError('LEASE_LOST', message, { retryAfterMs: 1000, located: split });
   }
 }
 

@@ -16,12 +16,18 @@ export interface HighWaterMark {
   readonly trippedAtEpoch?: number | undefined;
 }
 
+/**
+ * A refusal's `reason` names where the marks are kept, for the operator;
+ * `publicReason` is the same sentence without it, for a client. Both plain
+ * strings: a verdict crosses to and from the state dir's thread.
+ */
 export type GuardVerdict =
-  { readonly ok: true; readonly record: HighWaterMark } | { readonly ok: false; readonly record: HighWaterMark; readonly reason: string };
+  | { readonly ok: true; readonly record: HighWaterMark }
+  | { readonly ok: false; readonly record: HighWaterMark; readonly reason: string; readonly publicReason: string };
 
 /**
  * `where`: where the marks are kept (e.g. `state dir ./data`), so a refusal
- * names it, whether a server or a CLI command holds them.
+ * names it to the operator, whether a server or a CLI command holds them.
  */
 export function checkAnswer(
   previous: HighWaterMark | undefined,
@@ -30,20 +36,17 @@ export function checkAnswer(
   fenceEpoch: number,
   where?: string,
 ): GuardVerdict {
-  const kept = where === undefined ? '' : ` kept in ${where}`;
   if (previous === undefined) return { ok: true, record: { mark: end } };
   if (previous.trippedAtEpoch !== undefined && fenceEpoch <= previous.trippedAtEpoch) {
-    return { ok: false, record: previous, reason: earlierTrip(previous.mark, where) };
+    return { ok: false, record: previous, reason: earlierTrip(previous.mark, where), publicReason: earlierTrip(previous.mark) };
   }
   if (start < previous.mark) {
-    return {
-      ok: false,
-      record: { mark: previous.mark, trippedAtEpoch: fenceEpoch },
-      // Both causes look alike here (the marks are kept by tag name): say both.
-      reason:
-        `store answered [${start}, ${end}) below the high-water mark ${previous.mark}${kept}: ` +
-        'restored from an older backup, or the tag deleted and created again below IDs handed out here',
-    };
+    const mark = previous.mark;
+    // Both causes look alike here (the marks are kept by tag name): say both.
+    const say = (w: string | undefined) =>
+      `store answered [${start}, ${end}) below the high-water mark ${mark}${w === undefined ? '' : ` kept in ${w}`}: ` +
+      'restored from an older backup, or the tag deleted and created again below IDs handed out here';
+    return { ok: false, record: { mark, trippedAtEpoch: fenceEpoch }, reason: say(where), publicReason: say(undefined) };
   }
   return { ok: true, record: { mark: end > previous.mark ? end : previous.mark } };
 }
@@ -71,12 +74,12 @@ export function checkShared(
   where?: string,
 ): GuardVerdict {
   if (current?.trippedAtEpoch !== undefined && fenceEpoch <= current.trippedAtEpoch) {
-    return { ok: false, record: current, reason: earlierTrip(current.mark, where) };
+    return { ok: false, record: current, reason: earlierTrip(current.mark, where), publicReason: earlierTrip(current.mark) };
   }
   const base = floor && current && current.mark < floor.mark ? current : floor;
   const v = checkAnswer(base && { mark: base.mark }, start, end, fenceEpoch, where);
   const top = (a: bigint, b: bigint | undefined) => (b !== undefined && b > a ? b : a);
-  if (!v.ok) return { ok: false, record: { mark: top(v.record.mark, current?.mark), trippedAtEpoch: fenceEpoch }, reason: v.reason };
+  if (!v.ok) return { ...v, record: { mark: top(v.record.mark, current?.mark), trippedAtEpoch: fenceEpoch } };
   return { ok: true, record: { mark: top(end, current?.mark) } };
 }
 
