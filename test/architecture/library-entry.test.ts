@@ -13,7 +13,7 @@ import { describe, expect, it } from 'vitest';
 import { PACKAGED_BIN, ROOT, assertBuilt, cleanEnv, launchServe, startServe } from '../helpers/cli.js';
 
 const REGISTER = join(ROOT, 'test', 'helpers', 'load-trace', 'register.mjs');
-const REQUIRES = join(ROOT, 'test', 'helpers', 'load-trace', 'require.cjs');
+const REQUIRES = join(ROOT, 'test', 'helpers', 'load-trace', 'require-trace.mjs');
 
 function loaded(args: readonly string[]): string[] {
   const r = spawnSync(process.execPath, ['--import', REGISTER, ...args], { cwd: ROOT, encoding: 'utf8', timeout: 30_000 });
@@ -78,7 +78,7 @@ describe('the bundled command (package.json "bin")', () => {
     const mods = loaded([PACKAGED_BIN, 'gen', 'uuid']);
     expect(mods.filter((m) => DRIVERS.test(m) || /node_modules\/(fastify|pino|prom-client|zod)\//.test(m))).toEqual([]);
     // Answered before the command table: one file, not commander and its chunks.
-    expect(loaded(['-r', REQUIRES, PACKAGED_BIN, 'gen', 'uuid'])).toEqual(['dist/pkg/cli.js']);
+    expect(loaded(['--import', REQUIRES, PACKAGED_BIN, 'gen', 'uuid']).filter((m) => !m.startsWith('test/'))).toEqual(['dist/pkg/cli.js']);
     const r = run(['gen', 'uuid', '--count', '3']);
     expect(r.status).toBe(0);
     expect(r.stdout.trim().split('\n')).toHaveLength(3);
@@ -113,7 +113,7 @@ describe('what serve loads before it is ready', () => {
     const s = await launchServe(process.execPath, [
       '--import',
       REGISTER,
-      '-r',
+      '--import',
       REQUIRES,
       PACKAGED_BIN,
       'serve',

@@ -1,8 +1,9 @@
-// `node -r ./require.cjs …`: prints every CommonJS file a process loads (what fastify and the drivers require), as the
-// ESM hooks (hooks.mjs) print modules: `LOADED file://…` on fd 2. Node 20's module hooks do not see require().
-const Module = require('node:module');
-const { writeSync } = require('node:fs');
-const { pathToFileURL } = require('node:url');
+// `node --import ./require-trace.mjs …`: prints every CommonJS file a process loads (what fastify and the drivers
+// require), as the ESM hooks (hooks.mjs) print modules: `LOADED file://…` on fd 2. Node 20's module hooks do not see
+// require().
+import Module from 'node:module';
+import { writeSync } from 'node:fs';
+import { pathToFileURL } from 'node:url';
 
 const seen = new Set();
 const load = Module._load;
@@ -18,5 +19,5 @@ Module._load = function (request, parent, isMain) {
       // the real load reports it
     }
   }
-  return load.apply(this, arguments);
+  return load.call(this, request, parent, isMain);
 };
