@@ -1,19 +1,28 @@
 /**
- * Start-up cost: `import('sequoia-id')` against `node -e 0`, and `sequoia gen
- * uuid` against a bare node one-liner printing crypto.randomUUID(). Each
- * pair runs interleaved (a, b, a, b …) so both see the same machine load;
- * figures are medians of wall time and of CPU time (user + system, read by a
- * tiny CommonJS preload at exit, the same on both sides): on a shared
- * machine the CPU time is the steadier of the two.
+ * Start-up cost, each subject against its baseline in the same run:
+ * - `sequoia serve` (defaults: a SQLite store and the state dir under ./data
+ *   of a fresh directory) from exec to the first `/readyz` 200, against a
+ *   bare `node:http` server from exec to its first 200;
+ * - `import('sequoia-id')` against `node -e 0`;
+ * - `sequoia gen uuid` against a bare node one-liner printing crypto.randomUUID().
+ * Each pair runs interleaved (a, b, a, b …) so both see the same machine
+ * load. Figures are medians of wall time and of CPU time (user + system of
+ * the whole process, every thread: for the one-shot commands read by a tiny
+ * CommonJS preload at exit, the same on both sides; for the servers read
+ * from /proc/PID/stat at the moment /readyz answers, at 10 ms resolution):
+ * on a shared machine the CPU time is the steadier of the two.
  */
-import { spawnSync } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { request } from 'node:http';
+import { type AddressInfo, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { median } from './util.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const BIN = join(ROOT, 'dist', 'pkg', 'cli.js');
 
 export interface StartupRow {
   readonly name: string;
@@ -23,6 +32,7 @@ export interface StartupRow {
   readonly cpuMs: number;
   readonly baselineCpuMs: number;
   readonly target: number;
+  readonly runs: number;
 }
 
 interface Sample {
@@ -49,29 +59,95 @@ function runOnce(args: readonly string[]): Sample {
   return { wallMs, cpuMs: Number(cpu) / 1000 };
 }
 
-function pair(runs: number, a: readonly string[], b: readonly string[]): [Sample, Sample] {
+async function pair(runs: number, a: () => Sample | Promise<Sample>, b: () => Sample | Promise<Sample>): Promise<[Sample, Sample]> {
   const sa: Sample[] = [];
   const sb: Sample[] = [];
-  runOnce(a); // warm the file cache for both
-  runOnce(b);
+  await a(); // warm the file cache for both
+  await b();
   for (let i = 0; i < runs; i++) {
-    sa.push(runOnce(a));
-    sb.push(runOnce(b));
+    sa.push(await a());
+    sb.push(await b());
   }
   const med = (xs: Sample[]): Sample => ({ wallMs: median(xs.map((x) => x.wallMs)), cpuMs: median(xs.map((x) => x.cpuMs)) });
   return [med(sa), med(sb)];
 }
 
-export function benchStartup(runs = 21): StartupRow[] {
+/** A port free now (the OS's choice), for a server about to be started. */
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as AddressInfo;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+function status(port: number): Promise<number> {
+  return new Promise((resolve) => {
+    const req = request({ host: '127.0.0.1', port, path: '/readyz', agent: false }, (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode ?? 0));
+    });
+    req.on('error', () => resolve(0));
+    req.end();
+  });
+}
+
+/** CPU time (user + system, every thread) of a running process so far; NaN where there is no /proc. */
+function cpuOf(pid: number): number {
+  try {
+    const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
+    return (Number(f[11]) + Number(f[12])) * 10; // clock ticks of 10 ms
+  } catch {
+    return Number.NaN;
+  }
+}
+
+/** Spawns `args` with `--port` at a free port, polls GET /readyz until 200; the time from spawn, then stops the process. */
+async function readyOnce(args: (port: number) => string[], cwd: string): Promise<Sample> {
+  const port = await freePort();
+  const t0 = performance.now();
+  const child = spawn(process.execPath, args(port), { cwd, stdio: 'ignore' });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  let gone = false;
+  void exited.then(() => (gone = true));
+  for (;;) {
+    if (gone) throw new Error(`node ${args(port).join(' ')} exited before answering /readyz`);
+    if ((await status(port)) === 200) break;
+    await new Promise((r) => setTimeout(r, 2));
+  }
+  const wallMs = performance.now() - t0;
+  const cpuMs = cpuOf(child.pid as number);
+  child.kill('SIGTERM');
+  await exited;
+  return { wallMs, cpuMs };
+}
+
+export async function benchStartup(runs = 21, serveRuns = 11): Promise<StartupRow[]> {
+  // `sequoia serve` with its defaults (sqlite:./data/sequoia.db, state dir ./data), each run in a fresh directory.
+  const serve = () => readyOnce((port) => [BIN, 'serve', '--port', String(port)], mkdtempSync(join(tmpdir(), 'sequoia-startup-serve-')));
+  const bareHttp = () =>
+    readyOnce((port) => ['-e', `require('node:http').createServer((q, s) => s.end('ok')).listen(${port}, '127.0.0.1')`], tmpdir());
+  const [srv, bare] = await pair(serveRuns, serve, bareHttp);
   const nodeZero = ['-e', '0'];
   // Resolved through the package's own "exports", as a user's `import 'sequoia-id'` is.
   const importLib = ['--input-type=module', '-e', "await import('sequoia-id')"];
-  const [lib, zero] = pair(runs, importLib, nodeZero);
+  const [lib, zero] = await pair(
+    runs,
+    () => runOnce(importLib),
+    () => runOnce(nodeZero),
+  );
   // The command the package installs (package.json "bin").
-  const cli = [join(ROOT, 'dist', 'pkg', 'cli.js'), 'gen', 'uuid'];
-  const bare = ['-e', "console.log(require('node:crypto').randomUUID())"];
-  const [gen, oneLiner] = pair(runs, cli, bare);
-  const row = (name: string, baseline: string, x: Sample, base: Sample, target: number): StartupRow => ({
+  const cli = [BIN, 'gen', 'uuid'];
+  const oneLiner = ['-e', "console.log(require('node:crypto').randomUUID())"];
+  const [gen, bareGen] = await pair(
+    runs,
+    () => runOnce(cli),
+    () => runOnce(oneLiner),
+  );
+  const row = (name: string, baseline: string, x: Sample, base: Sample, target: number, n: number): StartupRow => ({
     name,
     baseline,
     ms: x.wallMs,
@@ -79,9 +155,18 @@ export function benchStartup(runs = 21): StartupRow[] {
     cpuMs: x.cpuMs,
     baselineCpuMs: base.cpuMs,
     target,
+    runs: n,
   });
   return [
-    row("`import('sequoia-id')`", '`node -e 0`', lib, zero, 1.3),
-    row('`sequoia gen uuid`', 'node one-liner printing `crypto.randomUUID()`', gen, oneLiner, 1.5),
+    row(
+      '`sequoia serve` (SQLite store, defaults), exec to `/readyz` 200',
+      'bare `node:http` server, exec to its first 200',
+      srv,
+      bare,
+      2.5,
+      serveRuns,
+    ),
+    row("`import('sequoia-id')`", '`node -e 0`', lib, zero, 1.15, runs),
+    row('`sequoia gen uuid`', 'node one-liner printing `crypto.randomUUID()`', gen, bareGen, 1.2, runs),
   ];
 }

@@ -5,11 +5,10 @@
  */
 import { readFileSync } from 'node:fs';
 import { SequoiaError } from '../core/errors.js';
-import { type Logger, pino } from 'pino';
-import { buildApp } from '../server/build-app.js';
+import type { Logger } from 'pino';
 import type { Drain } from '../server/http-front.js';
 import { FormatRegistry } from '../server/formats.js';
-import { SequoiaMetrics } from '../server/metrics.js';
+import type { SequoiaMetrics } from '../server/metrics.js';
 import { FallbackLeases } from '../service/fallback-leases.js';
 import type { IdService } from '../service/id-service.js';
 import { VERSION } from '../version.js';
@@ -21,9 +20,9 @@ import { type StateDirPort, openStateDirOffLoop } from './off-loop.js';
 import type { ServerLock } from '../adapters/state-dir/server-lock.js';
 import { claimStateDir } from './state-dir-claim.js';
 import { type Backend, openBackend, redactStoreUrl, storeIdentity } from './stores.js';
-import { createIdService, createSnowflakeService } from './wiring.js';
 import { startLedgerPruner } from './ledger-pruner.js';
 import { UndoStack } from './undo-stack.js';
+import type * as HttpLayer from './http-layer.js';
 
 export interface RunningServer {
   readonly url: string;
@@ -58,8 +57,9 @@ export async function startServer(
 }
 
 type StartOptions = { handleSignals?: boolean; listeningMessage?: string; lockStateDir?: boolean; openAdmin?: string | undefined };
-type App = Awaited<ReturnType<typeof buildApp>>;
-type Snowflake = ReturnType<typeof createSnowflakeService>;
+type Http = Pick<typeof HttpLayer, 'buildApp' | 'createIdService' | 'createSnowflakeService'>;
+type App = Awaited<ReturnType<Http['buildApp']>>;
+type Snowflake = ReturnType<Http['createSnowflakeService']>;
 
 /** What the steps of a start have opened, handed from one step to the next and, at the end, to `close`. */
 interface Opened {
@@ -71,20 +71,25 @@ interface Opened {
 }
 
 async function startReserved(config: ServeConfig, options: StartOptions, reservation: PortReservation | undefined): Promise<RunningServer> {
-  const logger = pino({ level: config.logLevel, base: { pid: process.pid } });
-  if (options.openAdmin !== undefined) logger.warn({ host: config.host }, options.openAdmin);
+  // Loaded while the store's and the state dir's threads start (http-layer.ts).
+  const httpLoad = loadHttpLayer();
+  httpLoad.catch(() => {}); // awaited below
   // Each step registers its undo once it has succeeded; a step that fails undoes the ones before it, in reverse, once.
   // A store client left open (reconnecting in the background) would keep the process alive after a failed start.
   const undo = new UndoStack();
   try {
-    const opened = await openStoreAndStateDir(config, options, logger, undo);
+    const stores = await openStoreAndStateDir(config, options, undo);
+    const { pino, SequoiaMetrics, ...http } = await httpLoad;
+    const logger = pino({ level: config.logLevel, base: { pid: process.pid } });
+    if (options.openAdmin !== undefined) logger.warn({ host: config.host }, options.openAdmin);
+    const opened: Opened = { ...stores, logger };
     const metrics = new SequoiaMetrics();
-    const service = await startService(config, opened, metrics, undo);
+    const service = await startService(http, config, opened, metrics, undo);
     const drain: Drain = { leaving: false };
-    const snowflake = await startSnowflake(config, opened, undo);
+    const snowflake = await startSnowflake(http, config, opened, undo);
     const app = await undo.step(
       'http app',
-      () => buildHttpApp(config, opened, { service, snowflake, metrics, drain }),
+      () => buildHttpApp(http, config, opened, { service, snowflake, metrics, drain }),
       (a) => a.close(),
     );
     await reservation?.release();
@@ -100,12 +105,17 @@ async function startReserved(config: ServeConfig, options: StartOptions, reserva
   }
 }
 
+async function loadHttpLayer() {
+  const { pino, SequoiaMetrics, buildApp, createIdService, createSnowflakeService } = await import('./http-layer.js');
+  return { pino, SequoiaMetrics, buildApp, createIdService, createSnowflakeService };
+}
+
 /**
  * One state dir, one server, one store (DESIGN.md invariant 5); its I/O runs off the event loop (invariant 6).
  * The binding first: a dir of another store names that store, whether or not its server runs.
  * Both threads start at once (a start pays for one thread's start-up, not two).
  */
-async function openStoreAndStateDir(config: ServeConfig, options: StartOptions, logger: Logger, undo: UndoStack): Promise<Opened> {
+async function openStoreAndStateDir(config: ServeConfig, options: StartOptions, undo: UndoStack): Promise<Omit<Opened, 'logger'>> {
   const backendP = openBackend(config.store, { offLoop: true });
   backendP.catch(() => {}); // awaited below
   undo.push('store', async () => (await backendP.catch(() => undefined))?.segments.close());
@@ -121,13 +131,13 @@ async function openStoreAndStateDir(config: ServeConfig, options: StartOptions, 
   await state.bindStore(storeIdentity(config.store), false);
   if (options.lockStateDir !== false) lock = claimStateDir(config.stateDir, config.store);
   const backend = await backendP;
-  return { logger, backend, state, releaseStateDir };
+  return { backend, state, releaseStateDir };
 }
 
 /** The IdService takes the store over: a failed start closes it (IdService.start), a stop too (IdService.close). */
-async function startService(config: ServeConfig, opened: Opened, metrics: SequoiaMetrics, undo: UndoStack): Promise<IdService> {
+async function startService(http: Http, config: ServeConfig, opened: Opened, metrics: SequoiaMetrics, undo: UndoStack): Promise<IdService> {
   const { logger, backend, state } = opened;
-  const service = createIdService(config, backend, { logger, onLoad: metrics.onLoad, marks: state });
+  const service = http.createIdService(config, backend, { logger, onLoad: metrics.onLoad, marks: state });
   undo.handOver('store');
   await service.start();
   undo.push('id service', () => service.close());
@@ -139,7 +149,7 @@ async function startService(config: ServeConfig, opened: Opened, metrics: Sequoi
  * A worker id that cannot be had (a used-up pool, a lease store down) stops snowflake only:
  * segment IDs are served; snowflake requests are refused with the code and the id is asked for again later.
  */
-async function startSnowflake(config: ServeConfig, opened: Opened, undo: UndoStack): Promise<Snowflake> {
+async function startSnowflake(http: Http, config: ServeConfig, opened: Opened, undo: UndoStack): Promise<Snowflake> {
   const { logger, backend, state } = opened;
   // The snowflake ticks share the state dir; it is closed after the service's give-back.
   const ticks = {
@@ -148,7 +158,7 @@ async function startSnowflake(config: ServeConfig, opened: Opened, undo: UndoSta
     highestTick: (space: string) => state.highestTick(space),
     close: async () => {},
   };
-  const snowflake = createSnowflakeService(config, backend, { logger, optional: true, ticks });
+  const snowflake = http.createSnowflakeService(config, backend, { logger, optional: true, ticks });
   undo.push('snowflake', () => snowflake?.close());
   await snowflake?.start().catch((e: unknown) => {
     if (!(e instanceof SequoiaError) || e.code === 'INVALID_ARGUMENT') throw e; // a configuration that cannot work: said at start
@@ -162,6 +172,7 @@ async function startSnowflake(config: ServeConfig, opened: Opened, undo: UndoSta
 }
 
 async function buildHttpApp(
+  http: Http,
   config: ServeConfig,
   opened: Opened,
   parts: { service: IdService; snowflake: Snowflake; metrics: SequoiaMetrics; drain: Drain },
@@ -175,7 +186,7 @@ async function buildHttpApp(
       'maxConnections lowered below the open-file limit',
     );
   }
-  return buildApp({
+  return http.buildApp({
     service: parts.service,
     snowflake: parts.snowflake,
     fallback: config.fallbackTags?.length
@@ -197,6 +208,7 @@ async function buildHttpApp(
     logger,
     version: VERSION,
     metrics: parts.metrics,
+    jsonSchemas: false,
   });
 }
 

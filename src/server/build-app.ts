@@ -77,6 +77,12 @@ export interface AppOptions {
   readonly stateDirProbe?: (() => Promise<void>) | undefined;
   /** Set by the owner to start draining (http-front.ts, Drain); close() sets it too. */
   readonly drain?: Drain | undefined;
+  /**
+   * `false`: no route of this app takes a JSON schema (Sequoia's own routes parse their input
+   * themselves, body.ts), so fastify's schema compilers (ajv, fast-json-stringify) are never loaded,
+   * a start-up saving; a route added with a schema is refused at `ready()`. Default true.
+   */
+  readonly jsonSchemas?: boolean | undefined;
 }
 
 /**
@@ -136,6 +142,9 @@ function fastifyOptions(opts: AppOptions, front: Front): FastifyServerOptions {
     return503OnClosing: false,
     forceCloseConnections: 'idle',
     requestTimeout,
+    ...(opts.jsonSchemas === false
+      ? { schemaController: { compilersFactory: { buildValidator: noSchemas, buildSerializer: noSchemas } } }
+      : {}),
     ...frontOptions(
       {
         tls: opts.tls,
@@ -148,6 +157,10 @@ function fastifyOptions(opts: AppOptions, front: Front): FastifyServerOptions {
       front,
     ),
   };
+}
+
+function noSchemas(): never {
+  throw new Error('this app takes no JSON schemas (built with jsonSchemas: false)');
 }
 
 /**

@@ -10,9 +10,10 @@ import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { PACKAGED_BIN, ROOT, assertBuilt, cleanEnv, startServe } from '../helpers/cli.js';
+import { PACKAGED_BIN, ROOT, assertBuilt, cleanEnv, launchServe, startServe } from '../helpers/cli.js';
 
 const REGISTER = join(ROOT, 'test', 'helpers', 'load-trace', 'register.mjs');
+const REQUIRES = join(ROOT, 'test', 'helpers', 'load-trace', 'require-trace.mjs');
 
 function loaded(args: readonly string[]): string[] {
   const r = spawnSync(process.execPath, ['--import', REGISTER, ...args], { cwd: ROOT, encoding: 'utf8', timeout: 30_000 });
@@ -76,6 +77,8 @@ describe('the bundled command (package.json "bin")', () => {
     assertBuilt();
     const mods = loaded([PACKAGED_BIN, 'gen', 'uuid']);
     expect(mods.filter((m) => DRIVERS.test(m) || /node_modules\/(fastify|pino|prom-client|zod)\//.test(m))).toEqual([]);
+    // Answered before the command table: one file, not commander and its chunks.
+    expect(loaded(['--import', REQUIRES, PACKAGED_BIN, 'gen', 'uuid']).filter((m) => !m.startsWith('test/'))).toEqual(['dist/pkg/cli.js']);
     const r = run(['gen', 'uuid', '--count', '3']);
     expect(r.status).toBe(0);
     expect(r.stdout.trim().split('\n')).toHaveLength(3);
@@ -100,6 +103,38 @@ describe('the bundled command (package.json "bin")', () => {
       s.child.kill('SIGTERM');
       expect(await s.exited).toBe(0);
     }
+  });
+});
+
+describe('what serve loads before it is ready', () => {
+  it('no JSON-schema compiler (its routes take none) and no driver of a store it does not use', async () => {
+    assertBuilt();
+    const dir = mkdtempSync(join(tmpdir(), 'sequoia-serve-loads-'));
+    const s = await launchServe(process.execPath, [
+      '--import',
+      REGISTER,
+      '--import',
+      REQUIRES,
+      PACKAGED_BIN,
+      'serve',
+      '--port',
+      '0',
+      '--store',
+      `sqlite:${join(dir, 'ids.db')}`,
+      '--state-dir',
+      join(dir, 'state'),
+    ]);
+    try {
+      expect((await fetch(`${s.url}/readyz`)).status).toBe(200);
+    } finally {
+      s.child.kill('SIGTERM');
+      expect(await s.exited).toBe(0);
+    }
+    const mods = [...s.output().matchAll(/^LOADED (\S+)$/gm)].map((m) => m[1] as string);
+    expect(mods.some((m) => m.includes('node_modules/fastify/'))).toBe(true);
+    // fastify's error serializer (fast-json-stringify/lib/serializer) is precompiled; the schema compilers are not loaded.
+    const compilers = /node_modules\/(ajv|@fastify\/ajv-compiler|@fastify\/fast-json-stringify-compiler)\/|fast-json-stringify\/index\.js/;
+    expect(mods.filter((m) => compilers.test(m) || /node_modules\/(pg|mysql2|ioredis|etcd3)\//.test(m))).toEqual([]);
   });
 });
 
