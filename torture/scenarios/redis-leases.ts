@@ -9,7 +9,7 @@
  * worker id held at its tick by the lease ledger (`sequoia audit --layout`,
  * finding `unheld-worker-id`).
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { FaultProxy } from '../../test/helpers/fault-proxy.js';
 import type { CheckSpec, LedgerVerdict } from '../checker.js';
@@ -98,12 +98,8 @@ async function leaseVerdict(ctx: Context, store: string): Promise<LedgerVerdict>
   for (const r of readLog(ctx.logDir)) if (r.generator === 'snowflake') for (const id of r.ids ?? []) ids.add(id);
   const file = join(ctx.dir, 'lease-ids.txt');
   writeFileSync(file, [...ids].join('\n') + '\n');
-  const stateDir = join(ctx.dir, 'audit-state');
-  mkdirSync(stateDir, { recursive: true });
-  const r = await ctx.sequoia(
-    ['audit', file, '--layout', 'twitter', '--store', store, '--state-dir', stateDir, '--json', '--no-progress'],
-    true,
-  );
+  // No --state-dir: audit takes it with --tag only (the marks are per tag).
+  const r = await ctx.sequoia(['audit', file, '--layout', 'twitter', '--store', store, '--json', '--no-progress'], true);
   if (r.status !== 0 && r.status !== 1) throw new Error(`sequoia audit --layout exited ${r.status}: ${r.stderr.slice(0, 500)}`);
   const report = JSON.parse(r.stdout) as AuditJson;
   if (report.notChecked.length > 0) throw new Error(`sequoia audit --layout: not checked: ${report.notChecked.join('; ')}`);
