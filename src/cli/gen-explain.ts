@@ -109,8 +109,16 @@ export function explain(
   if (isSnowflakeLayout(opts.layout, opts.layouts) || (opts.layout === undefined && /^[0-9]{1,19}$/.test(id))) {
     return explainSnowflake(id, opts.layout ?? DEFAULT_LAYOUT, opts.layouts);
   }
-  const layout =
-    opts.layout ?? (UUID_LIKE.test(id) ? 'uuid' : ULID_LIKE.test(id) ? 'ulid' : OBJECTID_LIKE.test(id) ? 'objectid' : undefined);
+  return explainTextLayout(id, opts.layout, opts.layouts);
+}
+
+/** The layouts that are neither snowflake nor a business number: named, or guessed from the text's shape. */
+function explainTextLayout(
+  id: string,
+  named: string | undefined,
+  layouts: ReadonlyMap<string, Layout> | undefined,
+): Record<string, unknown> {
+  const layout = named ?? (UUID_LIKE.test(id) ? 'uuid' : ULID_LIKE.test(id) ? 'ulid' : OBJECTID_LIKE.test(id) ? 'objectid' : undefined);
   switch (layout) {
     case 'uuid': {
       const { text, ...d } = describeUuid(id);
@@ -151,8 +159,8 @@ export function explain(
     }
     default:
       throw new InvalidArgumentError(
-        opts.layout !== undefined
-          ? `unknown layout ${JSON.stringify(opts.layout)}: use ${[...SNOWFLAKE_LAYOUTS, ...(opts.layouts?.keys() ?? []), ...EXPLAIN_LAYOUTS].join(', ')}`
+        named !== undefined
+          ? `unknown layout ${JSON.stringify(named)}: use ${[...SNOWFLAKE_LAYOUTS, ...(layouts?.keys() ?? []), ...EXPLAIN_LAYOUTS].join(', ')}`
           : `cannot tell the layout of ${JSON.stringify(id)}: give --layout (${[...SNOWFLAKE_LAYOUTS, ...EXPLAIN_LAYOUTS].join(', ')}) or --format`,
       );
   }
@@ -177,6 +185,11 @@ function jsonSafe(o: object): Record<string, unknown> {
 }
 
 export function registerGenAndExplain(program: Command): void {
+  registerGen(program);
+  registerExplain(program);
+}
+
+function registerGen(program: Command): void {
   program
     .command('gen <kind>')
     .description(`print new IDs: ${ALL_GEN_KINDS.join(' | ')}`)
@@ -205,54 +218,10 @@ export function registerGenAndExplain(program: Command): void {
       '--format <spec>',
       `snowflake, segment with --prefix: how the ID is written (default ${businessNumberFormatSpec(DEFAULT_PREFIXED_FORMAT)})`,
     )
-    .action(
-      async (
-        kind: string,
-        o: {
-          count?: number;
-          layout?: string;
-          shard?: string;
-          store?: string;
-          workerIdProvider?: string;
-          tag?: string;
-          stateDir?: string;
-          config?: string;
-          prefix?: string;
-          format?: string;
-          timeZone?: string;
-          digits?: string;
-          check?: boolean;
-        },
-      ) => {
-        if (kind === 'daily') {
-          if (o.tag === undefined || o.timeZone === undefined) throw new InvalidArgumentError('gen daily needs --tag and --time-zone');
-          const format = {
-            timeZone: validateTimeZone(o.timeZone, '--time-zone'),
-            digits: parseDailyDigits(o.digits, '--digits'),
-            check: o.check === true,
-          };
-          console.log((await genDaily(o.tag, o.count ?? 1, format, { store: o.store, stateDir: o.stateDir })).join('\n'));
-          return;
-        }
-        if (kind === 'snowflake' || kind === 'segment') {
-          // Checked before any ID is taken: a bad prefix costs no IDs.
-          const prefixed = o.prefix === undefined ? undefined : createPrefixedIdCodec(o.prefix, genFormat(o.format));
-          if (prefixed === undefined && o.format !== undefined) throw new InvalidArgumentError('--format needs --prefix');
-          if (kind === 'segment' && o.tag === undefined) throw new InvalidArgumentError('gen segment needs --tag');
-          const ids =
-            kind === 'snowflake'
-              ? await genSnowflake({ ...o, count: o.count ?? 1 })
-              : await genSegment(o.tag!, o.count ?? 1, { store: o.store, stateDir: o.stateDir });
-          console.log((prefixed === undefined ? ids : ids.map((id) => prefixed.encode(BigInt(id)))).join('\n'));
-          return;
-        }
-        if (o.format !== undefined || (o.prefix !== undefined && kind !== 'typeid')) {
-          throw new InvalidArgumentError(`gen ${kind} takes no ${o.format !== undefined ? '--format' : '--prefix'}`);
-        }
-        console.log(generate(kind, o.count ?? 1, o.prefix).join('\n'));
-      },
-    );
+    .action(runGen);
+}
 
+function registerExplain(program: Command): void {
   program
     .command('explain <id>')
     .description('decode an ID: its time, node and sequence fields, or a business number back to its ID')
@@ -274,32 +243,80 @@ export function registerGenAndExplain(program: Command): void {
       "with --tag: the store whose range ledger traces the ID (env SEQUOIA_STORE); for a snowflake ID: the store its worker ids are leased from, to name who held the worker id at the ID's tick (the lease ledger)",
     )
     .option('--state-dir <dir>', 'with --tag: state directory (env SEQUOIA_STATE_DIR)')
-    .action(
-      async (id: string, o: { layout?: string; format?: string; config?: string; tag?: string; store?: string; stateDir?: string }) => {
-        if (o.tag !== undefined) {
-          console.log(JSON.stringify(await traceSegment(id, o.tag, o), null, 2));
-          return;
-        }
-        // The config schema loads only when a format or layout must be looked up.
-        const config =
-          o.format !== undefined || o.layout !== undefined
-            ? (await import('../app/config.js')).resolveConfig({}, process.env, o.config)
-            : undefined;
-        const layouts = defineLayouts(config?.layouts);
-        const out = explain(id, { layout: o.layout, format: o.format, formats: config?.formats, layouts });
-        if (o.store !== undefined) {
-          if (out.kind !== 'snowflake')
-            throw new InvalidArgumentError(`--store: only snowflake IDs are traced to a worker-id lease (this is a ${String(out.kind)})`);
-          // A prefixed ID (`ord_…`) is traced by the ID it holds.
-          const decimal = typeof out.prefix === 'string' && typeof out.value === 'string' ? out.value : id;
-          const named = getLayout(o.layout ?? 'twitter', layouts);
-          // Under a lineage, the worker id was leased in the space of the version that issued the ID.
-          const issuedBy = named.lineage?.versions.find((v) => v.version === out.version)?.layout ?? named;
-          out.lease = await leaseAt(decimal, issuedBy, o.store);
-        }
-        console.log(JSON.stringify(out, null, 2));
-      },
-    );
+    .action(runExplain);
+}
+
+interface GenOptions {
+  count?: number;
+  layout?: string;
+  shard?: string;
+  store?: string;
+  workerIdProvider?: string;
+  tag?: string;
+  stateDir?: string;
+  config?: string;
+  prefix?: string;
+  format?: string;
+  timeZone?: string;
+  digits?: string;
+  check?: boolean;
+}
+
+async function runGen(kind: string, o: GenOptions): Promise<void> {
+  if (kind === 'daily') {
+    if (o.tag === undefined || o.timeZone === undefined) throw new InvalidArgumentError('gen daily needs --tag and --time-zone');
+    const format = {
+      timeZone: validateTimeZone(o.timeZone, '--time-zone'),
+      digits: parseDailyDigits(o.digits, '--digits'),
+      check: o.check === true,
+    };
+    console.log((await genDaily(o.tag, o.count ?? 1, format, { store: o.store, stateDir: o.stateDir })).join('\n'));
+    return;
+  }
+  if (kind === 'snowflake' || kind === 'segment') {
+    // Checked before any ID is taken: a bad prefix costs no IDs.
+    const prefixed = o.prefix === undefined ? undefined : createPrefixedIdCodec(o.prefix, genFormat(o.format));
+    if (prefixed === undefined && o.format !== undefined) throw new InvalidArgumentError('--format needs --prefix');
+    if (kind === 'segment' && o.tag === undefined) throw new InvalidArgumentError('gen segment needs --tag');
+    const ids =
+      kind === 'snowflake'
+        ? await genSnowflake({ ...o, count: o.count ?? 1 })
+        : await genSegment(o.tag!, o.count ?? 1, { store: o.store, stateDir: o.stateDir });
+    console.log((prefixed === undefined ? ids : ids.map((id) => prefixed.encode(BigInt(id)))).join('\n'));
+    return;
+  }
+  if (o.format !== undefined || (o.prefix !== undefined && kind !== 'typeid')) {
+    throw new InvalidArgumentError(`gen ${kind} takes no ${o.format !== undefined ? '--format' : '--prefix'}`);
+  }
+  console.log(generate(kind, o.count ?? 1, o.prefix).join('\n'));
+}
+
+async function runExplain(
+  id: string,
+  o: { layout?: string; format?: string; config?: string; tag?: string; store?: string; stateDir?: string },
+): Promise<void> {
+  if (o.tag !== undefined) {
+    console.log(JSON.stringify(await traceSegment(id, o.tag, o), null, 2));
+    return;
+  }
+  // The config schema loads only when a format or layout must be looked up.
+  const config =
+    o.format !== undefined || o.layout !== undefined
+      ? (await import('../app/config.js')).resolveConfig({}, process.env, o.config)
+      : undefined;
+  const layouts = defineLayouts(config?.layouts);
+  const out = explain(id, { layout: o.layout, format: o.format, formats: config?.formats, layouts });
+  if (o.store !== undefined) {
+    if (out.kind !== 'snowflake')
+      throw new InvalidArgumentError(`--store: only snowflake IDs are traced to a worker-id lease (this is a ${String(out.kind)})`);
+    // A prefixed ID (`ord_…`) is traced by the ID it holds.
+    const decimal = typeof out.prefix === 'string' && typeof out.value === 'string' ? out.value : id;
+    const named = getLayout(o.layout ?? 'twitter', layouts);
+    // Under a lineage, the worker id was leased in the space of the version that issued the ID.
+    const issuedBy = named.lineage?.versions.find((v) => v.version === out.version)?.layout ?? named;
+    out.lease = await leaseAt(decimal, issuedBy, o.store);
+  }
+  console.log(JSON.stringify(out, null, 2));
 }
 
 function genFormat(spec: string | undefined): BusinessNumberFormat {

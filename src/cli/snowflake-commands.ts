@@ -213,64 +213,70 @@ export function registerPlan(program: Command): void {
     .option('--from <time>', 'with --next: the cutover, ISO 8601 with its zone (e.g. 2027-01-01T00:00:00Z)')
     .option('--config <file>', 'JSON config file with `layouts` (env SEQUOIA_CONFIG)')
     .option('--json', 'print JSON')
-    .action(
-      async (given: {
-        nodes?: string;
-        peakPerMs?: string;
-        years?: string;
-        unitMs?: string;
-        layout?: string;
-        next?: string;
-        from?: string;
-        config?: string;
-        json?: boolean;
-      }) => {
-        const o = {
-          layout: given.layout,
-          config: given.config,
-          json: given.json,
-          ...numbers({
-            nodes: [given.nodes, '--nodes'],
-            peakPerMs: [given.peakPerMs, '--peak-per-ms'],
-            years: [given.years, '--years'],
-            unitMs: [given.unitMs, '--unit-ms'],
-          }),
-        };
-        if (o.layout !== undefined) {
-          if (o.nodes !== undefined || o.peakPerMs !== undefined || o.years !== undefined || o.unitMs !== undefined) {
-            throw new InvalidArgumentError('plan: give --layout, or --nodes, --peak-per-ms and --years, not both');
-          }
-          const custom = await configuredLayouts(o.config);
-          if (given.next !== undefined || given.from !== undefined) {
-            if (given.next === undefined || given.from === undefined) throw new InvalidArgumentError('plan: --next and --from go together');
-            const c = planChange(getLayout(o.layout, custom), getLayout(given.next, custom), given.from);
-            if (o.json) console.log(JSON.stringify(c, null, 2));
-            else printChange(c);
-            if (!c.safe) throw new InvalidArgumentError(`unsafe change: ${c.problems.join('; ')}`);
-            return;
-          }
-          const d = describeLayout(getLayout(o.layout, custom));
-          if (o.json) console.log(JSON.stringify(d, null, 2));
-          else printLayout(d);
-          return;
-        }
-        if (given.next !== undefined || given.from !== undefined)
-          throw new InvalidArgumentError('plan: --next and --from need --layout (the current version)');
-        if (o.nodes === undefined || o.peakPerMs === undefined || o.years === undefined) {
-          throw new InvalidArgumentError('plan needs --nodes, --peak-per-ms and --years (or --layout NAME)');
-        }
-        const p = plan({ nodes: o.nodes, peakPerMs: o.peakPerMs, years: o.years, unitMs: o.unitMs });
-        if (o.json) {
-          console.log(JSON.stringify(p, null, 2));
-          return;
-        }
-        console.log(`node bits      ${p.nodeBits}  (${p.workers} nodes)`);
-        console.log(`sequence bits  ${p.sequenceBits}  (${p.sequencePerTick} per ${p.unitMs} ms)`);
-        console.log(`time bits      ${p.timeBits}  (${p.lifetimeYears.toFixed(1)} years of ${p.unitMs} ms ticks)`);
-        console.log(
-          `total          ${p.totalBits} bits with the sign bit; ${p.spareBits >= 0 ? `${p.spareBits} spare (all on time: ${p.lifetimeYearsWithSpare.toFixed(1)} years)` : 'does not fit'}`,
-        );
-        for (const w of p.warnings) console.log(`warning: ${w}`);
-      },
-    );
+    .action(runPlan);
+}
+
+interface PlanOptions {
+  nodes?: string;
+  peakPerMs?: string;
+  years?: string;
+  unitMs?: string;
+  layout?: string;
+  next?: string;
+  from?: string;
+  config?: string;
+  json?: boolean;
+}
+
+async function runPlan(given: PlanOptions): Promise<void> {
+  const o = {
+    layout: given.layout,
+    config: given.config,
+    json: given.json,
+    ...numbers({
+      nodes: [given.nodes, '--nodes'],
+      peakPerMs: [given.peakPerMs, '--peak-per-ms'],
+      years: [given.years, '--years'],
+      unitMs: [given.unitMs, '--unit-ms'],
+    }),
+  };
+  if (o.layout !== undefined) {
+    if (o.nodes !== undefined || o.peakPerMs !== undefined || o.years !== undefined || o.unitMs !== undefined) {
+      throw new InvalidArgumentError('plan: give --layout, or --nodes, --peak-per-ms and --years, not both');
+    }
+    const custom = await configuredLayouts(o.config);
+    if (given.next !== undefined || given.from !== undefined) {
+      if (given.next === undefined || given.from === undefined) throw new InvalidArgumentError('plan: --next and --from go together');
+      const c = planChange(getLayout(o.layout, custom), getLayout(given.next, custom), given.from);
+      if (o.json) console.log(JSON.stringify(c, null, 2));
+      else printChange(c);
+      if (!c.safe) throw new InvalidArgumentError(`unsafe change: ${c.problems.join('; ')}`);
+      return;
+    }
+    const d = describeLayout(getLayout(o.layout, custom));
+    if (o.json) console.log(JSON.stringify(d, null, 2));
+    else printLayout(d);
+    return;
+  }
+  if (given.next !== undefined || given.from !== undefined)
+    throw new InvalidArgumentError('plan: --next and --from need --layout (the current version)');
+  if (o.nodes === undefined || o.peakPerMs === undefined || o.years === undefined) {
+    throw new InvalidArgumentError('plan needs --nodes, --peak-per-ms and --years (or --layout NAME)');
+  }
+  const p = plan({ nodes: o.nodes, peakPerMs: o.peakPerMs, years: o.years, unitMs: o.unitMs });
+  if (o.json) {
+    console.log(JSON.stringify(p, null, 2));
+    return;
+  }
+  printPlan(p);
+}
+
+function printPlan(p: ReturnType<typeof plan>): void {
+  console.log(`node bits      ${p.nodeBits}  (${p.workers} nodes)`);
+  console.log(`sequence bits  ${p.sequenceBits}  (${p.sequencePerTick} per ${p.unitMs} ms)`);
+  console.log(`time bits      ${p.timeBits}  (${p.lifetimeYears.toFixed(1)} years of ${p.unitMs} ms ticks)`);
+  console.log(
+    `total          ${p.totalBits} bits with the sign bit; ${p.spareBits >= 0 ? `${p.spareBits} spare (all on time: ${p.lifetimeYearsWithSpare.toFixed(1)} years)` : 'does not fit'}`,
+  );
+  for (const w of p.warnings) console.log(`warning: ${w}`);
 }

@@ -90,7 +90,8 @@ function digest(s: string): Buffer {
 const NONE: Caller = { kind: 'none' };
 const INVALID: Caller = { kind: 'invalid' };
 
-export function makeAccess(rules: AccessRules): Access {
+/** The configured tokens, each with the caller it names. */
+function namedTokens(rules: AccessRules): Array<{ digest: Buffer; caller: Caller }> {
   const named: Array<{ digest: Buffer; caller: Caller }> = [];
   if (rules.adminToken) named.push({ digest: digest(rules.adminToken), caller: { kind: 'admin', name: 'admin', key: 'token:admin' } });
   if (rules.metricsToken)
@@ -102,9 +103,11 @@ export function makeAccess(rules: AccessRules): Access {
       caller: { kind: 'client', name, key: `token:${name}`, all: c.tags.includes('*'), tags: new Set(c.tags) },
     });
   });
-  const hasAdmin = rules.adminToken !== undefined && rules.adminToken !== '';
-  const enabled = (rules.clientTokens ?? []).length > 0;
-  const anyToken = named.length > 0;
+  return named;
+}
+
+/** Who sends a request, by its Authorization header: what the rules of makeAccess are asked about. */
+function callerLookup(named: ReadonlyArray<{ digest: Buffer; caller: Caller }>): (req: HasHeaders) => Caller {
   // Headers objects live as long as their request: the digest is computed once per request.
   const seen = new WeakMap<IncomingHttpHeaders, Caller>();
   /**
@@ -139,6 +142,15 @@ export function makeAccess(rules: AccessRules): Access {
     }
     return c;
   };
+  return caller;
+}
+
+export function makeAccess(rules: AccessRules): Access {
+  const named = namedTokens(rules);
+  const hasAdmin = rules.adminToken !== undefined && rules.adminToken !== '';
+  const enabled = (rules.clientTokens ?? []).length > 0;
+  const anyToken = named.length > 0;
+  const caller = callerLookup(named);
 
   const need = (what: string): never => {
     throw new SequoiaError('UNAUTHORIZED', `${what}: send Authorization: Bearer <token>`);

@@ -209,6 +209,29 @@ export class SequoiaMetrics {
       labelNames: ['tag'] as const,
       registers,
     });
+    this.registerSegmentGauges(registers);
+    this.loadSeconds = new Histogram({
+      name: 'sequoia_segment_load_seconds',
+      help: 'Duration of segment loads from the store, successful or not.',
+      labelNames: ['tag'] as const,
+      buckets: LOAD_BUCKETS,
+      registers,
+    });
+    new Counter({
+      name: 'sequoia_segment_load_failures_total',
+      help: 'Segment loads that failed (store error, timeout, rollback detected).',
+      labelNames: ['tag'] as const,
+      registers,
+      collect: function (this: Counter<'tag'>) {
+        this.reset();
+        for (const s of statuses()) this.inc({ tag: s.snapshot.tag }, s.loadFailuresTotal);
+      },
+    });
+  }
+
+  /** The per-tag gauges of the allocators' buffers, read at scrape time. */
+  private registerSegmentGauges(registers: Registry[]): void {
+    const statuses = () => this.tagStatuses();
     const gauge = (name: string, help: string, value: (s: TagStatus) => number | undefined) =>
       new Gauge({
         name,
@@ -231,23 +254,6 @@ export class SequoiaMetrics {
       'Seconds the buffered IDs (current + next) last at the exponentially weighted recent rate; +Inf when idle.',
       (s) => s.coverSeconds,
     );
-    this.loadSeconds = new Histogram({
-      name: 'sequoia_segment_load_seconds',
-      help: 'Duration of segment loads from the store, successful or not.',
-      labelNames: ['tag'] as const,
-      buckets: LOAD_BUCKETS,
-      registers,
-    });
-    new Counter({
-      name: 'sequoia_segment_load_failures_total',
-      help: 'Segment loads that failed (store error, timeout, rollback detected).',
-      labelNames: ['tag'] as const,
-      registers,
-      collect: function (this: Counter<'tag'>) {
-        this.reset();
-        for (const s of statuses()) this.inc({ tag: s.snapshot.tag }, s.loadFailuresTotal);
-      },
-    });
   }
 
   /**

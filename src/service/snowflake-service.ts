@@ -23,7 +23,7 @@ import { type Random, systemRandom } from '../core/random.js';
 import type { IdSpace, WorkerGrant, WorkerIdProvider } from '../ports/worker-id-provider.js';
 import type { SnowflakeWorkerReport } from '../ports/metrics.js';
 import { type ExplainResult, explainId } from '../core/snowflake/explain.js';
-import { type LineageVersion, versionAt } from '../core/snowflake/lineage.js';
+import { type Lineage, type LineageVersion, versionAt } from '../core/snowflake/lineage.js';
 import { assertCount, assertShard } from '../core/request-rules.js';
 import { LeasedWorker } from './snowflake-lease.js';
 
@@ -192,80 +192,87 @@ export class SnowflakeService {
   private async nextSlow(name: string, shard: number, count: number, out: string[] = []): Promise<string[]> {
     const layout = this.layout(name);
     if (layout.shardBits > 0) assertShard(layout, shard);
-    let w = await this.worker(name);
-    let clockWaited = 0;
-    /** ms waited for a next tick that did not come (reset by every ID issued). */
-    let stalled = 0;
-    let waitLogged = 0;
-    let renewals = 0;
+    const t: SlowTake = { w: await this.worker(name), clockWaited: 0, stalled: 0, waitLogged: 0, renewals: 0 };
     while (out.length < count) {
       if (this.closed) throw shuttingDown();
       // A lineage moved on to its next version while this request waited.
-      if (w.superseded) w = await this.worker(name);
+      if (t.w.superseded) t.w = await this.worker(name);
       let id: string | Wait;
       try {
-        id = w.generator.take(shard);
+        id = t.w.generator.take(shard);
       } catch (e) {
-        if (w.superseded) continue;
-        if (e instanceof SequoiaError && e.code === 'LEASE_LOST' && !w.lost && renewals++ < 1) {
-          // The deadline passed (a pause, a slow store): one renewal decides. Refused (the id
-          // changed hands, w is now lost): the next turn leases a fresh id, as when the
-          // background renewal had found it first.
-          try {
-            await w.renew();
-          } catch (re) {
-            if (!(re instanceof SequoiaError && re.code === 'LEASE_LOST' && w.lost)) throw re;
-          }
-          continue;
-        }
-        if (e instanceof SequoiaError && e.code === 'LEASE_LOST' && w.lost && renewals++ < 2) {
-          w = await this.worker(name);
-          continue;
-        }
-        throw e;
+        if (t.w.superseded) continue;
+        await this.afterLeaseLost(e, name, t);
+        continue;
       }
       if (typeof id === 'string') {
-        stalled = 0;
-        if (clockWaited > waitLogged) {
+        t.stalled = 0;
+        if (t.clockWaited > t.waitLogged) {
           this.logger.warn(
-            { layout: name, waitedMs: clockWaited - waitLogged, policy: this.clockPolicy },
+            { layout: name, waitedMs: t.clockWaited - t.waitLogged, policy: this.clockPolicy },
             'snowflake clock behind the last tick: waited it out',
           );
-          waitLogged = clockWaited;
+          t.waitLogged = t.clockWaited;
         }
         out.push(id);
         continue;
       }
-      switch (id.reason) {
-        case 'sequence':
-          // The next tick is a few ms away: spin for it, once. A clock that did not get there
-          // (stopped: frozen by libfaketime, a stalled VM) is waited for with timers, so the
-          // event loop turns, and counts as a clock behind: the request is refused after the
-          // policy's wait instead of spinning for ever.
-          if (id.waitMs <= 2 && stalled === 0 && spinUntilTickAfter(w.generator, this.mono)) break;
-          stalled += Math.max(1, id.waitMs);
-          if (stalled > this.maxWaitMs + 50 + w.generator.layout.unitMs) {
-            throw new ClockError(`the clock has not moved to the next tick for ${stalled} ms`, { retryAfterMs: Math.max(1, id.waitMs) });
-          }
-          await this.sleep(id.waitMs);
-          break;
-        case 'clock':
-          clockWaited += id.waitMs;
-          if (clockWaited > this.maxWaitMs + 50)
-            throw new ClockError(`the clock stayed behind the last tick for ${clockWaited} ms`, { retryAfterMs: id.waitMs });
-          await this.sleep(id.waitMs);
-          break;
-        case 'cutover':
-          w = await this.nextVersion(name, w);
-          break;
-        case 'ceiling':
-          if (renewals++ > 20)
-            throw new UnavailableError('LEASE_LOST', 'could not reserve ticks ahead in the lease store', { retryAfterMs: 1000 });
-          await w.renew(id.wantTick);
-          break;
-      }
+      await this.waitOut(id, name, t);
     }
     return out;
+  }
+
+  /** `take` threw: a lost lease is renewed once, or leased afresh once it changed hands; anything else stands. */
+  private async afterLeaseLost(e: unknown, name: string, t: SlowTake): Promise<void> {
+    const w = t.w;
+    if (e instanceof SequoiaError && e.code === 'LEASE_LOST' && !w.lost && t.renewals++ < 1) {
+      // The deadline passed (a pause, a slow store): one renewal decides. Refused (the id
+      // changed hands, w is now lost): the next turn leases a fresh id, as when the
+      // background renewal had found it first.
+      try {
+        await w.renew();
+      } catch (re) {
+        if (!(re instanceof SequoiaError && re.code === 'LEASE_LOST' && w.lost)) throw re;
+      }
+      return;
+    }
+    if (e instanceof SequoiaError && e.code === 'LEASE_LOST' && w.lost && t.renewals++ < 2) {
+      t.w = await this.worker(name);
+      return;
+    }
+    throw e;
+  }
+
+  /** Waits out what stopped `take`, or refuses when the clock or the lease store does not come. */
+  private async waitOut(id: Wait, name: string, t: SlowTake): Promise<void> {
+    switch (id.reason) {
+      case 'sequence':
+        // The next tick is a few ms away: spin for it, once. A clock that did not get there
+        // (stopped: frozen by libfaketime, a stalled VM) is waited for with timers, so the
+        // event loop turns, and counts as a clock behind: the request is refused after the
+        // policy's wait instead of spinning for ever.
+        if (id.waitMs <= 2 && t.stalled === 0 && spinUntilTickAfter(t.w.generator, this.mono)) return;
+        t.stalled += Math.max(1, id.waitMs);
+        if (t.stalled > this.maxWaitMs + 50 + t.w.generator.layout.unitMs) {
+          throw new ClockError(`the clock has not moved to the next tick for ${t.stalled} ms`, { retryAfterMs: Math.max(1, id.waitMs) });
+        }
+        await this.sleep(id.waitMs);
+        return;
+      case 'clock':
+        t.clockWaited += id.waitMs;
+        if (t.clockWaited > this.maxWaitMs + 50)
+          throw new ClockError(`the clock stayed behind the last tick for ${t.clockWaited} ms`, { retryAfterMs: id.waitMs });
+        await this.sleep(id.waitMs);
+        return;
+      case 'cutover':
+        t.w = await this.nextVersion(name, t.w);
+        return;
+      case 'ceiling':
+        if (t.renewals++ > 20)
+          throw new UnavailableError('LEASE_LOST', 'could not reserve ticks ahead in the lease store', { retryAfterMs: 1000 });
+        await t.w.renew(id.wantTick);
+        return;
+    }
   }
 
   /** The generator for a layout, leasing its worker id(s) on first use. */
@@ -324,31 +331,10 @@ export class SnowflakeService {
       );
     }
     const space = spaceOf(layout, name);
-    const grants: WorkerGrant[] = [];
-    try {
-      const n = layout.shardBits > 0 ? 1 : 1 + this.backupWorkers;
-      for (let i = 0; i < n; i++)
-        grants.push(
-          await this.provider.acquire(
-            space,
-            grants.map((g) => g.workerId),
-          ),
-        );
-    } catch (e) {
-      await Promise.all(grants.map((g) => this.provider.release(space, g, g.afterTick).catch(() => {})));
-      throw e;
-    }
+    const grants = await this.acquireGrants(name, space, layout, version, lineage);
     const [primary, ...backups] = grants as [WorkerGrant, ...WorkerGrant[]];
     // A lineage version starts at its cutover's tick: below it, its IDs could fall among the previous version's.
     const floor = version ? version.firstTick - 1 : -1;
-    if (version && version.version < (lineage?.versions.length ?? 0)) {
-      try {
-        for (const g of grants) await this.checkVersionTicks(name, version, g.afterTick);
-      } catch (e) {
-        await Promise.all(grants.map((g) => this.provider.release(space, g, g.afterTick).catch(() => {})));
-        throw e;
-      }
-    }
     const generator = new SnowflakeGenerator({
       layout,
       clock: this.clock,
@@ -379,6 +365,50 @@ export class SnowflakeService {
       await w.renew();
       w.renewEvery(Math.max(100, Math.floor((this.provider.ttlMs ?? 10_000) / 3)));
     }
+    this.install(name, w, version?.version);
+    this.logAcquired(name, w, grants, version?.version);
+    return w;
+  }
+
+  /**
+   * The layout's worker id(s): its own and its backups' (none when sharded), each
+   * checked against the lineage's next version; all given back when one fails.
+   */
+  private async acquireGrants(
+    name: string,
+    space: IdSpace,
+    layout: Layout,
+    version: LineageVersion | undefined,
+    lineage: Lineage | undefined,
+  ): Promise<WorkerGrant[]> {
+    const grants: WorkerGrant[] = [];
+    try {
+      const n = layout.shardBits > 0 ? 1 : 1 + this.backupWorkers;
+      for (let i = 0; i < n; i++)
+        grants.push(
+          await this.provider.acquire(
+            space,
+            grants.map((g) => g.workerId),
+          ),
+        );
+    } catch (e) {
+      await Promise.all(grants.map((g) => this.provider.release(space, g, g.afterTick).catch(() => {})));
+      throw e;
+    }
+    if (version && version.version < (lineage?.versions.length ?? 0)) {
+      try {
+        for (const g of grants) await this.checkVersionTicks(name, version, g.afterTick);
+      } catch (e) {
+        await Promise.all(grants.map((g) => this.provider.release(space, g, g.afterTick).catch(() => {})));
+        throw e;
+      }
+    }
+    return grants;
+  }
+
+  /** `w` becomes the layout's worker; a lineage's previous version gives its worker id back. */
+  private install(name: string, w: LeasedWorker, version: number | undefined): void {
+    const layout = w.layout;
     const old = this.workers.get(name);
     if (old) this.retire(old);
     this.workers.set(name, w);
@@ -386,15 +416,19 @@ export class SnowflakeService {
       // The previous version's worker id goes back with its last tick (at or before the cutover).
       old.superseded = true;
       void old.close();
-      this.logger.info(
-        { layout: name, version: version?.version, from: old.layout.name, to: layout.name },
-        'snowflake lineage switched to its next version',
-      );
+      this.logger.info({ layout: name, version, from: old.layout.name, to: layout.name }, 'snowflake lineage switched to its next version');
     }
+  }
+
+  /** Logs the grant, and warns when the clock is behind its last recorded tick. */
+  private logAcquired(name: string, w: LeasedWorker, grants: WorkerGrant[], version: number | undefined): void {
+    const layout = w.layout;
+    const [primary, ...backups] = grants as [WorkerGrant, ...WorkerGrant[]];
+    const generator = w.generator;
     this.logger.info(
       {
         layout: name,
-        ...(version ? { version: version.version, versionLayout: layout.name } : {}),
+        ...(version !== undefined ? { version, versionLayout: layout.name } : {}),
         workerId: primary.workerId,
         backups: backups.map((g) => g.workerId),
         afterTick: primary.afterTick,
@@ -417,7 +451,6 @@ export class SnowflakeService {
         'snowflake clock is behind the last recorded tick: IDs wait or are refused (CLOCK_MOVED_BACKWARDS) until it catches up',
       );
     }
-    return w;
   }
 
   /** A lost worker stops counting as the layout's current one; its totals stay in the report. */
@@ -513,3 +546,13 @@ function spinUntilTickAfter(g: SnowflakeGenerator, mono: () => number): boolean 
 
 /** Far more turns than 3 ms of the real clock take; reached only by a clock that does not move. */
 const SPIN_TURNS_MAX = 1_000_000;
+
+/** What one slow request has been through: its worker, the waits behind it, its renewals. */
+interface SlowTake {
+  w: LeasedWorker;
+  clockWaited: number;
+  /** ms waited for a next tick that did not come (reset by every ID issued). */
+  stalled: number;
+  waitLogged: number;
+  renewals: number;
+}
