@@ -27,6 +27,15 @@ const siblingAdapter = {
   regex: '^\\.\\./(?!kit/|\\.\\./)',
   message: 'adapters never import each other: share code through src/adapters/kit/',
 };
+/**
+ * The kit is one shared folder split by concept: a module under kit/<concept>/
+ * may import another concept's ('../sql/…'), never an engine adapter
+ * ('../../postgres/…'); only the inner layers lie further out.
+ */
+const kitToAdapter = {
+  regex: '^\\.\\./\\.\\./(?!\\.\\./)',
+  message: 'the adapter kit never imports an adapter: engine adapters import kit, not the reverse',
+};
 const restrict = (files, ...patterns) => ({
   files,
   ignores: ['**/*.test.ts'],
@@ -75,6 +84,7 @@ export const LAYER_RULES = [
   restrict(['src/ports/**/*.ts'], layer('adapters', 'service', 'app', 'server', 'cli', 'client')),
   restrict(['src/service/**/*.ts'], layer('adapters', 'app', 'server', 'cli', 'client')),
   restrict(['src/adapters/**/*.ts'], layer('service', 'app', 'server', 'cli', 'client'), siblingAdapter),
+  restrict(['src/adapters/kit/*/**/*.ts'], layer('service', 'app', 'server', 'cli', 'client'), kitToAdapter),
   restrict(['src/server/**/*.ts'], layer('adapters', 'app', 'cli', 'client')),
   restrict(['src/cli/**/*.ts'], layer('adapters', 'server', 'client')),
   restrict(['src/client/**/*.ts'], layer('ports', 'adapters', 'service', 'app', 'server', 'cli')),

@@ -1,12 +1,12 @@
 /**
  * The entry of the worker threads that run blocking storage off the event
- * loop (`adapters/kit/off-loop.ts`): the SQLite segment and lease stores of
+ * loop (`adapters/kit/off-loop/off-loop.ts`): the SQLite segment and lease stores of
  * one file (sharing one handle), and the state dir. Listed in the bundle
  * (package.json "bundle") so it sits beside the chunk that starts it.
  */
 import Database from 'better-sqlite3';
-import { DiskReserve, guardWrites, storeDiskFull } from '../adapters/kit/disk-reserve.js';
-import { serveOffLoop } from '../adapters/kit/off-loop.js';
+import { DiskReserve, guardWrites, storeDiskFull } from '../adapters/kit/files/disk-reserve.js';
+import { serveOffLoop } from '../adapters/kit/off-loop/off-loop.js';
 import { SqliteConnection } from '../adapters/sqlite/sqlite-connection.js';
 import { SqliteSegmentStore } from '../adapters/sqlite/sqlite-segment-store.js';
 import { SqliteWorkerLeaseStore } from '../adapters/sqlite/sqlite-worker-lease-store.js';

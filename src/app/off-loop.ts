@@ -1,6 +1,6 @@
 /**
  * SQLite and the state dir off the event loop (DESIGN.md invariant 6): a
- * server runs them in worker threads (`adapters/kit/off-loop.ts`, entry
+ * server runs them in worker threads (`adapters/kit/off-loop/off-loop.ts`, entry
  * `off-loop-worker.ts`), so a lock held by another process, a busy timeout or
  * an fsync makes only the caller that needs the write wait. One-shot CLI
  * commands use them in-thread (nothing else waits there).
@@ -9,7 +9,7 @@ import type { HighWaterMarkStore } from '../ports/high-water-mark-store.js';
 import type { SegmentStore } from '../ports/segment-store.js';
 import type { ServerIdentity } from '../ports/range-ledger.js';
 import type { WorkerLeaseStore } from '../ports/worker-lease-store.js';
-import { OffLoopHost } from '../adapters/kit/off-loop.js';
+import { OffLoopHost } from '../adapters/kit/off-loop/off-loop.js';
 import { StateDir, StateDirReader } from '../adapters/state-dir/state-dir.js';
 
 /**

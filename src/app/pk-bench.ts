@@ -5,7 +5,7 @@
  *   mysql://… or mariadb://…          scratch database (default sequoia_bench_pk)
  *   sqlite:PATH                       a new file at PATH
  */
-import { DEFAULT_PK_SCRATCH } from '../adapters/kit/pk-bench-kit.js';
+import { DEFAULT_PK_SCRATCH } from '../adapters/kit/pk-bench/pk-bench-kit.js';
 import type { PkBenchTarget } from '../ports/pk-bench-target.js';
 import { databaseUrl } from './stores.js';
 

@@ -25,7 +25,7 @@ import type { WorkerLeaseStore } from '../ports/worker-lease-store.js';
 import type { ServerIdentity } from '../ports/range-ledger.js';
 import type { MysqlConnection } from '../adapters/mysql/mysql-connection.js';
 import type { PostgresConnection } from '../adapters/postgres/postgres-connection.js';
-import { processIdentity } from '../adapters/kit/range-ledger.js';
+import { processIdentity } from '../adapters/kit/segment/range-ledger.js';
 import { sqliteLocation } from '../adapters/sqlite/sqlite-location.js';
 import { VERSION } from '../version.js';
 

@@ -10,8 +10,8 @@ import { InvalidArgumentError } from '../core/errors.js';
 import { type ZookeeperSpec, parseZookeeperSpec } from '../adapters/zookeeper/zookeeper-spec.js';
 import { type EtcdSpec, parseEtcdSpec } from '../adapters/etcd/etcd-spec.js';
 
-import { sqlIdentifier } from '../adapters/kit/sql-identifier.js';
-import { MYSQL_WORKER_NODE_TABLE, POSTGRES_WORKER_NODE_TABLE } from '../adapters/kit/worker-node-table.js';
+import { sqlIdentifier } from '../adapters/kit/sql/sql-identifier.js';
+import { MYSQL_WORKER_NODE_TABLE, POSTGRES_WORKER_NODE_TABLE } from '../adapters/kit/peer/worker-node-table.js';
 import { WORKER_ID_PROVIDER_SPECS } from './defaults.js';
 
 export { WORKER_ID_PROVIDER_SPECS };

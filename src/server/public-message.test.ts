@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { storeError } from '../adapters/kit/store-boundary.js';
+import { storeError } from '../adapters/kit/connection/store-boundary.js';
 import { StateDir } from '../adapters/state-dir/state-dir.js';
 import { SequoiaError } from '../core/errors.js';
 import { answerText } from './public-message.js';

@@ -39,6 +39,16 @@ const WRONG: Array<[string, string, RegExp]> = [
     /may not import service/,
   ],
   [
+    'src/adapters/kit/sql/planted.ts',
+    "import { PostgresSegmentStore } from '../../postgres/postgres-segment-store.js';\nexport const p = PostgresSegmentStore;\n",
+    /kit never imports an adapter/,
+  ],
+  [
+    'src/adapters/kit/peer/planted.ts',
+    "import { IdService } from '../../../service/id-service.js';\nexport const s = IdService;\n",
+    /may not import service/,
+  ],
+  [
     'src/server/planted.ts',
     "import { createStore } from '../app/stores.js';\nexport const c = createStore;\n",
     /may not import adapters, app/,
@@ -67,7 +77,11 @@ const RIGHT: Array<[string, string]> = [
   ['src/service/planted.ts', "import type { SegmentStore } from '../ports/segment-store.js';\nexport type S = SegmentStore;\n"],
   [
     'src/adapters/mysql/planted.ts',
-    "import { tableName } from '../kit/segment-rules.js';\nimport { MAX_ID } from '../../core/id.js';\nexport const t = [tableName, MAX_ID];\n",
+    "import { tableName } from '../kit/segment/segment-rules.js';\nimport { MAX_ID } from '../../core/id.js';\nexport const t = [tableName, MAX_ID];\n",
+  ],
+  [
+    'src/adapters/kit/sql/planted.ts',
+    "import { tableName } from '../segment/segment-rules.js';\nimport { MAX_ID } from '../../../core/id.js';\nexport const t = [tableName, MAX_ID];\n",
   ],
   ['src/cli/planted.ts', "import { withIdService } from '../app/wiring.js';\nexport const w = withIdService;\n"],
   [

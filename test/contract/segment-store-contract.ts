@@ -826,7 +826,7 @@ export async function expectSqlRecreateIsAnotherCreation(
 }
 
 /**
- * The stored-ID range rule (kit/segment-rules.ts `assertStoredId`): a fence
+ * The stored-ID range rule (kit/segment/segment-rules.ts `assertStoredId`): a fence
  * bound or a new tag's start outside 0..2^63-1 is INVALID_ARGUMENT, and the
  * tag keeps its max_id and fence epoch. Exported so that a planted store
  * without the rule can show this case catches it (test/contract/planted-rules.test.ts).

@@ -8,7 +8,7 @@
  *
  *   <prefix>/<space>/lease/<id>    {owner, generation, expiresAtMs}; bound to an etcd lease: exists while held
  *   <prefix>/<space>/tick/<id>     {generation, lastTick, released}; no lease: outlives every holder
- *   <prefix>/ledger/<space>/<id>/<generation>   the holding (kit/holding-ledger.ts), rewritten with each report
+ *   <prefix>/ledger/<space>/<id>/<generation>   the holding (kit/lease/holding-ledger.ts), rewritten with each report
  *
  * - A claim is one transaction: the lease key's create revision is 0 (no live
  *   holder; etcd deleted it when the last holder's lease expired or was
@@ -33,9 +33,9 @@ import { Etcd3, type IKeyValue, type IOptions, type IRequestOp, type ICompare } 
 import { InvalidArgumentError, located, UnavailableError } from '../../core/errors.js';
 import type { LeaseHolding, LeaseLedgerEntry } from '../../ports/lease-ledger.js';
 import type { AcquireRequest, HeldLease, LeaseRecord, LeaseRow, NodeClaim, WorkerLeaseStore } from '../../ports/worker-lease-store.js';
-import { chooseWorker } from '../kit/choose-worker.js';
-import { type HoldingData, holdingEntries, parseHolding } from '../kit/holding-ledger.js';
-import { grantRow } from '../kit/lease-ledger-rules.js';
+import { chooseWorker } from '../kit/lease/choose-worker.js';
+import { type HoldingData, holdingEntries, parseHolding } from '../kit/lease/holding-ledger.js';
+import { grantRow } from '../kit/lease/lease-ledger-rules.js';
 import type { EtcdSpec } from './etcd-spec.js';
 
 interface LeaseValue {

@@ -26,7 +26,7 @@ import { delay, systemTimers, type Timers } from '../../core/timers.js';
 import type { IdSpace, WorkerGrant, WorkerIdProvider } from '../../ports/worker-id-provider.js';
 import type { LeaseHolder } from '../../ports/lease-ledger.js';
 import type { WorkerLeaseStore } from '../../ports/worker-lease-store.js';
-import { PRUNE_BATCH, holderOf } from '../kit/lease-ledger-rules.js';
+import { PRUNE_BATCH, holderOf } from '../kit/lease/lease-ledger-rules.js';
 
 export interface LeaseWorkerIdProviderOptions {
   /** Lease length, ms. Default 10000. */

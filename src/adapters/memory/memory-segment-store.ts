@@ -10,9 +10,17 @@ import {
   exhausted,
   newGeneration,
   stillAsExpected,
-} from '../kit/segment-rules.js';
+} from '../kit/segment/segment-rules.js';
 import type { LedgerEntry, LedgerKind, LedgerPage, LedgerTop, ServerIdentity } from '../../ports/range-ledger.js';
-import { allocatedRange, covers, fencedRange, givenBackRange, ledgerEntryFor, ledgerTopOf, processIdentity } from '../kit/range-ledger.js';
+import {
+  allocatedRange,
+  covers,
+  fencedRange,
+  givenBackRange,
+  ledgerEntryFor,
+  ledgerTopOf,
+  processIdentity,
+} from '../kit/segment/range-ledger.js';
 
 interface Row {
   maxId: bigint;

@@ -1,7 +1,7 @@
 /** WorkerLeaseStore in memory (one process; tests and `memory:` stores), its lease ledger an array. */
 import type { LeaseHolding, LeaseLedgerEntry } from '../../ports/lease-ledger.js';
 import type { AcquireRequest, HeldLease, LeaseRecord, NodeClaim, WorkerLeaseStore } from '../../ports/worker-lease-store.js';
-import { CLAIMED_FOR_GOOD_MS, chooseWorker, nodeOwner } from '../kit/choose-worker.js';
+import { CLAIMED_FOR_GOOD_MS, chooseWorker, nodeOwner } from '../kit/lease/choose-worker.js';
 import {
   HELD_FOR_GOOD_TICK,
   type LedgerRow,
@@ -10,7 +10,7 @@ import {
   grantRow,
   granted,
   holdingsFromEntries,
-} from '../kit/lease-ledger-rules.js';
+} from '../kit/lease/lease-ledger-rules.js';
 
 interface Row {
   workerId: number;

@@ -61,9 +61,9 @@ import { type Clock, monotonicMs, systemClock } from '../../core/clock.js';
 import { byFirst, MAX_ID } from '../../core/id.js';
 import { MULTI_META_TAG } from '../../core/segment/multi-meta-tag.js';
 import type { Allocation, GiveBackExpectation, NewTag, SegmentStore, TagInfo, TagUpdate } from '../../ports/segment-store.js';
-import { assertGiveBack, assertStoredId, DEFAULT_START, exhausted } from '../kit/segment-rules.js';
+import { assertGiveBack, assertStoredId, DEFAULT_START, exhausted } from '../kit/segment/segment-rules.js';
 import type { LedgerEntry, LedgerPage, LedgerTop } from '../../ports/range-ledger.js';
-import { higherTop } from '../kit/range-ledger.js';
+import { higherTop } from '../kit/segment/range-ledger.js';
 
 export interface MultiSegmentStoreOptions {
   /** A store that failed is tried last for this long, ms. Default 5000. */

@@ -1,8 +1,8 @@
 /** ColumnMaxReader on MySQL/MariaDB: `SELECT CAST(MAX(col) AS CHAR) FROM table` (text, so no BIGINT becomes a lossy number). */
 import mysql from 'mysql2/promise';
 import type { ColumnMaxReader } from '../../ports/column-max.js';
-import { sqlIdentifier } from '../kit/sql-identifier.js';
-import { storeError, storeTarget } from '../kit/store-boundary.js';
+import { sqlIdentifier } from '../kit/sql/sql-identifier.js';
+import { storeError, storeTarget } from '../kit/connection/store-boundary.js';
 
 export class MysqlColumnMax implements ColumnMaxReader {
   private connection: Promise<mysql.Connection> | undefined;

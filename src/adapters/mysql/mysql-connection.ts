@@ -6,9 +6,9 @@
  */
 import mysql, { type Pool, type PoolConnection, type ResultSetHeader, type RowDataPacket } from 'mysql2/promise';
 import { InvalidArgumentError, SequoiaError, UnavailableError } from '../../core/errors.js';
-import { positional, type RunSql, type SqlAnswer, type SqlPool } from '../kit/sql-database.js';
-import { SharedPool } from '../kit/shared-pool.js';
-import { positiveSetting, storeCallAsync, storeError } from '../kit/store-boundary.js';
+import { positional, type RunSql, type SqlAnswer, type SqlPool } from '../kit/sql/sql-database.js';
+import { SharedPool } from '../kit/connection/shared-pool.js';
+import { positiveSetting, storeCallAsync, storeError } from '../kit/connection/store-boundary.js';
 
 export interface MysqlConnectionOptions {
   /** `mysql://user:pass@host:port/db`. */
@@ -184,7 +184,7 @@ export class MysqlStatements {
 }
 
 /**
- * The pool as one store runs statements on it (kit/sql-database.ts), `$n`
+ * The pool as one store runs statements on it (kit/sql/sql-database.ts), `$n`
  * placeholders turned into MySQL's `?`. A write's count is the rows it
  * matched (the pool's FOUND_ROWS flag), as PostgreSQL counts them.
  */

@@ -5,7 +5,7 @@
  */
 import mysql from 'mysql2';
 import type { IdSource } from '../../ports/id-source.js';
-import { IdBatcher, idSourceError, timeColumnIndex } from '../kit/id-batches.js';
+import { IdBatcher, idSourceError, timeColumnIndex } from '../kit/pk-bench/id-batches.js';
 
 export class MysqlIdSource implements IdSource {
   private readonly conn: mysql.Connection;

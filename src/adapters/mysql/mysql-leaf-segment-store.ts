@@ -19,9 +19,9 @@
  * must exist. Tags compare as the Leaf table's collation says (Leaf's script
  * leaves it to the server default, usually case-insensitive; see docs/migrate.md).
  */
-import { LEAF_SCHEMA } from '../kit/leaf-table.js';
-import { PeerSegmentStore } from '../kit/peer-store.js';
-import type { ForeignTableOptions } from '../kit/side-table.js';
+import { LEAF_SCHEMA } from '../kit/peer/leaf-table.js';
+import { PeerSegmentStore } from '../kit/peer/peer-store.js';
+import type { ForeignTableOptions } from '../kit/peer/side-table.js';
 import { MysqlPool, type MysqlStoreOptions } from './mysql-connection.js';
 
 export interface MysqlLeafSegmentStoreOptions extends MysqlStoreOptions, ForeignTableOptions {}

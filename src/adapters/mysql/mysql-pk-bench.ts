@@ -11,8 +11,8 @@
 import mysql, { type Pool, type RowDataPacket } from 'mysql2/promise';
 import { SequoiaError } from '../../core/errors.js';
 import type { PkBenchTarget, PkCounters, PkKindSpec, PkRow, PkTableShape, PkTableSize, PkTargetInfo } from '../../ports/pk-bench-target.js';
-import * as pk from '../kit/pk-bench-kit.js';
-import { storeCallAsync, storeError, storeTarget } from '../kit/store-boundary.js';
+import * as pk from '../kit/pk-bench/pk-bench-kit.js';
+import { storeCallAsync, storeError, storeTarget } from '../kit/connection/store-boundary.js';
 
 const BACKEND = 'bench pk (MySQL)';
 const LSN_STATUS = ['Innodb_lsn_current', 'Innodb_redo_log_current_lsn', 'Innodb_os_log_written'];

@@ -1,6 +1,6 @@
 /**
  * SegmentStore on MySQL 8 or MariaDB 10.11+ (`mysql2`): the SQL store
- * (kit/sql-segment-store.ts) over MySQL's statements. As Leaf's, an
+ * (kit/sql/sql-segment-store.ts) over MySQL's statements. As Leaf's, an
  * allocation is one transaction, here sent in one round trip: START
  * TRANSACTION; the UPDATE whose WHERE holds the overflow check (max_id never
  * passes 2^63-1; a refused allocation records no range); its ROW_COUNT();
@@ -22,9 +22,9 @@ import {
   type LedgerPlace,
   ledgerTopSql,
   recordSql,
-} from '../kit/range-ledger.js';
-import { overPool } from '../kit/sql-database.js';
-import { type SegmentStatements, SqlSegmentStore } from '../kit/sql-segment-store.js';
+} from '../kit/segment/range-ledger.js';
+import { overPool } from '../kit/sql/sql-database.js';
+import { type SegmentStatements, SqlSegmentStore } from '../kit/sql/sql-segment-store.js';
 import { MysqlPool, type MysqlStoreOptions } from './mysql-connection.js';
 
 export interface MysqlSegmentStoreOptions extends MysqlStoreOptions {

@@ -13,14 +13,14 @@
  *     where id=? and max_id=? and version=? and biz_type=?
  *
  * The segment's IDs keep Tinyid's rule (id % delta == remainder): see
- * kit/tinyid-table.ts. Every write of Sequoia's that moves max_id (fence,
+ * kit/peer/tinyid-table.ts. Every write of Sequoia's that moves max_id (fence,
  * give-back) also bumps `version`. Tinyid's table gains nothing: the fence
  * epoch, the generation and the description live in the side table. `init`
  * creates the side table only; Tinyid's table must exist.
  */
-import { PeerSegmentStore } from '../kit/peer-store.js';
-import type { ForeignTableOptions } from '../kit/side-table.js';
-import { TINYID_SCHEMA } from '../kit/tinyid-table.js';
+import { PeerSegmentStore } from '../kit/peer/peer-store.js';
+import type { ForeignTableOptions } from '../kit/peer/side-table.js';
+import { TINYID_SCHEMA } from '../kit/peer/tinyid-table.js';
 import { MysqlPool, type MysqlStoreOptions } from './mysql-connection.js';
 
 export interface MysqlTinyidSegmentStoreOptions extends MysqlStoreOptions, ForeignTableOptions {}

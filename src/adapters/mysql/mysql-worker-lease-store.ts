@@ -9,7 +9,7 @@
 import { type PoolConnection, type ResultSetHeader, type RowDataPacket } from 'mysql2/promise';
 import type { LeaseHolding, LeaseLedgerEntry } from '../../ports/lease-ledger.js';
 import type { AcquireRequest, HeldLease, LeaseRecord, LeaseRow, NodeClaim, WorkerLeaseStore } from '../../ports/worker-lease-store.js';
-import * as ledger from '../kit/lease-ledger-rules.js';
+import * as ledger from '../kit/lease/lease-ledger-rules.js';
 import { MysqlConnection } from './mysql-connection.js';
 
 const NOW_MS = 'CAST(ROUND(UNIX_TIMESTAMP(NOW(3)) * 1000) AS SIGNED)';

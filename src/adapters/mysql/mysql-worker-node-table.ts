@@ -6,7 +6,7 @@
  */
 import mysql from 'mysql2/promise';
 import type { WorkerNodeRow } from '../../ports/worker-node-table.js';
-import { MYSQL_WORKER_NODE_TABLE, SqlWorkerNodeTable } from '../kit/worker-node-table.js';
+import { MYSQL_WORKER_NODE_TABLE, SqlWorkerNodeTable } from '../kit/peer/worker-node-table.js';
 
 /** uid-generator's WorkerNodeDAO.addWorkerNode insert, on the quoted table name. */
 const INSERT = (t: string) => `INSERT INTO ${t} (HOST_NAME, PORT, TYPE, LAUNCH_DATE, MODIFIED, CREATED) VALUES (?, ?, ?, ?, NOW(), NOW())`;

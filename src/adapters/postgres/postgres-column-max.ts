@@ -1,8 +1,8 @@
 /** ColumnMaxReader on PostgreSQL: `SELECT MAX(col)::text FROM table` (text, so no BIGINT becomes a lossy number). */
 import pg from 'pg';
 import type { ColumnMaxReader } from '../../ports/column-max.js';
-import { sqlIdentifier } from '../kit/sql-identifier.js';
-import { storeError, storeTarget } from '../kit/store-boundary.js';
+import { sqlIdentifier } from '../kit/sql/sql-identifier.js';
+import { storeError, storeTarget } from '../kit/connection/store-boundary.js';
 
 export class PostgresColumnMax implements ColumnMaxReader {
   private readonly client: pg.Client;

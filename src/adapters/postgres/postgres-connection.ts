@@ -5,9 +5,9 @@
  */
 import pg from 'pg';
 import { InvalidArgumentError, SequoiaError } from '../../core/errors.js';
-import { SharedPool } from '../kit/shared-pool.js';
-import type { RunSql, SqlAnswer, SqlPool } from '../kit/sql-database.js';
-import { positiveSetting, storeCallAsync, storeError } from '../kit/store-boundary.js';
+import { SharedPool } from '../kit/connection/shared-pool.js';
+import type { RunSql, SqlAnswer, SqlPool } from '../kit/sql/sql-database.js';
+import { positiveSetting, storeCallAsync, storeError } from '../kit/connection/store-boundary.js';
 
 /**
  * Key of the advisory lock that serialises every store's schema migrations
@@ -109,7 +109,7 @@ export interface PostgresPoolOptions extends PostgresConnectionOptions {
   readonly connection?: PostgresConnection;
 }
 
-/** The pool as one store runs statements on it (kit/sql-database.ts). */
+/** The pool as one store runs statements on it (kit/sql/sql-database.ts). */
 export class PostgresPool implements SqlPool {
   private readonly connection: PostgresConnection;
 

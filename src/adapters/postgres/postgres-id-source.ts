@@ -10,7 +10,7 @@ import type { Socket } from 'node:net';
 import pg from 'pg';
 import { to as copyTo } from 'pg-copy-streams';
 import type { IdSource } from '../../ports/id-source.js';
-import { ID_BATCH, IdBatcher, idSourceError, timeColumnIndex } from '../kit/id-batches.js';
+import { ID_BATCH, IdBatcher, idSourceError, timeColumnIndex } from '../kit/pk-bench/id-batches.js';
 
 export class PostgresIdSource implements IdSource {
   private readonly client: pg.Client;

@@ -20,9 +20,9 @@
  * table only; the Leaf table must exist (a mistyped name must not silently
  * become an empty table where `tag create` would start again at 1).
  */
-import { LEAF_SCHEMA } from '../kit/leaf-table.js';
-import { PeerSegmentStore } from '../kit/peer-store.js';
-import type { ForeignTableOptions } from '../kit/side-table.js';
+import { LEAF_SCHEMA } from '../kit/peer/leaf-table.js';
+import { PeerSegmentStore } from '../kit/peer/peer-store.js';
+import type { ForeignTableOptions } from '../kit/peer/side-table.js';
 import { PostgresPool, type PostgresPoolOptions } from './postgres-connection.js';
 
 export interface PostgresLeafSegmentStoreOptions extends PostgresPoolOptions, ForeignTableOptions {}

@@ -9,8 +9,8 @@ import pg from 'pg';
 import { SequoiaError } from '../../core/errors.js';
 import { formatUuid } from '../../core/uuid/uuid-text.js';
 import type { PkBenchTarget, PkCounters, PkKindSpec, PkRow, PkTableShape, PkTableSize, PkTargetInfo } from '../../ports/pk-bench-target.js';
-import * as pk from '../kit/pk-bench-kit.js';
-import { storeCallAsync, storeError, storeTarget } from '../kit/store-boundary.js';
+import * as pk from '../kit/pk-bench/pk-bench-kit.js';
+import { storeCallAsync, storeError, storeTarget } from '../kit/connection/store-boundary.js';
 
 const BACKEND = 'bench pk (PostgreSQL)';
 

@@ -1,5 +1,5 @@
 /**
- * SegmentStore on PostgreSQL (`pg`): the SQL store (kit/sql-segment-store.ts)
+ * SegmentStore on PostgreSQL (`pg`): the SQL store (kit/sql/sql-segment-store.ts)
  * over PostgreSQL's statements. Every allocation is ONE atomic statement:
  *
  *   UPDATE <table> SET max_id = max_id + s WHERE tag = $1 AND max_id <= 2^63-1 - s RETURNING ...
@@ -20,9 +20,9 @@
  * Driver errors become STORE_UNAVAILABLE with the original as `cause`.
  */
 import type { ServerIdentity } from '../../ports/range-ledger.js';
-import { allocationRecordSql, ledgerDdl, ledgerPlace, type LedgerPlace, ledgerTopSql, recordSql } from '../kit/range-ledger.js';
-import { overPool } from '../kit/sql-database.js';
-import { type SegmentStatements, SqlSegmentStore } from '../kit/sql-segment-store.js';
+import { allocationRecordSql, ledgerDdl, ledgerPlace, type LedgerPlace, ledgerTopSql, recordSql } from '../kit/segment/range-ledger.js';
+import { overPool } from '../kit/sql/sql-database.js';
+import { type SegmentStatements, SqlSegmentStore } from '../kit/sql/sql-segment-store.js';
 import { type PgPoolLike, PostgresConnection, type PostgresConnectionOptions, PostgresPool } from './postgres-connection.js';
 
 /** 1: the table; 2: its `generation` column (see TagInfo.generation); 3: the range ledger beside it. */

@@ -11,7 +11,7 @@
  *     WHERE id = $2 AND max_id = $3 AND version = $4 AND biz_type = $5
  *
  * The segment's IDs keep Tinyid's rule (id % delta == remainder): see
- * kit/tinyid-table.ts for the mapping onto Sequoia's ranges. Every write of
+ * kit/peer/tinyid-table.ts for the mapping onto Sequoia's ranges. Every write of
  * Sequoia's that moves max_id (fence, give-back) also bumps `version`, so a
  * Tinyid server that read the row before it loses its race and reads again.
  *
@@ -19,9 +19,9 @@
  * description live in the side table (one row per Tinyid table and tag).
  * `init` creates the side table only; Tinyid's table must exist.
  */
-import { PeerSegmentStore } from '../kit/peer-store.js';
-import type { ForeignTableOptions } from '../kit/side-table.js';
-import { TINYID_SCHEMA } from '../kit/tinyid-table.js';
+import { PeerSegmentStore } from '../kit/peer/peer-store.js';
+import type { ForeignTableOptions } from '../kit/peer/side-table.js';
+import { TINYID_SCHEMA } from '../kit/peer/tinyid-table.js';
 import { PostgresPool, type PostgresPoolOptions } from './postgres-connection.js';
 
 export interface PostgresTinyidSegmentStoreOptions extends PostgresPoolOptions, ForeignTableOptions {}

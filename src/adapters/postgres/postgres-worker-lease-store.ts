@@ -9,7 +9,7 @@
  */
 import type { LeaseHolding, LeaseLedgerEntry } from '../../ports/lease-ledger.js';
 import type { AcquireRequest, HeldLease, LeaseRecord, LeaseRow, NodeClaim, WorkerLeaseStore } from '../../ports/worker-lease-store.js';
-import * as ledger from '../kit/lease-ledger-rules.js';
+import * as ledger from '../kit/lease/lease-ledger-rules.js';
 import { type PgClientLike, type PgPoolLike, PostgresConnection } from './postgres-connection.js';
 
 const NOW_MS = `(extract(epoch from clock_timestamp()) * 1000)::bigint`;

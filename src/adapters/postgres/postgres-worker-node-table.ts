@@ -7,7 +7,7 @@
  */
 import pg from 'pg';
 import type { WorkerNodeRow } from '../../ports/worker-node-table.js';
-import { POSTGRES_WORKER_NODE_TABLE, SqlWorkerNodeTable } from '../kit/worker-node-table.js';
+import { POSTGRES_WORKER_NODE_TABLE, SqlWorkerNodeTable } from '../kit/peer/worker-node-table.js';
 
 /** uid-generator's WorkerNodeDAO.addWorkerNode insert, on the quoted table name. */
 const INSERT = (t: string) =>

@@ -49,11 +49,11 @@ import {
   LEGACY_GENERATION,
   newGeneration,
   readBack,
-} from '../kit/segment-rules.js';
+} from '../kit/segment/segment-rules.js';
 import { byFirst } from '../../core/id.js';
 import type { LedgerEntry, LedgerPage, LedgerTop, ServerIdentity } from '../../ports/range-ledger.js';
-import { covers, higherTop, identityValues, ledgerTopOf, processIdentity, rangeLength } from '../kit/range-ledger.js';
-import { storedMaxId } from '../kit/store-boundary.js';
+import { covers, higherTop, identityValues, ledgerTopOf, processIdentity, rangeLength } from '../kit/segment/range-ledger.js';
+import { storedMaxId } from '../kit/connection/store-boundary.js';
 import { RedisClient, type RedisClientOptions, globEscape, redisError } from './redis-client.js';
 
 export interface RedisSegmentStoreOptions extends RedisClientOptions {

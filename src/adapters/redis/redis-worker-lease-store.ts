@@ -30,8 +30,8 @@
 import { InvalidArgumentError } from '../../core/errors.js';
 import type { LeaseHolding, LeaseLedgerEntry, LeaseEventKind } from '../../ports/lease-ledger.js';
 import type { AcquireRequest, HeldLease, LeaseRecord, LeaseRow, NodeClaim, WorkerLeaseStore } from '../../ports/worker-lease-store.js';
-import { CLAIMED_FOR_GOOD_MS, chooseWorker, nodeOwner } from '../kit/choose-worker.js';
-import * as ledger from '../kit/lease-ledger-rules.js';
+import { CLAIMED_FOR_GOOD_MS, chooseWorker, nodeOwner } from '../kit/lease/choose-worker.js';
+import * as ledger from '../kit/lease/lease-ledger-rules.js';
 import { RedisClient, type RedisClientOptions, globEscape } from './redis-client.js';
 
 export interface RedisWorkerLeaseStoreOptions extends RedisClientOptions {

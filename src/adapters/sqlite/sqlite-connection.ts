@@ -24,9 +24,9 @@ import { mkdirSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type Database from 'better-sqlite3';
 import { located, SequoiaError, UnavailableError } from '../../core/errors.js';
-import { positional, type SqlAnswer, type SqlDatabase, type Steps } from '../kit/sql-database.js';
-import { openSqlite, retryWhileBusy } from '../kit/sqlite-open.js';
-import { storeCall } from '../kit/store-boundary.js';
+import { positional, type SqlAnswer, type SqlDatabase, type Steps } from '../kit/sql/sql-database.js';
+import { openSqlite, retryWhileBusy } from '../kit/connection/sqlite-open.js';
+import { storeCall } from '../kit/connection/store-boundary.js';
 
 export interface SqliteConnectionOptions {
   /** File path, or ':memory:'. */
@@ -167,7 +167,7 @@ interface Prepared {
 }
 
 /**
- * The handle as a SQL store runs statements on it (kit/sql-database.ts).
+ * The handle as a SQL store runs statements on it (kit/sql/sql-database.ts).
  * Each call works on the file now at the path (`current`); a script and a
  * transaction run synchronously in one `BEGIN IMMEDIATE`, so writers of
  * every process queue on the file lock (bounded by the busy timeout) instead

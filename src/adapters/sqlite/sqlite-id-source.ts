@@ -3,7 +3,7 @@ import { statSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import { InvalidArgumentError } from '../../core/errors.js';
 import type { IdSource } from '../../ports/id-source.js';
-import { IdBatcher, idSourceError, timeColumnIndex } from '../kit/id-batches.js';
+import { IdBatcher, idSourceError, timeColumnIndex } from '../kit/pk-bench/id-batches.js';
 
 export class SqliteIdSource implements IdSource {
   private readonly db: Database.Database;

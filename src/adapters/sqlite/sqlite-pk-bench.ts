@@ -11,8 +11,16 @@ import { closeSync, existsSync, openSync, rmSync, statSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import { InvalidArgumentError, SequoiaError } from '../../core/errors.js';
 import type { PkBenchTarget, PkCounters, PkKindSpec, PkRow, PkTableShape, PkTableSize, PkTargetInfo } from '../../ports/pk-bench-target.js';
-import { dropLeftover, intColumns, newRunId, PK_MARKER_TABLE, PK_MARKER_TOOL, pkTableName, refuseExisting } from '../kit/pk-bench-kit.js';
-import { storeCall, storeError } from '../kit/store-boundary.js';
+import {
+  dropLeftover,
+  intColumns,
+  newRunId,
+  PK_MARKER_TABLE,
+  PK_MARKER_TOOL,
+  pkTableName,
+  refuseExisting,
+} from '../kit/pk-bench/pk-bench-kit.js';
+import { storeCall, storeError } from '../kit/connection/store-boundary.js';
 
 const BACKEND = 'bench pk (SQLite)';
 /** The -wal file is checkpointed (and its bytes counted) when it grows past this. */

@@ -1,6 +1,6 @@
 /**
  * SegmentStore on an embedded SQLite file (better-sqlite3): the SQL store
- * (kit/sql-segment-store.ts) over SQLite's statements, run synchronously in
+ * (kit/sql/sql-segment-store.ts) over SQLite's statements, run synchronously in
  * `BEGIN IMMEDIATE` transactions on the handle shared with the lease store
  * (`SqliteDatabase`, sqlite-connection.ts). Several processes may share one
  * file: WAL lets readers run beside the writer, and writers queue on the file
@@ -9,8 +9,8 @@
  * transaction.
  */
 import type { ServerIdentity } from '../../ports/range-ledger.js';
-import { allocationRecordSql, LEDGER_COLUMNS, ledgerDdl, ledgerTopSql, processIdentity, recordSql } from '../kit/range-ledger.js';
-import { type SegmentStatements, SqlSegmentStore } from '../kit/sql-segment-store.js';
+import { allocationRecordSql, LEDGER_COLUMNS, ledgerDdl, ledgerTopSql, processIdentity, recordSql } from '../kit/segment/range-ledger.js';
+import { type SegmentStatements, SqlSegmentStore } from '../kit/sql/sql-segment-store.js';
 import { SqliteConnection, SqliteDatabase } from './sqlite-connection.js';
 import { sqliteLocation } from './sqlite-location.js';
 

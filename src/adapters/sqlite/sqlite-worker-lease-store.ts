@@ -11,9 +11,9 @@ import type Database from 'better-sqlite3';
 import { UnavailableError } from '../../core/errors.js';
 import type { LeaseHolding, LeaseLedgerEntry } from '../../ports/lease-ledger.js';
 import type { AcquireRequest, HeldLease, LeaseRecord, LeaseRow, NodeClaim, WorkerLeaseStore } from '../../ports/worker-lease-store.js';
-import { CLAIMED_FOR_GOOD_MS, chooseWorker, nodeOwner } from '../kit/choose-worker.js';
-import * as ledger from '../kit/lease-ledger-rules.js';
-import { storeError } from '../kit/store-boundary.js';
+import { CLAIMED_FOR_GOOD_MS, chooseWorker, nodeOwner } from '../kit/lease/choose-worker.js';
+import * as ledger from '../kit/lease/lease-ledger-rules.js';
+import { storeError } from '../kit/connection/store-boundary.js';
 import { SqliteConnection } from './sqlite-connection.js';
 
 export class SqliteWorkerLeaseStore implements WorkerLeaseStore {

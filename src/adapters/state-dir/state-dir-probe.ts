@@ -13,7 +13,7 @@ import { type Clock, systemClock } from '../../core/clock.js';
 import { statSync } from 'node:fs';
 import { open, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { RESERVE_BYTES } from '../kit/disk-reserve.js';
+import { RESERVE_BYTES } from '../kit/files/disk-reserve.js';
 
 export const PROBE_FILE = '.ready-probe';
 

@@ -15,7 +15,7 @@
  * `hwm/` and `workers/<i>/hwm/`) are taken over once, keeping the highest.
  *
  * Its methods block (a busy timeout, an fsync): a server runs it in a worker
- * thread (`adapters/kit/off-loop.ts`), so its methods answer promises and one
+ * thread (`adapters/kit/off-loop/off-loop.ts`), so its methods answer promises and one
  * change runs at a time (a `change` callback may be asynchronous: across
  * threads it runs on the caller's, between BEGIN and COMMIT).
  *
@@ -43,8 +43,8 @@ import Database from 'better-sqlite3';
 import { InvalidArgumentError, SequoiaError, UnavailableError, located } from '../../core/errors.js';
 import { checkShared, type GuardVerdict, type HighWaterMark } from '../../core/segment/rollback-guard.js';
 import type { HighWaterMarkStore } from '../../ports/high-water-mark-store.js';
-import { DiskReserve, RESERVE_BYTES } from '../kit/disk-reserve.js';
-import { isDiskFull, openSqlite } from '../kit/sqlite-open.js';
+import { DiskReserve, RESERVE_BYTES } from '../kit/files/disk-reserve.js';
+import { isDiskFull, openSqlite } from '../kit/connection/sqlite-open.js';
 
 interface MarkRow {
   mark: string;

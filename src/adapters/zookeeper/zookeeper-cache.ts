@@ -4,7 +4,7 @@
  * ZooKeeper is briefly unreachable.
  */
 import { readFileSync } from 'node:fs';
-import { writeFileDurably } from '../kit/durable-file.js';
+import { writeFileDurably } from '../kit/files/durable-file.js';
 
 export interface CacheFile {
   readonly identity: string;

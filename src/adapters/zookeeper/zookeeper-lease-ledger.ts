@@ -18,7 +18,7 @@ import { randomBytes } from 'node:crypto';
 import zookeeper from 'node-zookeeper-client';
 import type { Clock } from '../../core/clock.js';
 import type { LeaseHolder, LeaseHolding, LeaseLedger, LeaseLedgerEntry } from '../../ports/lease-ledger.js';
-import { type HoldingData, holdingEntries, parseHolding } from '../kit/holding-ledger.js';
+import { type HoldingData, holdingEntries, parseHolding } from '../kit/lease/holding-ledger.js';
 import { safe } from './zookeeper-claim.js';
 import { ZookeeperSession, isZookeeperError, unavailable, zookeeperAt } from './zookeeper-session.js';
 

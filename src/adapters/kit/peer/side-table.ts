@@ -11,9 +11,9 @@
  * on its own transaction's connection, beside its own statements on the
  * foreign table (whose row lock, taken first, serialises them).
  */
-import { InvalidArgumentError, UnavailableError } from '../../core/errors.js';
-import { LEGACY_GENERATION, newGeneration, tableName } from './segment-rules.js';
-import type { RunSql } from './sql-database.js';
+import { InvalidArgumentError, UnavailableError } from '../../../core/errors.js';
+import { LEGACY_GENERATION, newGeneration, tableName } from '../segment/segment-rules.js';
+import type { RunSql } from '../sql/sql-database.js';
 
 export type SqlDialect = 'mysql' | 'postgres';
 

@@ -1,5 +1,5 @@
 /**
- * Tinyid's own table (`tiny_id_info`) as the peer store (kit/peer-store.ts)
+ * Tinyid's own table (`tiny_id_info`) as the peer store (kit/peer/peer-store.ts)
  * uses it, whatever the backend: the names, the row shape, the statements in
  * each SQL dialect, Tinyid's own allocation, and how Tinyid's numbers map
  * onto Sequoia's.
@@ -24,12 +24,12 @@
  * counts IDs (a stored Tinyid step of S yields S / delta of them). With the
  * default delta 1 it is the half-open range [max_id + 1, new max_id + 1).
  */
-import { InvalidArgumentError, TagNotFoundError, UnavailableError } from '../../core/errors.js';
-import { MAX_ID } from '../../core/id.js';
-import type { Allocation, NewTag, TagInfo, TagUpdate } from '../../ports/segment-store.js';
+import { InvalidArgumentError, TagNotFoundError, UnavailableError } from '../../../core/errors.js';
+import { MAX_ID } from '../../../core/id.js';
+import type { Allocation, NewTag, TagInfo, TagUpdate } from '../../../ports/segment-store.js';
 import type { PeerSchema, PeerStatements, PeerTable } from './peer-store.js';
-import { DEFAULT_STEP, exhausted, LEGACY_GENERATION } from './segment-rules.js';
-import type { RunSql } from './sql-database.js';
+import { DEFAULT_STEP, exhausted, LEGACY_GENERATION } from '../segment/segment-rules.js';
+import type { RunSql } from '../sql/sql-database.js';
 
 /** The side table also keeps the description: Tinyid's table has none. */
 export const TINYID_SCHEMA: PeerSchema = {

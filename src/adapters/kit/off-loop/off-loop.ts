@@ -18,7 +18,7 @@
  * socket with a request in flight.
  */
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
-import { errorFromCode, type Located, SequoiaError, UnavailableError } from '../../core/errors.js';
+import { errorFromCode, type Located, SequoiaError, UnavailableError } from '../../../core/errors.js';
 
 type Primitive = string | number | boolean | bigint | null | undefined;
 

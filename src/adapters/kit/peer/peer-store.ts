@@ -4,19 +4,19 @@
  * stores (Leaf and Tinyid, on MySQL and on PostgreSQL) do alike is written
  * here once. Each is built from two parts that hold what differs:
  *
- * - the peer table (`PeerTable`, made by its `PeerSchema`: kit/leaf-table.ts,
- *   kit/tinyid-table.ts): its statements in each dialect, the peer's own
+ * - the peer table (`PeerTable`, made by its `PeerSchema`: kit/peer/leaf-table.ts,
+ *   kit/peer/tinyid-table.ts): its statements in each dialect, the peer's own
  *   allocation, how its max_id maps onto Sequoia's ranges;
- * - the database (`SqlPool`, kit/sql-database.ts: MysqlPool in
+ * - the database (`SqlPool`, kit/sql/sql-database.ts: MysqlPool in
  *   mysql/mysql-connection.ts, PostgresPool in postgres/postgres-connection.ts):
  *   the pool and its transactions.
  *
  * Every write to the peer row runs in one transaction with the side-table
- * statement that goes with it (kit/side-table.ts), the peer row's lock taken
+ * statement that goes with it (kit/peer/side-table.ts), the peer row's lock taken
  * first: a creation writes a fresh generation, a deletion renews it, a fence
  * raises the fence epoch, a give-back compares both under the row's lock.
  */
-import { InvalidArgumentError, TagExistsError, TagNotFoundError } from '../../core/errors.js';
+import { InvalidArgumentError, TagExistsError, TagNotFoundError } from '../../../core/errors.js';
 import type {
   Allocation,
   GiveBackExpectation,
@@ -25,10 +25,10 @@ import type {
   SegmentStore,
   TagInfo,
   TagUpdate,
-} from '../../ports/segment-store.js';
-import { assertGiveBack, assertStoredId, DEFAULT_START, readBack, stillAsExpected } from './segment-rules.js';
+} from '../../../ports/segment-store.js';
+import { assertGiveBack, assertStoredId, DEFAULT_START, readBack, stillAsExpected } from '../segment/segment-rules.js';
 import { type ForeignSchema, type ForeignTableOptions, type SideState, SideTable, type SqlDialect } from './side-table.js';
-import type { RunSql, SqlPool } from './sql-database.js';
+import type { RunSql, SqlPool } from '../sql/sql-database.js';
 
 /** A peer table's statements in one dialect, those the store runs itself. */
 export interface PeerStatements {

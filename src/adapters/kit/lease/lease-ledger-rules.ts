@@ -4,8 +4,8 @@
  * holder behind an owner, the first tick of a holding), the SQL the three SQL
  * stores share, and a holding from its grouped rows.
  */
-import type { LeaseEventKind, LeaseHolder, LeaseHolding, LeaseLedgerEntry } from '../../ports/lease-ledger.js';
-import type { AcquireRequest, HeldLease, LeaseRecord, LeaseRow, NodeClaim } from '../../ports/worker-lease-store.js';
+import type { LeaseEventKind, LeaseHolder, LeaseHolding, LeaseLedgerEntry } from '../../../ports/lease-ledger.js';
+import type { AcquireRequest, HeldLease, LeaseRecord, LeaseRow, NodeClaim } from '../../../ports/worker-lease-store.js';
 import { CLAIMED_FOR_GOOD_MS, chooseWorker, nodeOwner } from './choose-worker.js';
 
 /** The until tick of a worker-node claim: held for good. Pruning keeps these rows. */

@@ -1,4 +1,4 @@
-import type { AcquireRequest, LeaseChoice, LeaseRow } from '../../ports/worker-lease-store.js';
+import type { AcquireRequest, LeaseChoice, LeaseRow } from '../../../ports/worker-lease-store.js';
 
 /**
  * expires_at of a worker-node claim: later than any clock reading, so the id

@@ -4,8 +4,8 @@
  * backend and the driver's error code, never SQL or credentials), and rows
  * with BIGINTs read as text become TagInfo without passing through a double.
  */
-import { InvalidArgumentError, SequoiaError, UnavailableError, located } from '../../core/errors.js';
-import type { TagInfo } from '../../ports/segment-store.js';
+import { InvalidArgumentError, SequoiaError, UnavailableError, located } from '../../../core/errors.js';
+import type { TagInfo } from '../../../ports/segment-store.js';
 
 /**
  * Where a network store is, for messages: `host:port, database NAME` from its

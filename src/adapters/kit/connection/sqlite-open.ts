@@ -7,7 +7,7 @@
  * file: trying again shortly after succeeds.
  */
 import Database from 'better-sqlite3';
-import { monotonicMs, systemClock } from '../../core/clock.js';
+import { monotonicMs, systemClock } from '../../../core/clock.js';
 
 const pause = new Int32Array(new SharedArrayBuffer(4));
 

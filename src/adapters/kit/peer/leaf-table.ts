@@ -1,5 +1,5 @@
 /**
- * Leaf's own table (`leaf_alloc`) as the peer store (kit/peer-store.ts) uses
+ * Leaf's own table (`leaf_alloc`) as the peer store (kit/peer/peer-store.ts) uses
  * it, whatever the backend: the names, the row shape, the statements in each
  * SQL dialect, and the rules where Sequoia and Leaf meet.
  *
@@ -17,11 +17,11 @@
  * LEGACY_GENERATION ('0'); `createTag` writes a fresh generation (newGeneration)
  * and resets the fence epoch, as a new row of Sequoia's own table would.
  */
-import { TagNotFoundError } from '../../core/errors.js';
-import type { Allocation, NewTag, TagInfo, TagUpdate } from '../../ports/segment-store.js';
+import { TagNotFoundError } from '../../../core/errors.js';
+import type { Allocation, NewTag, TagInfo, TagUpdate } from '../../../ports/segment-store.js';
 import type { PeerSchema, PeerStatements, PeerTable } from './peer-store.js';
-import { DEFAULT_STEP, exhausted, LEGACY_GENERATION } from './segment-rules.js';
-import type { RunSql, SqlAnswer } from './sql-database.js';
+import { DEFAULT_STEP, exhausted, LEGACY_GENERATION } from '../segment/segment-rules.js';
+import type { RunSql, SqlAnswer } from '../sql/sql-database.js';
 
 /** `leaf_table` names the Leaf table in the side table's key, as the first release made it. */
 export const LEAF_SCHEMA: PeerSchema = {

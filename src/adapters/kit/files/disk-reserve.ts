@@ -7,7 +7,7 @@
  * space returns. Nothing needs deleting by hand.
  */
 import { closeSync, fsyncSync, openSync, rmSync, statSync, writeSync } from 'node:fs';
-import { UnavailableError } from '../../core/errors.js';
+import { UnavailableError } from '../../../core/errors.js';
 
 export const RESERVE_BYTES = 64 * 1024;
 

@@ -4,15 +4,15 @@
  * range check, what a missing row or a full ID space answers, the ledger row
  * of each write, the give-back's compare, the read-back) are written here
  * once. A dialect supplies its statements (`SegmentStatements`) and its
- * database (`SqlDatabase`, kit/sql-database.ts: a pool, or SQLite's handle).
+ * database (`SqlDatabase`, kit/sql/sql-database.ts: a pool, or SQLite's handle).
  * Each write and its ledger row commit together: an allocation is the
  * dialect's statements in one transaction, sent at once where it can (its
  * hot path); a fence and a give-back are steps of one transaction written
  * here, the row locked (or compared) by the first.
  */
-import { TagExistsError, TagNotFoundError } from '../../core/errors.js';
-import type { LedgerEntry, LedgerKind, LedgerPage, LedgerTop, ServerIdentity } from '../../ports/range-ledger.js';
-import type { Allocation, GiveBackExpectation, NewTag, SegmentStore, TagInfo, TagUpdate } from '../../ports/segment-store.js';
+import { TagExistsError, TagNotFoundError } from '../../../core/errors.js';
+import type { LedgerEntry, LedgerKind, LedgerPage, LedgerTop, ServerIdentity } from '../../../ports/range-ledger.js';
+import type { Allocation, GiveBackExpectation, NewTag, SegmentStore, TagInfo, TagUpdate } from '../../../ports/segment-store.js';
 import {
   entryFromRow,
   fencedRange,
@@ -22,10 +22,18 @@ import {
   type LedgerRowText,
   ledgerTopFromRow,
   recordValues,
-} from './range-ledger.js';
-import { assertGiveBack, assertStoredId, DEFAULT_START, DEFAULT_STEP, exhausted, newGeneration, readBack } from './segment-rules.js';
+} from '../segment/range-ledger.js';
+import {
+  assertGiveBack,
+  assertStoredId,
+  DEFAULT_START,
+  DEFAULT_STEP,
+  exhausted,
+  newGeneration,
+  readBack,
+} from '../segment/segment-rules.js';
 import type { SqlDatabase, Steps } from './sql-database.js';
-import { tagInfoFromTextRow, type TextTagRow } from './store-boundary.js';
+import { tagInfoFromTextRow, type TextTagRow } from '../connection/store-boundary.js';
 
 /** One dialect's statements on one table and its ledger (names checked, see ledgerPlace). Values are listed per statement, as $1, $2… */
 export interface SegmentStatements {

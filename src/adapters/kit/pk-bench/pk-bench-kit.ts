@@ -4,9 +4,9 @@
  * drops), and the table and column names of a kind.
  */
 import { randomBytes } from 'node:crypto';
-import { InvalidArgumentError } from '../../core/errors.js';
-import { PK_KIND_NAMES } from '../../core/pk-bench/pk-kind-names.js';
-import type { PkKindSpec, PkTableShape } from '../../ports/pk-bench-target.js';
+import { InvalidArgumentError } from '../../../core/errors.js';
+import { PK_KIND_NAMES } from '../../../core/pk-bench/pk-kind-names.js';
+import type { PkKindSpec, PkTableShape } from '../../../ports/pk-bench-target.js';
 
 /** The tool's signature in every marker: a leftover is recognised by it. */
 export const PK_MARKER_TOOL = 'sequoia bench pk';

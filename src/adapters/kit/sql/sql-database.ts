@@ -38,7 +38,7 @@ export type Statement = readonly [sql: string, values?: unknown[]];
 /** A transaction as steps: each yields a statement and gets its answer back; the generator's return is the transaction's. */
 export type Steps<T> = Generator<Statement, T, SqlAnswer>;
 
-/** What the SQL segment store (kit/sql-segment-store.ts) runs on. */
+/** What the SQL segment store (kit/sql/sql-segment-store.ts) runs on. */
 export interface SqlDatabase {
   run(sql: string, values?: unknown[]): Promise<SqlAnswer>;
   /** Statements in one transaction, in one round trip where the database can send them so: the last one's rows. */

@@ -4,12 +4,12 @@
  * written tag is read back, and which table names the SQL stores accept.
  */
 import { randomBytes } from 'node:crypto';
-import { InvalidArgumentError, TagNotFoundError, UnavailableError } from '../../core/errors.js';
-import { MAX_ID } from '../../core/id.js';
-import type { GiveBackExpectation, SegmentStore, TagInfo } from '../../ports/segment-store.js';
+import { InvalidArgumentError, TagNotFoundError, UnavailableError } from '../../../core/errors.js';
+import { MAX_ID } from '../../../core/id.js';
+import type { GiveBackExpectation, SegmentStore, TagInfo } from '../../../ports/segment-store.js';
 
 export const DEFAULT_STEP = 1000;
-export { DEFAULT_START } from '../../core/id.js';
+export { DEFAULT_START } from '../../../core/id.js';
 
 /** SQL table names: letters, digits, underscores; no quoting needed on any backend. */
 export const TABLE_NAME_PATTERN = /^[a-z_][a-z0-9_]{0,62}$/;

@@ -4,7 +4,7 @@
  * above 2^53 is rounded), how the time column is found and read, and how a
  * database that cannot be reached is told to the operator.
  */
-import { InvalidArgumentError } from '../../core/errors.js';
+import { InvalidArgumentError } from '../../../core/errors.js';
 
 export const ID_BATCH = 20_000;
 

@@ -1,8 +1,8 @@
 /** What the WORKER_NODE tables of each engine share. */
-import { UnavailableError } from '../../core/errors.js';
-import type { WorkerNodeRow, WorkerNodeTable } from '../../ports/worker-node-table.js';
-import { sqlIdentifier } from './sql-identifier.js';
-import { storeError, storeTarget } from './store-boundary.js';
+import { UnavailableError } from '../../../core/errors.js';
+import type { WorkerNodeRow, WorkerNodeTable } from '../../../ports/worker-node-table.js';
+import { sqlIdentifier } from '../sql/sql-identifier.js';
+import { storeError, storeTarget } from '../connection/store-boundary.js';
 
 /** uid-generator's table name (WORKER_NODE.sql). */
 export const MYSQL_WORKER_NODE_TABLE = 'WORKER_NODE';

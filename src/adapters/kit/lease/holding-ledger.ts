@@ -5,7 +5,7 @@
  * the ledger rows it stands for. A record is rewritten with each report, not
  * appended to, so a coordination service holds a few bytes per holding.
  */
-import type { LeaseHolder, LeaseHolding, LeaseLedgerEntry } from '../../ports/lease-ledger.js';
+import type { LeaseHolder, LeaseHolding, LeaseLedgerEntry } from '../../../ports/lease-ledger.js';
 
 /** What a holding's record holds (JSON). */
 export interface HoldingData {

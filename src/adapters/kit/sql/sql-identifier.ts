@@ -3,7 +3,7 @@
  * letters, digits, `_` and `$`, one optional schema/database qualifier;
  * quoted per engine so reserved words work. Anything else is INVALID_ARGUMENT.
  */
-import { InvalidArgumentError } from '../../core/errors.js';
+import { InvalidArgumentError } from '../../../core/errors.js';
 
 const PART = /^[A-Za-z_][A-Za-z0-9_$]{0,63}$/;
 

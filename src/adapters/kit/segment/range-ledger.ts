@@ -5,7 +5,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
-import type { LedgerEntry, LedgerKind, LedgerPage, LedgerTop, ServerIdentity } from '../../ports/range-ledger.js';
+import type { LedgerEntry, LedgerKind, LedgerPage, LedgerTop, ServerIdentity } from '../../../ports/range-ledger.js';
 import { DEFAULT_TABLE, tableName } from './segment-rules.js';
 
 /** This process, for stores built without an identity (tests, embedding). */
