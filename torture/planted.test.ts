@@ -105,8 +105,9 @@ describe('the torture harness catches planted bugs', () => {
     const dist = plant(
       'ledger-gaps',
       'adapters/sqlite/sqlite-segment-store.js',
-      /if \(!this\.recording\)\s*return;/,
-      'if (!this.recording || Math.random() < 0.3) return;',
+      // The allocation's ledger row is an INSERT … SELECT guarded by $7 (recording): skip about 3 in 10.
+      /AND \$7`/,
+      'AND $7 AND abs(random()) % 10 < 7`',
     );
     const { report, markdown } = await failedRun(dist, 'ledger-gaps', 'segment-kills');
     expect(report.repeats).toBe(0);
