@@ -3,14 +3,16 @@
  * it in large slices (they keep their own pools), so the per-ID path never
  * calls into the CSPRNG. Tests inject a scripted `Random` to reproduce vectors.
  */
-import { createRequire } from 'node:module';
+/** Web Crypto's most bytes per getRandomValues call. */
+const MAX_DRAW = 65536;
 
-type Fill = (bytes: Uint8Array) => void;
-let cryptoFill: Fill | undefined;
-/** node:crypto is loaded on the first fill, not at import: `import 'sequoia-id'` stays cheap for code that never draws. */
+/**
+ * The system CSPRNG through Web Crypto (global in Node 20+, browsers, edge
+ * runtimes): no `node:` import, so `sequoia-id/client`, which draws its
+ * jitter and fallback worker ids here, stays loadable outside Node.
+ */
 function randomFillSync(bytes: Uint8Array): void {
-  cryptoFill ??= (createRequire(import.meta.url)('node:crypto') as { randomFillSync: Fill }).randomFillSync;
-  cryptoFill(bytes);
+  for (let at = 0; at < bytes.length; at += MAX_DRAW) globalThis.crypto.getRandomValues(bytes.subarray(at, at + MAX_DRAW));
 }
 
 export interface Random {
@@ -22,7 +24,7 @@ export interface Random {
 const DIRECT_THRESHOLD = 1024;
 
 /**
- * The system CSPRNG (`crypto.randomFillSync`) behind a pool refilled `poolSize`
+ * The system CSPRNG (Web Crypto's `getRandomValues`) behind a pool refilled `poolSize`
  * bytes at a time (default 8 KiB), so small requests cost a copy, not a syscall.
  * Each pool byte is handed out at most once.
  */

@@ -7,7 +7,7 @@
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ROOT, type ServerProcess, assertBuilt, sequoia, startServe } from '../helpers/cli.js';
 
@@ -27,12 +27,36 @@ describe('sequoia-id/client from the packed package', () => {
         seen++;
         expect([`${f}: ${m[1] ?? m[2]}`]).toEqual([
           expect.stringMatching(
-            /: (\.\/[a-z-]+\.js|\.\.\/core\/(errors|id|tag|request-rules|segment\/prefetch|fallback\/fallback-space)\.js)$/,
+            /: (\.\/[a-z-]+\.js|\.\.\/core\/(errors|id|tag|request-rules|segment\/prefetch|fallback\/fallback-space|clock|random|timers)\.js)$/,
           ),
         ]);
       }
     }
     expect(seen).toBeGreaterThan(3);
+  });
+
+  it('the core modules the client reaches import no node: module and nothing outside core, all the way down', () => {
+    assertBuilt();
+    const IMPORT = /^(?:import|export)\b[^;]*?from\s*['"]([^'"]+)['"]|\bimport\(\s*['"]([^'"]+)['"]|\brequire\(\s*['"]([^'"]+)['"]/gm;
+    const todo = readdirSync(join(ROOT, 'dist', 'client'))
+      .filter((n) => n.endsWith('.js'))
+      .map((n) => join(ROOT, 'dist', 'client', n));
+    const seen = new Set<string>();
+    const outside: string[] = [];
+    while (todo.length > 0) {
+      const file = todo.pop() as string;
+      if (seen.has(file)) continue;
+      seen.add(file);
+      for (const m of readFileSync(file, 'utf8').matchAll(IMPORT)) {
+        const spec = (m[1] ?? m[2] ?? m[3]) as string;
+        const target = spec.startsWith('.') ? join(dirname(file), spec) : spec;
+        if (!target.startsWith(join(ROOT, 'dist', 'client')) && !target.startsWith(join(ROOT, 'dist', 'core'))) {
+          outside.push(`${file.replace(ROOT, '')}: ${spec}`);
+        } else todo.push(target);
+      }
+    }
+    expect(seen.size).toBeGreaterThan(8);
+    expect(outside).toEqual([]);
   });
 
   it('installs from the tarball and gets IDs from a running server', async () => {

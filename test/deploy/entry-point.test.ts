@@ -35,7 +35,9 @@ describe('every way to start the server runs the package bin', () => {
 
   it('the bin is the bundle that package.json builds', () => {
     expect(bin).toMatch(/^dist\/pkg\/[\w-]+\.js$/);
-    expect(pkg.scripts.bundle).toContain(`${posix.basename(bin, '.js')}=dist/cli/main.js`);
+    // `npm run bundle` is scripts/bundle.mjs: the bin's esbuild entry names dist/cli/main.js.
+    expect(pkg.scripts.bundle).toBe('node scripts/bundle.mjs');
+    expect(read('scripts/bundle.mjs')).toContain(`entryPoints: { ${posix.basename(bin, '.js')}: 'dist/cli/main.js' }`);
   });
 
   it('npm start', () => {
