@@ -14,6 +14,13 @@ import type { PkBenchTarget, PkCounters, PkKindSpec, PkRow, PkTableShape, PkTabl
 import * as pk from '../kit/pk-bench/pk-bench-kit.js';
 import { storeCallAsync, storeError, storeTarget } from '../kit/connection/store-boundary.js';
 
+const KEY_TYPES: pk.PkKeyTypes = {
+  sequence: 'BIGINT NOT NULL AUTO_INCREMENT',
+  int64: 'BIGINT NOT NULL',
+  uuid: 'BINARY(16) NOT NULL',
+  text: (length) => `CHAR(${length}) CHARACTER SET ascii COLLATE ascii_bin NOT NULL`,
+};
+
 const BACKEND = 'bench pk (MySQL)';
 const LSN_STATUS = ['Innodb_lsn_current', 'Innodb_redo_log_current_lsn', 'Innodb_os_log_written'];
 
@@ -130,14 +137,7 @@ export class MysqlPkBenchTarget implements PkBenchTarget {
   }
 
   async createTable(kind: PkKindSpec, shape: PkTableShape): Promise<string> {
-    const type =
-      kind.keyType === 'sequence'
-        ? 'BIGINT NOT NULL AUTO_INCREMENT'
-        : kind.keyType === 'int64'
-          ? 'BIGINT NOT NULL'
-          : kind.keyType === 'uuid'
-            ? 'BINARY(16) NOT NULL'
-            : `CHAR(${kind.textLength ?? 36}) CHARACTER SET ascii COLLATE ascii_bin NOT NULL`;
+    const type = pk.keyColumnType(kind, KEY_TYPES);
     const cols = pk.intColumns(shape);
     const name = pk.pkTableName(kind);
     this.tables.add(name);

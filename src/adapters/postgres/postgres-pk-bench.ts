@@ -12,6 +12,8 @@ import type { PkBenchTarget, PkCounters, PkKindSpec, PkRow, PkTableShape, PkTabl
 import * as pk from '../kit/pk-bench/pk-bench-kit.js';
 import { storeCallAsync, storeError, storeTarget } from '../kit/connection/store-boundary.js';
 
+const KEY_TYPES: pk.PkKeyTypes = { sequence: 'bigint GENERATED ALWAYS AS IDENTITY', int64: 'bigint', uuid: 'uuid', text: () => 'text' };
+
 const BACKEND = 'bench pk (PostgreSQL)';
 
 export interface PostgresPkBenchOptions {
@@ -96,14 +98,7 @@ export class PostgresPkBenchTarget implements PkBenchTarget {
 
   async createTable(kind: PkKindSpec, shape: PkTableShape): Promise<string> {
     const t = `${this.s}.${pk.pkTableName(kind)}`;
-    const type =
-      kind.keyType === 'sequence'
-        ? 'bigint GENERATED ALWAYS AS IDENTITY'
-        : kind.keyType === 'int64'
-          ? 'bigint'
-          : kind.keyType === 'uuid'
-            ? 'uuid'
-            : 'text';
+    const type = pk.keyColumnType(kind, KEY_TYPES);
     const ints = pk.intColumns(shape).map((k) => `${k} integer NOT NULL`);
     this.tables.add(pk.pkTableName(kind));
     await this.q(`CREATE TABLE ${t} (id ${type} PRIMARY KEY, ${[...ints, 'payload text NOT NULL'].join(', ')})`);

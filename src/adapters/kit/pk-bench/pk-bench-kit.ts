@@ -6,7 +6,7 @@
 import { randomBytes } from 'node:crypto';
 import { InvalidArgumentError } from '../../../core/errors.js';
 import { PK_KIND_NAMES } from '../../../core/pk-bench/pk-kind-names.js';
-import type { PkKindSpec, PkTableShape } from '../../../ports/pk-bench-target.js';
+import type { PkKeyType, PkKindSpec, PkTableShape } from '../../../ports/pk-bench-target.js';
 
 /** The tool's signature in every marker: a leftover is recognised by it. */
 export const PK_MARKER_TOOL = 'sequoia bench pk';
@@ -38,6 +38,14 @@ const PK_KIND_TABLES: readonly string[] = PK_KIND_NAMES.map((name) => pkTableNam
 /** Of the tables found in a scratch object, those a run can make: no other table is ever dropped. */
 export function kindTables(found: readonly string[]): string[] {
   return found.filter((t) => PK_KIND_TABLES.includes(t));
+}
+
+/** A dialect's column type for each kind of key; text takes the kind's length (36 when it names none). */
+export type PkKeyTypes = Readonly<Record<Exclude<PkKeyType, 'text'>, string>> & { readonly text: (length: number) => string };
+
+/** The key column's type of `kind` in a dialect: one choice, each dialect only its table. */
+export function keyColumnType(kind: Pick<PkKindSpec, 'keyType' | 'textLength'>, types: PkKeyTypes): string {
+  return kind.keyType === 'text' ? types.text(kind.textLength ?? 36) : types[kind.keyType];
 }
 
 /** k1..kN. */
