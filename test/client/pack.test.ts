@@ -38,13 +38,13 @@ describe('sequoia-id/client from the packed package', () => {
   it('the core modules the client reaches import no node: module and nothing outside core, all the way down', () => {
     assertBuilt();
     const IMPORT = /^(?:import|export)\b[^;]*?from\s*['"]([^'"]+)['"]|\bimport\(\s*['"]([^'"]+)['"]|\brequire\(\s*['"]([^'"]+)['"]/gm;
-    const todo = readdirSync(join(ROOT, 'dist', 'client'))
+    const queue = readdirSync(join(ROOT, 'dist', 'client'))
       .filter((n) => n.endsWith('.js'))
       .map((n) => join(ROOT, 'dist', 'client', n));
     const seen = new Set<string>();
     const outside: string[] = [];
-    while (todo.length > 0) {
-      const file = todo.pop() as string;
+    while (queue.length > 0) {
+      const file = queue.pop() as string;
       if (seen.has(file)) continue;
       seen.add(file);
       for (const m of readFileSync(file, 'utf8').matchAll(IMPORT)) {
@@ -52,7 +52,7 @@ describe('sequoia-id/client from the packed package', () => {
         const target = spec.startsWith('.') ? join(dirname(file), spec) : spec;
         if (!target.startsWith(join(ROOT, 'dist', 'client')) && !target.startsWith(join(ROOT, 'dist', 'core'))) {
           outside.push(`${file.replace(ROOT, '')}: ${spec}`);
-        } else todo.push(target);
+        } else queue.push(target);
       }
     }
     expect(seen.size).toBeGreaterThan(8);
