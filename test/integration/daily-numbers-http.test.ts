@@ -12,7 +12,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { type ServerProcess, startServe } from '../helpers/cli.js';
+import { type ServerProcess, sequoia, startServe } from '../helpers/cli.js';
 import { fakeClockMissing, SteppedClock } from '../helpers/fake-clock.js';
 import { servicesRequired } from '../helpers/services.js';
 
@@ -89,6 +89,12 @@ describeClock('daily numbers over HTTP: time zone, two servers, a clock stepped 
       lastDay.set(key, body.day);
       return body.day;
     };
+
+    // The base tags, as an admin makes them (the route makes only their day tags).
+    for (const tag of ['ORD', 'ORDUTC']) {
+      const made = sequoia(['tag', 'create', tag, ...args('admin')]);
+      expect(made.status, made.stderr).toBe(0);
+    }
 
     // An hour before midnight in Shanghai: both servers on the day before.
     setClock(M - 3_600_000);

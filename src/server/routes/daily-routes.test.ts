@@ -15,6 +15,8 @@ afterEach(async () => {
 async function setup(o: Partial<AppOptions> = {}) {
   const service = new IdService({ store: new MemorySegmentStore(), marks: new MemoryHighWaterMarkStore(), refreshIntervalMs: 0 });
   await service.start();
+  // Base tags are an admin's to make; the route makes only their day tags.
+  for (const tag of ['ORD', 'PAY']) await service.createTag({ tag });
   app = await buildApp({ service, metrics: false, ...o });
   return { app, service };
 }
@@ -32,10 +34,23 @@ describe('GET /v1/daily/{tag}', () => {
     const body = r.json() as { tag: string; timeZone: string; day: string; ids: string[] };
     expect(days).toContain(body.day);
     expect(body).toEqual({ tag: 'ORD', timeZone: 'Asia/Shanghai', day: body.day, ids: [1, 2, 3].map((n) => `${body.day}-00000${n}`) });
-    expect((await service.listTags()).map((t) => t.tag)).toEqual([`ORD:${body.day}`]);
+    expect((await service.listTags()).map((t) => t.tag).filter((t) => t.startsWith('ORD'))).toEqual(['ORD', `ORD:${body.day}`]);
     const checked = (await a.inject('/v1/daily/ORD?timeZone=Asia/Shanghai&digits=4&check=1')).json() as { ids: string[] };
     // Another format of the same base tag draws from the same day counter: never the same counter twice.
     expect(parseDailyNumber(checked.ids[0]!, { digits: 4, check: true })).toEqual({ day: body.day, counter: 4n });
+  });
+
+  it('answers 404 TAG_NOT_FOUND for a base tag nobody created, and makes no tag', async () => {
+    const { app: a, service } = await setup();
+    const before = (await service.listTags()).map((t) => t.tag);
+    for (let i = 0; i < 2; i++) {
+      const r = await a.inject('/v1/daily/NOSUCH?timeZone=UTC');
+      expect([r.statusCode, code(r)]).toEqual([404, 'TAG_NOT_FOUND']);
+      expect((r.json() as { error: { message: string } }).error.message).toMatch(/create it first/);
+    }
+    expect((await service.listTags()).map((t) => t.tag)).toEqual(before);
+    await service.createTag({ tag: 'NOSUCH' });
+    expect((await a.inject('/v1/daily/NOSUCH?timeZone=UTC')).statusCode).toBe(200);
   });
 
   it('refuses bad parameters with 400 INVALID_ARGUMENT, taking no number', async () => {
@@ -60,7 +75,7 @@ describe('GET /v1/daily/{tag}', () => {
       expect([q, r.statusCode, code(r)]).toEqual([q, 400, 'INVALID_ARGUMENT']);
       expect((r.json() as { error: { message: string } }).error.message).not.toMatch(/\n\s+at /);
     }
-    expect(await service.listTags()).toEqual([]);
+    expect((await service.listTags()).map((t) => t.tag)).toEqual(['ORD', 'PAY']);
     expect((await a.inject({ method: 'POST', url: '/v1/daily/ORD?timeZone=UTC' })).statusCode).toBe(405);
   });
 

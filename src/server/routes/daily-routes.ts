@@ -7,13 +7,15 @@
  * midnight; they are not gap-free.
  *
  * Who may draw them is who may draw the base tag's segment IDs (a client
- * token granting `tag`, when client tokens are configured). A base tag or
- * format this server has not issued in yet reads the store's tags first: it
- * costs a share of the caller's unknown-tag look-ups, as an unknown segment
- * tag does.
+ * token granting `tag`, when client tokens are configured). The base tag must
+ * exist (an admin made it: `POST /v1/tags`, `sequoia tag create`): a read
+ * route makes no tag of a name it was merely sent, so the day tags it makes
+ * are only ever those of a base tag an operator made. A base tag or format
+ * this server has not issued in yet reads the store first: it costs a share
+ * of the caller's unknown-tag look-ups, as an unknown segment tag does.
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { InvalidArgumentError } from '../../core/errors.js';
+import { InvalidArgumentError, TagNotFoundError } from '../../core/errors.js';
 import {
   DAILY_DEFAULT_DIGITS,
   type DailyNumberFormat,
@@ -43,6 +45,19 @@ export async function dailyRoutes(
   opts: { service: IdService; access?: Access; gate?: ClientGate; lane?: BatchLane },
 ): Promise<void> {
   const issuers = new DailyNumberIssuers({ service: opts.service });
+  /** Base tags found in the store (bounded like the issuers: a name forgotten is looked up again). */
+  const bases = new Set<string>();
+  const assertBase = async (tag: string): Promise<void> => {
+    if (bases.has(tag)) return;
+    if ((await opts.service.store.getTag(tag)) === undefined) {
+      throw new TagNotFoundError(
+        tag,
+        `base tag "${tag}" does not exist: create it first (POST /v1/tags, sequoia tag create); its day tags ${tag}:YYYYMMDD are made on each day's first number`,
+      );
+    }
+    if (bases.size >= 1024) bases.clear();
+    bases.add(tag);
+  };
   const access = opts.access?.clientTokensEnabled ? opts.access : undefined;
 
   /** Everything checked before a number is taken; all a HEAD does (head-route.ts). */
@@ -68,6 +83,7 @@ export async function dailyRoutes(
   headWithoutIds(app, '/v1/daily/:tag', {}, 'application/json; charset=utf-8', (req) => void dailyRequest(req as DailyRequest));
   app.get<{ Params: { tag: string }; Querystring: DailyQuery }>('/v1/daily/:tag', async (req, reply) => {
     const { tag, count, format } = dailyRequest(req);
+    await assertBase(tag);
     if (opts.lane && BatchLane.takesTurn(count)) await opts.lane.turn(count);
     const ids = await issuers.issuer(tag, format).nextMany(count);
     return reply
