@@ -83,17 +83,39 @@ function rowSql(peer: PeerSchema, table: string): string {
     : TINYID.insertRow(table, { tag: TAG, maxId: 1000n, step: MAX_STEP });
 }
 
-async function withTables(db: SqlDatabase, peer: PeerSchema, fn: (table: string, from: string) => Promise<void>): Promise<void> {
+interface Scratch {
+  readonly table: string;
+  /** The peer table as `migrate --from` names it. */
+  readonly from: string;
+  /** A fresh directory, and the SQLite store in it that migrate copies into. */
+  readonly base: string;
+  readonly store: string;
+}
+
+async function withTables(db: SqlDatabase, peer: PeerSchema, fn: (s: Scratch) => Promise<void>): Promise<void> {
   const table = uniqueName(`t_${peer.table}`);
   const side = uniqueName('sq_side');
   await db.exec(peer.ddl(db.name, table, { binary: true }));
   try {
     await db.exec(rowSql(peer, table));
-    await fn(table, peerStoreUrl(db.url, peer, { table, side }));
+    const base = tmp();
+    await fn({ table, from: peerStoreUrl(db.url, peer, { table, side }), base, store: `sqlite:${join(base, 'ids.db')}` });
   } finally {
     await db.exec(`DROP TABLE IF EXISTS ${table}`);
     await db.exec(`DROP TABLE IF EXISTS ${side}`);
   }
+}
+
+/** The tables, and an old server of the peer on them, closed after `fn`. */
+function withOldServer(db: SqlDatabase, peer: PeerSchema, fn: (s: Scratch & { old: OldServer }) => Promise<void>): Promise<void> {
+  return withTables(db, peer, async (s) => {
+    const old = oldServer(db, peer, s.table);
+    try {
+      await fn({ ...s, old });
+    } finally {
+      await old.close();
+    }
+  });
 }
 
 async function namesIn(db: SqlDatabase, peer: PeerSchema, table: string): Promise<string[]> {
@@ -122,85 +144,69 @@ for (const db of SQL_DATABASES) {
   for (const peer of [LEAF, TINYID]) {
     describeDb(`sequoia migrate, a forgotten ${peer.title} server: ${db.name}`, () => {
       it('its next two maximum-step loads fail loudly (no row); 0 IDs in common with the new store', async () => {
-        await withTables(db, peer, async (table, from) => {
-          const base = tmp();
-          const store = `sqlite:${join(base, 'ids.db')}`;
-          const old = oldServer(db, peer, table);
-          try {
-            const before = await old.load(); // it was serving before the migration
-            const run = sequoia(['migrate', '--from', from, '--store', store]);
-            expect(run.stderr).toBe('');
-            expect(run.status).toBe(0);
-            const issued = genSegment(store, join(base, 'state'), 5000);
-            expect(issued.every((id) => id >= before[1])).toBe(true);
+        await withOldServer(db, peer, async ({ table, from, base, store, old }) => {
+          const before = await old.load(); // it was serving before the migration
+          const run = sequoia(['migrate', '--from', from, '--store', store]);
+          expect(run.stderr).toBe('');
+          expect(run.status).toBe(0);
+          const issued = genSegment(store, join(base, 'state'), 5000);
+          expect(issued.every((id) => id >= before[1])).toBe(true);
 
-            const loads: Array<[bigint, bigint]> = [];
-            const failures: string[] = [];
-            for (let i = 0; i < 2; i++) {
-              try {
-                loads.push(await old.load());
-              } catch (e) {
-                failures.push(e instanceof Error ? e.message : String(e));
-              }
+          const loads: Array<[bigint, bigint]> = [];
+          const failures: string[] = [];
+          for (let i = 0; i < 2; i++) {
+            try {
+              loads.push(await old.load());
+            } catch (e) {
+              failures.push(e instanceof Error ? e.message : String(e));
             }
-            const common = overlapping(issued, loads);
-            console.log(
-              `[forgotten ${peer.title} ${db.name}] new store issued ${issued.length} IDs from ${issued[0]}; ` +
-                `old server's loads after migrate: ${loads.map(([a, b]) => `[${a}, ${b})`).join(' ') || 'none'}; ` +
-                `failed: ${failures.length}; IDs in common: ${common}`,
-            );
-            expect(common, 'IDs handed out by both the new store and the forgotten server').toBe(0);
-            expect(failures).toHaveLength(2);
-            for (const f of failures) expect(f).toMatch(/no row|can not find biztype/);
-            expect(run.stdout).toContain(`source row retired (as ${TAG}#sequoia-retired)`);
-
-            // run again: the retired row is where it was read; nothing changes
-            const again = sequoia(['migrate', '--from', from, '--store', store, '--json']);
-            expect(again.status, again.stderr).toBe(0);
-            expect(JSON.parse(again.stdout)).toMatchObject([
-              { tag: TAG, action: 'keep', source: 'retired-earlier', retiredAs: `${TAG}#sequoia-retired`, movedFrom: null },
-            ]);
-            // the old table keeps the row, under a name no old server asks for, where migrate read it
-            expect(await namesIn(db, peer, table)).toEqual([`${TAG}#sequoia-retired`]);
-
-            // an admin inserts the row again (as the peer's README says to add a tag): refused, nothing moves
-            await db.exec(rowSql(peer, table));
-            const both = sequoia(['migrate', '--from', from, '--store', store]);
-            expect(both.status).toBe(2);
-            expect(both.stderr).toContain('the row was inserted again after an earlier migrate retired it');
-            expect((await namesIn(db, peer, table)).sort()).toEqual([TAG, `${TAG}#sequoia-retired`]);
-          } finally {
-            await old.close();
           }
+          const common = overlapping(issued, loads);
+          console.log(
+            `[forgotten ${peer.title} ${db.name}] new store issued ${issued.length} IDs from ${issued[0]}; ` +
+              `old server's loads after migrate: ${loads.map(([a, b]) => `[${a}, ${b})`).join(' ') || 'none'}; ` +
+              `failed: ${failures.length}; IDs in common: ${common}`,
+          );
+          expect(common, 'IDs handed out by both the new store and the forgotten server').toBe(0);
+          expect(failures).toHaveLength(2);
+          for (const f of failures) expect(f).toMatch(/no row|can not find biztype/);
+          expect(run.stdout).toContain(`source row retired (as ${TAG}#sequoia-retired)`);
+
+          // run again: the retired row is where it was read; nothing changes
+          const again = sequoia(['migrate', '--from', from, '--store', store, '--json']);
+          expect(again.status, again.stderr).toBe(0);
+          expect(JSON.parse(again.stdout)).toMatchObject([
+            { tag: TAG, action: 'keep', source: 'retired-earlier', retiredAs: `${TAG}#sequoia-retired`, movedFrom: null },
+          ]);
+          // the old table keeps the row, under a name no old server asks for, where migrate read it
+          expect(await namesIn(db, peer, table)).toEqual([`${TAG}#sequoia-retired`]);
+
+          // an admin inserts the row again (as the peer's README says to add a tag): refused, nothing moves
+          await db.exec(rowSql(peer, table));
+          const both = sequoia(['migrate', '--from', from, '--store', store]);
+          expect(both.status).toBe(2);
+          expect(both.stderr).toContain('the row was inserted again after an earlier migrate retired it');
+          expect((await namesIn(db, peer, table)).sort()).toEqual([TAG, `${TAG}#sequoia-retired`]);
         });
       }, 120_000);
 
       it('--keep-source leaves the row: the old server keeps loading, and migrate run again raises the copy above it', async () => {
-        await withTables(db, peer, async (table, from) => {
-          const base = tmp();
-          const store = `sqlite:${join(base, 'ids.db')}`;
-          const old = oldServer(db, peer, table);
-          try {
-            const run = sequoia(['migrate', '--from', from, '--store', store, '--keep-source', '--margin', '10']);
-            expect(run.status, run.stderr).toBe(0);
-            expect(run.stdout).toContain('source row kept (--keep-source');
-            const first = BigInt(tagOf(store)?.maxId ?? '0');
-            const loaded = await old.load(); // side by side on purpose: the row is still there
-            expect(loaded[1]).toBeGreaterThan(first); // past the margin: what the docs say --keep-source leaves to the team
-            const again = sequoia(['migrate', '--from', from, '--store', store, '--keep-source', '--margin', '10', '--json']);
-            expect(again.status, again.stderr).toBe(0);
-            expect(JSON.parse(again.stdout)).toMatchObject([{ tag: TAG, action: 'raise', source: 'keep', retiredAs: null }]);
-            expect(BigInt(tagOf(store)?.maxId ?? '0')).toBe(loaded[1] + 10n);
-          } finally {
-            await old.close();
-          }
+        await withOldServer(db, peer, async ({ from, store, old }) => {
+          const run = sequoia(['migrate', '--from', from, '--store', store, '--keep-source', '--margin', '10']);
+          expect(run.status, run.stderr).toBe(0);
+          expect(run.stdout).toContain('source row kept (--keep-source');
+          const first = BigInt(tagOf(store)?.maxId ?? '0');
+          const loaded = await old.load(); // side by side on purpose: the row is still there
+          expect(loaded[1]).toBeGreaterThan(first); // past the margin: what the docs say --keep-source leaves to the team
+          const again = sequoia(['migrate', '--from', from, '--store', store, '--keep-source', '--margin', '10', '--json']);
+          expect(again.status, again.stderr).toBe(0);
+          expect(JSON.parse(again.stdout)).toMatchObject([{ tag: TAG, action: 'raise', source: 'keep', retiredAs: null }]);
+          expect(BigInt(tagOf(store)?.maxId ?? '0')).toBe(loaded[1] + 10n);
         });
       }, 120_000);
 
       it('a load committed while migrate waits for the row: read again under the lock, the copy starts above it', async () => {
-        await withTables(db, peer, async (table, from) => {
-          const base = tmp();
-          const store = `sqlite:${join(base, 'ids.db')}`;
+        await withTables(db, peer, async ({ table, from, store }) => {
           // An old server's load, open: its row lock is held until it commits.
           const open = await openLoad(db, peer, table);
           let out = '';
