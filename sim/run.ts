@@ -35,6 +35,17 @@ export interface SeedResult {
 }
 
 export async function runSeed(seed: number, o: SeedOptions = {}): Promise<SeedResult> {
+  // Refusals are errors, thousands a seed: capturing their stacks was a tenth of the run. The trace keeps codes and messages.
+  const stackTraceLimit = Error.stackTraceLimit;
+  Error.stackTraceLimit = 0;
+  try {
+    return await oneSeed(seed, o);
+  } finally {
+    Error.stackTraceLimit = stackTraceLimit;
+  }
+}
+
+async function oneSeed(seed: number, o: SeedOptions): Promise<SeedResult> {
   const chaosMs = o.chaosMs ?? 60_000;
   const healMs = o.healMs ?? 20_000;
   const root = new Prng(seed);

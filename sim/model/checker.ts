@@ -40,7 +40,8 @@ export class Checker {
   readonly findings: Finding[] = [];
   answered = 0;
   excusedRepeats = 0;
-  private readonly seen = new Map<string, Map<bigint, Answer[]>>();
+  /** Per tag and ID: who answered it (a list only once it was answered twice: most IDs never are). */
+  private readonly seen = new Map<string, Map<bigint, Answer | Answer[]>>();
   /** Per process name and tag: the ranges delivered to it, newest last. */
   private readonly ranges = new Map<string, Delivered[]>();
   private readonly strictTop = new Map<string, bigint>();
@@ -99,9 +100,10 @@ export class Checker {
         );
       }
       const now = this.now();
-      const prev = byTag.get(id);
+      const seen = byTag.get(id);
       const mine: Answer = { server, lineage, at: now };
-      if (prev) {
+      if (seen) {
+        const prev = Array.isArray(seen) ? seen : [seen];
         const clash = prev.find((p) => p.lineage === lineage || p.server === server);
         if (clash) {
           this.fail(
@@ -110,7 +112,8 @@ export class Checker {
           );
         } else this.excusedRepeats++;
         prev.push(mine);
-      } else byTag.set(id, [mine]);
+        if (prev !== seen) byTag.set(id, prev);
+      } else byTag.set(id, mine);
       if (strict) {
         const top = this.strictTop.get(strict.key);
         if (top === undefined || id > top) this.strictTop.set(strict.key, id);

@@ -89,6 +89,8 @@ interface Worker {
   proc: Proc;
   service: IdService | undefined;
   state: 'starting' | 'up' | 'closing' | 'down';
+  /** Per tag: the last time it answered (liveness). */
+  readonly lastOk: Map<string, number>;
 }
 
 interface Server {
@@ -111,8 +113,9 @@ export class Cluster {
   readonly coverage = new Map<string, number>();
   private healedAt: number | undefined;
   private fencedAt: number | undefined;
-  /** Per worker and tag: the last time it answered. */
-  private readonly lastOk = new Map<string, number>();
+  /** Scratch lists of `request` (the workers it may pick from), kept to spare an allocation per request. */
+  private readonly upServers: Server[] = [];
+  private readonly upWorkers: Worker[] = [];
 
   readonly mix: Mix;
 
@@ -126,10 +129,7 @@ export class Cluster {
     this.checker = new Checker(() => sched.now);
     this.store.onDelivered = (d) => {
       this.sched.log(`range ${d.proc.name} ${d.tag} [${d.start},${d.end}) L${d.lineage}`);
-      void this.store.db.rangesContaining(d.tag, d.start).then((es) => {
-        const ok = es.some((e) => e.kind === 'allocate' && e.first === d.start && e.last === d.end - 1n && e.generation === d.generation);
-        this.checker.delivered(d, ok);
-      });
+      this.checker.delivered(d, this.store.hasAllocation(d));
     };
     for (const a of ACTIONS) this.coverage.set(a, 0);
   }
@@ -147,7 +147,13 @@ export class Cluster {
       const server: Server = { name, clock, dir: new StateDir(name, this.sched, this.rng.fork()), workers: [], generation: 0 };
       const w = this.rng.pick([1, 1, 2, 2, 2, 4]);
       for (let k = 0; k < w; k++)
-        server.workers.push({ name: `${name}.w${k}`, proc: new Proc(`${name}.w${k}`), service: undefined, state: 'down' });
+        server.workers.push({
+          name: `${name}.w${k}`,
+          proc: new Proc(`${name}.w${k}`),
+          service: undefined,
+          state: 'down',
+          lastOk: new Map(),
+        });
       this.servers.push(server);
     }
     for (const s of this.servers) for (const w of s.workers) this.boot(s, w);
@@ -189,10 +195,20 @@ export class Cluster {
     const r = this.rng;
     const tag = weighted(r, TAGS, this.mix.tagWeights) ?? 'a';
     const pool = r.chance(this.mix.sticky) ? [this.servers[0] as Server] : this.servers;
-    const ups = pool.flatMap((s) => s.workers.filter((w) => w.state === 'up' && !w.proc.paused).map((w) => ({ s, w })));
-    if (ups.length === 0) return;
-    const { s, w } = r.pick(ups);
-    this.ask(s, w, tag, r.chance(0.2) ? r.int(2, 25) : 1);
+    const us = this.upServers;
+    const uw = this.upWorkers;
+    us.length = 0;
+    uw.length = 0;
+    for (const s of pool)
+      for (const w of s.workers)
+        if (w.state === 'up' && !w.proc.paused) {
+          us.push(s);
+          uw.push(w);
+        }
+    if (uw.length === 0) return;
+    // As `r.pick` draws: one float, scaled to the list.
+    const i = Math.floor(r.float() * uw.length);
+    this.ask(us[i] as Server, uw[i] as Worker, tag, r.chance(0.2) ? r.int(2, 25) : 1);
   }
 
   private ask(s: Server, w: Worker, tag: string, count: number): void {
@@ -209,7 +225,7 @@ export class Cluster {
       const sameLineage = (this.store.lineage.get(tag) ?? 0) === lineage;
       const order = strict ? { key: `${tag}#${lineage}`, bound: sameLineage ? bound : undefined } : undefined;
       this.checker.answer(proc.name, `${s.name}@${s.dir.lost}`, tag, values, s.dir.durable.get(tag)?.mark, order);
-      this.lastOk.set(`${w.name}/${tag}`, this.sched.now);
+      w.lastOk.set(tag, this.sched.now);
     };
     const refuse = (e: unknown): void => {
       if (!proc.alive) return;
@@ -445,7 +461,7 @@ export class Cluster {
     for (const s of this.servers) {
       for (const w of s.workers) {
         for (const tag of TAGS) {
-          const at = this.lastOk.get(`${w.name}/${tag}`);
+          const at = w.lastOk.get(tag);
           if (at === undefined || at < this.fencedAt) {
             this.checker.fail(
               'liveness',

@@ -10,7 +10,7 @@
 import { UnavailableError } from '../../src/core/errors.js';
 import { MemorySegmentStore } from '../../src/adapters/memory/memory-segment-store.js';
 import type { Allocation, GiveBackExpectation, NewTag, SegmentStore, TagInfo, TagUpdate } from '../../src/ports/segment-store.js';
-import type { LedgerTop } from '../../src/ports/range-ledger.js';
+import type { LedgerEntry, LedgerTop } from '../../src/ports/range-ledger.js';
 import type { Prng } from '../engine/prng.js';
 import type { Proc, Scheduler } from '../engine/scheduler.js';
 
@@ -105,6 +105,22 @@ export class StoreModel {
     this.db.restore(tag, old.maxId);
     this.bump(tag);
     return `${tag} max_id ${cur.maxId} -> ${old.maxId}`;
+  }
+
+  /**
+   * Whether the store's ledger holds the row of an allocation just applied.
+   * Read newest first off the memory store's own ledger (a private field):
+   * the row sought is almost always the last, where `rangesContaining`
+   * scanned the whole ledger for every delivery.
+   */
+  hasAllocation(d: Delivered): boolean {
+    const ledger = (this.db as unknown as { readonly ledger: readonly LedgerEntry[] }).ledger;
+    const last = d.end - 1n;
+    for (let i = ledger.length - 1; i >= 0; i--) {
+      const e = ledger[i] as LedgerEntry;
+      if (e.tag === d.tag && e.first === d.start && e.last === last && e.kind === 'allocate' && e.generation === d.generation) return true;
+    }
+    return false;
   }
 
   linkFor(proc: Proc): StoreLink {
