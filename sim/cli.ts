@@ -3,13 +3,15 @@
  * `--seed N` (one seed; `--trace FILE` writes its whole trace), `--seeds N`
  * (how many, from `--first`, default 1), `--minutes M` (as many seeds as
  * fit), `--plant NAME` (a planted bug on), `--hunt NAME` (the first seed
- * that finds a planted bug), `--chaos-s S` (simulated seconds of faults per seed).
+ * that finds a planted bug), `--chaos-s S` (simulated seconds of faults per seed),
+ * `--bench` (speed only: seeds from 101, findings not counted as failures).
  * Default: a fixed set of seeds within about a minute. Exit 0 clean, 1 a
- * finding, 2 bad arguments.
+ * finding (or a fault kind or operator action that never fired), 2 bad arguments.
+ * Speed is reported per CPU second too (process.cpuUsage): the machine is shared.
  */
 import { writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { ACTIONS } from './model/cluster.js';
+import { ACTIONS, SEQUENCES } from './model/cluster.js';
 import { PLANTS } from './plants.js';
 import { hunt } from './hunt.js';
 import { failureReport } from './report.js';
@@ -45,6 +47,7 @@ async function main(): Promise<void> {
         'chaos-s': { type: 'string' },
         trace: { type: 'string' },
         hunt: { type: 'string' },
+        bench: { type: 'boolean' },
       },
       strict: true,
     });
@@ -82,40 +85,53 @@ async function main(): Promise<void> {
     }
     return;
   }
-  const first = int('first', v.first, 0) ?? 1;
+  const bench = v.bench === true;
+  const first = int('first', v.first, 0) ?? (bench ? 101 : 1);
   const minutes = int('minutes', v.minutes, 1);
   const count = int('seeds', v.seeds, 1) ?? (minutes === undefined ? DEFAULT_SEEDS : Number.MAX_SAFE_INTEGER);
   // --seeds N runs them all; the default set stops at about a minute.
   const budget = minutes !== undefined ? minutes * 60_000 : v.seeds !== undefined ? Number.POSITIVE_INFINITY : DEFAULT_BUDGET_MS;
   const t0 = performance.now();
-  const coverage = new Map<string, number>(ACTIONS.map((a) => [a, 0]));
+  const cpu0 = process.cpuUsage();
+  const coverage = new Map<string, number>([...ACTIONS, ...SEQUENCES].map((a) => [a, 0]));
   let simMs = 0;
   let ids = 0;
   let faults = 0;
   let n = 0;
   let failed = 0;
+  let events = 0;
+  let fired = 0;
   for (let seed = first; n < count && performance.now() - t0 < budget; seed++, n++) {
     const r = await runSeed(seed, opts);
     simMs += r.simMs;
     ids += r.answered;
     faults += r.faults;
-    for (const [k, c] of r.coverage) coverage.set(k, (coverage.get(k) ?? 0) + c);
+    events += r.events;
+    for (const [k, c] of r.coverage) {
+      coverage.set(k, (coverage.get(k) ?? 0) + c);
+      fired += c;
+    }
     if (r.findings.length > 0) {
       failed++;
-      process.stdout.write(`${failureReport(r)}\n`);
+      if (!bench) process.stdout.write(`${failureReport(r)}\n`);
     }
   }
   const wall = (performance.now() - t0) / 1000;
+  const used = process.cpuUsage(cpu0);
+  const cpu = (used.user + used.system) / 1e6;
   process.stdout.write(
     [
       `seeds run: ${n} (from ${first}), failed: ${failed}${plant === undefined ? '' : `, plant ${plant}`}`,
       `simulated: ${(simMs / 1000).toFixed(0)} s in ${wall.toFixed(1)} s wall: ${(simMs / 1000 / wall).toFixed(0)} simulated s per real s, ${((n / wall) * 60).toFixed(0)} seeds a minute`,
+      `CPU: ${cpu.toFixed(1)} s (user + system): ${(simMs / 1000 / cpu).toFixed(0)} simulated s per CPU s, ${((n / cpu) * 60).toFixed(0)} seeds per CPU minute`,
+      `per seed: ${(simMs / 1000 / n).toFixed(1)} simulated s, ${(faults / n).toFixed(1)} fault draws (${(fired / n).toFixed(1)} faults and operator actions fired), ${(events / n).toFixed(0)} events, ${(ids / n).toFixed(0)} IDs`,
       `IDs answered: ${ids}; fault draws: ${faults}`,
       'coverage (times fired):',
       ...[...coverage].map(([k, c]) => `  ${k.padEnd(22)} ${c}${c === 0 ? '  <- never fired' : ''}`),
       '',
     ].join('\n'),
   );
+  if (bench) return;
   if (failed > 0 || [...coverage.values()].some((c) => c === 0)) process.exitCode = 1;
 }
 

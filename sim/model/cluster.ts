@@ -43,6 +43,8 @@ export const ACTIONS = [
   'fence',
 ] as const;
 export type Action = (typeof ACTIONS)[number];
+/** Sequences of actions the coverage report counts too (not drawn by weight: they follow an action). */
+export const SEQUENCES = ['recreate-then-deploy'] as const;
 
 /**
  * Swarm testing: each seed draws its own workload and fault mix (some
@@ -59,6 +61,15 @@ export interface Mix {
   /** Steps fixed at the stored step, or doubling up to 4x. */
   readonly maxStep: number;
   readonly actionWeights: ReadonlyMap<Action, number>;
+  /**
+   * Share of the low re-creations made as in issue 28: one range below the
+   * old max_id (above every ID the operator saw in use), one request to see
+   * the new creation answer, then a deploy (every worker closes cleanly at
+   * once, giving its tails back, and starts again).
+   */
+  readonly recreateThenDeploy: number;
+  /** Draws of that sequence: their own stream, so a seed without it draws as before. */
+  readonly follow: Prng;
 }
 
 export function drawMix(r: Prng): Mix {
@@ -70,6 +81,9 @@ export function drawMix(r: Prng): Mix {
     gapMs: r.pick([10, 25, 60]),
     maxStep: r.chance(0.5) ? STEP : STEP * 4,
     actionWeights: weights,
+    // Drawn last, from the mix's own stream: the draws above (and every other stream) are as before.
+    recreateThenDeploy: r.pick([0, 0.5, 1]),
+    follow: r.fork(),
   };
 }
 
@@ -131,10 +145,11 @@ export class Cluster {
       this.sched.log(`range ${d.proc.name} ${d.tag} [${d.start},${d.end}) L${d.lineage}`);
       this.checker.delivered(d, this.store.hasAllocation(d));
     };
-    for (const a of ACTIONS) this.coverage.set(a, 0);
+    for (const a of [...ACTIONS, ...SEQUENCES]) this.coverage.set(a, 0);
   }
 
-  private count(a: Action): void {
+  /** Counts an action (or a named sequence of one, such as `recreate-then-deploy`) for the coverage report. */
+  private count(a: Action | (typeof SEQUENCES)[number]): void {
     this.coverage.set(a, (this.coverage.get(a) ?? 0) + 1);
   }
 
@@ -211,7 +226,7 @@ export class Cluster {
     this.ask(us[i] as Server, uw[i] as Worker, tag, r.chance(0.2) ? r.int(2, 25) : 1);
   }
 
-  private ask(s: Server, w: Worker, tag: string, count: number): void {
+  private ask(s: Server, w: Worker, tag: string, count: number, answered?: (first: bigint) => void): void {
     const service = w.service;
     if (!service) return;
     const proc = w.proc;
@@ -225,6 +240,7 @@ export class Cluster {
       const sameLineage = (this.store.lineage.get(tag) ?? 0) === lineage;
       const order = strict ? { key: `${tag}#${lineage}`, bound: sameLineage ? bound : undefined } : undefined;
       this.checker.answer(proc.name, `${s.name}@${s.dir.lost}`, tag, values, s.dir.durable.get(tag)?.mark, order);
+      if (answered) answered(values[0] as bigint);
       w.lastOk.set(tag, this.sched.now);
     };
     const refuse = (e: unknown): void => {
@@ -397,6 +413,8 @@ export class Cluster {
     this.sched.after(this.rng.int(100, 3000), undefined, () => {
       void db.ledgerTop(tag).then(async (top) => {
         const safe = nameHistory(tag, undefined, info.maxId, true, top).safeStart;
+        const f = this.mix.follow;
+        if (low && safe >= BigInt(STEP) && f.chance(this.mix.recreateThenDeploy)) return this.recreateThenDeploy(tag, safe);
         // Too low by mistake: as first created, or a max_id read off a stale listing.
         const stale = safe - BigInt(STEP * this.rng.pick([1, 1, 2, 3, 8]));
         const start = !low ? safe : this.rng.chance(0.3) || stale < 0n ? 0n : stale;
@@ -407,6 +425,44 @@ export class Cluster {
         if (low && this.rng.chance(0.7)) this.sched.after(this.rng.int(100, 3000), undefined, () => this.rollingRestart());
       });
     });
+  }
+
+  /**
+   * Issue 28's operator: the tag created again one range below its old
+   * max_id (a prefetched range nobody served from yet lies there), checked
+   * with one request, then the whole cluster redeployed: every worker
+   * closes cleanly at once (giving back its tails) and starts again. A
+   * give-back that ignored the generation lands in the new creation here.
+   */
+  private async recreateThenDeploy(tag: string, safe: bigint): Promise<void> {
+    const f = this.mix.follow;
+    const start = safe - BigInt(STEP);
+    await this.store.db.createTag({ tag, step: STEP, start });
+    this.store.bump(tag);
+    this.count('recreate-then-deploy');
+    this.sched.log(`OP create ${tag} start ${start} (safe ${safe}), then a deploy`);
+    let deployed = false;
+    const deploy = (): void => {
+      if (deployed) return;
+      deployed = true;
+      this.sched.log('OP deploy');
+      for (const s of this.servers) for (const w of s.workers) this.cleanRestart(s, w);
+    };
+    // The operator asks until the new creation answers (at most a few seconds), then deploys.
+    let tries = 0;
+    const check = (): void => {
+      if (deployed) return;
+      if (++tries > 40) return deploy();
+      const ups = this.servers.flatMap((s) => s.workers.filter((w) => w.state === 'up' && !w.proc.paused).map((w) => ({ s, w })));
+      if (ups.length > 0) {
+        const { s, w } = f.pick(ups);
+        this.ask(s, w, tag, 1, (id) => {
+          if (id >= start) this.sched.after(f.int(0, 20), undefined, deploy);
+        });
+      }
+      this.sched.after(f.int(20, 100), undefined, check);
+    };
+    check();
   }
 
   /** The operator's fence: to a bound above everything the store, its ledger and every server's marks know. */
