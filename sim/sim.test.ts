@@ -9,6 +9,8 @@
  */
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
+import { Prng } from './engine/prng.js';
+import { Scheduler } from './engine/scheduler.js';
 import { ACTIONS, SEQUENCES } from './model/cluster.js';
 import { PLANTS } from './plants.js';
 import { failureReport } from './report.js';
@@ -32,6 +34,31 @@ const seeds = JSON.parse(readFileSync(new URL('./regression-seeds.json', import.
 const CI_SEEDS = 40;
 
 describe('the simulator', () => {
+  it("settles an event's microtasks, however deep, before the next event runs", async () => {
+    const sched = new Scheduler(new Prng(1));
+    const seen: string[] = [];
+    for (let t = 0; t < 600; t += 2) {
+      sched.at(t, undefined, () => {
+        let p = Promise.resolve();
+        for (let i = 0; i < 200; i++) p = p.then(() => {});
+        void p.then(async () => {
+          for (let i = 0; i < 50; i++) await null;
+          seen.push(`chain ${t}`);
+        });
+      });
+      sched.at(t + 1, undefined, () => seen.push(`next ${t + 1}`));
+    }
+    let checks = 0;
+    await sched.run(
+      10_000,
+      () => checks++,
+      () => false,
+    );
+    expect(checks).toBe(600);
+    expect(sched.now).toBe(10_000);
+    expect(seen).toEqual(Array.from({ length: 600 }, (_, i) => (i % 2 === 0 ? `chain ${i}` : `next ${i}`)));
+  });
+
   it('replays a seed byte for byte (same trace hash twice)', async () => {
     for (const seed of [3, 8]) {
       const a = await runSeed(seed, { chaosMs: 20_000 });
