@@ -16,6 +16,8 @@ interface Regression {
   /** 'clean', or the finding kind a known production bug still causes (the test flips when it is fixed). */
   readonly expect: string;
   readonly why: string;
+  /** 'snowflake' for a seed of the snowflake world (model/snowflake-world.ts). */
+  readonly world?: 'snowflake';
 }
 interface Seeds {
   readonly regressions: readonly Regression[];
@@ -35,15 +37,25 @@ describe('the simulator', () => {
     }
   });
 
-  it.each(seeds.regressions.map((r) => [r.seed, r.expect, r.why] as const))('regression seed %i: %s (%s)', async (seed, want) => {
-    const r = await runSeed(seed);
-    if (want === 'clean') expect(r.findings, failureReport(r)).toEqual([]);
-    else
-      expect(
-        r.findings.map((f) => f.kind),
-        `seed ${seed} no longer finds ${want}: the bug is fixed? make it 'clean'`,
-      ).toContain(want);
+  it('replays a snowflake seed byte for byte (same trace hash twice)', async () => {
+    const a = await runSeed(2, { chaosMs: 20_000, world: 'snowflake' });
+    const b = await runSeed(2, { chaosMs: 20_000, world: 'snowflake' });
+    expect(a.events).toBeGreaterThan(1000);
+    expect(b.hash).toBe(a.hash);
   });
+
+  it.each(seeds.regressions.map((r) => [r.seed, r.expect, r.why, r.world] as const))(
+    'regression seed %i: %s (%s)',
+    async (seed, want, _why, world) => {
+      const r = await runSeed(seed, { world });
+      if (want === 'clean') expect(r.findings, failureReport(r)).toEqual([]);
+      else
+        expect(
+          r.findings.map((f) => f.kind),
+          `seed ${seed} no longer finds ${want}: the bug is fixed? make it 'clean'`,
+        ).toContain(want);
+    },
+  );
 
   it('has a recorded seed for every plant', () => {
     expect(Object.keys(seeds.plants).sort()).toEqual(Object.keys(PLANTS).sort());
@@ -61,7 +73,7 @@ describe('the simulator', () => {
     expect(report).toContain(`FAILED seed ${seed} (plant ${plant})`);
     expect(report).toContain(`replay: npm run sim -- --seed ${seed} --plant ${plant}`);
     expect(planted.shortTrace.length).toBeGreaterThan(0);
-    const clean = await runSeed(seed);
+    const clean = await runSeed(seed, { world: PLANTS[plant]?.world });
     expect(clean.findings, failureReport(clean)).toEqual([]);
   });
 });
