@@ -4,6 +4,7 @@
  * without the plant too (a real bug, sim/regression-seeds.json) proves nothing
  * about the plant and is skipped.
  */
+import { PLANTS } from './plants.js';
 import { runSeed, type SeedOptions, type SeedResult } from './run.js';
 
 export interface Hunt {
@@ -19,7 +20,7 @@ export async function hunt(plant: string, maxSeeds: number, o: Omit<SeedOptions,
     n++;
     const planted = await runSeed(seed, { ...o, plant });
     if (planted.findings.length === 0) continue;
-    const clean = await runSeed(seed, o);
+    const clean = await runSeed(seed, { ...o, world: PLANTS[plant]?.world });
     if (clean.findings.length === 0) return { plant, found: planted, seedsRun: n };
   }
   return { plant, found: undefined, seedsRun: n };

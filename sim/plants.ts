@@ -11,9 +11,17 @@ import type { SegmentStore } from '../src/ports/segment-store.js';
 import { TagGuard } from '../src/service/tag-guard.js';
 import { StrictTagAllocator } from '../src/service/strict-tag-allocator.js';
 import type { Cluster } from './model/cluster.js';
+import { LeasedWorker } from '../src/service/snowflake-lease.js';
+import { MemoryWorkerLeaseStore } from '../src/adapters/memory/memory-worker-lease-store.js';
+import type { SnowflakeGenerator } from '../src/core/snowflake/generator.js';
+import type { Timer } from '../src/core/timers.js';
+import type { HeldLease, LeaseRecord } from '../src/ports/worker-lease-store.js';
+import type { IdSpace, WorkerGrant, WorkerIdProvider } from '../src/ports/worker-id-provider.js';
 
 export interface Plant {
   readonly what: string;
+  /** The world it is planted in: the segment cluster (default) or the snowflake world (which ignores `install`'s argument). */
+  readonly world?: 'snowflake';
   /** Turns the bug on; answers how to turn it off. */
   install(cluster: Cluster): () => void;
 }
@@ -30,6 +38,23 @@ interface GuardInside {
   readFloor(): Promise<ReadonlyMap<string, unknown>>;
   refuse(reason: string, epoch: number): unknown;
   lift(): void;
+}
+
+/** The private parts of LeasedWorker the backup-worker plant rewrites. */
+interface LeaseInside {
+  grants: WorkerGrant[];
+  lost: boolean;
+  timer: Timer | undefined;
+  renewing: Promise<void> | undefined;
+  generator: SnowflakeGenerator;
+  provider: WorkerIdProvider;
+  space: IdSpace;
+}
+
+/** The private parts of MemoryWorkerLeaseStore the renewal plant rewrites. */
+interface LeaseStoreInside {
+  now(): number;
+  rows(space: string): Map<number, { owner: string; generation: number; expiresAtMs: number; lastTick: number; workerId: number }>;
 }
 
 type Proto = Record<string, unknown>;
@@ -124,6 +149,39 @@ export const PLANTS: Record<string, Plant> = {
         const pending = this.fenceCheck;
         return pending ? pending.then(() => this.refusedAtFenceEpoch === undefined) : Promise.resolve(false);
       });
+    },
+  },
+  'backup-lost-across-restart': {
+    world: 'snowflake',
+    what: "a clean shutdown gives every worker id back with the generator's highest tick (before issue 28): a backup id that issued behind the primary's tick (backup-worker, after a clock stepped forward and back) comes back ahead of the clock, and the restarted server finds no backup free",
+    install() {
+      return patch(LeasedWorker.prototype, 'close', async function (this: LeaseInside): Promise<void> {
+        this.timer?.clear();
+        this.generator.revoke();
+        await this.renewing?.catch(() => {});
+        if (this.lost) return;
+        const last = this.generator.lastIssuedTick; // the bug: the primary's tick for every id, not lastIssuedTickOf(id)
+        await Promise.all(this.grants.map((g) => this.provider.release(this.space, g, Math.max(last, g.afterTick)).catch(() => {})));
+      });
+    },
+  },
+  'lease-renewed-after-expiry': {
+    world: 'snowflake',
+    what: "a lease renewed after it expired: the store's renewal, finding the id granted to another holder meanwhile, takes the row back for the late renewer (its check keys on the worker id, not on owner and generation)",
+    install() {
+      return patch(
+        MemoryWorkerLeaseStore.prototype,
+        'renew',
+        async function (this: LeaseStoreInside, lease: HeldLease, ttlMs: number, lastTick: number): Promise<LeaseRecord | undefined> {
+          const r = this.rows(lease.space).get(lease.workerId);
+          if (!r) return undefined;
+          r.owner = lease.owner;
+          r.generation = lease.generation;
+          r.expiresAtMs = this.now() + ttlMs;
+          r.lastTick = Math.max(r.lastTick, lastTick);
+          return { workerId: r.workerId, generation: r.generation, lastTick: r.lastTick, expiresAtMs: r.expiresAtMs };
+        },
+      );
     },
   },
 };

@@ -9,6 +9,7 @@ import { Scheduler } from './engine/scheduler.js';
 import { Cluster } from './model/cluster.js';
 import type { Finding } from './model/checker.js';
 import { PLANTS } from './plants.js';
+import { runSnowflakeSeed } from './run-snowflake.js';
 
 export interface SeedOptions {
   readonly plant?: string | undefined;
@@ -16,6 +17,8 @@ export interface SeedOptions {
   readonly chaosMs?: number;
   /** Simulated ms after every fault healed; default 20,000. */
   readonly healMs?: number;
+  /** Which world: the segment cluster (default) or snowflake (model/snowflake-world.ts; a snowflake plant implies it). */
+  readonly world?: 'segment' | 'snowflake' | undefined;
 }
 
 export interface SeedResult {
@@ -32,6 +35,8 @@ export interface SeedResult {
   readonly shortTrace: readonly string[];
   /** Every line of the trace. */
   readonly trace: readonly string[];
+  /** 'snowflake' for a seed of the snowflake world. */
+  readonly world?: 'snowflake';
 }
 
 export async function runSeed(seed: number, o: SeedOptions = {}): Promise<SeedResult> {
@@ -39,7 +44,8 @@ export async function runSeed(seed: number, o: SeedOptions = {}): Promise<SeedRe
   const stackTraceLimit = Error.stackTraceLimit;
   Error.stackTraceLimit = 0;
   try {
-    return await oneSeed(seed, o);
+    const world = o.world ?? (o.plant === undefined ? undefined : PLANTS[o.plant]?.world);
+    return await (world === 'snowflake' ? runSnowflakeSeed(seed, o) : oneSeed(seed, o));
   } finally {
     Error.stackTraceLimit = stackTraceLimit;
   }

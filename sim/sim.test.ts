@@ -12,15 +12,18 @@ import { describe, expect, it } from 'vitest';
 import { Prng } from './engine/prng.js';
 import { Scheduler } from './engine/scheduler.js';
 import { ACTIONS, SEQUENCES } from './model/cluster.js';
+import { SF_COVERAGE } from './model/snowflake-world.js';
 import { PLANTS } from './plants.js';
 import { failureReport } from './report.js';
-import { runSeed } from './run.js';
+import { runSeed, type SeedResult } from './run.js';
 
 interface Regression {
   readonly seed: number;
   /** 'clean', or the finding kind a known production bug still causes (the test flips when it is fixed). */
   readonly expect: string;
   readonly why: string;
+  /** 'snowflake' for a seed of the snowflake world (model/snowflake-world.ts). */
+  readonly world?: 'snowflake';
 }
 interface Seeds {
   readonly regressions: readonly Regression[];
@@ -32,6 +35,19 @@ const seeds = JSON.parse(readFileSync(new URL('./regression-seeds.json', import.
 
 /** The CI run's fixed budget: about 10-15 CPU seconds (BENCHMARKS.md), well inside the issue's 3 minutes. */
 const CI_SEEDS = 40;
+/** Every snowflake fault, clock policy and mistake fires within these (about 0.4 CPU s a seed). */
+const CI_SNOWFLAKE_SEEDS = 16;
+
+function expectVerdict(r: SeedResult, expected: string): void {
+  if (expected === 'clean') expect.soft(r.findings, failureReport(r)).toEqual([]);
+  else
+    expect
+      .soft(
+        r.findings.map((f) => f.kind),
+        `seed ${r.seed} no longer finds ${expected}: fixed? make it 'clean'`,
+      )
+      .toContain(expected);
+}
 
 describe('the simulator', () => {
   it("settles an event's microtasks, however deep, before the next event runs", async () => {
@@ -68,37 +84,45 @@ describe('the simulator', () => {
     }
   });
 
-  it(`the CI run: seeds 1-${CI_SEEDS} keep their verdicts, and every fault kind and operator action fires`, async () => {
-    const want = new Map(seeds.regressions.map((r) => [r.seed, r.expect]));
+  it(`the CI run: segment seeds 1-${CI_SEEDS} keep their verdicts, and every fault kind and operator action fires`, async () => {
+    const want = new Map(seeds.regressions.filter((r) => r.world !== 'snowflake').map((r) => [r.seed, r.expect]));
     const coverage = new Map<string, number>([...ACTIONS, ...SEQUENCES].map((a) => [a, 0]));
     for (let seed = 1; seed <= CI_SEEDS; seed++) {
       const r = await runSeed(seed);
       for (const [k, c] of r.coverage) coverage.set(k, (coverage.get(k) ?? 0) + c);
-      const expected = want.get(seed) ?? 'clean';
-      if (expected === 'clean') expect.soft(r.findings, failureReport(r)).toEqual([]);
-      else
-        expect
-          .soft(
-            r.findings.map((f) => f.kind),
-            `seed ${seed} no longer finds ${expected}: fixed? make it 'clean'`,
-          )
-          .toContain(expected);
+      expectVerdict(r, want.get(seed) ?? 'clean');
     }
     const never = [...coverage].filter(([, c]) => c === 0).map(([k]) => k);
     expect(never, 'fault kinds and operator actions that never fired in the CI run').toEqual([]);
   }, 180_000);
 
-  const outsideCiRun = seeds.regressions.filter((r) => r.seed > CI_SEEDS);
+  it(`the CI run: snowflake seeds 1-${CI_SNOWFLAKE_SEEDS} keep their verdicts, and every fault, policy and mistake fires`, async () => {
+    const want = new Map(seeds.regressions.filter((r) => r.world === 'snowflake').map((r) => [r.seed, r.expect]));
+    const coverage = new Map<string, number>(SF_COVERAGE.map((a) => [a, 0]));
+    for (let seed = 1; seed <= CI_SNOWFLAKE_SEEDS; seed++) {
+      const r = await runSeed(seed, { world: 'snowflake' });
+      for (const [k, c] of r.coverage) coverage.set(k, (coverage.get(k) ?? 0) + c);
+      expectVerdict(r, want.get(seed) ?? 'clean');
+    }
+    const never = [...coverage].filter(([, c]) => c === 0).map(([k]) => k);
+    expect(never, 'snowflake faults, clock policies and mistakes that never fired in the CI run').toEqual([]);
+  }, 180_000);
+
+  it('replays a snowflake seed byte for byte (same trace hash twice)', async () => {
+    const a = await runSeed(2, { chaosMs: 20_000, world: 'snowflake' });
+    const b = await runSeed(2, { chaosMs: 20_000, world: 'snowflake' });
+    expect(a.events).toBeGreaterThan(1000);
+    expect(b.hash).toBe(a.hash);
+  });
+
+  const outsideCiRun = seeds.regressions.filter((r) => r.seed > (r.world === 'snowflake' ? CI_SNOWFLAKE_SEEDS : CI_SEEDS));
   if (outsideCiRun.length > 0)
-    it.each(outsideCiRun.map((r) => [r.seed, r.expect, r.why] as const))('regression seed %i: %s (%s)', async (seed, want) => {
-      const r = await runSeed(seed);
-      if (want === 'clean') expect(r.findings, failureReport(r)).toEqual([]);
-      else
-        expect(
-          r.findings.map((f) => f.kind),
-          `seed ${seed} no longer finds ${want}: the bug is fixed? make it 'clean'`,
-        ).toContain(want);
-    });
+    it.each(outsideCiRun.map((r) => [r.seed, r.expect, r.why, r.world] as const))(
+      'regression seed %i: %s (%s)',
+      async (seed, want, _why, world) => {
+        expectVerdict(await runSeed(seed, { world }), want);
+      },
+    );
 
   it('has a recorded seed for every plant', () => {
     expect(Object.keys(seeds.plants).sort()).toEqual(Object.keys(PLANTS).sort());
@@ -118,7 +142,7 @@ describe('the simulator', () => {
     expect(report).toContain(`FAILED seed ${seed} (plant ${plant})`);
     expect(report).toContain(`replay: npm run sim -- --seed ${seed} --plant ${plant}`);
     expect(planted.shortTrace.length).toBeGreaterThan(0);
-    const clean = await runSeed(seed);
+    const clean = await runSeed(seed, { world: PLANTS[plant]?.world });
     expect(clean.findings, failureReport(clean)).toEqual([]);
   });
 });

@@ -8,6 +8,8 @@
 import { describe, expect, it } from 'vitest';
 import { MemoryHighWaterMarkStore } from '../adapters/memory/memory-high-water-mark-store.js';
 import { LastingStore, service, settle, take } from '../../test/helpers/id-service-steps.js';
+import { SnowflakeGenerator } from '../core/snowflake/generator.js';
+import { getLayout } from '../core/snowflake/layout.js';
 
 describe('found by the simulator', () => {
   // sim seed 22: a trip recorded at fence epoch 2 of one creation of the tag; the tag is deleted and
@@ -59,5 +61,18 @@ describe('found by the simulator', () => {
     await q2.start();
     expect((await take(q2, 't', 1))[0]).toBe(101n); // refused: [101,201) is below Q's mark 200
     await q2.close();
+  });
+
+  // sim snowflake seed 17: a holder's wall clock frozen (a stalled VM clock, libfaketime) while its
+  // lease runs out: the generator reads its deadline only when the clock's ms changes or every 64
+  // IDs, so it issues after the store granted the id to another. No ID repeats (the new holder starts
+  // after the reserved tick), but the two holders overlap.
+  it.fails('a generator whose wall clock is frozen stops at its lease deadline', () => {
+    let mono = 0;
+    const clock = { now: () => 1_767_225_600_000, monotonic: () => mono };
+    const g = new SnowflakeGenerator({ layout: getLayout('twitter'), clock, worker: { workerId: 1 }, validUntil: 1000 });
+    expect(typeof g.take()).toBe('string');
+    mono = 2000; // the deadline passed; the frozen wall clock reads the same ms
+    expect(() => g.take()).toThrow(/lease/);
   });
 });

@@ -25,6 +25,13 @@ export class LeasedWorker {
   readonly lineageVersion: number | undefined;
   private timer: Timer | undefined;
   private renewing: Promise<void> | undefined;
+  /**
+   * close() has begun: nothing more is reserved. A renewal waiting behind the
+   * one in flight would otherwise run after the release (the revoked
+   * generator's ceiling no longer rises) and raise the recorded tick again,
+   * so the next holder of the id starts ahead of the clock.
+   */
+  private closing = false;
   /** Renewal failures are logged once per RENEWAL_WARN_EVERY_MS, with how many failed since: requests renew on demand, many a second. */
   private lastWarnAt = Number.NEGATIVE_INFINITY;
   private failedSinceWarn = 0;
@@ -60,6 +67,7 @@ export class LeasedWorker {
   /** Renews every grant, reserving ticks up to `wantTick` at least. One renewal at a time. */
   renew(wantTick = 0): Promise<void> {
     if (this.lost) return Promise.reject(this.lostError());
+    if (this.closing) return Promise.resolve();
     if (this.renewing) {
       return this.renewing.then(() => (wantTick > this.generator.ceilingTick ? this.renew(wantTick) : undefined));
     }
@@ -104,6 +112,7 @@ export class LeasedWorker {
    * primary's tick (backup-worker) must not be released with the primary's.
    */
   async close(): Promise<void> {
+    this.closing = true;
     this.timer?.clear();
     this.generator.revoke();
     await this.renewing?.catch(() => {});
