@@ -19,7 +19,7 @@ export interface HighWaterMarkStore {
   update(tag: string, change: (current: HighWaterMark | undefined) => HighWaterMark | undefined): Promise<HighWaterMark | undefined>;
   /**
    * The rollback guard's check of an answered range [start, end) at fence
-   * epoch `fenceEpoch` against `floor` (the mark as read before the request was
+   * epoch `fenceEpoch` of tag creation `generation` against `floor` (the mark as read before the request was
    * sent) and the record of its verdict, as one `update` run where the marks
    * are kept (`checkShared` in `core/segment/rollback-guard.ts`). Optional: the
    * guard does the same through `update` without it. A store in a worker
@@ -27,7 +27,14 @@ export interface HighWaterMarkStore {
    * loop's thread, i.e. never waits for that loop's turn while it holds the
    * write lock.
    */
-  admitRange?(tag: string, floor: HighWaterMark | undefined, start: bigint, end: bigint, fenceEpoch: number): Promise<GuardVerdict>;
+  admitRange?(
+    tag: string,
+    floor: HighWaterMark | undefined,
+    start: bigint,
+    end: bigint,
+    fenceEpoch: number,
+    generation?: string,
+  ): Promise<GuardVerdict>;
   /** Where the marks are kept, for messages (`state dir ./data`). */
   readonly where?: string;
   /**

@@ -250,7 +250,14 @@ export class BufferedTagAllocator implements TagAllocator {
       const previousGeneration = this.noteGeneration(alloc);
       const stride = alloc.stride ?? 1;
       const start = alloc.maxId - BigInt(alloc.step) * BigInt(stride);
-      const range = { start, end: alloc.maxId, fenceEpoch: alloc.fenceEpoch, stride, offset: alloc.offset ?? 0 };
+      const range = {
+        start,
+        end: alloc.maxId,
+        fenceEpoch: alloc.fenceEpoch,
+        generation: alloc.generation,
+        stride,
+        offset: alloc.offset ?? 0,
+      };
       const admission = await this.guard.admit(range, floor, generationNote(previousGeneration, alloc.generation));
       if (!admission.ok) return this.refused(admission.refusal, ms);
       // Closed while the mark was written (off the event loop): kept for the give-back, never served.

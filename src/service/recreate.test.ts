@@ -164,3 +164,69 @@ describe('a tag deleted and created again', () => {
     await r.close();
   });
 });
+
+/** Trips `tag` on a fresh server: fenced `epochs` times, one range served, the store then restored to an old backup. */
+async function tripAt(store: LastingStore, marks: HighWaterMarkStore, epochs: number): Promise<void> {
+  await store.createTag({ tag: 't', step: 10, start: 0n });
+  for (let i = 0; i < epochs; i++) await store.fence('t', 0n);
+  const p = service(store, marks);
+  await p.start();
+  await take(p, 't', 1);
+  await settle(p, 't');
+  store.restore('t', 0n);
+  await expect(take(p, 't', 30)).rejects.toMatchObject({ code: 'STORE_ROLLBACK_DETECTED' });
+  await p.close();
+}
+
+async function first(store: SegmentStore, marks: HighWaterMarkStore): Promise<bigint | { code: string; message: string }> {
+  const p = service(store, marks);
+  await p.start();
+  try {
+    return BigInt(await p.next('t'));
+  } catch (e) {
+    return e as { code: string; message: string };
+  } finally {
+    await p.close();
+  }
+}
+
+describe('a rollback refusal across a re-creation of the tag', () => {
+  it('stands until a fence: re-created above everything but not fenced, the tag is still refused', async () => {
+    const store = new LastingStore();
+    const marks = new MemoryHighWaterMarkStore();
+    await tripAt(store, marks, 2);
+    expect((await marks.get('t'))?.trippedGeneration).toBe((await store.getTag('t'))?.generation);
+    await recreate(store, 't', 1000n);
+    expect(await first(store, marks)).toMatchObject({ code: 'STORE_ROLLBACK_DETECTED' });
+    await store.fence('t', 1000n); // the new creation's first fence: epoch 1, below the trip's 2
+    expect(await first(store, marks)).toBe(1000n);
+    expect((await marks.get('t'))?.trippedAtEpoch).toBeUndefined();
+  });
+
+  it('a re-creation below the mark, fenced below it elsewhere, is refused again by the mark until a fence above it', async () => {
+    const store = new LastingStore();
+    const marks = new MemoryHighWaterMarkStore();
+    await tripAt(store, marks, 2);
+    const mark = (await marks.get('t'))?.mark ?? 0n;
+    expect(mark).toBeGreaterThan(5n);
+    await recreate(store, 't', 0n);
+    await store.fence('t', 5n); // lifts the old creation's trip; [5, ...) is still below the mark
+    expect(await first(store, marks)).toMatchObject({ code: 'STORE_ROLLBACK_DETECTED' });
+    const trip = await marks.get('t');
+    expect(trip).toMatchObject({ trippedAtEpoch: 1, trippedGeneration: (await store.getTag('t'))?.generation });
+    const fenced = await store.fence('t', mark); // epoch 2 of the new creation, at the mark (max_id is past it: the refused range)
+    expect(await first(store, marks)).toBe(fenced.maxId);
+  });
+
+  it('a trip recorded without a creation (an earlier version) is judged by fence epochs alone, as before', async () => {
+    const store = new LastingStore();
+    const marks = new MemoryHighWaterMarkStore();
+    await store.createTag({ tag: 't', step: 10, start: 1000n });
+    await marks.put('t', { mark: 100n, trippedAtEpoch: 2 });
+    await store.fence('t', 1000n); // epoch 1: not above the trip's
+    expect(await first(store, marks)).toMatchObject({ code: 'STORE_ROLLBACK_DETECTED' });
+    await store.fence('t', 1000n);
+    await store.fence('t', 1000n); // epoch 3
+    expect(await first(store, marks)).toBe(1000n);
+  });
+});

@@ -209,7 +209,14 @@ export class StrictTagAllocator implements TagAllocator {
         throw new UnavailableError('STORE_UNAVAILABLE', 'strict tags need a single store, not a multi-store set');
       }
       if (a.step !== total) throw new UnavailableError('STORE_UNAVAILABLE', `store answered ${a.step} IDs for ${total}`);
-      const range = { start: a.maxId - BigInt(a.step), end: a.maxId, fenceEpoch: a.fenceEpoch, stride: 1, offset: 0 };
+      const range = {
+        start: a.maxId - BigInt(a.step),
+        end: a.maxId,
+        fenceEpoch: a.fenceEpoch,
+        generation: a.generation,
+        stride: 1,
+        offset: 0,
+      };
       this.answered.push({ batch, total, range, floor });
     } catch (e) {
       if (batch.length > 1 && e instanceof SequoiaError && e.code === 'ID_SPACE_EXHAUSTED') {
@@ -294,7 +301,7 @@ export class StrictTagAllocator implements TagAllocator {
     const end = this.answeredEnd;
     const read = floor.get(this.tag);
     if (end === undefined || (read !== undefined && read.mark >= end)) return floor;
-    return new Map(floor).set(this.tag, { mark: end, trippedAtEpoch: read?.trippedAtEpoch });
+    return new Map(floor).set(this.tag, { ...read, mark: end });
   }
 
   /** Fails the batch; once closed, with the close's answer (a store closed under a write in flight is no store failure). */

@@ -9,7 +9,14 @@
  */
 import { monotonicMs } from '../core/clock.js';
 import { SequoiaError, TagNotFoundError, UnavailableError } from '../core/errors.js';
-import { checkAnswer, checkShared, earlierTrip, type GuardVerdict, type HighWaterMark } from '../core/segment/rollback-guard.js';
+import {
+  checkAnswer,
+  checkShared,
+  earlierTrip,
+  tripStands,
+  type GuardVerdict,
+  type HighWaterMark,
+} from '../core/segment/rollback-guard.js';
 import type { TagAllocatorDeps } from './tag-allocator.js';
 
 const FENCE_RECHECK_MS = 1000;
@@ -19,11 +26,16 @@ type GuardDeps = Pick<TagAllocatorDeps, 'store' | 'marks' | 'clock' | 'logger'>;
 /** The server-wide marks (all processes) as read before a request was sent: the tag's, or one per residue class of a multi-store set. */
 export type Floor = ReadonlyMap<string, HighWaterMark | undefined>;
 
-/** A store's answer: [start, end), with the fence epoch it carried; `stride` and `offset` for a member of a multi-store set. */
+/**
+ * A store's answer: [start, end), with the fence epoch and the tag creation
+ * (Allocation.generation) it carried; `stride` and `offset` for a member of a
+ * multi-store set.
+ */
 export interface AnsweredRange {
   readonly start: bigint;
   readonly end: bigint;
   readonly fenceEpoch: number;
+  readonly generation?: string | undefined;
   readonly stride: number;
   readonly offset: number;
 }
@@ -40,6 +52,8 @@ export class TagGuard {
   private refusal: SequoiaError | undefined;
   /** While refused after a rollback: the trip's fence epoch. */
   private refusedAtFenceEpoch: number | undefined;
+  /** While refused after a rollback: the creation of the tag the trip was recorded under, when known. */
+  private refusedAtGeneration: string | undefined;
   /** Monotonic ms of the last read of the store's fence epoch while refused. */
   private fenceCheckedAt = Number.NEGATIVE_INFINITY;
   private fenceCheck: Promise<void> | undefined;
@@ -82,10 +96,10 @@ export class TagGuard {
     if (this.markError) await this.proveMarksWritable();
     const plain = floor.get(this.tag);
     if (plain?.trippedAtEpoch !== undefined) {
-      if (await this.tripStands(plain.trippedAtEpoch))
+      if (await this.tripStandsInStore(plain))
         throw this.refuse(
           { reason: earlierTrip(plain.mark, this.deps.marks.where), publicReason: earlierTrip(plain.mark) },
-          plain.trippedAtEpoch,
+          { fenceEpoch: plain.trippedAtEpoch, generation: plain.trippedGeneration },
         );
       floor = await this.readFloor(); // fenced since: the marks as they are now
     }
@@ -105,18 +119,17 @@ export class TagGuard {
     let verdict: GuardVerdict | undefined;
     try {
       if (marks.admitRange && floor.has(key)) {
-        verdict = await marks.admitRange(key, floor.get(key), range.start, range.end, range.fenceEpoch);
+        verdict = await marks.admitRange(key, floor.get(key), range.start, range.end, range.fenceEpoch, range.generation);
       } else {
         await marks.update(key, (current) => {
-          verdict = checkShared(floor.has(key) ? floor.get(key) : current, current, range.start, range.end, range.fenceEpoch, marks.where);
+          const base = floor.has(key) ? floor.get(key) : current;
+          verdict = checkShared(base, current, range.start, range.end, range.fenceEpoch, marks.where, range.generation);
           return verdict.record;
         });
       }
       // Each store of a set rises only within its residue class, so each class has its own mark; the plain one only summarises, for fence.
       if (range.stride !== 1 && verdict?.ok) {
-        await marks.update(this.tag, (cur) =>
-          !cur || cur.mark < range.end ? { mark: range.end, trippedAtEpoch: cur?.trippedAtEpoch } : cur,
-        );
+        await marks.update(this.tag, (cur) => (!cur || cur.mark < range.end ? { ...cur, mark: range.end } : cur));
       }
     } catch (e) {
       throw (this.markError = markError(e));
@@ -129,7 +142,9 @@ export class TagGuard {
     }
     const at = { start: String(range.start), end: String(range.end) };
     const why = { reason: v.reason + note, publicReason: v.publicReason + note };
-    return { ok: false, refusal: this.refuse(why, v.record.trippedAtEpoch ?? range.fenceEpoch, at) };
+    const trip =
+      v.record.trippedAtEpoch === undefined ? range : { fenceEpoch: v.record.trippedAtEpoch, generation: v.record.trippedGeneration };
+    return { ok: false, refusal: this.refuse(why, { fenceEpoch: trip.fenceEpoch, generation: trip.generation }, at) };
   }
 
   /**
@@ -150,7 +165,12 @@ export class TagGuard {
     let end = first.range.end;
     for (const { range, floor } of [first, ...rest]) {
       if (range.stride !== 1 || range.fenceEpoch !== first.range.fenceEpoch) return undefined;
-      if (range !== first.range && !checkAnswer(floor.get(this.tag), range.start, range.end, range.fenceEpoch).ok) return undefined;
+      if (range.generation !== first.range.generation) return undefined;
+      if (
+        range !== first.range &&
+        !checkAnswer(floor.get(this.tag), range.start, range.end, range.fenceEpoch, undefined, range.generation).ok
+      )
+        return undefined;
       if (range.end > end) end = range.end;
     }
     return this.admit({ ...first.range, end }, first.floor);
@@ -180,6 +200,7 @@ export class TagGuard {
     if (this.isClosed) return;
     this.refusal = undefined;
     this.refusedAtFenceEpoch = undefined;
+    this.refusedAtGeneration = undefined;
     this.onLift();
   }
 
@@ -196,19 +217,21 @@ export class TagGuard {
   /**
    * While refused after a rollback, reads the tag's fence epoch from the store
    * (at most once a second, timed on the monotonic clock: a wall clock stepped
-   * back must not hold the refusal until it catches up): a newer epoch than the trip's means an operator
+   * back must not hold the refusal until it catches up): a newer epoch than the trip's
+   * (or any fence of a later creation of the tag) means an operator
    * fenced the store, so the refusal is lifted. Resolves true when it was.
    */
   recheckFence(): Promise<boolean> {
     const at = this.refusedAtFenceEpoch;
     if (at === undefined || this.isClosed) return Promise.resolve(false);
+    const trip = { mark: 0n, trippedAtEpoch: at, trippedGeneration: this.refusedAtGeneration };
     const now = monotonicMs(this.deps.clock);
     if (!this.fenceCheck && now - this.fenceCheckedAt >= FENCE_RECHECK_MS) {
       this.fenceCheckedAt = now;
       this.fenceCheck = this.deps.store
         .getTag(this.tag)
         .then((info) => {
-          if (info && info.fenceEpoch > at && this.refusedAtFenceEpoch === at) {
+          if (info && !tripStands(trip, info.fenceEpoch, this.generationOf(info)) && this.refusedAtFenceEpoch === at) {
             this.deps.logger.warn({ tag: this.tag, fenceEpoch: info.fenceEpoch }, 'the store was fenced: serving the tag again');
             this.lift();
           }
@@ -244,14 +267,23 @@ export class TagGuard {
     this.markError = undefined;
   }
 
-  /** Whether a rollback recorded in a mark at fence epoch `trippedAtEpoch` still stands: the store was not fenced since. */
-  private async tripStands(trippedAtEpoch: number): Promise<boolean> {
+  /** Whether a rollback recorded in a mark still stands: the store was not fenced since (`tripStands`). */
+  private async tripStandsInStore(record: HighWaterMark): Promise<boolean> {
     const info = await this.deps.store.getTag(this.tag);
-    return info ? info.fenceEpoch <= trippedAtEpoch : false;
+    return info ? tripStands(record, info.fenceEpoch, this.generationOf(info)) : false;
   }
 
   /**
-   * Refuses the tag after a rollback, until a fence newer than `fenceEpoch`, with
+   * The creation a tag's row is, to compare with a trip's: one store's
+   * generation. A multi-store set's is a list of its members' (each with its
+   * own fence epochs): undefined, so its epochs are compared as they are.
+   */
+  private generationOf(info: { readonly generation: string }): string | undefined {
+    return (this.deps.store.stride ?? 1) === 1 ? info.generation : undefined;
+  }
+
+  /**
+   * Refuses the tag after a rollback, until a fence newer than `trip`'s, with
    * one log line (`at`: the answer's range, when one was seen). A refusal
    * already in force stays (another answer of the tag refused it first, or
    * it closed meanwhile): one refusal, one line. `reason` names where the
@@ -259,7 +291,7 @@ export class TagGuard {
    */
   private refuse(
     { reason, publicReason }: { readonly reason: string; readonly publicReason: string },
-    fenceEpoch: number,
+    trip: { readonly fenceEpoch: number; readonly generation: string | undefined },
     at: { start: string; end: string } | undefined = undefined,
   ): SequoiaError {
     if (this.refusal) return this.refusal;
@@ -269,7 +301,8 @@ export class TagGuard {
       located: where === undefined ? undefined : { publicMessage: tag + publicReason, detail: where },
     });
     this.refusal = e;
-    this.refusedAtFenceEpoch = fenceEpoch;
+    this.refusedAtFenceEpoch = trip.fenceEpoch;
+    this.refusedAtGeneration = trip.generation;
     this.deps.logger.error({ tag: this.tag, ...at, code: e.code }, reason);
     return e;
   }

@@ -112,6 +112,27 @@ describe('StateDir (a real SQLite file)', () => {
     expect(await s.get('t')).toEqual({ mark: 30n, trippedAtEpoch: 2 });
   });
 
+  it('keeps the creation a trip was recorded under, and opens a state.db of an earlier version (no such column): its trips keep none', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'sequoia-state-'));
+    const old = new Database(join(dir, 'state.db'));
+    old.exec('CREATE TABLE marks (tag TEXT PRIMARY KEY NOT NULL, mark TEXT NOT NULL, tripped_at_epoch INTEGER)');
+    old.prepare('INSERT INTO marks (tag, mark, tripped_at_epoch) VALUES (?, ?, ?)').run('old', '40', 2);
+    old.close();
+    const s = new StateDir(dir);
+    expect(await s.get('old')).toEqual({ mark: 40n, trippedAtEpoch: 2 });
+    expect((await s.get('old'))?.trippedGeneration).toBeUndefined();
+    const refused = await s.admitRange('t', { mark: 30n }, 5n, 8n, 1, '77');
+    expect(refused).toMatchObject({ ok: false, record: { mark: 30n, trippedAtEpoch: 1, trippedGeneration: '77' } });
+    expect(await new StateDir(dir).get('t')).toEqual({ mark: 30n, trippedAtEpoch: 1, trippedGeneration: '77' });
+    const reader = new StateDirReader(dir);
+    expect(reader.get('t')).toEqual({ mark: 30n, trippedAtEpoch: 1, trippedGeneration: '77' });
+    reader.close();
+    // lifted by a later creation's fence: the trip and its creation go together
+    expect(await s.admitRange('t', { mark: 30n }, 30n, 40n, 1, '78')).toEqual({ ok: true, record: { mark: 40n } });
+    expect(await s.get('t')).toEqual({ mark: 40n, trippedAtEpoch: undefined });
+    await s.close();
+  });
+
   it('a reader answers the last committed mark at once while a write holds the lock, and undefined (the caller asks the worker) when it cannot read', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'sequoia-state-'));
     const s = new StateDir(dir);

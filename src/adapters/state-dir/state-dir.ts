@@ -49,7 +49,11 @@ import { isDiskFull, openSqlite } from '../kit/connection/sqlite-open.js';
 interface MarkRow {
   mark: string;
   tripped_at_epoch: bigint | null;
+  /** Absent from state dirs of earlier versions until this one opens them (the column is added then). */
+  tripped_generation: string | null;
 }
+
+const MARK_COLUMNS = 'mark, tripped_at_epoch, tripped_generation';
 
 export class StateDir implements HighWaterMarkStore {
   readonly path: string;
@@ -60,7 +64,7 @@ export class StateDir implements HighWaterMarkStore {
   private readonly reserve: DiskReserve;
   private readonly db: Database.Database;
   private readonly getMark: Database.Statement<[string], MarkRow>;
-  private readonly putMark: Database.Statement<[string, string, number | null]>;
+  private readonly putMark: Database.Statement<[string, string, number | null, string | null]>;
   private readonly getTick: Database.Statement<[string, number], { tick: bigint }>;
   private readonly getHighestTick: Database.Statement<[string], { tick: bigint | null }>;
   private readonly putTick: Database.Statement<[string, number, number]>;
@@ -87,7 +91,12 @@ export class StateDir implements HighWaterMarkStore {
         openSqlite(this.path, options.busyTimeoutMs ?? 5000, (db) => {
           db.defaultSafeIntegers(true);
           db.transaction(() => {
-            db.exec(`CREATE TABLE IF NOT EXISTS marks (tag TEXT PRIMARY KEY NOT NULL, mark TEXT NOT NULL, tripped_at_epoch INTEGER)`);
+            db.exec(
+              `CREATE TABLE IF NOT EXISTS marks (tag TEXT PRIMARY KEY NOT NULL, mark TEXT NOT NULL, tripped_at_epoch INTEGER, tripped_generation TEXT)`,
+            );
+            // A state dir of an earlier version: its trips have no generation (NULL), and are judged as before.
+            const columns = db.prepare('SELECT name FROM pragma_table_info(?)').all('marks') as Array<{ name: string }>;
+            if (!columns.some((c) => c.name === 'tripped_generation')) db.exec('ALTER TABLE marks ADD COLUMN tripped_generation TEXT');
             db.exec(
               `CREATE TABLE IF NOT EXISTS ticks (space TEXT NOT NULL, worker_id INTEGER NOT NULL, tick INTEGER NOT NULL, PRIMARY KEY (space, worker_id))`,
             );
@@ -120,9 +129,10 @@ export class StateDir implements HighWaterMarkStore {
       this.db = db;
       // On a full disk the server still starts; its writes refuse until space returns.
       this.reserve.tryKeep();
-      this.getMark = db.prepare('SELECT mark, tripped_at_epoch FROM marks WHERE tag = ?');
+      this.getMark = db.prepare(`SELECT ${MARK_COLUMNS} FROM marks WHERE tag = ?`);
       this.putMark = db.prepare(
-        'INSERT INTO marks (tag, mark, tripped_at_epoch) VALUES (?, ?, ?) ON CONFLICT (tag) DO UPDATE SET mark = excluded.mark, tripped_at_epoch = excluded.tripped_at_epoch',
+        `INSERT INTO marks (tag, ${MARK_COLUMNS}) VALUES (?, ?, ?, ?) ON CONFLICT (tag) DO UPDATE SET ` +
+          'mark = excluded.mark, tripped_at_epoch = excluded.tripped_at_epoch, tripped_generation = excluded.tripped_generation',
       );
       this.getTick = db.prepare('SELECT tick FROM ticks WHERE space = ? AND worker_id = ?');
       this.getHighestTick = db.prepare('SELECT MAX(tick) AS tick FROM ticks WHERE space = ?');
@@ -159,8 +169,10 @@ export class StateDir implements HighWaterMarkStore {
           const current = toMark(this.getMark.get(tag));
           const next = await change(current);
           if (next === undefined || sameMark(next, current)) return current;
-          this.putMark.run(tag, next.mark.toString(), next.trippedAtEpoch ?? null);
-          return { mark: next.mark, trippedAtEpoch: next.trippedAtEpoch };
+          const tripped = next.trippedAtEpoch;
+          const generation = tripped === undefined ? undefined : next.trippedGeneration;
+          this.putMark.run(tag, next.mark.toString(), tripped ?? null, generation ?? null);
+          return tripped === undefined ? { mark: next.mark, trippedAtEpoch: undefined } : { ...next, trippedGeneration: generation };
         });
       } catch (e) {
         throw stateError((w) => `cannot record the high-water mark of tag ${JSON.stringify(tag)}${w ? ` in ${w}` : ''}`, e, this.path);
@@ -173,9 +185,16 @@ export class StateDir implements HighWaterMarkStore {
    * transaction of this thread: in a server's worker thread, nothing crosses
    * to the event loop's thread while the write lock is held.
    */
-  async admitRange(tag: string, floor: HighWaterMark | undefined, start: bigint, end: bigint, fenceEpoch: number): Promise<GuardVerdict> {
+  async admitRange(
+    tag: string,
+    floor: HighWaterMark | undefined,
+    start: bigint,
+    end: bigint,
+    fenceEpoch: number,
+    generation?: string,
+  ): Promise<GuardVerdict> {
     let verdict: GuardVerdict | undefined;
-    await this.update(tag, (current) => (verdict = checkShared(floor, current, start, end, fenceEpoch, this.where)).record);
+    await this.update(tag, (current) => (verdict = checkShared(floor, current, start, end, fenceEpoch, this.where, generation)).record);
     if (verdict === undefined) throw stateError('cannot record the high-water mark', new Error('the mark was not read'));
     return verdict;
   }
@@ -263,7 +282,7 @@ export class StateDir implements HighWaterMarkStore {
   /** Every mark, by key (a tag, or a tag's residue class: `tag#stride:offset`). */
   async allMarks(): Promise<Map<string, HighWaterMark>> {
     return this.serial(() => {
-      const rows = this.db.prepare('SELECT tag, mark, tripped_at_epoch FROM marks').all() as Array<MarkRow & { tag: string }>;
+      const rows = this.db.prepare(`SELECT tag, ${MARK_COLUMNS} FROM marks`).all() as Array<MarkRow & { tag: string }>;
       return new Map(rows.map((r) => [r.tag, toMark(r) as HighWaterMark]));
     });
   }
@@ -285,7 +304,7 @@ export class StateDir implements HighWaterMarkStore {
     if (bound === to) return 'bound';
     await this.serial(() =>
       this.write(() => {
-        this.db.prepare('UPDATE marks SET tripped_at_epoch = NULL').run();
+        this.db.prepare('UPDATE marks SET tripped_at_epoch = NULL, tripped_generation = NULL').run();
         this.db.prepare('INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)').run('store', to);
       }),
     ).catch((e: unknown) => {
@@ -370,7 +389,7 @@ export class StateDir implements HighWaterMarkStore {
             const cur = toMark(this.getMark.get(tag));
             const mark = cur && cur.mark > BigInt(rec.mark) ? cur.mark : BigInt(rec.mark);
             const trips = [cur?.trippedAtEpoch, rec.trippedAtEpoch].filter((x): x is number => x !== undefined);
-            this.putMark.run(tag, mark.toString(), trips.length ? Math.max(...trips) : null);
+            this.putMark.run(tag, mark.toString(), trips.length ? Math.max(...trips) : null, null);
           }
         }
         this.db
@@ -403,7 +422,7 @@ export class StateDirReader {
     this.db = new Database(join(stateDir, 'state.db'), { readonly: true, fileMustExist: true, timeout: 0 });
     try {
       this.db.defaultSafeIntegers(true);
-      this.getMark = this.db.prepare('SELECT mark, tripped_at_epoch FROM marks WHERE tag = ?');
+      this.getMark = this.db.prepare(`SELECT ${MARK_COLUMNS} FROM marks WHERE tag = ?`);
     } catch (e) {
       this.db.close();
       throw e;
@@ -431,12 +450,19 @@ export class StateDirReader {
 
 function toMark(r: MarkRow | undefined): HighWaterMark | undefined {
   if (r === undefined) return undefined;
-  return { mark: BigInt(r.mark), trippedAtEpoch: r.tripped_at_epoch === null ? undefined : Number(r.tripped_at_epoch) };
+  if (r.tripped_at_epoch === null) return { mark: BigInt(r.mark), trippedAtEpoch: undefined };
+  const trip = { mark: BigInt(r.mark), trippedAtEpoch: Number(r.tripped_at_epoch) };
+  return r.tripped_generation === null ? trip : { ...trip, trippedGeneration: r.tripped_generation };
 }
 
 /** By value: a record that crossed threads is a copy. */
 function sameMark(a: HighWaterMark, b: HighWaterMark | undefined): boolean {
-  return b !== undefined && a.mark === b.mark && a.trippedAtEpoch === b.trippedAtEpoch;
+  return (
+    b !== undefined &&
+    a.mark === b.mark &&
+    a.trippedAtEpoch === b.trippedAtEpoch &&
+    (a.trippedAtEpoch === undefined || a.trippedGeneration === b.trippedGeneration)
+  );
 }
 
 function listDir(dir: string): string[] {

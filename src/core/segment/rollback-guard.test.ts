@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { checkAnswer, checkShared } from './rollback-guard.js';
+import { checkAnswer, checkShared, tripStands } from './rollback-guard.js';
 
 describe('checkAnswer', () => {
   it('accepts the first answer and raises the mark', () => {
@@ -47,5 +47,44 @@ describe('checkShared (one set of marks for all processes of a server)', () => {
       ok: false,
       record: { mark: 250n, trippedAtEpoch: 0 },
     });
+  });
+});
+
+describe('a trip and the creation of the tag it was recorded under', () => {
+  it('records the creation of the answer that tripped', () => {
+    expect(checkAnswer({ mark: 200n }, 150n, 250n, 3, undefined, 'A').record).toEqual({
+      mark: 200n,
+      trippedAtEpoch: 3,
+      trippedGeneration: 'A',
+    });
+    const shared = checkShared({ mark: 200n }, { mark: 300n }, 150n, 250n, 3, undefined, 'A');
+    expect(shared.record).toEqual({ mark: 300n, trippedAtEpoch: 3, trippedGeneration: 'A' });
+  });
+
+  it('stands for its own creation until a fence epoch above its own', () => {
+    const trip = { mark: 200n, trippedAtEpoch: 2, trippedGeneration: 'A' };
+    expect(tripStands(trip, 2, 'A')).toBe(true);
+    expect(tripStands(trip, 3, 'A')).toBe(false);
+    expect(checkShared(trip, trip, 500n, 600n, 2, undefined, 'A').ok).toBe(false);
+  });
+
+  it('stands for a later creation until its first fence (its epochs start at 0 again)', () => {
+    const trip = { mark: 200n, trippedAtEpoch: 2, trippedGeneration: 'A' };
+    expect(tripStands(trip, 0, 'B')).toBe(true);
+    expect(checkShared(trip, trip, 500n, 600n, 0, undefined, 'B').ok).toBe(false);
+    expect(tripStands(trip, 1, 'B')).toBe(false);
+    // lifted, the answer is judged by the mark: above it, served and the trip cleared; below it, tripped again for B
+    expect(checkShared(trip, trip, 500n, 600n, 1, undefined, 'B')).toEqual({ ok: true, record: { mark: 600n } });
+    const again = checkShared(trip, trip, 100n, 110n, 1, undefined, 'B');
+    expect(again).toMatchObject({ ok: false, record: { mark: 200n, trippedAtEpoch: 1, trippedGeneration: 'B' } });
+  });
+
+  it('without a recorded creation (an earlier version), or none given, compares fence epochs alone', () => {
+    const old = { mark: 200n, trippedAtEpoch: 2 };
+    expect(tripStands(old, 1, 'B')).toBe(true);
+    expect(tripStands(old, 3, 'B')).toBe(false);
+    expect(tripStands({ ...old, trippedGeneration: 'A' }, 1)).toBe(true);
+    expect(checkShared(old, old, 500n, 600n, 1, undefined, 'B').ok).toBe(false);
+    expect(tripStands({ mark: 200n }, 0, 'B')).toBe(false);
   });
 });

@@ -14,6 +14,30 @@ export interface HighWaterMark {
   readonly mark: bigint;
   /** Set when a rollback was detected: the store's fence epoch at that time. */
   readonly trippedAtEpoch?: number | undefined;
+  /**
+   * The creation of the tag (TagInfo.generation) whose answer tripped: its
+   * fence epochs are the ones `trippedAtEpoch` counts. Absent in records of
+   * earlier versions (and of multi-store sets' summaries): the trip then
+   * stands, whatever the creation, until a fence epoch above `trippedAtEpoch`.
+   */
+  readonly trippedGeneration?: string | undefined;
+}
+
+/**
+ * Whether the trip recorded in `record` still refuses an answer (or a tag)
+ * at `fenceEpoch` of creation `generation`: until a fence of the creation it
+ * was recorded under, or of a later creation. A tag deleted and created
+ * again starts its fence epochs at 0, so for another creation than the
+ * trip's, any fence (epoch above 0) lifts it; the new creation is then judged
+ * by the mark alone, which still refuses a creation below it. `generation`
+ * undefined, or a record without one: the epochs are compared as they are.
+ */
+export function tripStands(record: HighWaterMark | undefined, fenceEpoch: number, generation?: string): boolean {
+  const at = record?.trippedAtEpoch;
+  if (at === undefined) return false;
+  const tripped = record?.trippedGeneration;
+  if (generation === undefined || tripped === undefined || tripped === generation) return fenceEpoch <= at;
+  return fenceEpoch === 0;
 }
 
 /**
@@ -35,9 +59,10 @@ export function checkAnswer(
   end: bigint,
   fenceEpoch: number,
   where?: string,
+  generation?: string,
 ): GuardVerdict {
   if (previous === undefined) return { ok: true, record: { mark: end } };
-  if (previous.trippedAtEpoch !== undefined && fenceEpoch <= previous.trippedAtEpoch) {
+  if (tripStands(previous, fenceEpoch, generation)) {
     return { ok: false, record: previous, reason: earlierTrip(previous.mark, where), publicReason: earlierTrip(previous.mark) };
   }
   if (start < previous.mark) {
@@ -46,7 +71,8 @@ export function checkAnswer(
     const say = (w: string | undefined) =>
       `store answered [${start}, ${end}) below the high-water mark ${mark}${w === undefined ? '' : ` kept in ${w}`}: ` +
       'restored from an older backup, or the tag deleted and created again below IDs handed out here';
-    return { ok: false, record: { mark, trippedAtEpoch: fenceEpoch }, reason: say(where), publicReason: say(undefined) };
+    const record = { mark, trippedAtEpoch: fenceEpoch, trippedGeneration: generation };
+    return { ok: false, record, reason: say(where), publicReason: say(undefined) };
   }
   return { ok: true, record: { mark: end > previous.mark ? end : previous.mark } };
 }
@@ -72,14 +98,15 @@ export function checkShared(
   end: bigint,
   fenceEpoch: number,
   where?: string,
+  generation?: string,
 ): GuardVerdict {
-  if (current?.trippedAtEpoch !== undefined && fenceEpoch <= current.trippedAtEpoch) {
+  if (current && tripStands(current, fenceEpoch, generation)) {
     return { ok: false, record: current, reason: earlierTrip(current.mark, where), publicReason: earlierTrip(current.mark) };
   }
   const base = floor && current && current.mark < floor.mark ? current : floor;
-  const v = checkAnswer(base && { mark: base.mark }, start, end, fenceEpoch, where);
+  const v = checkAnswer(base && { mark: base.mark }, start, end, fenceEpoch, where, generation);
   const top = (a: bigint, b: bigint | undefined) => (b !== undefined && b > a ? b : a);
-  if (!v.ok) return { ...v, record: { mark: top(v.record.mark, current?.mark), trippedAtEpoch: fenceEpoch } };
+  if (!v.ok) return { ...v, record: { ...v.record, mark: top(v.record.mark, current?.mark) } };
   return { ok: true, record: { mark: top(end, current?.mark) } };
 }
 

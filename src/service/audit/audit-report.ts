@@ -7,7 +7,7 @@
  */
 import type { Layout } from '../../core/snowflake/layout.js';
 import { FALLBACK_FLOOR, type FallbackFields, decodeFallbackId } from '../../core/fallback/fallback-space.js';
-import type { HighWaterMark } from '../../core/segment/rollback-guard.js';
+import { type HighWaterMark, tripStands } from '../../core/segment/rollback-guard.js';
 import type { AuditLedger } from '../../ports/audit-ledger.js';
 import type { LeaseHolding } from '../../ports/lease-ledger.js';
 import type { LedgerEntry } from '../../ports/range-ledger.js';
@@ -47,7 +47,7 @@ export interface AuditInputs {
   readonly tag: string | undefined;
   readonly layout: Layout | undefined;
   /** The tag as the store has it now. */
-  readonly info: { maxId: bigint; step: number; fenceEpoch: number } | undefined;
+  readonly info: { maxId: bigint; step: number; fenceEpoch: number; generation?: string | undefined } | undefined;
   /** From the lease ledger: whether anyone held a snowflake worker id at a tick; undefined: not checked. */
   readonly held: ((workerId: number, tick: number) => boolean) | undefined;
   /** The store's range ledger (segment tags); undefined: the store keeps none. */
@@ -163,10 +163,11 @@ function fenceCommand(tag: string, to: bigint, store: string | undefined, stateD
 }
 
 /** Whether a server with this mark refuses the tag as the store has it now (core/segment/rollback-guard.ts's rule). */
-function refuses(m: ServerMark, info: { maxId: bigint; fenceEpoch: number }): boolean {
+function refuses(m: ServerMark, info: { maxId: bigint; fenceEpoch: number; generation?: string | undefined }): boolean {
   if (m.mark === null) return false;
-  const tripped = m.mark.trippedAtEpoch !== undefined && info.fenceEpoch <= m.mark.trippedAtEpoch;
-  return tripped || m.mark.mark > info.maxId;
+  // A multi-store set's generation lists its members' (each with its own fence epochs): the epochs are compared as they are.
+  const generation = info.generation?.includes(',') ? undefined : info.generation;
+  return tripStands(m.mark, info.fenceEpoch, generation) || m.mark.mark > info.maxId;
 }
 
 function describeRefusal(m: ServerMark, info: { maxId: bigint; fenceEpoch: number }): string {
