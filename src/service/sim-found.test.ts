@@ -7,7 +7,27 @@
  */
 import { describe, expect, it } from 'vitest';
 import { MemoryHighWaterMarkStore } from '../adapters/memory/memory-high-water-mark-store.js';
+import type { Allocation } from '../ports/segment-store.js';
 import { LastingStore, service, settle, take } from '../../test/helpers/id-service-steps.js';
+
+/** The store as one worker reaches it: its next `allocate` waits, unapplied, until `release()`. */
+function heldFor(store: LastingStore): { store: LastingStore; reached: Promise<void>; release: () => void } {
+  let reached!: () => void;
+  let release!: () => void;
+  const arrived = new Promise<void>((r) => (reached = r));
+  const gate = new Promise<void>((r) => (release = r));
+  const view = new Proxy(store, {
+    get: (target, prop, receiver) =>
+      prop === 'allocate'
+        ? async (tag: string, step?: number): Promise<Allocation> => {
+            reached();
+            await gate;
+            return target.allocate(tag, step);
+          }
+        : Reflect.get(target, prop, receiver),
+  });
+  return { store: view, reached: arrived, release };
+}
 
 describe('found by the simulator', () => {
   // sim seed 22: a trip recorded at fence epoch 2 of one creation of the tag; the tag is deleted and
@@ -38,7 +58,7 @@ describe('found by the simulator', () => {
   // sim seed 26: Q's prefetched range is given back whole, so the store's max_id is back at the end
   // of P's range; P's give-back then passes its compare-and-set (ABA) and lowers max_id below the
   // mark Q kept (the start of its given-back range). No ID repeats, but Q refuses the tag until a fence.
-  it.fails("a give-back after another server's give-back leaves that server able to serve", async () => {
+  it("a give-back after another server's give-back leaves that server able to serve", async () => {
     const store = new LastingStore();
     await store.createTag({ tag: 't', step: 100, start: 0n });
     const qMarks = new MemoryHighWaterMarkStore();
@@ -59,5 +79,34 @@ describe('found by the simulator', () => {
     await q2.start();
     expect((await take(q2, 't', 1))[0]).toBe(101n); // refused: [101,201) is below Q's mark 200
     await q2.close();
+  });
+
+  // sim seed 17: two workers of one server (one set of marks) on a strict tag. B reads its floor and
+  // sends; A's request commits [1,2) and A records its mark and answers 1; the store fails over to a
+  // replica that lost A's commit, so B's request is answered [1,2) too. B's floor was read before A's
+  // mark existed: judged by it alone, B's answer passes and 1 is answered twice.
+  it("two workers of one server never answer the same strict ID when a failover loses one worker's commit", async () => {
+    const store = new LastingStore();
+    await store.createTag({ tag: 's' });
+    const marks = new MemoryHighWaterMarkStore();
+    const held = heldFor(store);
+    const a = service(store, marks, { strictTags: ['s'] });
+    const b = service(held.store, marks, { strictTags: ['s'] });
+    await a.start();
+    await b.start();
+    const fromB = Promise.resolve(b.next('s')).then(
+      (id) => ({ id }),
+      (e: unknown) => ({ e }),
+    );
+    await held.reached; // B read its floor (no mark yet) and sent
+    const before = (await store.getTag('s'))?.maxId ?? -1n;
+    const first = await a.next('s');
+    store.restore('s', before); // the failover: the replica lost A's commit
+    held.release();
+    const got = await fromB;
+    expect(got).not.toEqual({ id: first });
+    expect(got).toMatchObject({ e: { code: 'STORE_ROLLBACK_DETECTED' } });
+    await a.close();
+    await b.close();
   });
 });

@@ -41,7 +41,7 @@ import { mkdirSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { InvalidArgumentError, SequoiaError, UnavailableError, located } from '../../core/errors.js';
-import { checkShared, type GuardVerdict, type HighWaterMark } from '../../core/segment/rollback-guard.js';
+import { checkShared, type AcceptedRange, type GuardVerdict, type HighWaterMark } from '../../core/segment/rollback-guard.js';
 import type { HighWaterMarkStore } from '../../ports/high-water-mark-store.js';
 import { DiskReserve, RESERVE_BYTES } from '../kit/files/disk-reserve.js';
 import { isDiskFull, openSqlite } from '../kit/connection/sqlite-open.js';
@@ -49,6 +49,8 @@ import { isDiskFull, openSqlite } from '../kit/connection/sqlite-open.js';
 interface MarkRow {
   mark: string;
   tripped_at_epoch: bigint | null;
+  /** JSON [[start, end], …] as decimal strings; null in rows of earlier versions (everything below the mark). */
+  ranges: string | null;
 }
 
 export class StateDir implements HighWaterMarkStore {
@@ -60,7 +62,7 @@ export class StateDir implements HighWaterMarkStore {
   private readonly reserve: DiskReserve;
   private readonly db: Database.Database;
   private readonly getMark: Database.Statement<[string], MarkRow>;
-  private readonly putMark: Database.Statement<[string, string, number | null]>;
+  private readonly putMark: Database.Statement<[string, string, number | null, string | null]>;
   private readonly getTick: Database.Statement<[string, number], { tick: bigint }>;
   private readonly getHighestTick: Database.Statement<[string], { tick: bigint | null }>;
   private readonly putTick: Database.Statement<[string, number, number]>;
@@ -88,6 +90,9 @@ export class StateDir implements HighWaterMarkStore {
           db.defaultSafeIntegers(true);
           db.transaction(() => {
             db.exec(`CREATE TABLE IF NOT EXISTS marks (tag TEXT PRIMARY KEY NOT NULL, mark TEXT NOT NULL, tripped_at_epoch INTEGER)`);
+            // A dir of an earlier version gains the column; that version still reads the dir (it selects its columns by name).
+            const columns = db.prepare('PRAGMA table_info(marks)').all() as Array<{ name: string }>;
+            if (!columns.some((c) => c.name === 'ranges')) db.exec('ALTER TABLE marks ADD COLUMN ranges TEXT');
             db.exec(
               `CREATE TABLE IF NOT EXISTS ticks (space TEXT NOT NULL, worker_id INTEGER NOT NULL, tick INTEGER NOT NULL, PRIMARY KEY (space, worker_id))`,
             );
@@ -120,9 +125,9 @@ export class StateDir implements HighWaterMarkStore {
       this.db = db;
       // On a full disk the server still starts; its writes refuse until space returns.
       this.reserve.tryKeep();
-      this.getMark = db.prepare('SELECT mark, tripped_at_epoch FROM marks WHERE tag = ?');
+      this.getMark = db.prepare('SELECT mark, tripped_at_epoch, ranges FROM marks WHERE tag = ?');
       this.putMark = db.prepare(
-        'INSERT INTO marks (tag, mark, tripped_at_epoch) VALUES (?, ?, ?) ON CONFLICT (tag) DO UPDATE SET mark = excluded.mark, tripped_at_epoch = excluded.tripped_at_epoch',
+        'INSERT INTO marks (tag, mark, tripped_at_epoch, ranges) VALUES (?, ?, ?, ?) ON CONFLICT (tag) DO UPDATE SET mark = excluded.mark, tripped_at_epoch = excluded.tripped_at_epoch, ranges = excluded.ranges',
       );
       this.getTick = db.prepare('SELECT tick FROM ticks WHERE space = ? AND worker_id = ?');
       this.getHighestTick = db.prepare('SELECT MAX(tick) AS tick FROM ticks WHERE space = ?');
@@ -159,8 +164,8 @@ export class StateDir implements HighWaterMarkStore {
           const current = toMark(this.getMark.get(tag));
           const next = await change(current);
           if (next === undefined || sameMark(next, current)) return current;
-          this.putMark.run(tag, next.mark.toString(), next.trippedAtEpoch ?? null);
-          return { mark: next.mark, trippedAtEpoch: next.trippedAtEpoch };
+          this.putMark.run(tag, next.mark.toString(), next.trippedAtEpoch ?? null, rangesText(next.ranges));
+          return toMark({ mark: next.mark.toString(), tripped_at_epoch: toEpoch(next.trippedAtEpoch), ranges: rangesText(next.ranges) });
         });
       } catch (e) {
         throw stateError((w) => `cannot record the high-water mark of tag ${JSON.stringify(tag)}${w ? ` in ${w}` : ''}`, e, this.path);
@@ -173,9 +178,16 @@ export class StateDir implements HighWaterMarkStore {
    * transaction of this thread: in a server's worker thread, nothing crosses
    * to the event loop's thread while the write lock is held.
    */
-  async admitRange(tag: string, floor: HighWaterMark | undefined, start: bigint, end: bigint, fenceEpoch: number): Promise<GuardVerdict> {
+  async admitRange(
+    tag: string,
+    floor: HighWaterMark | undefined,
+    start: bigint,
+    end: bigint,
+    fenceEpoch: number,
+    parts?: readonly AcceptedRange[],
+  ): Promise<GuardVerdict> {
     let verdict: GuardVerdict | undefined;
-    await this.update(tag, (current) => (verdict = checkShared(floor, current, start, end, fenceEpoch, this.where)).record);
+    await this.update(tag, (current) => (verdict = checkShared(floor, current, start, end, fenceEpoch, this.where, parts)).record);
     if (verdict === undefined) throw stateError('cannot record the high-water mark', new Error('the mark was not read'));
     return verdict;
   }
@@ -263,7 +275,7 @@ export class StateDir implements HighWaterMarkStore {
   /** Every mark, by key (a tag, or a tag's residue class: `tag#stride:offset`). */
   async allMarks(): Promise<Map<string, HighWaterMark>> {
     return this.serial(() => {
-      const rows = this.db.prepare('SELECT tag, mark, tripped_at_epoch FROM marks').all() as Array<MarkRow & { tag: string }>;
+      const rows = this.db.prepare('SELECT tag, mark, tripped_at_epoch, ranges FROM marks').all() as Array<MarkRow & { tag: string }>;
       return new Map(rows.map((r) => [r.tag, toMark(r) as HighWaterMark]));
     });
   }
@@ -370,7 +382,12 @@ export class StateDir implements HighWaterMarkStore {
             const cur = toMark(this.getMark.get(tag));
             const mark = cur && cur.mark > BigInt(rec.mark) ? cur.mark : BigInt(rec.mark);
             const trips = [cur?.trippedAtEpoch, rec.trippedAtEpoch].filter((x): x is number => x !== undefined);
-            this.putMark.run(tag, mark.toString(), trips.length ? Math.max(...trips) : null);
+            this.putMark.run(
+              tag,
+              mark.toString(),
+              trips.length ? Math.max(...trips) : null,
+              mark === cur?.mark ? rangesText(cur.ranges) : null,
+            );
           }
         }
         this.db
@@ -403,7 +420,7 @@ export class StateDirReader {
     this.db = new Database(join(stateDir, 'state.db'), { readonly: true, fileMustExist: true, timeout: 0 });
     try {
       this.db.defaultSafeIntegers(true);
-      this.getMark = this.db.prepare('SELECT mark, tripped_at_epoch FROM marks WHERE tag = ?');
+      this.getMark = this.db.prepare('SELECT mark, tripped_at_epoch, ranges FROM marks WHERE tag = ?');
     } catch (e) {
       this.db.close();
       throw e;
@@ -431,12 +448,38 @@ export class StateDirReader {
 
 function toMark(r: MarkRow | undefined): HighWaterMark | undefined {
   if (r === undefined) return undefined;
-  return { mark: BigInt(r.mark), trippedAtEpoch: r.tripped_at_epoch === null ? undefined : Number(r.tripped_at_epoch) };
+  const mark = BigInt(r.mark);
+  const trippedAtEpoch = r.tripped_at_epoch === null ? undefined : Number(r.tripped_at_epoch);
+  const ranges = parseRanges(r.ranges);
+  return ranges === undefined ? { mark, trippedAtEpoch } : { mark, trippedAtEpoch, ranges };
+}
+
+function toEpoch(epoch: number | undefined): bigint | null {
+  return epoch === undefined ? null : BigInt(epoch);
+}
+
+function rangesText(ranges: readonly AcceptedRange[] | undefined): string | null {
+  return ranges === undefined ? null : JSON.stringify(ranges.map(([a, b]) => [a.toString(), b.toString()]));
+}
+
+/** Unreadable ranges count as absent: everything below the mark, as a row of an earlier version. */
+function parseRanges(text: string | null): AcceptedRange[] | undefined {
+  if (text === null) return undefined;
+  try {
+    const list = JSON.parse(text) as unknown;
+    if (!Array.isArray(list)) return undefined;
+    return list.map((p) => {
+      if (!Array.isArray(p) || p.length !== 2) throw new Error('not a range');
+      return [BigInt(p[0] as string), BigInt(p[1] as string)] as const;
+    });
+  } catch {
+    return undefined;
+  }
 }
 
 /** By value: a record that crossed threads is a copy. */
 function sameMark(a: HighWaterMark, b: HighWaterMark | undefined): boolean {
-  return b !== undefined && a.mark === b.mark && a.trippedAtEpoch === b.trippedAtEpoch;
+  return b !== undefined && a.mark === b.mark && a.trippedAtEpoch === b.trippedAtEpoch && rangesText(a.ranges) === rangesText(b.ranges);
 }
 
 function listDir(dir: string): string[] {
