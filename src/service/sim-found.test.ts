@@ -1,8 +1,8 @@
 /**
- * Two refusals without a rollback that the simulator found (issue 42; the
- * seeds are in sim/regression-seeds.json). Both are availability bugs, not
- * repeats: the tag is refused (STORE_ROLLBACK_DETECTED) by a server that
- * nothing can reopen as documented. Marked `it.fails` while they stand: a
+ * Bugs the simulator found (issue 42; the seeds are in
+ * sim/regression-seeds.json): two refusals without a rollback (availability:
+ * the tag is refused, STORE_ROLLBACK_DETECTED, by a server that nothing can
+ * reopen as documented) and one repeat. Marked `it.fails` while they stand: a
  * fix makes them pass, and then `.fails` goes.
  */
 import { describe, expect, it } from 'vitest';
@@ -55,9 +55,9 @@ describe('found by the simulator', () => {
     await restarted.close();
   });
 
-  // sim seed 26: Q's prefetched range is given back whole, so the store's max_id is back at the end
+  // sim seed 30: Q's prefetched range is given back whole, so the store's max_id is back at the end
   // of P's range; P's give-back then passes its compare-and-set (ABA) and lowers max_id below the
-  // mark Q kept (the start of its given-back range). No ID repeats, but Q refuses the tag until a fence.
+  // mark Q kept (the start of its given-back range). No ID repeats, but Q refused the tag until a fence.
   it("a give-back after another server's give-back leaves that server able to serve", async () => {
     const store = new LastingStore();
     await store.createTag({ tag: 't', step: 100, start: 0n });
