@@ -5,10 +5,28 @@
  * reopen as documented) and one repeat. Marked `it.fails` while they stand: a
  * fix makes them pass, and then `.fails` goes.
  */
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { MemoryHighWaterMarkStore } from '../adapters/memory/memory-high-water-mark-store.js';
+import { StateDir } from '../adapters/state-dir/state-dir.js';
+import type { HighWaterMarkStore } from '../ports/high-water-mark-store.js';
 import type { Allocation } from '../ports/segment-store.js';
 import { LastingStore, service, settle, take } from '../../test/helpers/id-service-steps.js';
+
+interface WorkerMarks {
+  readonly a: HighWaterMarkStore;
+  readonly b: HighWaterMarkStore;
+  close(): Promise<void>;
+}
+const shared = (m: HighWaterMarkStore): WorkerMarks => ({ a: m, b: m, close: async () => {} });
+/** Each worker process opens the server's state dir itself. */
+function eachOpens(dir: string): WorkerMarks {
+  const a = new StateDir(dir);
+  const b = new StateDir(dir);
+  return { a, b, close: async () => void (await Promise.all([a.close(), b.close()])) };
+}
 
 /** The store as one worker reaches it: its next `allocate` waits, unapplied, until `release()`. */
 function heldFor(store: LastingStore): { store: LastingStore; reached: Promise<void>; release: () => void } {
@@ -77,7 +95,7 @@ describe('found by the simulator', () => {
     expect((await store.getTag('t'))?.maxId).toBe(101n);
     const q2 = service(store, qMarks, opts);
     await q2.start();
-    expect((await take(q2, 't', 1))[0]).toBe(101n); // refused: [101,201) is below Q's mark 200
+    expect((await take(q2, 't', 1))[0]).toBe(101n); // was refused: [101,201) below the mark 200 Q had kept
     await q2.close();
   });
 
@@ -85,13 +103,16 @@ describe('found by the simulator', () => {
   // sends; A's request commits [1,2) and A records its mark and answers 1; the store fails over to a
   // replica that lost A's commit, so B's request is answered [1,2) too. B's floor was read before A's
   // mark existed: judged by it alone, B's answer passes and 1 is answered twice.
-  it("two workers of one server never answer the same strict ID when a failover loses one worker's commit", async () => {
+  it.each([
+    ['one marks store in memory', () => shared(new MemoryHighWaterMarkStore())],
+    ['a state dir, opened by each worker', () => eachOpens(mkdtempSync(join(tmpdir(), 'sequoia-sim17-')))],
+  ])("two workers of one server never answer the same strict ID when a failover loses one worker's commit (%s)", async (_, marksOf) => {
     const store = new LastingStore();
     await store.createTag({ tag: 's' });
-    const marks = new MemoryHighWaterMarkStore();
+    const marks = marksOf();
     const held = heldFor(store);
-    const a = service(store, marks, { strictTags: ['s'] });
-    const b = service(held.store, marks, { strictTags: ['s'] });
+    const a = service(store, marks.a, { strictTags: ['s'] });
+    const b = service(held.store, marks.b, { strictTags: ['s'] });
     await a.start();
     await b.start();
     const fromB = Promise.resolve(b.next('s')).then(
@@ -108,5 +129,6 @@ describe('found by the simulator', () => {
     expect(got).toMatchObject({ e: { code: 'STORE_ROLLBACK_DETECTED' } });
     await a.close();
     await b.close();
+    await marks.close();
   });
 });
