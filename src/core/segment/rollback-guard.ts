@@ -105,7 +105,7 @@ export function checkShared(
     if (over) {
       const say = (w: string | undefined) =>
         `store answered [${s}, ${e}) over [${over[0]}, ${over[1]}), IDs accepted here before${w === undefined ? '' : ` (kept in ${w})`}: ` +
-        'failed over to a replica behind, restored from an older backup, or the tag deleted and created again below them';
+        'failed over to a replica behind, restored from an older backup, or the tag deleted and created again below IDs handed out here';
       // The refused range is not accepted: the record keeps its ranges and only notes the trip.
       return {
         ok: false,
