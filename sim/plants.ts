@@ -4,7 +4,7 @@
  * of them: each plant patches a production class from here for the length of
  * a run (and undoes it), or flips a switch of the simulated store or state dir.
  */
-import { checkShared, type GuardVerdict } from '../src/core/segment/rollback-guard.js';
+import { checkAnswer, checkShared, type GuardVerdict, type HighWaterMark } from '../src/core/segment/rollback-guard.js';
 import type { Clock } from '../src/core/clock.js';
 import type { HighWaterMarkStore } from '../src/ports/high-water-mark-store.js';
 import type { SegmentStore } from '../src/ports/segment-store.js';
@@ -30,13 +30,12 @@ export interface Plant {
 interface GuardInside {
   tag: string;
   deps: { marks: HighWaterMarkStore; clock: Clock; store: SegmentStore };
-  markedEnd: bigint | undefined;
   refusedAtFenceEpoch: number | undefined;
   fenceCheckedAt: number;
   fenceCheck: Promise<void> | undefined;
   isClosed: boolean;
   readFloor(): Promise<ReadonlyMap<string, unknown>>;
-  refuse(reason: string, epoch: number): unknown;
+  refuse(reason: string | { reason: string; publicReason: string }, epoch: number): unknown;
   lift(): void;
 }
 
@@ -67,13 +66,53 @@ function patch(proto: object, name: string, fn: unknown): () => void {
   };
 }
 
+/**
+ * The guard as it was before it kept the ranges it accepted (issue 42, sim
+ * seed 17): an answer judged by the floor read before its request was sent
+ * alone, the record only the highest end.
+ */
+function floorOnly(): () => void {
+  const orig = TagGuard.prototype.admit;
+  return patch(
+    TagGuard.prototype,
+    'admit',
+    async function (this: GuardInside, range: Parameters<TagGuard['admit']>[0], floor: Parameters<TagGuard['admit']>[1], note = '') {
+      if (range.stride !== 1) return orig.call(this as unknown as TagGuard, range, floor, note);
+      const key = this.tag;
+      let verdict: GuardVerdict | undefined;
+      await this.deps.marks.update(key, (current) => {
+        const f = floor.has(key) ? floor.get(key) : current;
+        const base = f && current && current.mark < f.mark ? current : f;
+        const tripped = current?.trippedAtEpoch !== undefined && range.fenceEpoch <= current.trippedAtEpoch;
+        if (!tripped && checkAnswer(base && { mark: base.mark }, range.start, range.end, range.fenceEpoch).ok) {
+          const record: HighWaterMark = { mark: current && current.mark > range.end ? current.mark : range.end };
+          verdict = { ok: true, record };
+        } else verdict = checkShared(f, current, range.start, range.end, range.fenceEpoch, this.deps.marks.where);
+        return verdict.record;
+      });
+      const v = verdict as GuardVerdict;
+      if (v.ok) return { ok: true };
+      return {
+        ok: false,
+        refusal: this.refuse({ reason: v.reason + note, publicReason: v.publicReason + note }, v.record.trippedAtEpoch ?? range.fenceEpoch),
+      };
+    },
+  );
+}
+
 export const PLANTS: Record<string, Plant> = {
+  'guard-floor-only': {
+    what: 'the guard judges an answer by the floor read before its request was sent alone, not by the ranges the server accepted',
+    install: floorOnly,
+  },
   'giveback-no-generation': {
-    what: "a clean shutdown gives its tail back into a deleted-and-re-created tag (the give-back's compare-and-set skips the generation)",
+    what: "a clean shutdown gives its tail back into a deleted-and-re-created tag (the give-back's compare-and-set skips the generation; with the guard judging by floors alone: its ranges catch the repeat too)",
     install(c) {
+      const unfloor = floorOnly();
       c.store.ignoreGenerationOnGiveBack = true;
       return () => {
         c.store.ignoreGenerationOnGiveBack = false;
+        unfloor();
       };
     },
   },
@@ -85,9 +124,14 @@ export const PLANTS: Record<string, Plant> = {
     },
   },
   'strict-pipeline-floor': {
-    what: "a pipelined strict batch judged by the marks alone, before the previous batch's mark exists",
+    what: "a pipelined strict batch judged by the marks alone, before the previous batch's mark exists (with the guard judging by floors alone: its ranges catch this too)",
     install() {
-      return patch(StrictTagAllocator.prototype, 'aboveAnswered', (floor: unknown) => floor);
+      const unfloor = floorOnly();
+      const unpipe = patch(StrictTagAllocator.prototype, 'aboveAnswered', (floor: unknown) => floor);
+      return () => {
+        unpipe();
+        unfloor();
+      };
     },
   },
   'guard-floor-after-send': {
@@ -118,10 +162,7 @@ export const PLANTS: Record<string, Plant> = {
             return verdict.record;
           });
           const v = verdict as GuardVerdict;
-          if (v.ok) {
-            this.markedEnd = range.end;
-            return { ok: true };
-          }
+          if (v.ok) return { ok: true };
           return { ok: false, refusal: this.refuse(v.reason + note, v.record.trippedAtEpoch ?? range.fenceEpoch) };
         },
       );

@@ -1,7 +1,7 @@
-import type { GuardVerdict, HighWaterMark } from '../core/segment/rollback-guard.js';
+import type { AcceptedRange, GuardVerdict, HighWaterMark } from '../core/segment/rollback-guard.js';
 
 /**
- * Durable memory of the highest range end each tag has handed out, one set
+ * Durable memory of the ranges each tag has handed out and the highest end, one set
  * per server: every process of the server reads and writes the same marks.
  * Writes are durable when they resolve: IDs are handed out only after them.
  */
@@ -19,8 +19,9 @@ export interface HighWaterMarkStore {
   update(tag: string, change: (current: HighWaterMark | undefined) => HighWaterMark | undefined): Promise<HighWaterMark | undefined>;
   /**
    * The rollback guard's check of an answered range [start, end) at fence
-   * epoch `fenceEpoch` of tag creation `generation` against `floor` (the mark as read before the request was
-   * sent) and the record of its verdict, as one `update` run where the marks
+   * epoch `fenceEpoch` of tag creation `generation` (`parts`: the answers whose hull it is) against the
+   * ranges recorded and `floor` (the mark as read before the request was
+   * sent), and the record of its verdict, as one `update` run where the marks
    * are kept (`checkShared` in `core/segment/rollback-guard.ts`). Optional: the
    * guard does the same through `update` without it. A store in a worker
    * thread offers it so that its transaction never calls back to the event
@@ -34,6 +35,7 @@ export interface HighWaterMarkStore {
     end: bigint,
     fenceEpoch: number,
     generation?: string,
+    parts?: readonly AcceptedRange[],
   ): Promise<GuardVerdict>;
   /** Where the marks are kept, for messages (`state dir ./data`). */
   readonly where?: string;

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { MemorySegmentStore } from '../adapters/memory/memory-segment-store.js';
 import { MemoryHighWaterMarkStore } from '../adapters/memory/memory-high-water-mark-store.js';
 import { type SequoiaError, UnavailableError } from '../core/errors.js';
-import { checkShared, type GuardVerdict, type HighWaterMark } from '../core/segment/rollback-guard.js';
+import { checkShared, type AcceptedRange, type GuardVerdict, type HighWaterMark } from '../core/segment/rollback-guard.js';
 import { silentLogger } from '../core/silent-logger.js';
 import type { Logger } from '../ports/logger.js';
 import { ControlledStore, ManualClock, tick } from '../../test/helpers/fakes.js';
@@ -148,17 +148,30 @@ describe('TagGuard', () => {
     expect(await marks.get('t')).toEqual({ mark: 30n, trippedAtEpoch: 0 });
   });
 
-  it('lowers the mark for a give-back only from the end it recorded itself, never under a trip', async () => {
+  it('a give-back takes only its own range out of the marks, never under a trip', async () => {
     const { guard, marks } = await setup();
     await guard.admit(range(0n, 100n), await guard.floor());
-    await marks.put('t', { mark: 200n }); // another worker allocated after us
-    expect(await guard.lowerMarkFor(40n, 100n)).toBe(false);
-    expect(await marks.get('t')).toEqual({ mark: 200n });
+    await marks.put('t', {
+      mark: 200n,
+      ranges: [
+        [0n, 100n],
+        [150n, 200n],
+      ],
+    }); // another worker allocated after us
+    expect(await guard.lowerMarkFor(40n, 100n)).toBe(true);
+    expect(await marks.get('t')).toEqual({
+      mark: 200n,
+      ranges: [
+        [0n, 40n],
+        [150n, 200n],
+      ],
+    });
     await marks.put('t', { mark: 100n });
     expect(await guard.lowerMarkFor(40n, 100n)).toBe(true);
     expect(await marks.get('t')).toEqual({ mark: 40n });
     await marks.put('t', { mark: 100n, trippedAtEpoch: 0 });
     expect(await guard.lowerMarkFor(40n, 100n)).toBe(false);
+    expect(await marks.get('t')).toEqual({ mark: 100n, trippedAtEpoch: 0 });
   });
 });
 
@@ -176,10 +189,18 @@ class ThreadSideMarks extends MemoryHighWaterMarkStore {
     this.changesFromCaller++;
     return super.update(tag, change);
   }
-  async admitRange(tag: string, floor: HighWaterMark | undefined, start: bigint, end: bigint, epoch: number): Promise<GuardVerdict> {
+  async admitRange(
+    tag: string,
+    floor: HighWaterMark | undefined,
+    start: bigint,
+    end: bigint,
+    epoch: number,
+    generation?: string,
+    parts?: readonly AcceptedRange[],
+  ): Promise<GuardVerdict> {
     this.admits++;
     let verdict: GuardVerdict | undefined;
-    await super.update(tag, (current) => (verdict = checkShared(floor, current, start, end, epoch)).record);
+    await super.update(tag, (current) => (verdict = checkShared(floor, current, start, end, epoch, undefined, generation, parts)).record);
     return verdict as GuardVerdict;
   }
 }

@@ -14,6 +14,8 @@ import {
   checkShared,
   earlierTrip,
   tripStands,
+  withoutRange,
+  type AcceptedRange,
   type GuardVerdict,
   type HighWaterMark,
 } from '../core/segment/rollback-guard.js';
@@ -29,7 +31,8 @@ export type Floor = ReadonlyMap<string, HighWaterMark | undefined>;
 /**
  * A store's answer: [start, end), with the fence epoch and the tag creation
  * (Allocation.generation) it carried; `stride` and `offset` for a member of a
- * multi-store set.
+ * multi-store set; `parts`: the answers one record covers, when [start, end)
+ * is their hull (`admitAll`).
  */
 export interface AnsweredRange {
   readonly start: bigint;
@@ -38,6 +41,7 @@ export interface AnsweredRange {
   readonly generation?: string | undefined;
   readonly stride: number;
   readonly offset: number;
+  readonly parts?: readonly AcceptedRange[];
 }
 
 export type Admission = { readonly ok: true } | { readonly ok: false; readonly refusal: SequoiaError };
@@ -60,8 +64,6 @@ export class TagGuard {
   private isClosed = false;
   /** The last mark could not be written: the next request first proves the marks writable, so no range is taken for nothing. */
   private markError: SequoiaError | undefined;
-  /** The end of the last range of one store whose mark was recorded here (a give-back lowers the mark only from there). */
-  private markedEnd: bigint | undefined;
 
   /** `onLift` runs whenever the refusal is lifted (an operator's fence), for the holder's own retry state. */
   constructor(tag: string, deps: GuardDeps, onLift: () => void = () => {}) {
@@ -107,8 +109,9 @@ export class TagGuard {
   }
 
   /**
-   * Checks a store's answer against the floor read before the request was
-   * sent, and records the mark, durable before any of these IDs can be
+   * Checks a store's answer against the ranges the server's processes
+   * accepted and the floor read before the request was sent, and records
+   * the range in the mark, durable before any of these IDs can be
    * handed out. A rollback refuses the tag until a fence (`note` adds what
    * the caller knows of the cause). Throws when the mark cannot be written
    * (nothing of the range may be handed out: a gap).
@@ -119,11 +122,11 @@ export class TagGuard {
     let verdict: GuardVerdict | undefined;
     try {
       if (marks.admitRange && floor.has(key)) {
-        verdict = await marks.admitRange(key, floor.get(key), range.start, range.end, range.fenceEpoch, range.generation);
+        verdict = await marks.admitRange(key, floor.get(key), range.start, range.end, range.fenceEpoch, range.generation, range.parts);
       } else {
         await marks.update(key, (current) => {
           const base = floor.has(key) ? floor.get(key) : current;
-          verdict = checkShared(base, current, range.start, range.end, range.fenceEpoch, marks.where, range.generation);
+          verdict = checkShared(base, current, range.start, range.end, range.fenceEpoch, marks.where, range.generation, range.parts);
           return verdict.record;
         });
       }
@@ -136,10 +139,7 @@ export class TagGuard {
     }
     const v = verdict as GuardVerdict | undefined;
     if (v === undefined) throw (this.markError = markError(new Error('the marks store did not read the mark')));
-    if (v.ok) {
-      if (range.stride === 1) this.markedEnd = range.end;
-      return ADMITTED;
-    }
+    if (v.ok) return ADMITTED;
     const at = { start: String(range.start), end: String(range.end) };
     const why = { reason: v.reason + note, publicReason: v.publicReason + note };
     const trip =
@@ -153,7 +153,8 @@ export class TagGuard {
    * strict tag's batches answered while the previous mark was recorded).
    * Each later answer is checked against its own floor here, as `admit`
    * would; the first, and the record of the highest end, go through `admit`.
-   * Undefined, with nothing recorded, when the answers are not one
+   * The record keeps each answer's range, not their hull: another
+   * process's answer may lie between them. Undefined, with nothing recorded, when the answers are not one
    * store's plain ranges under one fence epoch, or a later one fails its
    * check: the caller admits them one by one, so a refusal falls on the
    * answer that caused it and on those after it.
@@ -163,6 +164,7 @@ export class TagGuard {
     if (!first) return ADMITTED;
     if (rest.length === 0) return this.admit(first.range, first.floor);
     let end = first.range.end;
+    const parts: AcceptedRange[] = [];
     for (const { range, floor } of [first, ...rest]) {
       if (range.stride !== 1 || range.fenceEpoch !== first.range.fenceEpoch) return undefined;
       if (range.generation !== first.range.generation) return undefined;
@@ -172,24 +174,25 @@ export class TagGuard {
       )
         return undefined;
       if (range.end > end) end = range.end;
+      parts.push([range.start, range.end]);
     }
-    return this.admit({ ...first.range, end }, first.floor);
+    return this.admit({ ...first.range, end, parts }, first.floor);
   }
 
   /**
-   * For a give-back of [from, end): lowers the server's mark to `from`, only
-   * while it is exactly the end of the last range recorded here (a higher
-   * mark means another worker allocated after us, a lower one that another
-   * worker already gave back a later range: lowering it further would
-   * uncover IDs that worker handed out), and never while a trip stands.
-   * Resolves false when the range is not ours to give back.
+   * For a give-back of [from, end): takes that range out of the server's
+   * accepted ranges (the store may answer it again), never while a trip
+   * stands. Only this range: ranges other workers accepted, below or above
+   * it, stay covered, so a give-back that follows another (another server's
+   * range given back whole first, so max_id is back at our end) leaves no
+   * mark above what the server answered (sim seed 30). Resolves false when
+   * the range is not to be given back.
    */
   async lowerMarkFor(from: bigint, end: bigint): Promise<boolean> {
-    const expected = this.markedEnd ?? end;
     let ours = true;
     await this.deps.marks.update(this.tag, (mark) => {
-      if (mark && (mark.trippedAtEpoch !== undefined || mark.mark !== expected)) ours = false;
-      else if (mark && mark.mark > from) return { mark: from };
+      if (mark?.trippedAtEpoch !== undefined) ours = false;
+      else if (mark) return withoutRange(mark, from, end);
       return mark;
     });
     return ours;

@@ -103,7 +103,14 @@ describe('StateDir (a real SQLite file)', () => {
     const dir = mkdtempSync(join(tmpdir(), 'sequoia-state-'));
     const s = new StateDir(dir);
     expect(await s.admitRange('t', undefined, 0n, 10n, 0)).toEqual({ ok: true, record: { mark: 10n } });
-    await new StateDir(dir).put('t', { mark: 30n }); // another process, answered later but recorded first
+    // another process, answered [20, 30) later but recorded first
+    await new StateDir(dir).put('t', {
+      mark: 30n,
+      ranges: [
+        [0n, 10n],
+        [20n, 30n],
+      ],
+    });
     expect(await s.admitRange('t', { mark: 10n }, 10n, 20n, 0)).toEqual({ ok: true, record: { mark: 30n } });
     expect(await s.get('t')).toEqual({ mark: 30n, trippedAtEpoch: undefined });
     const refused = await s.admitRange('t', { mark: 30n }, 5n, 8n, 2);
@@ -131,6 +138,74 @@ describe('StateDir (a real SQLite file)', () => {
     expect(await s.admitRange('t', { mark: 30n }, 30n, 40n, 1, '78')).toEqual({ ok: true, record: { mark: 40n } });
     expect(await s.get('t')).toEqual({ mark: 40n, trippedAtEpoch: undefined });
     await s.close();
+  });
+
+  it('keeps the accepted ranges across a reopen; over one of them is a rollback whatever the floor', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'sequoia-state-'));
+    const s = new StateDir(dir);
+    expect(await s.admitRange('t', undefined, 100n, 200n, 0)).toEqual({ ok: true, record: { mark: 200n, ranges: [[100n, 200n]] } });
+    expect(await s.admitRange('t', { mark: 200n }, 300n, 400n, 0)).toMatchObject({ ok: true });
+    await s.close();
+    const again = new StateDir(dir);
+    expect(await again.get('t')).toEqual({
+      mark: 400n,
+      ranges: [
+        [100n, 200n],
+        [300n, 400n],
+      ],
+    });
+    const reader = new StateDirReader(dir);
+    expect(reader.get('t')).toEqual({
+      mark: 400n,
+      ranges: [
+        [100n, 200n],
+        [300n, 400n],
+      ],
+    });
+    reader.close();
+    // [200, 300) was another server's: answered to a request sent before our [300, 400) was recorded, it passes
+    expect(await again.admitRange('t', { mark: 200n }, 200n, 300n, 0)).toEqual({
+      ok: true,
+      record: { mark: 400n, ranges: [[100n, 400n]] },
+    });
+    // a floor read before anything was recorded (another worker's range) does not let an overlap through
+    expect(await again.admitRange('t', undefined, 150n, 160n, 0)).toMatchObject({ ok: false, record: { trippedAtEpoch: 0 } });
+    await again.close();
+  });
+
+  it('loads a state dir of the previous release (no ranges column): everything below its mark counts, and it gains ranges', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'sequoia-state-'));
+    mkdirSync(dir, { recursive: true });
+    const old = new Database(join(dir, 'state.db'));
+    old.exec('CREATE TABLE marks (tag TEXT PRIMARY KEY NOT NULL, mark TEXT NOT NULL, tripped_at_epoch INTEGER)');
+    old.exec('CREATE TABLE ticks (space TEXT NOT NULL, worker_id INTEGER NOT NULL, tick INTEGER NOT NULL, PRIMARY KEY (space, worker_id))');
+    old.exec('CREATE TABLE meta (key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL)');
+    old.prepare("INSERT INTO meta (key, value) VALUES ('legacy-marks', '2026-01-01T00:00:00.000Z')").run();
+    old.prepare("INSERT INTO marks (tag, mark, tripped_at_epoch) VALUES ('t', '500', NULL), ('u', '70', 4)").run();
+    old.close();
+    const s = new StateDir(dir);
+    expect(await s.get('t')).toEqual({ mark: 500n, trippedAtEpoch: undefined });
+    expect(await s.get('u')).toEqual({ mark: 70n, trippedAtEpoch: 4 });
+    expect(await s.admitRange('t', undefined, 400n, 450n, 0)).toMatchObject({ ok: false });
+    expect(await s.admitRange('u', undefined, 600n, 700n, 5)).toEqual({
+      ok: true,
+      record: {
+        mark: 700n,
+        ranges: [
+          [0n, 70n],
+          [600n, 700n],
+        ],
+      },
+    });
+    // The previous release, run on the dir again, moves the mark and leaves the ranges behind: they no longer count.
+    await s.close();
+    const back = new Database(join(dir, 'state.db'));
+    back.prepare("UPDATE marks SET mark = '800' WHERE tag = 'u'").run();
+    back.close();
+    const s2 = new StateDir(dir);
+    expect(await s2.admitRange('u', undefined, 650n, 660n, 5)).toMatchObject({ ok: false });
+    expect(await s2.admitRange('u', { mark: 800n }, 800n, 900n, 6)).toMatchObject({ ok: true, record: { mark: 900n } }); // fenced since
+    await s2.close();
   });
 
   it('a reader answers the last committed mark at once while a write holds the lock, and undefined (the caller asks the worker) when it cannot read', async () => {

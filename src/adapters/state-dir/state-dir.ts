@@ -41,7 +41,7 @@ import { mkdirSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { InvalidArgumentError, SequoiaError, UnavailableError, located } from '../../core/errors.js';
-import { checkShared, type GuardVerdict, type HighWaterMark } from '../../core/segment/rollback-guard.js';
+import { checkShared, type AcceptedRange, type GuardVerdict, type HighWaterMark } from '../../core/segment/rollback-guard.js';
 import type { HighWaterMarkStore } from '../../ports/high-water-mark-store.js';
 import { DiskReserve, RESERVE_BYTES } from '../kit/files/disk-reserve.js';
 import { isDiskFull, openSqlite } from '../kit/connection/sqlite-open.js';
@@ -51,9 +51,11 @@ interface MarkRow {
   tripped_at_epoch: bigint | null;
   /** Absent from state dirs of earlier versions until this one opens them (the column is added then). */
   tripped_generation: string | null;
+  /** JSON [[start, end], …] as decimal strings; null in rows of earlier versions (everything below the mark). */
+  ranges: string | null;
 }
 
-const MARK_COLUMNS = 'mark, tripped_at_epoch, tripped_generation';
+const MARK_COLUMNS = 'mark, tripped_at_epoch, tripped_generation, ranges';
 
 export class StateDir implements HighWaterMarkStore {
   readonly path: string;
@@ -64,7 +66,7 @@ export class StateDir implements HighWaterMarkStore {
   private readonly reserve: DiskReserve;
   private readonly db: Database.Database;
   private readonly getMark: Database.Statement<[string], MarkRow>;
-  private readonly putMark: Database.Statement<[string, string, number | null, string | null]>;
+  private readonly putMark: Database.Statement<[string, string, number | bigint | null, string | null, string | null]>;
   private readonly getTick: Database.Statement<[string, number], { tick: bigint }>;
   private readonly getHighestTick: Database.Statement<[string], { tick: bigint | null }>;
   private readonly putTick: Database.Statement<[string, number, number]>;
@@ -92,11 +94,13 @@ export class StateDir implements HighWaterMarkStore {
           db.defaultSafeIntegers(true);
           db.transaction(() => {
             db.exec(
-              `CREATE TABLE IF NOT EXISTS marks (tag TEXT PRIMARY KEY NOT NULL, mark TEXT NOT NULL, tripped_at_epoch INTEGER, tripped_generation TEXT)`,
+              `CREATE TABLE IF NOT EXISTS marks (tag TEXT PRIMARY KEY NOT NULL, mark TEXT NOT NULL, tripped_at_epoch INTEGER, tripped_generation TEXT, ranges TEXT)`,
             );
-            // A state dir of an earlier version: its trips have no generation (NULL), and are judged as before.
+            // A dir of an earlier version gains the columns (its trips have no generation, its marks no ranges: judged as
+            // before); that version still reads the dir, as it selects its columns by name.
             const columns = db.prepare('SELECT name FROM pragma_table_info(?)').all('marks') as Array<{ name: string }>;
             if (!columns.some((c) => c.name === 'tripped_generation')) db.exec('ALTER TABLE marks ADD COLUMN tripped_generation TEXT');
+            if (!columns.some((c) => c.name === 'ranges')) db.exec('ALTER TABLE marks ADD COLUMN ranges TEXT');
             db.exec(
               `CREATE TABLE IF NOT EXISTS ticks (space TEXT NOT NULL, worker_id INTEGER NOT NULL, tick INTEGER NOT NULL, PRIMARY KEY (space, worker_id))`,
             );
@@ -131,8 +135,8 @@ export class StateDir implements HighWaterMarkStore {
       this.reserve.tryKeep();
       this.getMark = db.prepare(`SELECT ${MARK_COLUMNS} FROM marks WHERE tag = ?`);
       this.putMark = db.prepare(
-        `INSERT INTO marks (tag, ${MARK_COLUMNS}) VALUES (?, ?, ?, ?) ON CONFLICT (tag) DO UPDATE SET ` +
-          'mark = excluded.mark, tripped_at_epoch = excluded.tripped_at_epoch, tripped_generation = excluded.tripped_generation',
+        `INSERT INTO marks (tag, ${MARK_COLUMNS}) VALUES (?, ?, ?, ?, ?) ON CONFLICT (tag) DO UPDATE SET ` +
+          'mark = excluded.mark, tripped_at_epoch = excluded.tripped_at_epoch, tripped_generation = excluded.tripped_generation, ranges = excluded.ranges',
       );
       this.getTick = db.prepare('SELECT tick FROM ticks WHERE space = ? AND worker_id = ?');
       this.getHighestTick = db.prepare('SELECT MAX(tick) AS tick FROM ticks WHERE space = ?');
@@ -169,10 +173,9 @@ export class StateDir implements HighWaterMarkStore {
           const current = toMark(this.getMark.get(tag));
           const next = await change(current);
           if (next === undefined || sameMark(next, current)) return current;
-          const tripped = next.trippedAtEpoch;
-          const generation = tripped === undefined ? undefined : next.trippedGeneration;
-          this.putMark.run(tag, next.mark.toString(), tripped ?? null, generation ?? null);
-          return tripped === undefined ? { mark: next.mark, trippedAtEpoch: undefined } : { ...next, trippedGeneration: generation };
+          const row = markRow(next);
+          this.putMark.run(tag, row.mark, row.tripped_at_epoch, row.tripped_generation, row.ranges);
+          return toMark(row);
         });
       } catch (e) {
         throw stateError((w) => `cannot record the high-water mark of tag ${JSON.stringify(tag)}${w ? ` in ${w}` : ''}`, e, this.path);
@@ -192,9 +195,13 @@ export class StateDir implements HighWaterMarkStore {
     end: bigint,
     fenceEpoch: number,
     generation?: string,
+    parts?: readonly AcceptedRange[],
   ): Promise<GuardVerdict> {
     let verdict: GuardVerdict | undefined;
-    await this.update(tag, (current) => (verdict = checkShared(floor, current, start, end, fenceEpoch, this.where, generation)).record);
+    await this.update(
+      tag,
+      (current) => (verdict = checkShared(floor, current, start, end, fenceEpoch, this.where, generation, parts)).record,
+    );
     if (verdict === undefined) throw stateError('cannot record the high-water mark', new Error('the mark was not read'));
     return verdict;
   }
@@ -389,7 +396,13 @@ export class StateDir implements HighWaterMarkStore {
             const cur = toMark(this.getMark.get(tag));
             const mark = cur && cur.mark > BigInt(rec.mark) ? cur.mark : BigInt(rec.mark);
             const trips = [cur?.trippedAtEpoch, rec.trippedAtEpoch].filter((x): x is number => x !== undefined);
-            this.putMark.run(tag, mark.toString(), trips.length ? Math.max(...trips) : null, null);
+            this.putMark.run(
+              tag,
+              mark.toString(),
+              trips.length ? Math.max(...trips) : null,
+              null,
+              mark === cur?.mark ? rangesText(cur.ranges) : null,
+            );
           }
         }
         this.db
@@ -450,9 +463,42 @@ export class StateDirReader {
 
 function toMark(r: MarkRow | undefined): HighWaterMark | undefined {
   if (r === undefined) return undefined;
-  if (r.tripped_at_epoch === null) return { mark: BigInt(r.mark), trippedAtEpoch: undefined };
-  const trip = { mark: BigInt(r.mark), trippedAtEpoch: Number(r.tripped_at_epoch) };
+  const mark = BigInt(r.mark);
+  const ranges = parseRanges(r.ranges);
+  const withRanges = ranges === undefined ? { mark } : { mark, ranges };
+  if (r.tripped_at_epoch === null) return { ...withRanges, trippedAtEpoch: undefined };
+  const trip = { ...withRanges, trippedAtEpoch: Number(r.tripped_at_epoch) };
   return r.tripped_generation === null ? trip : { ...trip, trippedGeneration: r.tripped_generation };
+}
+
+/** The row of a record: a generation only with a trip. */
+function markRow(m: HighWaterMark): MarkRow {
+  const tripped = m.trippedAtEpoch !== undefined;
+  return {
+    mark: m.mark.toString(),
+    tripped_at_epoch: tripped ? BigInt(m.trippedAtEpoch as number) : null,
+    tripped_generation: tripped ? (m.trippedGeneration ?? null) : null,
+    ranges: rangesText(m.ranges),
+  };
+}
+
+function rangesText(ranges: readonly AcceptedRange[] | undefined): string | null {
+  return ranges === undefined ? null : JSON.stringify(ranges.map(([a, b]) => [a.toString(), b.toString()]));
+}
+
+/** Unreadable ranges count as absent: everything below the mark, as a row of an earlier version. */
+function parseRanges(text: string | null): AcceptedRange[] | undefined {
+  if (text === null) return undefined;
+  try {
+    const list = JSON.parse(text) as unknown;
+    if (!Array.isArray(list)) return undefined;
+    return list.map((p) => {
+      if (!Array.isArray(p) || p.length !== 2) throw new Error('not a range');
+      return [BigInt(p[0] as string), BigInt(p[1] as string)] as const;
+    });
+  } catch {
+    return undefined;
+  }
 }
 
 /** By value: a record that crossed threads is a copy. */
@@ -461,7 +507,8 @@ function sameMark(a: HighWaterMark, b: HighWaterMark | undefined): boolean {
     b !== undefined &&
     a.mark === b.mark &&
     a.trippedAtEpoch === b.trippedAtEpoch &&
-    (a.trippedAtEpoch === undefined || a.trippedGeneration === b.trippedGeneration)
+    (a.trippedAtEpoch === undefined || a.trippedGeneration === b.trippedGeneration) &&
+    rangesText(a.ranges) === rangesText(b.ranges)
   );
 }
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { checkAnswer, checkShared, tripStands } from './rollback-guard.js';
+import { KEPT_RANGES, acceptedRanges, checkAnswer, checkShared, tripStands, withoutRange } from './rollback-guard.js';
 
 describe('checkAnswer', () => {
   it('accepts the first answer and raises the mark', () => {
@@ -24,8 +24,15 @@ describe('checkAnswer', () => {
 
 describe('checkShared (one set of marks for all processes of a server)', () => {
   it('judges an answer by the mark read before its request was sent, not by marks other processes raised since', () => {
-    // worker A sent at mark 100; worker B's later answer raised the mark to 300 meanwhile
-    expect(checkShared({ mark: 100n }, { mark: 300n }, 100n, 200n, 0)).toEqual({ ok: true, record: { mark: 300n } });
+    // worker A sent at mark 100; worker B's later answer [200, 300) raised the mark to 300 meanwhile
+    const raised = {
+      mark: 300n,
+      ranges: [
+        [0n, 100n],
+        [200n, 300n],
+      ] as const,
+    };
+    expect(checkShared({ mark: 100n }, raised, 100n, 200n, 0)).toEqual({ ok: true, record: { mark: 300n } });
   });
 
   it('trips below the floor and keeps the highest mark', () => {
@@ -36,7 +43,16 @@ describe('checkShared (one set of marks for all processes of a server)', () => {
   it('refuses while any process recorded a trip at this epoch or later; a fenced (newer) epoch clears it', () => {
     const tripped = { mark: 300n, trippedAtEpoch: 2 };
     expect(checkShared({ mark: 0n }, tripped, 400n, 500n, 2).ok).toBe(false);
-    expect(checkShared({ mark: 0n }, tripped, 400n, 500n, 3)).toEqual({ ok: true, record: { mark: 500n } });
+    expect(checkShared({ mark: 0n }, tripped, 400n, 500n, 3)).toEqual({
+      ok: true,
+      record: {
+        mark: 500n,
+        ranges: [
+          [0n, 300n],
+          [400n, 500n],
+        ],
+      },
+    });
   });
 
   it('a mark lowered since the floor was read (another process gave its tail back) judges the answer instead', () => {
@@ -74,7 +90,16 @@ describe('a trip and the creation of the tag it was recorded under', () => {
     expect(checkShared(trip, trip, 500n, 600n, 0, undefined, 'B').ok).toBe(false);
     expect(tripStands(trip, 1, 'B')).toBe(false);
     // lifted, the answer is judged by the mark: above it, served and the trip cleared; below it, tripped again for B
-    expect(checkShared(trip, trip, 500n, 600n, 1, undefined, 'B')).toEqual({ ok: true, record: { mark: 600n } });
+    expect(checkShared(trip, trip, 500n, 600n, 1, undefined, 'B')).toEqual({
+      ok: true,
+      record: {
+        mark: 600n,
+        ranges: [
+          [0n, 200n],
+          [500n, 600n],
+        ],
+      },
+    });
     const again = checkShared(trip, trip, 100n, 110n, 1, undefined, 'B');
     expect(again).toMatchObject({ ok: false, record: { mark: 200n, trippedAtEpoch: 1, trippedGeneration: 'B' } });
   });
@@ -86,5 +111,83 @@ describe('a trip and the creation of the tag it was recorded under', () => {
     expect(tripStands({ ...old, trippedGeneration: 'A' }, 1)).toBe(true);
     expect(checkShared(old, old, 500n, 600n, 1, undefined, 'B').ok).toBe(false);
     expect(tripStands({ mark: 200n }, 0, 'B')).toBe(false);
+  });
+});
+
+describe('checkShared: the ranges the server accepted', () => {
+  it('refuses an answer over a range another process accepted, though the floor read before it was sent is below it (sim seed 17)', () => {
+    // worker A's [100, 200) recorded after worker B read its floor (100); the store failed over and answers B [100, 200) again
+    const v = checkShared({ mark: 100n }, { mark: 200n, ranges: [[100n, 200n]] }, 100n, 200n, 0, 'state dir ./d');
+    expect(v).toMatchObject({ ok: false, record: { mark: 200n, trippedAtEpoch: 0, ranges: [[100n, 200n]] } });
+    expect(v.ok ? '' : v.reason).toContain('over [100, 200), IDs accepted here before (kept in state dir ./d)');
+    expect(v.ok ? '' : v.publicReason).not.toContain('./d');
+  });
+
+  it('records each part of a batch, not their hull: another process may answer between them', () => {
+    const v = checkShared(undefined, undefined, 10n, 40n, 0, undefined, undefined, [
+      [10n, 20n],
+      [30n, 40n],
+    ]);
+    expect(v).toEqual({
+      ok: true,
+      record: {
+        mark: 40n,
+        ranges: [
+          [10n, 20n],
+          [30n, 40n],
+        ],
+      },
+    });
+    expect(checkShared({ mark: 20n }, v.record, 20n, 30n, 0)).toEqual({ ok: true, record: { mark: 40n, ranges: [[10n, 40n]] } });
+    // parts that overlap each other are a repeat too
+    const twice = checkShared(undefined, undefined, 10n, 20n, 0, undefined, undefined, [
+      [10n, 20n],
+      [15n, 20n],
+    ]);
+    expect(twice.ok).toBe(false);
+  });
+
+  it('keeps at most KEPT_RANGES ranges, the oldest merged (only ever overstating what was accepted)', () => {
+    let rec = checkShared(undefined, undefined, 0n, 1n, 0).record;
+    for (let i = 1n; i <= BigInt(KEPT_RANGES) + 5n; i++) rec = checkShared(undefined, rec, 2n * i, 2n * i + 1n, 0).record;
+    const kept = acceptedRanges(rec);
+    expect(kept).toHaveLength(KEPT_RANGES);
+    expect(kept[0]?.[0]).toBe(0n);
+    expect(kept[KEPT_RANGES - 1]).toEqual([2n * (BigInt(KEPT_RANGES) + 5n), 2n * (BigInt(KEPT_RANGES) + 5n) + 1n]);
+    expect(checkShared(undefined, rec, 3n, 4n, 0).ok).toBe(false); // a gap merged away
+  });
+
+  it('a give-back takes only its own range out: the ranges of others stay, the mark is the highest left (sim seed 30)', () => {
+    const rec = {
+      mark: 300n,
+      ranges: [
+        [0n, 100n],
+        [200n, 300n],
+      ] as const,
+    };
+    expect(withoutRange(rec, 200n, 300n)).toEqual({ mark: 100n });
+    expect(withoutRange(rec, 50n, 100n)).toEqual({
+      mark: 300n,
+      ranges: [
+        [0n, 50n],
+        [200n, 300n],
+      ],
+    });
+    // a record of an earlier version: everything below its mark, less the range given back
+    expect(withoutRange({ mark: 300n }, 250n, 300n)).toEqual({ mark: 250n });
+    expect(withoutRange({ mark: 300n }, 100n, 200n)).toEqual({
+      mark: 300n,
+      ranges: [
+        [0n, 100n],
+        [200n, 300n],
+      ],
+    });
+    expect(withoutRange({ mark: 100n }, 0n, 100n)).toEqual({ mark: 0n });
+  });
+
+  it('ranges that do not end at the mark (an earlier version moved the mark since) count as everything below it', () => {
+    expect(acceptedRanges({ mark: 500n, ranges: [[100n, 200n]] })).toEqual([[0n, 500n]]);
+    expect(acceptedRanges({ mark: 200n, ranges: [[100n, 200n]] })).toEqual([[100n, 200n]]);
+    expect(acceptedRanges({ mark: 0n })).toEqual([]);
   });
 });

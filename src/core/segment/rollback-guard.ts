@@ -21,6 +21,14 @@ export interface HighWaterMark {
    * stands, whatever the creation, until a fence epoch above `trippedAtEpoch`.
    */
   readonly trippedGeneration?: string | undefined;
+  /**
+   * The ranges [start, end) this server (all its processes) accepted and did
+   * not give back: ascending, apart, the last ending at `mark`, at most
+   * KEPT_RANGES (the oldest merged, which only overstates). Absent (a record
+   * of an earlier version, or all of [0, mark)), or not matching `mark` (an
+   * earlier version wrote the mark since): everything below `mark` counts.
+   */
+  readonly ranges?: readonly AcceptedRange[] | undefined;
 }
 
 /**
@@ -39,6 +47,12 @@ export function tripStands(record: HighWaterMark | undefined, fenceEpoch: number
   if (generation === undefined || tripped === undefined || tripped === generation) return fenceEpoch <= at;
   return fenceEpoch === 0;
 }
+
+/** [start, end) of one tag's IDs a server accepted from the store. */
+export type AcceptedRange = readonly [start: bigint, end: bigint];
+
+/** Ranges kept per mark: ranges of busy servers interleave, and the record is written before every answer. */
+export const KEPT_RANGES = 32;
 
 /**
  * A refusal's `reason` names where the marks are kept, for the operator;
@@ -78,18 +92,23 @@ export function checkAnswer(
 }
 
 /**
- * The guard for a server whose processes share one set of marks. `floor` is
- * the mark as read before the request was sent: a monotonic store answers
- * every later request at or above it, whichever process raised it. `current`
- * is the mark as it is now (other processes may have raised it meanwhile with
- * answers of their own, which is no alarm, or recorded a trip, which refuses
- * here too). The record to store is the highest mark seen, tripped or not.
+ * The guard for a server whose processes share one set of marks. Two
+ * allocations of a store never overlap, so an answer overlapping a range the
+ * server accepted (by any of its processes, whenever) is a repeat: the store
+ * went back. This holds whatever the timing, unlike the floor alone: a floor
+ * read before another process recorded its range does not cover that range,
+ * and a store failed over between that process's commit and this request
+ * answers it again (sim seed 17).
  *
- * A current mark below the floor was lowered by a give-back since the floor
- * was read (the only way a mark goes down): another process stopped and gave
- * its unused tail back, so the store's max_id went back with it. The answer
- * is then judged by the current mark, which still covers every ID the
- * server's processes handed out.
+ * `floor` is the mark as read before the request was sent: a monotonic store
+ * answers every later request at or above it, whichever process raised it,
+ * so an answer below it is a rollback too, even into another server's range.
+ * `current` is the record as it is now (other processes may have raised it
+ * meanwhile with answers of their own, which is no alarm, or recorded a
+ * trip, which refuses here too). A current mark below the floor was lowered
+ * by a give-back since the floor was read: the answer is then judged by the
+ * current mark. `parts`: the ranges of one record of several answers
+ * (`[start, end)` is their hull), each accepted on its own.
  */
 export function checkShared(
   floor: HighWaterMark | undefined,
@@ -99,6 +118,7 @@ export function checkShared(
   fenceEpoch: number,
   where?: string,
   generation?: string,
+  parts?: readonly AcceptedRange[],
 ): GuardVerdict {
   if (current && tripStands(current, fenceEpoch, generation)) {
     return { ok: false, record: current, reason: earlierTrip(current.mark, where), publicReason: earlierTrip(current.mark) };
@@ -106,8 +126,102 @@ export function checkShared(
   const base = floor && current && current.mark < floor.mark ? current : floor;
   const v = checkAnswer(base && { mark: base.mark }, start, end, fenceEpoch, where, generation);
   const top = (a: bigint, b: bigint | undefined) => (b !== undefined && b > a ? b : a);
-  if (!v.ok) return { ...v, record: { ...v.record, mark: top(v.record.mark, current?.mark) } };
-  return { ok: true, record: { mark: top(end, current?.mark) } };
+  let accepted = acceptedRanges(current);
+  for (const [s, e] of parts ?? [[start, end] as const]) {
+    const over = v.ok ? accepted.find(([a, b]) => a < e && s < b) : undefined;
+    if (over) {
+      const say = (w: string | undefined) =>
+        `store answered [${s}, ${e}) over [${over[0]}, ${over[1]}), IDs accepted here before${w === undefined ? '' : ` (kept in ${w})`}: ` +
+        'failed over to a replica behind, restored from an older backup, or the tag deleted and created again below IDs handed out here';
+      // The refused range is not accepted: the record keeps its ranges and only notes the trip.
+      return {
+        ok: false,
+        record: tripped({ ...current, mark: current?.mark ?? e }, fenceEpoch, generation),
+        reason: say(where),
+        publicReason: say(undefined),
+      };
+    }
+    accepted = withRange(accepted, s, e);
+  }
+  if (!v.ok) return { ...v, record: tripped({ ...current, mark: top(v.record.mark, current?.mark) }, fenceEpoch, generation) };
+  return { ok: true, record: recordOf(accepted) };
+}
+
+/**
+ * The record after a give-back of [from, end): those IDs are no longer
+ * counted as accepted (the store may answer them again), every other range
+ * stays, and the mark is the end of the highest one left.
+ */
+export function withoutRange(record: HighWaterMark, from: bigint, end: bigint): HighWaterMark {
+  const left: AcceptedRange[] = [];
+  for (const [a, b] of acceptedRanges(record)) {
+    if (b <= from || a >= end) left.push([a, b]);
+    else {
+      if (a < from) left.push([a, from]);
+      if (b > end) left.push([end, b]);
+    }
+  }
+  const kept = recordOf(left);
+  return record.trippedAtEpoch === undefined ? kept : tripped(kept, record.trippedAtEpoch, record.trippedGeneration);
+}
+
+/** The ranges a record counts as accepted (see `HighWaterMark.ranges`). */
+export function acceptedRanges(record: HighWaterMark | undefined): readonly AcceptedRange[] {
+  if (record === undefined) return [];
+  const r = record.ranges;
+  if (r !== undefined && fits(r, record.mark)) return r;
+  return record.mark > 0n ? [[0n, record.mark]] : [];
+}
+
+/** Ranges as this module writes them, ending at `mark`: a range list written before an earlier version moved the mark does not. */
+function fits(ranges: readonly AcceptedRange[], mark: bigint): boolean {
+  let prev = -1n;
+  for (const [a, b] of ranges) {
+    if (typeof a !== 'bigint' || typeof b !== 'bigint' || a <= prev || b <= a) return false;
+    prev = b;
+  }
+  return ranges.length > 0 && prev === mark;
+}
+
+/** `ranges` with [start, end) added, merged with its neighbours; past KEPT_RANGES the two lowest become one. */
+function withRange(ranges: readonly AcceptedRange[], start: bigint, end: bigint): AcceptedRange[] {
+  const out: AcceptedRange[] = [];
+  let s = start;
+  let e = end;
+  let placed = false;
+  for (const [a, b] of ranges) {
+    if (b < s) out.push([a, b]);
+    else if (a > e) {
+      if (!placed) out.push([s, e]);
+      placed = true;
+      out.push([a, b]);
+    } else {
+      if (a < s) s = a;
+      if (b > e) e = b;
+    }
+  }
+  if (!placed) out.push([s, e]);
+  while (out.length > KEPT_RANGES) {
+    const [[a], [, b]] = out as [AcceptedRange, AcceptedRange];
+    out.splice(0, 2, [a, b]);
+  }
+  return out;
+}
+
+/** A record of these ranges; `ranges` left out when they are all of [0, mark), which its absence means. */
+function recordOf(ranges: readonly AcceptedRange[]): HighWaterMark {
+  const last = ranges[ranges.length - 1];
+  const mark = last ? last[1] : 0n;
+  const whole = ranges.length === 0 || (ranges.length === 1 && (ranges[0] as AcceptedRange)[0] === 0n);
+  return whole ? { mark } : { mark, ranges };
+}
+
+/** `record` with a trip at `fenceEpoch` of creation `generation` (none: the record says no creation). */
+function tripped(record: HighWaterMark, fenceEpoch: number, generation: string | undefined): HighWaterMark {
+  const { trippedGeneration: _, ...rest } = record;
+  return generation === undefined
+    ? { ...rest, trippedAtEpoch: fenceEpoch }
+    : { ...rest, trippedAtEpoch: fenceEpoch, trippedGeneration: generation };
 }
 
 /** The refusal of a tag whose rollback was recorded earlier, naming where the mark is kept. */
