@@ -35,8 +35,11 @@ import { bytesToUlid } from './ulid.js';
 
 export const UUID_V7_MAX_MS = 2 ** 48 - 1;
 
-/** `'7' + 3 hex digits` for every counter value: the version nibble and rand_a. */
-const VERSION_COUNTER: readonly string[] = Array.from({ length: 4096 }, (_, i) => '7' + i.toString(16).padStart(3, '0'));
+/**
+ * `'7' + 3 hex digits` for every counter value: the version nibble and rand_a. Built by the first generator, not at
+ * import: `import('sequoia-id')` need not pay for 4,096 strings before anyone asks for a UUIDv7 (BENCHMARKS.md, start-up).
+ */
+let VERSION_COUNTER: readonly string[] | undefined;
 /** Byte 8 with the variant bits `10`: index by the random byte. */
 const VARIANT_BYTE: readonly string[] = Array.from({ length: 256 }, (_, i) => HEX_BYTES[0x80 | (i & 0x3f)]!);
 
@@ -78,6 +81,7 @@ export class UuidV7Generator {
     this.clock = clock;
     this.random = random;
     this.seedMask = (1 << counterSeedBits) - 1;
+    VERSION_COUNTER ??= Array.from({ length: 4096 }, (_, i) => '7' + i.toString(16).padStart(3, '0'));
     this.pool = new Uint8Array(poolSize);
     this.pos = poolSize;
   }
@@ -127,7 +131,7 @@ export class UuidV7Generator {
     const h = HEX_BYTES;
     return (
       this.prefix +
-      VERSION_COUNTER[this.counter]! +
+      VERSION_COUNTER![this.counter]! +
       '-' +
       VARIANT_BYTE[p[i]!]! +
       h[p[i + 1]!]! +
