@@ -4,6 +4,7 @@
  * without the plant too (a real bug, sim/regression-seeds.json) proves nothing
  * about the plant and is skipped.
  */
+import { PLANTS } from './plants.js';
 import { runSeed, type SeedOptions, type SeedResult } from './run.js';
 
 export interface Hunt {
@@ -15,6 +16,9 @@ export interface Hunt {
 
 export async function hunt(plant: string, maxSeeds: number, o: Omit<SeedOptions, 'plant'> = {}): Promise<Hunt> {
   let n = 0;
+  // Only the plant's own world: the others cannot see it.
+  const w = PLANTS[plant]?.world;
+  o = { ...o, worlds: w === undefined ? [] : [w] };
   for (let seed = 1; seed <= maxSeeds; seed++) {
     n++;
     const planted = await runSeed(seed, { ...o, plant });

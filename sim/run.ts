@@ -9,6 +9,7 @@ import { Scheduler } from './engine/scheduler.js';
 import { Cluster } from './model/cluster.js';
 import type { Finding } from './model/checker.js';
 import { PLANTS } from './plants.js';
+import { runWorld, WORLDS, type World, type WorldResult } from './worlds.js';
 
 export interface SeedOptions {
   readonly plant?: string | undefined;
@@ -16,6 +17,8 @@ export interface SeedOptions {
   readonly chaosMs?: number;
   /** Simulated ms after every fault healed; default 20,000. */
   readonly healMs?: number;
+  /** The worlds run after the cluster's (sim/worlds.ts); default all of them. */
+  readonly worlds?: readonly World[];
 }
 
 export interface SeedResult {
@@ -78,22 +81,45 @@ export async function runSeed(seed: number, o: SeedOptions = {}): Promise<SeedRe
     if (!stop()) cluster.checkLiveness();
     const c = cluster.checker;
     for (const f of c.findings) sched.log(`FINDING ${f.kind}: ${f.message}`);
-    const hash = createHash('sha256').update(sched.trace.join('\n')).digest('hex');
-    const notable = sched.trace.filter((l) => / (FAULT|OP|HEAL|FINDING|restart|resume) /.test(l));
+    const worlds: WorldResult[] = [];
+    for (const w of o.worlds ?? WORLDS) worlds.push(await runWorld(w, seed));
+    const all = mergeWorlds({ findings: c.findings, trace: sched.trace, coverage: cluster.coverage }, worlds);
+    const hash = createHash('sha256').update(all.trace.join('\n')).digest('hex');
+    const notable = all.trace.filter((l) => / (FAULT|OP|HEAL|FINDING|restart|resume) /.test(l));
+    const sum = (f: (w: WorldResult) => number): number => worlds.reduce((a, w) => a + f(w), 0);
     return {
       seed,
       plant: o.plant,
-      findings: c.findings,
+      findings: all.findings,
       hash,
-      events: sched.events,
-      simMs: sched.now,
-      answered: c.answered,
-      faults: nFaults,
-      coverage: cluster.coverage,
+      events: sched.events + sum((w) => w.events),
+      simMs: sched.now + sum((w) => w.simMs),
+      answered: c.answered + sum((w) => w.answered),
+      faults: nFaults + sum((w) => w.faults),
+      coverage: all.coverage,
       shortTrace: notable.slice(-30),
-      trace: sched.trace,
+      trace: all.trace,
     };
   } finally {
     uninstall?.();
   }
+}
+
+/** The cluster's findings, trace and coverage with each world's after them (its trace lines and findings named by it). */
+function mergeWorlds(
+  cluster: { findings: readonly Finding[]; trace: readonly string[]; coverage: ReadonlyMap<string, number> },
+  worlds: readonly WorldResult[],
+): { findings: Finding[]; trace: string[]; coverage: Map<string, number> } {
+  const findings = [...cluster.findings];
+  const trace = [...cluster.trace];
+  const coverage = new Map(cluster.coverage);
+  for (const w of worlds) {
+    for (const line of w.trace) trace.push(`${w.world}| ${line}`);
+    for (const f of w.findings) {
+      findings.push({ ...f, message: `[${w.world} world] ${f.message}` });
+      trace.push(`${w.world}| ${f.at.toFixed(0).padStart(7)} FINDING ${f.kind}: ${f.message}`);
+    }
+    for (const [k, n] of w.coverage) coverage.set(k, (coverage.get(k) ?? 0) + n);
+  }
+  return { findings, trace, coverage };
 }
