@@ -146,11 +146,12 @@ export class ClientWorld {
     const tag = this.rng.pick(CLIENT_TAGS);
     const n = this.rng.chance(0.15) ? this.rng.int(2, 10) : 1;
     const proc = c.proc;
+    const client = c.client;
     this.sched.after(0, proc, () => {
-      const p = n === 1 ? c.client.next(tag).then((v) => [v]) : c.client.nextBatch(tag, n);
+      const p = n === 1 ? client.next(tag).then((v) => [v]) : client.nextBatch(tag, n);
       p.then(
         (ids) => {
-          if (proc.alive) this.got(c, tag, ids);
+          if (proc.alive) this.got(c, proc, tag, ids);
         },
         (e: unknown) => {
           if (!proc.alive) return;
@@ -163,8 +164,9 @@ export class ClientWorld {
   }
 
   /** IDs the client handed its caller: judged against what servers answered it and what every client handed out. */
-  private got(c: SimClient, tag: string, ids: readonly bigint[]): void {
-    const who = c.proc.name;
+  private got(c: SimClient, proc: Proc, tag: string, ids: readonly bigint[]): void {
+    // The process that was asked: a call made before a crash resolves in the old process, not in its successor.
+    const who = proc.name;
     let byTag = this.handed.get(tag);
     if (!byTag) this.handed.set(tag, (byTag = new Map()));
     const fallback = ids.filter((id) => id >= FALLBACK_FLOOR).length;
@@ -234,7 +236,7 @@ export class ClientWorld {
           }
           const w = this.rng.pick(ws);
           // Handled in the worker's process: held while it is paused, lost if it crashes first.
-          this.sched.after(0, w.proc, () => this.serve(c, server, w, url, init?.body, reply));
+          this.sched.after(0, w.proc, () => this.serve(proc, server, w, url, init?.body, reply));
         });
       })) as typeof fetch;
   }
@@ -244,7 +246,7 @@ export class ClientWorld {
   }
 
   private serve(
-    c: SimClient,
+    c: Proc,
     s: Cluster['servers'][number],
     w: Cluster['servers'][number]['workers'][number],
     url: URL,
@@ -255,7 +257,7 @@ export class ClientWorld {
       if (!w.proc.alive) return;
       const code = e instanceof SequoiaError ? e.code : 'INTERNAL';
       if (!CLIENT_REFUSALS.has(code) && code !== 'NOT_FOUND')
-        this.cluster.checker.fail('unexpected-error', `${w.proc.name} answered client ${c.proc.name}: ${code}: ${String(e)}`);
+        this.cluster.checker.fail('unexpected-error', `${w.proc.name} answered client ${c.name}: ${code}: ${String(e)}`);
       const retry =
         e instanceof SequoiaError && e.retryAfterMs !== undefined ? { 'retry-after': String(Math.ceil(e.retryAfterMs / 1000)) } : undefined;
       reply(ERROR_STATUS[code as keyof typeof ERROR_STATUS] ?? 500, JSON.stringify({ error: { code, message: String(e) } }), retry);
@@ -265,7 +267,7 @@ export class ClientWorld {
       const tag = decodeURIComponent(lease[1] as string);
       if (this.cluster.store.faults.unavailable) return fail(new SequoiaError('STORE_UNAVAILABLE', 'sim store: unreachable'));
       this.leasesOf(w.proc.name)
-        .lease(tag, JSON.parse(String(body ?? '{}')) as object, c.name)
+        .lease(tag, JSON.parse(String(body ?? '{}')) as object, c.name.replace(/#.*/, ''))
         .then((l) => reply(200, JSON.stringify(l)), fail);
       return;
     }
@@ -291,14 +293,14 @@ export class ClientWorld {
   }
 
   /** A server's answer to a client: checked as every server answer is, and remembered for the client's hand-outs. */
-  private answered(s: Cluster['servers'][number], proc: Proc, c: SimClient, tag: string, ids: readonly bigint[]): void {
+  private answered(s: Cluster['servers'][number], proc: Proc, c: Proc, tag: string, ids: readonly bigint[]): void {
     const checker = this.cluster.checker;
-    this.sched.log(`ans ${proc.name} ${tag} ${ids[0]}+${ids.length} to ${c.proc.name}`);
+    this.sched.log(`ans ${proc.name} ${tag} ${ids[0]}+${ids.length} to ${c.name}`);
     checker.answer(proc.name, `${s.name}@${s.dir.lost}`, tag, ids, s.dir.durable.get(tag)?.mark);
     let byTag = this.issued.get(tag);
     if (!byTag) this.issued.set(tag, (byTag = new Map()));
     for (const id of ids) {
-      const h = { client: c.proc.name, lineage: checker.lineageOf(proc.name, tag, id) };
+      const h = { client: c.name, lineage: checker.lineageOf(proc.name, tag, id) };
       const prev = byTag.get(id);
       if (prev) prev.push(h);
       else byTag.set(id, [h]);
@@ -326,6 +328,7 @@ export class ClientWorld {
     const kind = r.pick(['client-crash', 'client-pause', 'client-partition', 'client-partition', 'client-clock-step'] as const);
     switch (kind) {
       case 'client-crash': {
+        if (!c.proc.alive) return; // down already, its restart on the way
         this.count(kind);
         this.sched.log(`FAULT client-crash ${c.proc.name}`);
         c.proc.alive = false;
