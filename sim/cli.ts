@@ -63,7 +63,7 @@ async function main(): Promise<void> {
   if (plant !== undefined && !PLANTS[plant]) usage(`--plant must be one of ${Object.keys(PLANTS).join(', ')}`);
   const chaosS = int('chaos-s', v['chaos-s'], 1);
   if (v.world !== undefined && !['segment', 'snowflake', 'both'].includes(v.world)) usage('--world must be segment, snowflake or both');
-  const plantWorld = plant === undefined ? undefined : (PLANTS[plant]?.world ?? 'segment');
+  const plantWorld = plant === undefined ? undefined : PLANTS[plant]?.world === 'snowflake' ? 'snowflake' : 'segment';
   const worlds: Array<'segment' | 'snowflake'> =
     plantWorld !== undefined
       ? [plantWorld]

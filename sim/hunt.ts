@@ -4,8 +4,7 @@
  * without the plant too (a real bug, sim/regression-seeds.json) proves nothing
  * about the plant and is skipped.
  */
-import { PLANTS } from './plants.js';
-import { runSeed, type SeedOptions, type SeedResult } from './run.js';
+import { plantWorlds, runSeed, type SeedOptions, type SeedResult } from './run.js';
 
 export interface Hunt {
   readonly plant: string;
@@ -16,11 +15,12 @@ export interface Hunt {
 
 export async function hunt(plant: string, maxSeeds: number, o: Omit<SeedOptions, 'plant'> = {}): Promise<Hunt> {
   let n = 0;
+  o = { ...o, ...plantWorlds(plant) };
   for (let seed = 1; seed <= maxSeeds; seed++) {
     n++;
     const planted = await runSeed(seed, { ...o, plant });
     if (planted.findings.length === 0) continue;
-    const clean = await runSeed(seed, { ...o, world: PLANTS[plant]?.world });
+    const clean = await runSeed(seed, o);
     if (clean.findings.length === 0) return { plant, found: planted, seedsRun: n };
   }
   return { plant, found: undefined, seedsRun: n };

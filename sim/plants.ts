@@ -17,11 +17,19 @@ import type { SnowflakeGenerator } from '../src/core/snowflake/generator.js';
 import type { Timer } from '../src/core/timers.js';
 import type { HeldLease, LeaseRecord } from '../src/ports/worker-lease-store.js';
 import type { IdSpace, WorkerGrant, WorkerIdProvider } from '../src/ports/worker-id-provider.js';
+import { RangeSet } from '../src/client/reserve.js';
+import type { TagInfo } from '../src/ports/segment-store.js';
+import { PeerTable } from './model/migrate-world.js';
+import type { World } from './worlds.js';
 
 export interface Plant {
   readonly what: string;
-  /** The world it is planted in: the segment cluster (default) or the snowflake world (which ignores `install`'s argument). */
-  readonly world?: 'snowflake';
+  /**
+   * The world it is planted in: the segment cluster (default), the snowflake
+   * world (which ignores `install`'s argument), or a world run after the
+   * cluster's (sim/worlds.ts): the plant tests run only that one.
+   */
+  readonly world?: 'snowflake' | World;
   /** Turns the bug on; answers how to turn it off. */
   install(cluster: Cluster): () => void;
 }
@@ -223,6 +231,36 @@ export const PLANTS: Record<string, Plant> = {
           return { workerId: r.workerId, generation: r.generation, lastTick: r.lastTick, expiresAtMs: r.expiresAtMs };
         },
       );
+    },
+  },
+  'reserve-handed-twice': {
+    what: "the client's reserve hands out IDs without taking them out of the reserve (a reserve ID answered twice)",
+    world: 'client',
+    install() {
+      return patch(RangeSet.prototype, 'takeMany', function (this: { size: number; take(): bigint | undefined }, n: number) {
+        if (n > this.size) return undefined;
+        const out: bigint[] = [];
+        for (let i = 0; i < n; i++) out.push(this.take() as bigint);
+        (this as unknown as RangeSet).addIds(out); // the bug: put back, so the next call hands them out again
+        return out;
+      });
+    },
+  },
+  'migrate-no-retire': {
+    what: "migrate reads the peer's row but does not rename it: the peer's servers keep taking ranges the copy hands out too",
+    world: 'migrate',
+    install() {
+      const orig = PeerTable.prototype.retire;
+      return patch(PeerTable.prototype, 'retire', function (this: PeerTable, tag: string, name: string, check: (l: TagInfo) => void) {
+        const locked = orig.call(this, tag, name, check);
+        const row = this.rows.get(name);
+        if (row) {
+          this.rows.delete(name);
+          this.rows.set(tag, row);
+          this.retiredAt.delete(tag);
+        }
+        return locked;
+      });
     },
   },
 };

@@ -10,6 +10,7 @@ import { Cluster } from './model/cluster.js';
 import type { Finding } from './model/checker.js';
 import { PLANTS } from './plants.js';
 import { runSnowflakeSeed } from './run-snowflake.js';
+import { runWorld, WORLDS, type World, type WorldResult } from './worlds.js';
 
 export interface SeedOptions {
   readonly plant?: string | undefined;
@@ -19,6 +20,8 @@ export interface SeedOptions {
   readonly healMs?: number;
   /** Which world: the segment cluster (default) or snowflake (model/snowflake-world.ts; a snowflake plant implies it). */
   readonly world?: 'segment' | 'snowflake' | undefined;
+  /** The worlds run after the cluster's (sim/worlds.ts); default all of them. */
+  readonly worlds?: readonly World[];
 }
 
 export interface SeedResult {
@@ -37,6 +40,13 @@ export interface SeedResult {
   readonly trace: readonly string[];
   /** 'snowflake' for a seed of the snowflake world. */
   readonly world?: 'snowflake';
+}
+
+/** The options that run a plant's own world only (the others cannot see it): the snowflake world, or the cluster and one world after it. */
+export function plantWorlds(plant: string): Pick<SeedOptions, 'world' | 'worlds'> {
+  const w = PLANTS[plant]?.world;
+  if (w === 'snowflake') return { world: 'snowflake' };
+  return { world: 'segment', worlds: w === undefined ? [] : [w] };
 }
 
 export async function runSeed(seed: number, o: SeedOptions = {}): Promise<SeedResult> {
@@ -95,22 +105,45 @@ async function oneSeed(seed: number, o: SeedOptions): Promise<SeedResult> {
     if (!stop()) cluster.checkLiveness();
     const c = cluster.checker;
     for (const f of c.findings) sched.log(`FINDING ${f.kind}: ${f.message}`);
-    const hash = createHash('sha256').update(sched.trace.join('\n')).digest('hex');
-    const notable = sched.trace.filter((l) => / (FAULT|OP|HEAL|FINDING|restart|resume) /.test(l));
+    const worlds: WorldResult[] = [];
+    for (const w of o.worlds ?? WORLDS) worlds.push(await runWorld(w, seed));
+    const all = mergeWorlds({ findings: c.findings, trace: sched.trace, coverage: cluster.coverage }, worlds);
+    const hash = createHash('sha256').update(all.trace.join('\n')).digest('hex');
+    const notable = all.trace.filter((l) => / (FAULT|OP|HEAL|FINDING|restart|resume) /.test(l));
+    const sum = (f: (w: WorldResult) => number): number => worlds.reduce((a, w) => a + f(w), 0);
     return {
       seed,
       plant: o.plant,
-      findings: c.findings,
+      findings: all.findings,
       hash,
-      events: sched.events,
-      simMs: sched.now,
-      answered: c.answered,
-      faults: nFaults,
-      coverage: cluster.coverage,
+      events: sched.events + sum((w) => w.events),
+      simMs: sched.now + sum((w) => w.simMs),
+      answered: c.answered + sum((w) => w.answered),
+      faults: nFaults + sum((w) => w.faults),
+      coverage: all.coverage,
       shortTrace: notable.slice(-30),
-      trace: sched.trace,
+      trace: all.trace,
     };
   } finally {
     uninstall?.();
   }
+}
+
+/** The cluster's findings, trace and coverage with each world's after them (its trace lines and findings named by it). */
+function mergeWorlds(
+  cluster: { findings: readonly Finding[]; trace: readonly string[]; coverage: ReadonlyMap<string, number> },
+  worlds: readonly WorldResult[],
+): { findings: Finding[]; trace: string[]; coverage: Map<string, number> } {
+  const findings = [...cluster.findings];
+  const trace = [...cluster.trace];
+  const coverage = new Map(cluster.coverage);
+  for (const w of worlds) {
+    for (const line of w.trace) trace.push(`${w.world}| ${line}`);
+    for (const f of w.findings) {
+      findings.push({ ...f, message: `[${w.world} world] ${f.message}` });
+      trace.push(`${w.world}| ${f.at.toFixed(0).padStart(7)} FINDING ${f.kind}: ${f.message}`);
+    }
+    for (const [k, n] of w.coverage) coverage.set(k, (coverage.get(k) ?? 0) + n);
+  }
+  return { findings, trace, coverage };
 }

@@ -15,7 +15,7 @@ import { ACTIONS, SEQUENCES } from './model/cluster.js';
 import { SF_COVERAGE } from './model/snowflake-world.js';
 import { PLANTS } from './plants.js';
 import { failureReport } from './report.js';
-import { runSeed, type SeedResult } from './run.js';
+import { plantWorlds, runSeed, type SeedResult } from './run.js';
 
 interface Regression {
   readonly seed: number;
@@ -136,13 +136,14 @@ describe('the simulator', () => {
 
   it.each(found)('finds the planted bug %s (seed %i), which the seed without it does not', async (plant, seed) => {
     expect(seed).toBeLessThanOrEqual(100);
-    const planted = await runSeed(seed, { plant });
+    const only = plantWorlds(plant);
+    const planted = await runSeed(seed, { plant, ...only });
     expect(planted.findings.length, `plant ${plant} survived seed ${seed}`).toBeGreaterThan(0);
     const report = failureReport(planted);
     expect(report).toContain(`FAILED seed ${seed} (plant ${plant})`);
     expect(report).toContain(`replay: npm run sim -- --seed ${seed} --plant ${plant}`);
     expect(planted.shortTrace.length).toBeGreaterThan(0);
-    const clean = await runSeed(seed, { world: PLANTS[plant]?.world });
+    const clean = await runSeed(seed, only);
     expect(clean.findings, failureReport(clean)).toEqual([]);
   });
 });

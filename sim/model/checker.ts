@@ -62,6 +62,16 @@ export class Checker {
     if (!inLedger) this.fail('ledger', `${d.proc.name} got [${d.start}, ${d.end}) of ${d.tag}: no ledger row covers it`);
   }
 
+  /** The lineage of the range delivered to `procName` that holds `id` (-1: none), as `answer` judges it. */
+  lineageOf(procName: string, tag: string, id: bigint): number {
+    const list = this.ranges.get(`${procName}/${tag}`) ?? [];
+    for (let i = list.length - 1; i >= 0; i--) {
+      const r = list[i] as Delivered;
+      if (id >= r.start && id < r.end) return r.lineage;
+    }
+    return -1;
+  }
+
   /** The strict order's bound for a request sent now (`key`: the tag and its lineage). */
   strictBound(key: string): bigint {
     return this.strictTop.get(key) ?? -1n;

@@ -125,7 +125,7 @@ function isRetiring(s: SegmentStore): s is SegmentStore & RetiringStore {
 }
 
 /** The source's rows by the tag they serve: the live one and the one an earlier run retired. */
-interface SourceTag {
+export interface SourceTag {
   readonly tag: string;
   readonly live?: TagInfo;
   readonly retired?: TagInfo;
@@ -160,23 +160,14 @@ export async function migrate(o: MigrateOptions): Promise<MigrateResult> {
   try {
     await source.init();
     if (!isRetiring(source)) throw new InvalidArgumentError('--from must name a Leaf or Tinyid table');
-    const all = sourceTags(await source.listTags());
-    const wanted = o.tags && o.tags.length > 0 ? new Set(o.tags) : undefined;
-    if (wanted) {
-      const missing = [...wanted].filter((t) => !all.some((x) => x.tag === t));
-      if (missing.length > 0) throw new InvalidArgumentError(`--tag: not in the source table: ${missing.join(', ')}`);
-    }
-    const tags = wanted ? all.filter((t) => wanted.has(t.tag)) : all;
+    const tags = await sourceTagsOf(source, o.tags);
     target = await createStore(o.to);
     await target.init();
     const run: TagRun = { source, target, margin, dryRun, keepSource: o.keepSource ?? false, marks: dir?.marks ?? new Map() };
     const copied = new Set(tags.map((t) => t.tag));
     // The marks of tags this run leaves alone are checked before anything is written: the dir could not move after it.
     if (dir && o.stateDir !== undefined) await checkMarks(dir, o.stateDir, target, copied);
-    // Every tag checked before the first row is retired: a run refused halfway would leave some old servers failing and others not.
-    for (const t of tags) precheck(run, t);
-    const steps: MigrateStep[] = [];
-    for (const t of tags) steps.push(await migrateTag(run, t));
+    const steps = await migrateTags(run, tags);
     if (!dir || o.stateDir === undefined) return { steps };
     return { steps, stateDir: await moveStateDir(dir, o.stateDir, target, dryRun, copied) };
   } finally {
@@ -186,7 +177,29 @@ export async function migrate(o: MigrateOptions): Promise<MigrateResult> {
   }
 }
 
-interface TagRun {
+/** The source's tags to copy (all, or the ones named; a name the source lacks is refused). */
+export async function sourceTagsOf(source: SegmentStore & RetiringStore, names: readonly string[] | undefined): Promise<SourceTag[]> {
+  const all = sourceTags(await source.listTags());
+  const wanted = names && names.length > 0 ? new Set(names) : undefined;
+  if (!wanted) return all;
+  const missing = [...wanted].filter((t) => !all.some((x) => x.tag === t));
+  if (missing.length > 0) throw new InvalidArgumentError(`--tag: not in the source table: ${missing.join(', ')}`);
+  return all.filter((t) => wanted.has(t.tag));
+}
+
+/**
+ * The store-level steps of a run, on stores already open (the simulator
+ * drives these with a simulated peer table while it keeps allocating).
+ */
+export async function migrateTags(run: TagRun, tags: readonly SourceTag[]): Promise<MigrateStep[]> {
+  // Every tag checked before the first row is retired: a run refused halfway would leave some old servers failing and others not.
+  for (const t of tags) precheck(run, t);
+  const steps: MigrateStep[] = [];
+  for (const t of tags) steps.push(await migrateTag(run, t));
+  return steps;
+}
+
+export interface TagRun {
   readonly source: SegmentStore & RetiringStore;
   readonly target: SegmentStore;
   readonly margin: bigint;

@@ -78,3 +78,29 @@ describe('Transport and a draining server (rolling restarts)', () => {
     expect(calls.length).toBe(4);
   });
 });
+
+describe('backoff sleeps', () => {
+  it('many calls backing off at once add no listener each to the client signal (no MaxListenersExceededWarning in the app)', async () => {
+    const warnings: string[] = [];
+    const onWarning = (w: Error): void => void warnings.push(w.name);
+    process.on('warning', onWarning);
+    try {
+      const closed = new AbortController();
+      const t = new Transport({
+        urls: [A],
+        timeoutMs: 1000,
+        retry: { attempts: 2, baseDelayMs: 20, maxDelayMs: 20 },
+        fetch: (async () => new Response('{"error":{"code":"STORE_UNAVAILABLE","message":"down"}}', { status: 503 })) as typeof fetch,
+        signal: closed.signal,
+        random: () => 1,
+      });
+      const calls = Array.from({ length: 15 }, () => t.get('/v1/segment/a?count=1').catch((e: unknown) => e));
+      const results = await Promise.all(calls);
+      await new Promise((resolve) => setImmediate(resolve)); // warnings are emitted on the next tick
+      expect(results.every((e) => e instanceof Error)).toBe(true);
+      expect(warnings).not.toContain('MaxListenersExceededWarning');
+    } finally {
+      process.off('warning', onWarning);
+    }
+  });
+});

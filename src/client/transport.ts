@@ -18,7 +18,7 @@
 import { InvalidArgumentError, type SequoiaError, UnavailableError, errorFromCode } from '../core/errors.js';
 import { DRAINING_HEADER } from '../core/request-rules.js';
 import { type Clock, monotonicMs, systemClock } from '../core/clock.js';
-import { delay, systemTimers, type Timers } from '../core/timers.js';
+import { systemTimers, type Timers } from '../core/timers.js';
 
 export interface RetryOptions {
   /** Attempts per call, across all URLs (default 6). */
@@ -66,6 +66,8 @@ export class Transport {
   private readonly coolUntil: number[];
   private readonly clock: Clock;
   private readonly timers: Timers;
+  /** Backoff sleeps under way, each woken at once by close(). */
+  private sleepers: Set<() => void> | undefined;
 
   constructor(private readonly opts: TransportOptions) {
     this.clock = opts.clock ?? systemClock;
@@ -165,9 +167,34 @@ export class Transport {
     if (this.preferred === i) this.preferred = (i + 1) % this.urls.length;
   }
 
-  /** A backoff sleep that ends early (resolving) when the client is closed. */
+  /**
+   * A backoff sleep that ends early (resolving) when the client is closed.
+   * One listener on the client's signal ends them all: a listener per sleep
+   * made Node warn (MaxListenersExceededWarning) once 11 calls backed off at once.
+   */
   private sleep(ms: number): Promise<void> {
-    return delay(this.timers, ms, this.opts.signal);
+    if (this.opts.signal.aborted) return Promise.resolve();
+    if (this.sleepers === undefined) {
+      const sleepers = (this.sleepers = new Set<() => void>());
+      this.opts.signal.addEventListener(
+        'abort',
+        () => {
+          for (const wake of sleepers) wake();
+          sleepers.clear();
+        },
+        { once: true },
+      );
+    }
+    const sleepers = this.sleepers;
+    return new Promise((resolve) => {
+      const wake = (): void => {
+        timer.clear(); // closed: no timer left behind
+        sleepers.delete(wake);
+        resolve();
+      };
+      const timer = this.timers.after(ms, wake);
+      sleepers.add(wake);
+    });
   }
 
   /** The preferred URL unless it is cooling and another one is not. */
