@@ -159,8 +159,6 @@ export class SnowflakeGenerator {
   private behind = false;
   private borrowing = false;
   private readonly onClockEvent: ((e: ClockEvent) => void) | undefined;
-  private checkedAt = Number.NaN;
-  private checkBudget = 0;
   private exhaustedTick = -2;
   private fmtTick = -1;
   private fmtQ = 0;
@@ -276,14 +274,12 @@ export class SnowflakeGenerator {
     if (this.revoked) return;
     if (ceilingTick > this.ceiling) this.ceiling = ceilingTick;
     this.validUntil = validUntil;
-    this.checkedAt = Number.NaN;
   }
 
   /** Stops issuing for good (lease lost or generator closed). */
   revoke(): void {
     this.revoked = true;
     this.validUntil = Number.NEGATIVE_INFINITY;
-    this.checkedAt = Number.NaN;
   }
 
   /** The tick the clock reads now. */
@@ -308,17 +304,12 @@ export class SnowflakeGenerator {
    */
   take(shard = 0): string | Wait {
     const now = this.clock.now();
-    // The lease deadline is read when the clock's ms changes and at least every
-    // 64 IDs: a pause long enough to lose a lease moves the wall clock too, and
-    // the deadline already ends a safety margin (≥ 50 ms) before the expiry.
-    if (now !== this.checkedAt || --this.checkBudget < 0) {
-      this.checkedAt = now;
-      this.checkBudget = 64;
-      if (this.validUntil !== Number.POSITIVE_INFINITY && this.monotonic() >= this.validUntil) {
-        this.checkedAt = Number.NaN;
-        throw leaseLost();
-      }
-    }
+    // The lease deadline is read on every take of a leased generator: the wall
+    // clock cannot stand in for it (frozen or stepped back, it would let a
+    // holder issue past its lease, after the id went to another; sim snowflake
+    // seed 17). One monotonic read, well inside the time an ID may take at the
+    // layout's cap; the deadline already ends a safety margin before the expiry.
+    if (this.validUntil !== Number.POSITIVE_INFINITY && this.monotonic() >= this.validUntil) throw leaseLost();
     let slot = this.cur;
     let low: number;
     if (this.sharded) {
