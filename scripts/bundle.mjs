@@ -4,7 +4,7 @@
 //    chunks each loads (`import('sequoia-id')` loads 8 files, not 22).
 // 2. The command table (commands.js, loaded by cli.js for every command but the quick `gen uuid`), with its lazy chunks.
 // 3. The bin (cli.js) as one file: `sequoia gen uuid` loads it alone; './commands.js' stays an import of the file beside it.
-// Workers are started by path beside the chunk that starts them (off-loop.ts, cluster-primary.ts, audit-sort.ts): the ones of run 1.
+// Workers are started by path beside the chunk that starts them (off-loop.ts, cluster-primary.ts): the ones of run 1.
 import { chmodSync, rmSync } from 'node:fs';
 import { build } from 'esbuild';
 
@@ -20,7 +20,6 @@ await build({
     client: 'dist/client/index.js',
     'cluster-worker': 'dist/app/cluster-worker.js',
     'off-loop-worker': 'dist/app/off-loop-worker.js',
-    'audit-sort-worker': 'dist/app/audit-sort-worker.js',
   },
 });
 await build({ ...common, splitting: true, entryPoints: { commands: 'dist/cli/commands.js' } });

@@ -172,8 +172,7 @@ async function runAudit(file: string | undefined, o: AuditOpts): Promise<number>
   const margin = positive('--fence-margin', o.fenceMargin);
   const timeMargin = wholeFromZero('--time-margin-ms', o.timeMarginMs, TIME_MARGIN_MS);
   checkTmpDir(o.tmpDir);
-  const runWriter = new (await import('../app/audit-sort.js')).ThreadRunWriter();
-  const sorter = new IdSorter({ chunkIds: positive('--chunk-ids', o.chunkIds), tmpDir: o.tmpDir, runWriter });
+  const sorter = new IdSorter({ chunkIds: positive('--chunk-ids', o.chunkIds), tmpDir: o.tmpDir });
   const startedAt = performance.now();
   try {
     const timed = await readInput(file, o, tag, timeMargin, sorter);
@@ -188,7 +187,6 @@ async function runAudit(file: string | undefined, o: AuditOpts): Promise<number>
     }
   } finally {
     sorter.cleanup();
-    await runWriter.close();
   }
 }
 

@@ -1,7 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { existsSync } from 'node:fs';
-import { dirname } from 'node:path';
-import { IdSorter, LineParser, type RunWriter, addDecimal, halvesToBigInt, writeSortedRun } from './id-sort.js';
+import { IdSorter, LineParser, addDecimal, halvesToBigInt } from './id-sort.js';
 
 function parsed(text: string, format: 'lines' | 'copy', chunk = 3): bigint[] {
   const sorter = new IdSorter({ chunkIds: 1024 });
@@ -57,65 +55,5 @@ describe('addDecimal', () => {
     const out: bigint[] = [];
     sorter.drain((hi, lo) => out.push(halvesToBigInt(hi, lo)));
     expect(out).toEqual([0n, 42n, 9007199254740993n, 9223372036854775807n]);
-  });
-});
-
-/**
- * A writer that takes each chunk away as a thread's postMessage does (the
- * sorter's view of it is detached: a write to it would be lost) and writes
- * the run only when waited on, as late as a slow thread would.
- */
-class LateWriter implements RunWriter {
-  held: { chunk: BigInt64Array; n: number; path: string } | undefined;
-  /** Chunks given back by `wait`, and how many chunks the sorter handed over that were not one of them. */
-  readonly returned = new Set<BigInt64Array>();
-  fresh = 0;
-  paths: string[] = [];
-  failWith: string | undefined;
-  start(chunk: BigInt64Array, n: number, path: string): void {
-    expect(this.held).toBeUndefined();
-    if (!this.returned.has(chunk)) this.fresh++;
-    const moved = structuredClone(chunk, { transfer: [chunk.buffer as ArrayBuffer] });
-    this.held = { chunk: moved, n, path };
-    this.paths.push(path);
-  }
-  wait(): BigInt64Array | undefined {
-    const h = this.held;
-    this.held = undefined;
-    if (h === undefined) return undefined;
-    if (this.failWith !== undefined) throw new Error(this.failWith);
-    writeSortedRun(h.chunk, h.n, h.path);
-    this.returned.add(h.chunk);
-    return h.chunk;
-  }
-}
-
-describe('IdSorter with a RunWriter (full chunks sorted elsewhere while the next is read)', () => {
-  const ids = Array.from({ length: 1000 }, (_, i) => BigInt((i * 7919) % 997) * 9007199254740993n);
-  const sorted = (sorter: IdSorter): Array<[bigint, number]> => {
-    for (const id of ids) sorter.add(id);
-    const out: Array<[bigint, number]> = [];
-    sorter.drain((hi, lo, n) => out.push([halvesToBigInt(hi, lo), n]));
-    return out;
-  };
-
-  it('finds the same distinct IDs and counts, in at most two chunks, and removes its runs', () => {
-    const writer = new LateWriter();
-    const got = sorted(new IdSorter({ chunkIds: 64, runWriter: writer }));
-    expect(got).toEqual(sorted(new IdSorter({ chunkIds: 64 })));
-    expect(got.filter(([, n]) => n > 1).length).toBe(3);
-    expect(writer.paths.length).toBe(Math.ceil(ids.length / 64));
-    // The chunk handed over comes back and is filled again: two buffers, the one being read into and the one being written.
-    expect(writer.fresh).toBe(2);
-    expect(existsSync(dirname(writer.paths[0] as string))).toBe(false);
-  });
-
-  it("a run the writer could not write stops the drain with the writer's error, and the spill files go", () => {
-    const writer = new LateWriter();
-    const sorter = new IdSorter({ chunkIds: 64, runWriter: writer });
-    for (const id of ids) sorter.add(id);
-    writer.failWith = 'ENOSPC: no space left on device';
-    expect(message(() => sorter.drain(() => undefined))).toBe('ENOSPC: no space left on device');
-    expect(existsSync(dirname(writer.paths[0] as string))).toBe(false);
   });
 });

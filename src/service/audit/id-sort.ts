@@ -7,9 +7,7 @@
  * once per distinct value with how many times it occurred.
  *
  * Memory: one chunk (`chunkIds` × 8 bytes) while reading, plus a read
- * buffer per run while merging; never the whole input. With a `RunWriter`
- * (a thread that sorts and writes a full chunk while the next one is read)
- * two chunks while reading.
+ * buffer per run while merging; never the whole input.
  */
 import { mkdtempSync, openSync, readSync, closeSync, rmSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -26,33 +24,6 @@ export interface IdSorterOptions {
   readonly chunkIds?: number | undefined;
   /** Where the spill directory is made. Default os.tmpdir(). */
   readonly tmpDir?: string | undefined;
-  /** Sorts and writes full chunks elsewhere (another thread), so reading goes on meanwhile. Default: here, in turn. */
-  readonly runWriter?: RunWriter | undefined;
-}
-
-/**
- * Sorts a full chunk and writes it as a run, on its own time: the sorter
- * hands the chunk over (it may be transferred, so the sorter stops using it)
- * and gets it back from `wait` to fill again.
- */
-export interface RunWriter {
-  /** Starts `writeSortedRun(chunk, n, path)`; `chunk` is the writer's until `wait` gives it back. */
-  start(chunk: BigInt64Array, n: number, path: string): void;
-  /** Blocks until the run started last is written and gives its chunk back (undefined: none started); throws the run's error. */
-  wait(): BigInt64Array | undefined;
-}
-
-/** Sorts the first `n` IDs of `chunk` in place and writes them to `path` as a run (little-endian int64s). */
-export function writeSortedRun(chunk: BigInt64Array, n: number, path: string): void {
-  chunk.subarray(0, n).sort();
-  const fd = openSync(path, 'w');
-  try {
-    const bytes = new Uint8Array(chunk.buffer, chunk.byteOffset, n * 8);
-    let off = 0;
-    while (off < bytes.length) off += writeSync(fd, bytes, off, bytes.length - off);
-  } finally {
-    closeSync(fd);
-  }
 }
 
 export class IdSorter {
@@ -63,14 +34,12 @@ export class IdSorter {
   private n = 0;
   private dir: string | undefined;
   private readonly runs: Array<{ path: string; length: number }> = [];
-  private readonly writer: RunWriter | undefined;
   /** IDs added so far. */
   total = 0;
 
   constructor(opts: IdSorterOptions = {}) {
     this.chunkIds = Math.max(16, opts.chunkIds ?? 4 * 1024 * 1024);
     this.tmpBase = opts.tmpDir ?? tmpdir();
-    this.writer = opts.runWriter;
     this.buf = new BigInt64Array(this.chunkIds);
     this.halves = new Uint32Array(this.buf.buffer);
   }
@@ -96,15 +65,17 @@ export class IdSorter {
   }
 
   private spill(): void {
+    const view = this.buf.subarray(0, this.n);
+    view.sort();
     this.dir ??= mkdtempSync(join(this.tmpBase, 'sequoia-audit-'));
     const path = join(this.dir, `run-${this.runs.length}.bin`);
-    if (this.writer === undefined) writeSortedRun(this.buf, this.n, path);
-    else {
-      // The previous run is written before its chunk is filled again: at most two chunks, one being read into.
-      const back = this.writer.wait();
-      this.writer.start(this.buf, this.n, path);
-      this.buf = back ?? new BigInt64Array(this.chunkIds);
-      this.halves = new Uint32Array(this.buf.buffer);
+    const fd = openSync(path, 'w');
+    try {
+      const bytes = new Uint8Array(this.buf.buffer, 0, this.n * 8);
+      let off = 0;
+      while (off < bytes.length) off += writeSync(fd, bytes, off, bytes.length - off);
+    } finally {
+      closeSync(fd);
     }
     this.runs.push({ path, length: this.n });
     this.n = 0;
@@ -120,7 +91,6 @@ export class IdSorter {
         return;
       }
       if (this.n > 0) this.spill();
-      this.writer?.wait();
       // The chunk's memory is not needed while merging.
       this.buf = new BigInt64Array(0);
       this.halves = new Uint32Array(0);
@@ -137,11 +107,6 @@ export class IdSorter {
   }
 
   cleanup(): void {
-    try {
-      this.writer?.wait();
-    } catch {
-      // A run that failed to write is removed with the others; the error that stopped the audit is already on its way.
-    }
     if (this.dir !== undefined) rmSync(this.dir, { recursive: true, force: true });
     this.dir = undefined;
   }
