@@ -3,14 +3,17 @@
  * (BENCH_AUDIT_IDS, default 10,000,000) with one planted duplicate, from a
  * file and from a PostgreSQL table (`--db … --query`), run as users run it
  * (the built command, a child process): wall time, IDs/s, and the child's
- * peak RSS (GNU time's %M). Beside them, what PostgreSQL itself takes to
- * send the same query's rows: `psql -c "\copy (query) to /dev/null"`.
+ * peak RSS (GNU time's %M) and CPU seconds (user + system, %U %S). Beside
+ * each database, what it takes to send the same query's rows with nothing
+ * parsed: `psql -c "\copy (query) to /dev/null"`, and for MySQL/MariaDB the
+ * `mariadb --batch --skip-column-names -e query` client writing to /dev/null.
  */
 import { spawnSync } from 'node:child_process';
 import { createWriteStream, existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type { Connection } from 'mysql2/promise';
 
 const BIN = fileURLToPath(new URL('../../dist/cli/main.js', import.meta.url));
 
@@ -19,6 +22,8 @@ export interface AuditBenchResult {
   readonly seconds: number;
   readonly idsPerSecond: number;
   readonly peakRssMiB: number | undefined;
+  /** User + system CPU seconds of the child (GNU time), undefined without it. */
+  readonly cpuSeconds: number | undefined;
   readonly spilledRuns: number;
   readonly duplicatesFound: number;
 }
@@ -60,8 +65,47 @@ const PG_URL = process.env.SEQUOIA_TEST_POSTGRES ?? 'postgres://postgres@127.0.0
 
 export interface AuditDbBenchResult {
   readonly db: AuditBenchResult;
-  /** `psql \copy (query) to /dev/null`: the database sending the rows, nothing parsed. */
+  /** `psql \copy (query) to /dev/null` (MySQL: the `mariadb` client to /dev/null): the database sending the rows, nothing parsed. */
   readonly copySeconds: number | undefined;
+}
+
+const MY_URL = process.env.SEQUOIA_TEST_MYSQL ?? 'mysql://root@127.0.0.1:3306/test';
+
+/**
+ * The same N IDs in a MariaDB/MySQL table (its SEQUENCE engine's
+ * seq_0_to_N, else a recursive CTE), audited with `--db mysql://… --query`;
+ * undefined when no MySQL answers at SEQUOIA_TEST_MYSQL.
+ */
+export async function benchAuditMysql(n = Number(process.env.BENCH_AUDIT_IDS ?? 10_000_000)): Promise<AuditDbBenchResult | undefined> {
+  const { default: mysql } = await import('mysql2/promise');
+  let admin: Connection;
+  try {
+    admin = await mysql.createConnection({ uri: MY_URL });
+  } catch {
+    return undefined;
+  }
+  const table = `bench_audit_${process.pid}`;
+  const dir = mkdtempSync(join(tmpdir(), 'sequoia-bench-audit-my-'));
+  try {
+    let step = 7_919;
+    while (gcd(step, n) !== 1) step += 2;
+    await admin.query(
+      `CREATE TABLE ${table} (id BIGINT NOT NULL) ENGINE=InnoDB SELECT 1000000000000 + ((seq * ${step}) % ${n}) AS id FROM seq_0_to_${n - 1}`,
+    );
+    await admin.query(`INSERT INTO ${table} VALUES (1000000000042)`);
+    const query = `SELECT id FROM ${table}`;
+    const u = new URL(MY_URL);
+    const cli = ['--batch', '--skip-column-names', '-h', u.hostname, '-P', u.port || '3306', '-u', decodeURIComponent(u.username)];
+    const t0 = performance.now();
+    const client = spawnSync('mariadb', [...cli, u.pathname.slice(1), '-e', query], { stdio: ['ignore', 'ignore', 'pipe'] });
+    const copySeconds = client.status === 0 ? (performance.now() - t0) / 1000 : undefined;
+    const db = runAudit(['audit', '--db', MY_URL, '--query', query, '--layout', 'twitter', '--json', '--tmp-dir', dir]);
+    return { db, copySeconds };
+  } finally {
+    await admin.query(`DROP TABLE IF EXISTS ${table}`);
+    await admin.end();
+    rmSync(dir, { recursive: true, force: true });
+  }
 }
 
 /**
@@ -105,7 +149,7 @@ function runAudit(args: string[]): AuditBenchResult {
   const argv = [BIN, ...args];
   const started = performance.now();
   const r = time
-    ? spawnSync(time, ['-f', '%M', process.execPath, ...argv], { encoding: 'utf8', maxBuffer: 1 << 26 })
+    ? spawnSync(time, ['-f', '%U %S %M', process.execPath, ...argv], { encoding: 'utf8', maxBuffer: 1 << 26 })
     : spawnSync(process.execPath, argv, { encoding: 'utf8', maxBuffer: 1 << 26 });
   const seconds = (performance.now() - started) / 1000;
   if (r.status !== 1) throw new Error(`audit exited ${r.status}: ${r.stderr}`);
@@ -113,12 +157,14 @@ function runAudit(args: string[]): AuditBenchResult {
     summary: { count: number; spilledRuns: number };
     findings: Array<{ kind: string; count: number }>;
   };
-  const kb = time ? Number(/(\d+)\s*$/.exec(r.stderr)?.[1]) : Number.NaN;
+  const m = time ? /([\d.]+) ([\d.]+) (\d+)\s*$/.exec(r.stderr) : null;
+  const kb = m ? Number(m[3]) : Number.NaN;
   return {
     ids: report.summary.count,
     seconds,
     idsPerSecond: report.summary.count / seconds,
     peakRssMiB: Number.isFinite(kb) ? kb / 1024 : undefined,
+    cpuSeconds: m ? Number(m[1]) + Number(m[2]) : undefined,
     spilledRuns: report.summary.spilledRuns,
     duplicatesFound: report.findings.find((f) => f.kind === 'duplicates')?.count ?? 0,
   };

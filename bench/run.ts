@@ -4,7 +4,7 @@
  * this same run; each figure is the median of several rounds.
  */
 import { cpus, loadavg } from 'node:os';
-import { type AuditBenchResult, benchAudit, benchAuditDb } from './audit.js';
+import { type AuditBenchResult, benchAudit, benchAuditDb, benchAuditMysql } from './audit.js';
 import { benchLedger } from './ledger.js';
 import { benchBatches } from './batches.js';
 import { benchCore } from './core.js';
@@ -318,23 +318,33 @@ if (want('reserve')) {
 if (want('audit')) {
   const r = await benchAudit();
   const d = await benchAuditDb();
+  const my = await benchAuditMysql();
   const load = loadavg()[0]?.toFixed(1);
   console.log(
-    `## sequoia audit: ${fmt(r.ids)} shuffled IDs (one duplicate planted), from a file and from PostgreSQL, one process (load average ${load})\n`,
+    `## sequoia audit: ${fmt(r.ids)} shuffled IDs (one duplicate planted), from a file, PostgreSQL and MySQL/MariaDB, one process each (load average ${load})\n`,
   );
-  console.log('| input | IDs | wall s | IDs/s | peak RSS MiB | spilled runs | duplicates found | target |');
-  console.log('| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |');
+  console.log('| input | IDs | wall s | IDs/s | CPU s | IDs per CPU s | peak RSS MiB | spilled runs | duplicates found | target |');
+  console.log('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |');
   const row = (what: string, x: AuditBenchResult, target: string) =>
-    `| ${what} | ${fmt(x.ids)} | ${x.seconds.toFixed(1)} | ${fmt(x.idsPerSecond)} | ${x.peakRssMiB === undefined ? 'n/a' : x.peakRssMiB.toFixed(0)} | ${x.spilledRuns} | ${x.duplicatesFound} | ${target} |`;
+    `| ${what} | ${fmt(x.ids)} | ${x.seconds.toFixed(1)} | ${fmt(x.idsPerSecond)} | ${x.cpuSeconds === undefined ? 'n/a' : x.cpuSeconds.toFixed(1)} | ${x.cpuSeconds ? fmt(x.ids / x.cpuSeconds) : 'n/a'} | ${x.peakRssMiB === undefined ? 'n/a' : x.peakRssMiB.toFixed(0)} | ${x.spilledRuns} | ${x.duplicatesFound} | ${target} |`;
+  const printBound = (line: string) => line !== '' && console.log(line);
+  const bound = (what: string, ids: number, seconds: number | undefined) =>
+    seconds === undefined ? '' : `| ${what} | ${fmt(ids)} | ${seconds.toFixed(1)} | ${fmt(ids / seconds)} | | | | | | the bound |`;
   console.log(row('a file (the baseline)', r, ''));
-  if (d === undefined) console.log('| `--db postgres://… --query` | skipped: no PostgreSQL answers | | | | | | |');
+  if (d === undefined) console.log('| `--db postgres://… --query` | skipped: no PostgreSQL answers | | | | | | | | |');
   else {
     console.log(row("`--db postgres://… --query 'SELECT id FROM t'`", d.db, '≥ 1.5 M IDs/s, peak RSS ≤ 256 MiB'));
-    if (d.copySeconds !== undefined)
-      console.log(
-        `| PostgreSQL alone: \`psql -c "\\copy (SELECT id FROM t) to /dev/null"\` | ${fmt(d.db.ids)} | ${d.copySeconds.toFixed(1)} | ${fmt(d.db.ids / d.copySeconds)} | | | | the bound |`,
-      );
-    console.log(`\n--db vs the file: ${(d.db.idsPerSecond / r.idsPerSecond).toFixed(2)}× the file's IDs/s.`);
+    printBound(bound('PostgreSQL alone: `psql -c "\\copy (SELECT id FROM t) to /dev/null"`', d.db.ids, d.copySeconds));
   }
+  if (my === undefined) console.log('| `--db mysql://… --query` | skipped: no MySQL answers | | | | | | | | |');
+  else {
+    console.log(row("`--db mysql://… --query 'SELECT id FROM t'`", my.db, "the file path's speed, peak RSS ≤ 256 MiB"));
+    printBound(bound("MariaDB alone: `mariadb --batch --skip-column-names -e 'SELECT id FROM t' > /dev/null`", my.db.ids, my.copySeconds));
+  }
+  for (const [name, x] of [
+    ['PostgreSQL', d],
+    ['MySQL', my],
+  ] as const)
+    if (x !== undefined) console.log(`\n--db ${name} vs the file: ${(x.db.idsPerSecond / r.idsPerSecond).toFixed(2)}× the file's IDs/s.`);
   console.log('');
 }

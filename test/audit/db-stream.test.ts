@@ -1,13 +1,14 @@
 /**
  * `sequoia audit --db` reads the business table by the database's fast path
  * (PostgreSQL: `COPY (query) TO STDOUT`, parsed as bytes like a file;
- * MySQL: the row stream) and must say exactly what the same IDs say from a
- * file: a planted duplicate, a gap, a foreign ID above the store, across
+ * MySQL: the driver's row stream, rows as arrays of text) and must say
+ * exactly what the same IDs say from a file: a planted duplicate, a gap, a foreign ID above the store, across
  * spilled runs. Real stores, the built command.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { Connection } from 'mysql2/promise';
 import pg from 'pg';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { sequoia } from '../helpers/cli.js';
@@ -87,6 +88,39 @@ describePg('audit --db on PostgreSQL (COPY text)', () => {
     expect(report(commented)).toEqual(fromFile);
   });
 
+  it('a notice between two rows, or an error after some, is read as the server meant it', async () => {
+    await admin.query(
+      `CREATE FUNCTION ${TABLE}_f(x bigint) RETURNS bigint AS $$ BEGIN IF x = 1000 THEN RAISE NOTICE 'half way'; END IF; IF x = 2999 THEN RETURN x - 1; END IF; RETURN x; END $$ LANGUAGE plpgsql`,
+    );
+    try {
+      const r = sequoia([
+        'audit',
+        '--db',
+        PG_URL,
+        '--query',
+        `SELECT ${TABLE}_f(x) FROM generate_series(1, 3000) AS x`,
+        '--layout',
+        'twitter',
+        '--json',
+      ]);
+      const j = report(r) as { summary: { count: number; distinct: number }; findings: Array<{ kind: string; count: number }> };
+      expect(j.summary).toMatchObject({ count: 3000, distinct: 2999 });
+      expect(j.findings.find((f) => f.kind === 'duplicates')?.count).toBe(1);
+    } finally {
+      await admin.query(`DROP FUNCTION ${TABLE}_f(bigint)`);
+    }
+    const e = sequoia([
+      'audit',
+      '--db',
+      PG_URL,
+      '--query',
+      'SELECT CASE WHEN x < 80000 THEN x ELSE 1 / (x - x) END FROM generate_series(1, 100000) AS x',
+      ...auditArgs(),
+    ]);
+    expect(e.status).toBe(2);
+    expect(e.stderr).toContain('division by zero');
+  });
+
   it('a NULL, an empty or a non-numeric value stops the read with exit 2, naming the row', async () => {
     await admin.query(`INSERT INTO ${TABLE} (id) VALUES (NULL)`);
     const r = sequoia(['audit', '--db', PG_URL, '--query', `SELECT id FROM ${TABLE} ORDER BY pk`, ...auditArgs()]);
@@ -107,17 +141,57 @@ const describeMy = await describeWithService('mariadb', async () => {
 });
 
 describeMy('audit --db on MariaDB (row stream)', () => {
-  it('finds what the file finds: the same report', async () => {
+  let c: Connection;
+  beforeAll(async () => {
     const { default: mysql } = await import('mysql2/promise');
-    const c = await mysql.createConnection({ uri: MY_URL });
+    c = await mysql.createConnection({ uri: MY_URL });
+    await c.query(`CREATE TABLE ${TABLE} (pk INT AUTO_INCREMENT PRIMARY KEY, id BIGINT, note TEXT)`);
+    await c.query(`INSERT INTO ${TABLE} (id, note) VALUES ${ids.map(() => "(?, 'a\tb')").join(',')}`, ids);
+    await c.query(`CREATE PROCEDURE ${TABLE}_ids() SELECT id FROM ${TABLE} ORDER BY pk`);
+  });
+  afterAll(async () => {
+    await c.query(`DROP PROCEDURE IF EXISTS ${TABLE}_ids`);
+    await c.query(`DROP TABLE IF EXISTS ${TABLE}`);
+    await c.end();
+  });
+
+  it('finds what the file finds: the same report, whatever columns follow the ID', () => {
+    const r = sequoia(['audit', '--db', MY_URL, '--query', `SELECT id, note, pk FROM ${TABLE} ORDER BY pk`, ...auditArgs()]);
+    expect(report(r)).toEqual(fromFile);
+  });
+
+  it("a stored procedure's rows are the IDs: the CALL's closing status is no row", () => {
+    const r = sequoia(['audit', '--db', MY_URL, '--query', `CALL ${TABLE}_ids()`, ...auditArgs()]);
+    expect(report(r)).toEqual(fromFile);
+  });
+
+  it('a statement that returns no rows reads 0 IDs, not a NULL row', () => {
+    const r = sequoia(['audit', '--db', MY_URL, '--query', 'DO 1', ...auditArgs()]);
+    expect(r.status).toBe(2);
+    expect(r.stderr).not.toContain('NULL');
+    expect(r.stderr).toContain('0 IDs');
+  });
+
+  it('a NULL, an empty, a negative or a too large value stops the read with exit 2, naming the row', async () => {
+    await c.query(`INSERT INTO ${TABLE} (id) VALUES (NULL)`);
     try {
-      await c.query(`CREATE TABLE ${TABLE} (pk INT AUTO_INCREMENT PRIMARY KEY, id BIGINT NOT NULL)`);
-      await c.query(`INSERT INTO ${TABLE} (id) VALUES ${ids.map(() => '(?)').join(',')}`, ids);
       const r = sequoia(['audit', '--db', MY_URL, '--query', `SELECT id FROM ${TABLE} ORDER BY pk`, ...auditArgs()]);
-      expect(report(r)).toEqual(fromFile);
+      expect(r.status).toBe(2);
+      expect(r.stderr).toContain(`row ${ids.length + 1}: not an ID from 0 to 2^63-1: NULL`);
     } finally {
-      await c.query(`DROP TABLE IF EXISTS ${TABLE}`);
-      await c.end();
+      await c.query(`DELETE FROM ${TABLE} WHERE id IS NULL`);
+    }
+    const bad: Array<[string, string]> = [
+      ["SELECT ''", '""'],
+      ["SELECT '12a'", '"12a"'],
+      ['SELECT -5', '"-5"'],
+      ['SELECT 9223372036854775808', '"9223372036854775808"'],
+      [`SELECT REPEAT('7', 300)`, `"${'7'.repeat(40)}"`],
+    ];
+    for (const [q, shown] of bad) {
+      const b = sequoia(['audit', '--db', MY_URL, '--query', q, ...auditArgs()]);
+      expect(b.status, q).toBe(2);
+      expect(b.stderr, q).toContain(`row 1: not an ID from 0 to 2^63-1: ${shown}`);
     }
   });
 });

@@ -1,7 +1,9 @@
 /**
  * `sequoia audit --db mysql://…`: the query's rows are streamed (mysql2's
- * row stream, paused while a batch is handed over), numbers as decimal text
- * so no ID above 2^53 is rounded.
+ * row stream), each row an array (no object keyed by column name), numbers
+ * as decimal text so no ID above 2^53 is rounded. The stream also emits a
+ * statement's OK packet (a CALL's closing status, a `DO 1`) as a
+ * ResultSetHeader object: that is no row.
  */
 import mysql from 'mysql2';
 import type { IdSource } from '../../ports/id-source.js';
@@ -41,8 +43,9 @@ export class MysqlIdSource implements IdSource {
         }
       });
       q.on('result', (row: unknown) => {
+        if (!Array.isArray(row)) return;
         try {
-          batches.push((row as unknown[])[0], at === undefined ? undefined : (row as unknown[])[at]);
+          batches.push(row[0], at === undefined ? undefined : row[at]);
         } catch (e) {
           fail(e);
           this.conn.destroy();
