@@ -5,7 +5,9 @@
  *   its own history through restores and re-creations;
  * - strict tags: an ID is above every ID of the tag answered before its
  *   request was sent;
- * - every delivered range is a ledger row of the store;
+ * - every delivered range is a ledger row of the store when it was applied
+ *   (a restore with the ledger may take the row away later: the operator's
+ *   act, not a hole, so it is not checked again);
  * - a server's answered ID is below its durable high-water mark (the mark is
  *   durable before the IDs it covers are handed out);
  * - STORE_ROLLBACK_DETECTED only on a tag the store really rolled back;

@@ -46,7 +46,12 @@ export class StoreModel {
   /** Plant `giveback-no-generation`: the give-back's compare-and-set skips the generation, as before issue 28. */
   ignoreGenerationOnGiveBack = false;
   onDelivered: (d: Delivered) => void = () => {};
-  private snapshots: Array<{ at: number; rows: Map<string, { maxId: bigint; generation: string }> }> = [];
+  private snapshots: Array<{
+    at: number;
+    rows: Map<string, { maxId: bigint; generation: string }>;
+    /** The ledger rows that existed then (a restore with the ledger keeps only these). */
+    ledger: ReadonlySet<LedgerEntry>;
+  }> = [];
 
   constructor(
     private readonly sched: Scheduler,
@@ -92,19 +97,32 @@ export class StoreModel {
   async snapshot(): Promise<void> {
     const rows = new Map<string, { maxId: bigint; generation: string }>();
     for (const t of await this.db.listTags()) rows.set(t.tag, { maxId: t.maxId, generation: t.generation });
-    this.snapshots.push({ at: this.sched.now, rows });
+    this.snapshots.push({ at: this.sched.now, rows, ledger: new Set(this.ledgerRows()) });
     if (this.snapshots.length > 30) this.snapshots.shift();
   }
 
-  /** Restores one tag's row to a snapshot taken `back` ms ago or earlier (the ledger is not restored). Answers what it did. */
-  async restore(tag: string, backMs: number): Promise<string | undefined> {
+  /** The memory store's own ledger (a private field), oldest first. */
+  private ledgerRows(): LedgerEntry[] {
+    return (this.db as unknown as { readonly ledger: LedgerEntry[] }).ledger;
+  }
+
+  /**
+   * Restores one tag's row to a snapshot taken `back` ms ago or earlier;
+   * `withLedger`: the tag's ledger rows written since go too, as a restore
+   * of the whole database takes them. Answers what it did.
+   */
+  async restore(tag: string, backMs: number, withLedger = false): Promise<string | undefined> {
     const snap = [...this.snapshots].reverse().find((s) => s.at <= this.sched.now - backMs);
     const old = snap?.rows.get(tag);
     const cur = await this.db.getTag(tag);
     if (!old || !cur || cur.generation !== old.generation || old.maxId >= cur.maxId) return undefined;
     this.db.restore(tag, old.maxId);
     this.bump(tag);
-    return `${tag} max_id ${cur.maxId} -> ${old.maxId}`;
+    if (!withLedger || !snap) return `${tag} max_id ${cur.maxId} -> ${old.maxId}`;
+    const rows = this.ledgerRows();
+    const kept = rows.filter((e) => e.tag !== tag || snap.ledger.has(e));
+    (this.db as unknown as { ledger: LedgerEntry[] }).ledger = kept;
+    return `${tag} max_id ${cur.maxId} -> ${old.maxId}, ${rows.length - kept.length} ledger rows gone`;
   }
 
   /**
@@ -114,7 +132,7 @@ export class StoreModel {
    * scanned the whole ledger for every delivery.
    */
   hasAllocation(d: Delivered): boolean {
-    const ledger = (this.db as unknown as { readonly ledger: readonly LedgerEntry[] }).ledger;
+    const ledger = this.ledgerRows();
     const last = d.end - 1n;
     for (let i = ledger.length - 1; i >= 0; i--) {
       const e = ledger[i] as LedgerEntry;
