@@ -147,14 +147,20 @@ describe('checkShared: the ranges the server accepted', () => {
     expect(twice.ok).toBe(false);
   });
 
-  it('keeps at most KEPT_RANGES ranges, the oldest merged (only ever overstating what was accepted)', () => {
+  it('keeps at most KEPT_RANGES ranges, the lowest forgotten: below them the floor judges (sim seeds 151, 282)', () => {
     let rec = checkShared(undefined, undefined, 0n, 1n, 0).record;
-    for (let i = 1n; i <= BigInt(KEPT_RANGES) + 5n; i++) rec = checkShared(undefined, rec, 2n * i, 2n * i + 1n, 0).record;
+    const n = BigInt(KEPT_RANGES) + 5n;
+    for (let i = 1n; i <= n; i++) rec = checkShared(undefined, rec, 2n * i, 2n * i + 1n, 0).record;
     const kept = acceptedRanges(rec);
     expect(kept).toHaveLength(KEPT_RANGES);
-    expect(kept[0]?.[0]).toBe(0n);
-    expect(kept[KEPT_RANGES - 1]).toEqual([2n * (BigInt(KEPT_RANGES) + 5n), 2n * (BigInt(KEPT_RANGES) + 5n) + 1n]);
-    expect(checkShared(undefined, rec, 3n, 4n, 0).ok).toBe(false); // a gap merged away
+    expect(kept[0]).toEqual([2n * (n - BigInt(KEPT_RANGES) + 1n), 2n * (n - BigInt(KEPT_RANGES) + 1n) + 1n]);
+    expect(kept[KEPT_RANGES - 1]).toEqual([2n * n, 2n * n + 1n]);
+    // a request sent before the other workers' 37 ranges (its floor: 1), answered late in a gap between them
+    expect(checkShared({ mark: 1n }, rec, 3n, 4n, 0).ok).toBe(true);
+    // below the floor read before sending it is a rollback, as before ranges were kept
+    expect(checkShared({ mark: 40n }, rec, 3n, 4n, 0).ok).toBe(false);
+    // over a range kept, whatever the floor
+    expect(checkShared({ mark: 1n }, rec, 2n * n, 2n * n + 1n, 0).ok).toBe(false);
   });
 
   it('a give-back takes only its own range out: the ranges of others stay, the mark is the highest left (sim seed 30)', () => {
