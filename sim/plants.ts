@@ -43,7 +43,10 @@ interface GuardInside {
   fenceCheck: Promise<void> | undefined;
   isClosed: boolean;
   readFloor(): Promise<ReadonlyMap<string, unknown>>;
-  refuse(reason: string | { reason: string; publicReason: string }, epoch: number): unknown;
+  refuse(
+    why: { reason: string; publicReason: string },
+    trip: { readonly fenceEpoch: number; readonly generation: string | undefined },
+  ): unknown;
   lift(): void;
 }
 
@@ -80,30 +83,43 @@ function patch(proto: object, name: string, fn: unknown): () => void {
  * alone, the record only the highest end.
  */
 function floorOnly(): () => void {
+  return patchSharedAdmit((range, floor, current, where) => {
+    const base = floor && current && current.mark < floor.mark ? current : floor;
+    const tripped = current?.trippedAtEpoch !== undefined && range.fenceEpoch <= current.trippedAtEpoch;
+    if (!tripped && checkAnswer(base && { mark: base.mark }, range.start, range.end, range.fenceEpoch).ok) {
+      const record: HighWaterMark = { mark: current && current.mark > range.end ? current.mark : range.end };
+      return { ok: true, record };
+    }
+    return checkShared(floor, current, range.start, range.end, range.fenceEpoch, where);
+  });
+}
+
+type AnsweredRange = Parameters<TagGuard['admit']>[0];
+type Judge = (range: AnsweredRange, floor: HighWaterMark | undefined, current: HighWaterMark | undefined, where?: string) => GuardVerdict;
+
+/**
+ * The guard's admit of a plain (stride 1) answer with its verdict from
+ * `judge`, in one update of the marks, refusing as the guard does.
+ */
+function patchSharedAdmit(judge: Judge): () => void {
   const orig = TagGuard.prototype.admit;
   return patch(
     TagGuard.prototype,
     'admit',
-    async function (this: GuardInside, range: Parameters<TagGuard['admit']>[0], floor: Parameters<TagGuard['admit']>[1], note = '') {
+    async function (this: GuardInside, range: AnsweredRange, floor: Parameters<TagGuard['admit']>[1], note = '') {
       if (range.stride !== 1) return orig.call(this as unknown as TagGuard, range, floor, note);
       const key = this.tag;
       let verdict: GuardVerdict | undefined;
       await this.deps.marks.update(key, (current) => {
-        const f = floor.has(key) ? floor.get(key) : current;
-        const base = f && current && current.mark < f.mark ? current : f;
-        const tripped = current?.trippedAtEpoch !== undefined && range.fenceEpoch <= current.trippedAtEpoch;
-        if (!tripped && checkAnswer(base && { mark: base.mark }, range.start, range.end, range.fenceEpoch).ok) {
-          const record: HighWaterMark = { mark: current && current.mark > range.end ? current.mark : range.end };
-          verdict = { ok: true, record };
-        } else verdict = checkShared(f, current, range.start, range.end, range.fenceEpoch, this.deps.marks.where);
+        verdict = judge(range, floor.has(key) ? floor.get(key) : current, current, this.deps.marks.where);
         return verdict.record;
       });
       const v = verdict as GuardVerdict;
       if (v.ok) return { ok: true };
-      return {
-        ok: false,
-        refusal: this.refuse({ reason: v.reason + note, publicReason: v.publicReason + note }, v.record.trippedAtEpoch ?? range.fenceEpoch),
-      };
+      const why = { reason: v.reason + note, publicReason: v.publicReason + note };
+      const tripped = v.record.trippedAtEpoch;
+      const trip = tripped === undefined ? range : { fenceEpoch: tripped, generation: v.record.trippedGeneration };
+      return { ok: false, refusal: this.refuse(why, { fenceEpoch: trip.fenceEpoch, generation: trip.generation }) };
     },
   );
 }
@@ -155,25 +171,10 @@ export const PLANTS: Record<string, Plant> = {
   'giveback-trips-worker': {
     what: "a give-back by one worker trips another worker's guard (the floor read before the give-back lowered the mark wins)",
     install() {
-      const orig = TagGuard.prototype.admit;
-      return patch(
-        TagGuard.prototype,
-        'admit',
-        async function (this: GuardInside, range: Parameters<TagGuard['admit']>[0], floor: Parameters<TagGuard['admit']>[1], note = '') {
-          if (range.stride !== 1) return orig.call(this as unknown as TagGuard, range, floor, note);
-          const key = this.tag;
-          let verdict: GuardVerdict | undefined;
-          await this.deps.marks.update(key, (current) => {
-            const f = floor.has(key) ? floor.get(key) : current;
-            const raised = current && f && current.mark < f.mark ? { ...current, mark: f.mark } : current;
-            verdict = checkShared(f, raised, range.start, range.end, range.fenceEpoch, this.deps.marks.where);
-            return verdict.record;
-          });
-          const v = verdict as GuardVerdict;
-          if (v.ok) return { ok: true };
-          return { ok: false, refusal: this.refuse(v.reason + note, v.record.trippedAtEpoch ?? range.fenceEpoch) };
-        },
-      );
+      return patchSharedAdmit((range, floor, current, where) => {
+        const raised = current && floor && current.mark < floor.mark ? { ...current, mark: floor.mark } : current;
+        return checkShared(floor, raised, range.start, range.end, range.fenceEpoch, where);
+      });
     },
   },
   'fence-recheck-wall-clock': {
