@@ -15,6 +15,7 @@ import type { LeaseHolding, LeaseLedgerEntry } from '../../src/ports/lease-ledge
 import type { AcquireRequest, HeldLease, LeaseRecord, NodeClaim, WorkerLeaseStore } from '../../src/ports/worker-lease-store.js';
 import type { Prng } from '../engine/prng.js';
 import type { Proc, Scheduler } from '../engine/scheduler.js';
+import { sendAnswer } from './network.js';
 
 /** The store's clock: true simulated time from 2026-01-01 (the hosts' wall clocks start there too). */
 const STORE_ORIGIN = 1_767_225_600_000;
@@ -91,13 +92,9 @@ export class LeaseLink implements WorkerLeaseStore {
   }
 
   private answer(deliver: () => void, reject: (e: unknown) => void): void {
-    const f = this.model.faults;
-    if (f.loseAnswers > 0 && this.rng.chance(f.loseAnswers)) {
-      this.sched.after(2000, this.proc, () => reject(unavailable('answer lost (applied)')));
-      return;
-    }
-    const late = f.delayAnswers > 0 && this.rng.chance(f.delayAnswers);
-    this.sched.after(late ? this.rng.int(3000, 8000) : this.latency(), this.proc, deliver);
+    sendAnswer({ sched: this.sched, proc: this.proc, rng: this.rng, latency: () => this.latency() }, this.model.faults, deliver, () =>
+      reject(unavailable('answer lost (applied)')),
+    );
   }
 
   async init(): Promise<void> {}

@@ -13,6 +13,7 @@ import type { Allocation, GiveBackExpectation, NewTag, SegmentStore, TagInfo, Ta
 import type { LedgerEntry, LedgerTop } from '../../src/ports/range-ledger.js';
 import type { Prng } from '../engine/prng.js';
 import type { Proc, Scheduler } from '../engine/scheduler.js';
+import { sendAnswer } from './network.js';
 
 export interface StoreFaults {
   unavailable: boolean;
@@ -191,14 +192,9 @@ export class StoreLink implements SegmentStore {
   }
 
   private answer(deliver: () => void, reject: (e: unknown) => void): void {
-    const f = this.model.faults;
-    if (f.loseAnswers > 0 && this.rng.chance(f.loseAnswers)) {
-      // Applied, but the answer is lost: the driver's own timeout fails the call.
-      this.sched.after(2000, this.proc, () => reject(unavailable('answer lost (applied)')));
-      return;
-    }
-    const late = f.delayAnswers > 0 && this.rng.chance(f.delayAnswers);
-    this.sched.after(late ? this.rng.int(3000, 8000) : this.latency(), this.proc, deliver);
+    sendAnswer({ sched: this.sched, proc: this.proc, rng: this.rng, latency: () => this.latency() }, this.model.faults, deliver, () =>
+      reject(unavailable('answer lost (applied)')),
+    );
   }
 
   async init(): Promise<void> {}
