@@ -16,8 +16,7 @@ import { LeaseWorkerIdProvider, WorkerNodeWorkerIdProvider } from '../adapters/l
 import { StateDir } from '../adapters/state-dir/state-dir.js';
 import { type TickRecord, TickReservingProvider } from '../adapters/state-dir/tick-reserving-provider.js';
 import { StaticWorkerIdProvider } from '../adapters/static/static-worker-id-provider.js';
-import { ZookeeperWorkerIdProvider } from '../adapters/zookeeper/zookeeper-worker-id-provider.js';
-import { LeafZookeeperWorkerIdProvider } from '../adapters/zookeeper/zookeeper-leaf-provider.js';
+import { zookeeperTtlMs } from '../adapters/zookeeper/zookeeper-spec.js';
 import { type WorkerIdProviderSpec, type WorkerNodeTableSpec, parseWorkerIdProvider } from './worker-id-provider-spec.js';
 import type { WorkerNodeTable } from '../ports/worker-node-table.js';
 import { UidWorkerNodeProvider } from '../adapters/lease/uid-worker-node-provider.js';
@@ -72,12 +71,18 @@ function createBareProvider(spec: WorkerIdProviderSpec, leases: () => WorkerLeas
     const z = spec.zookeeper;
     if (z.leafName !== undefined) {
       const { connect, identity, reportIntervalMs, leafName } = z;
-      return new LeafZookeeperWorkerIdProvider({ ...common, connect, identity, reportIntervalMs, leafName });
+      return lazyZookeeper('zookeeper(leaf)', reportIntervalMs, async () => {
+        const { LeafZookeeperWorkerIdProvider } = await import('../adapters/zookeeper/zookeeper-leaf-provider.js');
+        return new LeafZookeeperWorkerIdProvider({ ...common, connect, identity, reportIntervalMs, leafName });
+      });
     }
     // ZooKeeper names its node after host:port and this directory: each worker of one port needs its own.
     const dir = o.stateDir ?? DEFAULT_STATE_DIR;
     const stateDir = o.workerSlot === undefined ? dir : workerStateDir(dir, o.workerSlot);
-    return new ZookeeperWorkerIdProvider({ ...z, ...common, stateDir, hostname: o.hostname });
+    return lazyZookeeper('zookeeper', z.reportIntervalMs, async () => {
+      const { ZookeeperWorkerIdProvider } = await import('../adapters/zookeeper/zookeeper-worker-id-provider.js');
+      return new ZookeeperWorkerIdProvider({ ...z, ...common, stateDir, hostname: o.hostname });
+    });
   }
   if (spec.kind === 'etcd') {
     // Leases as on a SQL store (the provider's fencing and ledger), held in etcd.
@@ -106,6 +111,29 @@ function leaseOptions(o: ProviderOptions): { ttlMs?: number; version: string; le
     ...(o.ttlMs !== undefined ? { ttlMs: o.ttlMs } : {}),
     version: VERSION,
     ...(o.ledgerRetentionDays !== undefined ? { ledgerRetentionMs: o.ledgerRetentionDays * 86_400_000 } : {}),
+  };
+}
+
+/**
+ * A ZooKeeper provider whose client library loads at the first call: it and
+ * its own dependencies are a large share of a server's start, and a server on
+ * another provider never needs them. The interval is checked now, as the
+ * provider itself would.
+ */
+function lazyZookeeper(kind: string, reportIntervalMs: number | undefined, make: () => Promise<WorkerIdProvider>): WorkerIdProvider {
+  const ttlMs = zookeeperTtlMs(reportIntervalMs);
+  let made: Promise<WorkerIdProvider> | undefined;
+  const provider = () => (made ??= make());
+  return {
+    kind,
+    leased: true,
+    ttlMs,
+    acquire: async (space, exclude) => (await provider()).acquire(space, exclude),
+    renew: async (space, grant, ceilingTick) => (await provider()).renew(space, grant, ceilingTick),
+    release: async (space, grant, lastTick) => (await provider()).release(space, grant, lastTick),
+    close: async () => {
+      if (made) await (await made.catch(() => undefined))?.close();
+    },
   };
 }
 

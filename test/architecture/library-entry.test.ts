@@ -143,6 +143,36 @@ describe('what serve loads before it is ready', () => {
   });
 });
 
+describe('what serve loads before it is ready, from the compiled tree (dependencies from node_modules)', () => {
+  it('no ZooKeeper client unless the worker-id provider is zookeeper', async () => {
+    assertBuilt();
+    const dir = mkdtempSync(join(tmpdir(), 'sequoia-serve-loads-'));
+    const s = await launchServe(process.execPath, [
+      '--import',
+      REGISTER,
+      join(ROOT, 'dist', 'cli', 'main.js'),
+      'serve',
+      '--port',
+      '0',
+      '--store',
+      `sqlite:${join(dir, 'ids.db')}`,
+      '--state-dir',
+      join(dir, 'state'),
+    ]);
+    try {
+      expect((await fetch(`${s.url}/v1/snowflake`)).status).toBe(200);
+    } finally {
+      s.child.kill('SIGTERM');
+      expect(await s.exited).toBe(0);
+    }
+    const mods = [...s.output().matchAll(/^LOADED (\S+)$/gm)].map((m) => m[1] as string);
+    expect(mods.some((m) => m.includes('node_modules/fastify/'))).toBe(true);
+    expect(
+      mods.filter((m) => /node_modules\/node-zookeeper-client\/|dist\/adapters\/zookeeper\/zookeeper-(session|worker-id|leaf)/.test(m)),
+    ).toEqual([]);
+  });
+});
+
 describe('the type declarations a consumer compiles', () => {
   // A consumer's tsc follows every import of the public .d.ts files (without
   // skipLibCheck); one that reaches a package the consumer need not install

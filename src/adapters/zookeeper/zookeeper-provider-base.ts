@@ -4,12 +4,12 @@
  * options: the lease length the report interval gives, the clock and log, the
  * session, the start-time wait, and the writer of their lease ledger.
  */
-import { InvalidArgumentError } from '../../core/errors.js';
 import { type Clock, systemClock } from '../../core/clock.js';
 import { silentLogger } from '../../core/silent-logger.js';
 import type { Logger } from '../../ports/logger.js';
 import { HoldingWriter } from './zookeeper-lease-ledger.js';
 import { ZookeeperSession } from './zookeeper-session.js';
+import { zookeeperTtlMs } from './zookeeper-spec.js';
 
 export interface ZookeeperProviderOptions {
   /** Connection string, `host:port[,host:port…]`. */
@@ -55,14 +55,10 @@ export abstract class ZookeeperProviderBase {
     readonly identity: string,
     ledger: { readonly root: string; readonly host: string },
   ) {
-    const interval = o.reportIntervalMs ?? 3000;
-    if (!Number.isSafeInteger(interval) || interval < 100)
-      throw new InvalidArgumentError('zookeeper report interval must be an integer of at least 100 ms');
-    this.reportIntervalMs = interval;
-    // The service renews every ttl/3 and reserves 2·ttl/3 ahead: report every interval, reserve two ahead.
-    this.ttlMs = 3 * interval;
+    this.ttlMs = zookeeperTtlMs(o.reportIntervalMs);
+    this.reportIntervalMs = this.ttlMs / 3;
     // A crash leaves a reservation up to two intervals ahead: waited out at the next start.
-    this.maxStartWaitMs = o.maxStartWaitMs ?? 2 * interval + 2000;
+    this.maxStartWaitMs = o.maxStartWaitMs ?? 2 * this.reportIntervalMs + 2000;
     this.connectTimeoutMs = o.connectTimeoutMs ?? 3000;
     this.sessionTimeoutMs = o.sessionTimeoutMs ?? 6000;
     this.clock = o.clock ?? systemClock;

@@ -17,6 +17,18 @@ export interface ZookeeperSpec {
 export const LEAF_IDENTITY = /^[A-Za-z0-9._]{1,100}:[0-9]{1,5}$/;
 
 export const DEFAULT_ZOOKEEPER_ROOT = '/sequoia/snowflake';
+
+/**
+ * A ZooKeeper provider's lease length for its report interval (default 3 s):
+ * the service renews every ttl/3 and reserves 2·ttl/3 ahead, so it reports
+ * every interval and reserves two ahead.
+ */
+export function zookeeperTtlMs(reportIntervalMs: number | undefined): number {
+  const interval = reportIntervalMs ?? 3000;
+  if (!Number.isSafeInteger(interval) || interval < 100)
+    throw new InvalidArgumentError('zookeeper report interval must be an integer of at least 100 ms');
+  return 3 * interval;
+}
 /**
  * Where leaf=NAME keeps its lease ledger (zookeeper-lease-ledger.ts):
  * `/sequoia/leaf/NAME`, Sequoia's own path, outside Leaf's `/snowflake/NAME`,
