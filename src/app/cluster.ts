@@ -41,6 +41,7 @@
 import { availableParallelism } from 'node:os';
 import type { ServeConfig } from './config.js';
 import { runPrimary } from './cluster-primary.js';
+import { discardWarmThreads } from '../adapters/kit/off-loop/warm.js';
 
 /** Messages between primary and workers. */
 export type WorkerMessage = { readonly type: 'need-config' } | { readonly type: 'ready'; readonly url: string; readonly pid: number };
@@ -58,5 +59,6 @@ export async function serve(config: ServeConfig): Promise<void> {
     await startServer(config, { handleSignals: true });
     return;
   }
+  discardWarmThreads(); // the primary opens its state dir in-thread; the workers are processes of their own
   await runPrimary(config, n);
 }

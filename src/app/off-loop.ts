@@ -11,17 +11,7 @@ import type { ServerIdentity } from '../ports/range-ledger.js';
 import type { WorkerLeaseStore } from '../ports/worker-lease-store.js';
 import { OffLoopHost } from '../adapters/kit/off-loop/off-loop.js';
 import { StateDir, StateDirReader } from '../adapters/state-dir/state-dir.js';
-
-/**
- * The worker entry beside this module: dist/app/ when run from the compiled
- * tree, dist/pkg/ (a bundle entry of the same name) when bundled. Undefined
- * when running from TypeScript sources (tests of the source tree), where the
- * objects run in-thread.
- */
-export function offLoopEntry(): URL | undefined {
-  if (import.meta.url.endsWith('.ts')) return undefined;
-  return new URL('./off-loop-worker.js', import.meta.url);
-}
+import { offLoopEntry } from './off-loop-entry.js';
 
 /** The state dir's methods a server uses: marks, ticks, its store binding, close. */
 export type StateDirPort = Required<HighWaterMarkStore> &

@@ -17,6 +17,7 @@ import { type ServeConfig, checkAdminExposure } from './config.js';
 import { stateDirProbe } from '../adapters/state-dir/state-dir-probe.js';
 import { connectionCap, openFileLimit } from './fd-limit.js';
 import { type StateDirPort, openStateDirOffLoop } from './off-loop.js';
+import { discardWarmThreads } from '../adapters/kit/off-loop/warm.js';
 import type { ServerLock } from '../adapters/state-dir/server-lock.js';
 import { claimStateDir } from './state-dir-claim.js';
 import { type Backend, openBackend, redactStoreUrl, storeIdentity } from './stores.js';
@@ -52,6 +53,8 @@ export async function startServer(
     // The configured port (0 stays 0) still names this server to its worker-id provider (ZooKeeper's host:port node).
     return await startReserved(config, { ...options, openAdmin }, reservation);
   } finally {
+    // Threads the bin started for a store this start did not open (off-loop-entry.ts guessed from the flags).
+    discardWarmThreads();
     await reservation?.release();
   }
 }

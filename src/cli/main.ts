@@ -3,7 +3,8 @@
  * The `sequoia` command. `sequoia gen uuid` (and `uuid4`, `ulid`), without
  * options, is what scripts call once per ID: it is answered here, from the
  * core's generator, before commander and the command table (commands.ts)
- * load. Anything else, options included, goes to the command table.
+ * load. Anything else, options included, goes to the command table; `serve`
+ * starts its storage threads first (app/off-loop-entry.ts).
  */
 import { systemClock } from '../core/clock.js';
 import { systemRandom } from '../core/random.js';
@@ -18,11 +19,16 @@ function quickId(args: readonly string[]): string | undefined {
   return kind === 'ulid' ? g.nextUlid() : g.next();
 }
 
+const args = process.argv.slice(2);
 let id: string | undefined;
 try {
-  id = quickId(process.argv.slice(2));
+  id = quickId(args);
 } catch {
   // the command table says it, with its exit status
 }
-if (id === undefined) await import('./commands.js');
-else console.log(id);
+if (id !== undefined) console.log(id);
+else {
+  // The store's and the state dir's threads boot on the other core while the command table and the server load.
+  if (args[0] === 'serve') (await import('../app/off-loop-entry.js')).warmServeThreads(args, process.env);
+  await import('./commands.js');
+}

@@ -19,6 +19,7 @@
  */
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
 import { errorFromCode, type Located, SequoiaError, UnavailableError } from '../../../core/errors.js';
+import { type MakeMessage, takeWarmThread } from './warm.js';
 
 type Primitive = string | number | boolean | bigint | null | undefined;
 
@@ -32,6 +33,7 @@ interface WireError {
 }
 
 type ToWorker =
+  | MakeMessage
   | { readonly t: 'call'; readonly id: number; readonly target: string; readonly method: string; readonly args: unknown[] }
   | { readonly t: 'cbr'; readonly id: number; readonly ok: boolean; readonly value?: unknown; readonly error?: WireError };
 
@@ -93,7 +95,7 @@ function primitives(o: object): Record<string, Primitive> {
 export function serveOffLoop(factories: Record<string, Factory>): void {
   if (isMainThread || !parentPort) throw new Error('serveOffLoop runs in a worker thread');
   const port = parentPort;
-  const { factory, args } = workerData as { factory: string; args: unknown };
+  const data = workerData as { factory: string; args: unknown } | { warm: true };
   const pendingCallbacks = new Map<number, { resolve: (v: unknown) => void; reject: (e: unknown) => void }>();
   let nextCallback = 0;
   const post = (m: FromWorker) => port.postMessage(m);
@@ -109,7 +111,7 @@ export function serveOffLoop(factories: Record<string, Factory>): void {
       });
   };
 
-  void (async () => {
+  const host = async (factory: string, args: unknown) => {
     let hosted: Hosted;
     try {
       const make = factories[factory];
@@ -120,6 +122,7 @@ export function serveOffLoop(factories: Record<string, Factory>): void {
       return;
     }
     port.on('message', (m: ToWorker) => {
+      if (m.t === 'make') return;
       if (m.t === 'cbr') {
         const p = pendingCallbacks.get(m.id);
         pendingCallbacks.delete(m.id);
@@ -144,7 +147,10 @@ export function serveOffLoop(factories: Record<string, Factory>): void {
       props: Object.fromEntries(Object.entries(hosted).map(([k, v]) => [k, primitives(v)])),
       methods: Object.fromEntries(Object.entries(hosted).map(([k, v]) => [k, methodNames(v)])),
     });
-  })();
+  };
+  // A warm thread (warm.ts) is told what to host by its first message.
+  if ('warm' in data) port.once('message', (m: MakeMessage) => void host(m.factory, m.args));
+  else void host(data.factory, data.args);
 }
 
 // ------------------------------------------------------------------ main side
@@ -168,7 +174,12 @@ export class OffLoopHost {
 
   /** Starts a worker thread on `entry` (a module calling serveOffLoop) and makes the objects of `factory` there. */
   static async start(entry: URL, factory: string, args: unknown, label: string): Promise<OffLoopHost> {
-    const worker = new Worker(entry, { workerData: { factory, args } });
+    const warm = takeWarmThread(entry);
+    const worker = warm ?? new Worker(entry, { workerData: { factory, args } });
+    if (warm) {
+      warm.ref();
+      warm.postMessage({ t: 'make', factory, args } satisfies ToWorker);
+    }
     const host = new OffLoopHost(worker, label);
     await host.ready();
     return host;
