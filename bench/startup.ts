@@ -20,6 +20,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { median } from './util.js';
+import { buildFloor } from './startup-floor.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const BIN = join(ROOT, 'dist', 'pkg', 'cli.js');
@@ -31,7 +32,8 @@ export interface StartupRow {
   readonly baselineMs: number;
   readonly cpuMs: number;
   readonly baselineCpuMs: number;
-  readonly target: number;
+  /** Undefined: a bound measured beside the targets, with none of its own. */
+  readonly target: number | undefined;
   readonly runs: number;
 }
 
@@ -59,17 +61,17 @@ function runOnce(args: readonly string[]): Sample {
   return { wallMs, cpuMs: Number(cpu) / 1000 };
 }
 
-async function pair(runs: number, a: () => Sample | Promise<Sample>, b: () => Sample | Promise<Sample>): Promise<[Sample, Sample]> {
-  const sa: Sample[] = [];
-  const sb: Sample[] = [];
-  await a(); // warm the file cache for both
-  await b();
-  for (let i = 0; i < runs; i++) {
-    sa.push(await a());
-    sb.push(await b());
-  }
-  const med = (xs: Sample[]): Sample => ({ wallMs: median(xs.map((x) => x.wallMs)), cpuMs: median(xs.map((x) => x.cpuMs)) });
-  return [med(sa), med(sb)];
+/** Runs each subject `runs` times, interleaved (a, b, c, a, b, c …), after one warm-up each; the medians, in order. */
+async function interleave<T extends Array<() => Sample | Promise<Sample>>>(
+  runs: number,
+  ...subjects: T
+): Promise<{ [K in keyof T]: Sample }> {
+  const samples: Sample[][] = subjects.map(() => []);
+  for (const s of subjects) await s(); // warm the file cache for each
+  for (let i = 0; i < runs; i++) for (const [j, s] of subjects.entries()) samples[j]?.push(await s());
+  return samples.map((xs) => ({ wallMs: median(xs.map((x) => x.wallMs)), cpuMs: median(xs.map((x) => x.cpuMs)) })) as {
+    [K in keyof T]: Sample;
+  };
 }
 
 /** A port free now (the OS's choice), for a server about to be started. */
@@ -130,11 +132,14 @@ export async function benchStartup(runs = 21, serveRuns = 11): Promise<StartupRo
   const serve = () => readyOnce((port) => [BIN, 'serve', '--port', String(port)], mkdtempSync(join(tmpdir(), 'sequoia-startup-serve-')));
   const bareHttp = () =>
     readyOnce((port) => ['-e', `require('node:http').createServer((q, s) => s.end('ok')).listen(${port}, '127.0.0.1')`], tmpdir());
-  const [srv, bare] = await pair(serveRuns, serve, bareHttp);
+  // The parts serve cannot do without, alone (startup-floor.ts): what a start costs before any of Sequoia's own work.
+  const floorJs = await buildFloor(ROOT);
+  const floor = () => readyOnce((port) => [floorJs, String(port)], tmpdir());
+  const [srv, bare, parts] = await interleave(serveRuns, serve, bareHttp, floor);
   const nodeZero = ['-e', '0'];
   // Resolved through the package's own "exports", as a user's `import 'sequoia-id'` is.
   const importLib = ['--input-type=module', '-e', "await import('sequoia-id')"];
-  const [lib, zero] = await pair(
+  const [lib, zero] = await interleave(
     runs,
     () => runOnce(importLib),
     () => runOnce(nodeZero),
@@ -142,12 +147,12 @@ export async function benchStartup(runs = 21, serveRuns = 11): Promise<StartupRo
   // The command the package installs (package.json "bin").
   const cli = [BIN, 'gen', 'uuid'];
   const oneLiner = ['-e', "console.log(require('node:crypto').randomUUID())"];
-  const [gen, bareGen] = await pair(
+  const [gen, bareGen] = await interleave(
     runs,
     () => runOnce(cli),
     () => runOnce(oneLiner),
   );
-  const row = (name: string, baseline: string, x: Sample, base: Sample, target: number, n: number): StartupRow => ({
+  const row = (name: string, baseline: string, x: Sample, base: Sample, target: number | undefined, n: number): StartupRow => ({
     name,
     baseline,
     ms: x.wallMs,
@@ -164,6 +169,14 @@ export async function benchStartup(runs = 21, serveRuns = 11): Promise<StartupRo
       srv,
       bare,
       2.5,
+      serveRuns,
+    ),
+    row(
+      'the parts `serve` needs, alone: fastify, pino, prom-client (bundled), two threads opening SQLite (`bench/startup-floor.ts`)',
+      'bare `node:http` server, exec to its first 200',
+      parts,
+      bare,
+      undefined,
       serveRuns,
     ),
     row("`import('sequoia-id')`", '`node -e 0`', lib, zero, 1.15, runs),
