@@ -41,6 +41,21 @@ describe('resolveConfig', () => {
     }
   });
 
+  it("says zod's English message where a schema gives none of its own (a wrong type, a key too many)", () => {
+    const problems = (flags: Parameters<typeof resolveConfig>[0]): string[] => {
+      try {
+        resolveConfig(flags, {}, undefined);
+        return [];
+      } catch (e) {
+        return (e as ConfigError).problems;
+      }
+    };
+    expect(problems({ host: 5 })).toEqual(['host (from --host): Invalid input: expected string, received number, got 5']);
+    expect(problems({ clientTokens: [{ token: 'abcdefghijklmnopq', tags: ['order'], role: 'x' }] })).toEqual([
+      'clientTokens (from --client-tokens): Unrecognized key: "role"',
+    ]);
+  });
+
   it('validates named business-number formats and never echoes them (they hold keys)', () => {
     const ok = resolveConfig(
       {},

@@ -6,7 +6,7 @@
  */
 import { readFileSync } from 'node:fs';
 import proxyaddr from '@fastify/proxy-addr';
-import { z } from 'zod';
+import * as z from 'zod/mini';
 import { DEFAULT_STATE_DIR, DEFAULT_STORE_URL } from './defaults.js';
 import { type BusinessNumberFormat, validateBusinessNumberFormat } from '../core/business-number/index.js';
 import { InvalidArgumentError } from '../core/errors.js';
@@ -16,19 +16,25 @@ import { LAYOUT_NAME } from '../core/request-rules.js';
 import { type WorkerIdProviderSpec, parseWorkerIdProvider } from './worker-id-provider-spec.js';
 import { isLoopbackHost } from '../server/listen-check.js';
 import { redactStoreUrl } from './stores.js';
+import { inEnglish } from '../server/zod-english.js';
+
+/** `fn` turns the raw value (a flag's or the environment's text) into what `schema` checks. */
+const preprocess = <S extends z.ZodMiniType>(fn: (v: unknown) => unknown, schema: S) => z.pipe(z.transform(fn), schema);
 
 const intFrom = (min: number, max: number) =>
-  z.preprocess(
+  preprocess(
     (v) => (typeof v === 'string' && /^[0-9]+$/.test(v.trim()) ? Number(v.trim()) : v),
     z
       .number({ error: `must be an integer from ${min} to ${max}` })
-      .int(`must be an integer from ${min} to ${max}`)
-      .min(min, `must be at least ${min}`)
-      .max(max, `must be at most ${max}`),
+      .check(
+        z.int(`must be an integer from ${min} to ${max}`),
+        z.minimum(min, `must be at least ${min}`),
+        z.maximum(max, `must be at most ${max}`),
+      ),
   );
 
 /** Named business-number formats: a JSON object (or its text, from a flag or the environment). */
-const formatsSchema = z.preprocess(
+const formatsSchema = preprocess(
   (v) => {
     if (typeof v !== 'string') return v;
     try {
@@ -37,21 +43,25 @@ const formatsSchema = z.preprocess(
       return v;
     }
   },
-  z
-    .record(z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/, 'names are 1-64 letters, digits, _ . -'), z.unknown(), {
-      error: 'must be a JSON object of name → format',
-    })
-    .superRefine((rec, ctx) => {
-      for (const [name, f] of Object.entries(rec)) {
-        try {
-          validateBusinessNumberFormat(f, `formats.${name}`);
-        } catch (e) {
-          ctx.addIssue({ code: 'custom', message: e instanceof Error ? e.message : String(e) });
-        }
-      }
-    })
+  z.pipe(
+    z
+      .record(z.string().check(z.regex(/^[A-Za-z0-9_.-]{1,64}$/, 'names are 1-64 letters, digits, _ . -')), z.unknown(), {
+        error: 'must be a JSON object of name → format',
+      })
+      .check(
+        z.superRefine((rec, ctx) => {
+          for (const [name, f] of Object.entries(rec)) {
+            try {
+              validateBusinessNumberFormat(f, `formats.${name}`);
+            } catch (e) {
+              ctx.addIssue({ code: 'custom', message: e instanceof Error ? e.message : String(e) });
+            }
+          }
+        }),
+      ),
     // Each entry was just validated as a format.
-    .transform((rec) => rec as Record<string, BusinessNumberFormat>),
+    z.transform((rec: Record<string, unknown>) => rec as Record<string, BusinessNumberFormat>),
+  ),
 );
 
 /** A flag or environment value `a, b,c` as a list; a JSON array from a file stays as it is. */
@@ -64,9 +74,11 @@ const commaSeparated = (v: unknown): unknown =>
     : v;
 
 /** A list of tags: a JSON array, or a comma-separated string (flag, env). */
-const tagList = z.preprocess(
+const tagList = preprocess(
   commaSeparated,
-  z.array(z.string().regex(TAG_PATTERN, `each tag ${TAG_RULE}`), { error: 'must be a list of tags (comma-separated, or a JSON array)' }),
+  z.array(z.string().check(z.regex(TAG_PATTERN, `each tag ${TAG_RULE}`)), {
+    error: 'must be a list of tags (comma-separated, or a JSON array)',
+  }),
 );
 
 const jsonText = (v: unknown): unknown => {
@@ -79,86 +91,91 @@ const jsonText = (v: unknown): unknown => {
 };
 
 /** Custom snowflake layouts, by name: validated like the presets (see `defineLayouts`). */
-const layoutsSchema = z.preprocess(
+const layoutsSchema = preprocess(
   jsonText,
-  z.record(z.string(), z.unknown(), { error: 'must be a JSON object of name → layout' }).superRefine((rec, ctx) => {
-    try {
-      defineLayouts(rec);
-    } catch (e) {
-      ctx.addIssue({ code: 'custom', message: e instanceof Error ? e.message : String(e) });
-    }
-  }),
+  z.record(z.string(), z.unknown(), { error: 'must be a JSON object of name → layout' }).check(
+    z.superRefine((rec, ctx) => {
+      try {
+        defineLayouts(rec);
+      } catch (e) {
+        ctx.addIssue({ code: 'custom', message: e instanceof Error ? e.message : String(e) });
+      }
+    }),
+  ),
 );
 
 /**
  * Client tokens: `[{"token":"…","tags":["order","pay"],"name":"orders"}]`; `"*"` grants every tag.
  * The name (default `client-<position>`) is the client's rate-limit identity.
  */
-export const clientTokensSchema = z.preprocess(
+export const clientTokensSchema = preprocess(
   jsonText,
   z
     .array(
-      z
-        .object({
-          token: z
-            .string()
-            .min(16, 'each token must be at least 16 characters')
-            .regex(/^[\x21-\x7e]+$/, 'tokens are printable ASCII without spaces'),
-          tags: z
-            .array(z.string().refine((t) => t === '*' || isValidTag(t), `tags must be "*" or tag names: each ${TAG_RULE}`))
-            .min(1, 'give at least one tag'),
-          name: z
-            .string()
-            .regex(/^[A-Za-z0-9_.-]{1,64}$/, 'names are 1-64 letters, digits, _ . -')
-            .optional(),
-        })
-        .strict(),
+      z.strictObject({
+        token: z
+          .string()
+          .check(
+            z.minLength(16, 'each token must be at least 16 characters'),
+            z.regex(/^[\x21-\x7e]+$/, 'tokens are printable ASCII without spaces'),
+          ),
+        tags: z
+          .array(z.string().check(z.refine((t) => t === '*' || isValidTag(t), `tags must be "*" or tag names: each ${TAG_RULE}`)))
+          .check(z.minLength(1, 'give at least one tag')),
+        name: z.optional(z.string().check(z.regex(/^[A-Za-z0-9_.-]{1,64}$/, 'names are 1-64 letters, digits, _ . -'))),
+      }),
       { error: 'must be a JSON array of {"token":"…","tags":["…"],"name":"…"}' },
     )
-    .superRefine((list, ctx) => {
-      const names = list.map((c, i) => c.name ?? `client-${i + 1}`);
-      const dup = names.find((n, i) => names.indexOf(n) !== i);
-      if (dup !== undefined) ctx.addIssue({ code: 'custom', message: `two tokens share the name ${dup}; each client needs its own` });
-      const tokens = list.map((c) => c.token);
-      if (new Set(tokens).size !== tokens.length) ctx.addIssue({ code: 'custom', message: 'a token is listed twice' });
-    }),
+    .check(
+      z.superRefine((list, ctx) => {
+        const names = list.map((c, i) => c.name ?? `client-${i + 1}`);
+        const dup = names.find((n, i) => names.indexOf(n) !== i);
+        if (dup !== undefined) ctx.addIssue({ code: 'custom', message: `two tokens share the name ${dup}; each client needs its own` });
+        const tokens = list.map((c) => c.token);
+        if (new Set(tokens).size !== tokens.length) ctx.addIssue({ code: 'custom', message: 'a token is listed twice' });
+      }),
+    ),
 );
 
 /** A worker-id provider spec: parsed by the one grammar (worker-id-provider-spec.ts); the message names the grammar. */
-const workerIdProviderSchema = z.string().superRefine((spec, ctx) => {
-  try {
-    parseWorkerIdProvider(spec);
-  } catch (e) {
-    ctx.addIssue({ code: 'custom', message: e instanceof Error ? e.message : String(e) });
-  }
-});
+const workerIdProviderSchema = z.string().check(
+  z.superRefine((spec, ctx) => {
+    try {
+      parseWorkerIdProvider(spec);
+    } catch (e) {
+      ctx.addIssue({ code: 'custom', message: e instanceof Error ? e.message : String(e) });
+    }
+  }),
+);
 
 /** Trusted proxies: addresses, CIDR ranges or `loopback`, `linklocal`, `uniquelocal` (comma-separated or a JSON array). */
-const proxyList = z.preprocess(
+const proxyList = preprocess(
   commaSeparated,
-  z
-    .array(z.string(), { error: 'must be a list of addresses or CIDR ranges (comma-separated, or a JSON array)' })
-    .superRefine((list, ctx) => {
+  z.array(z.string(), { error: 'must be a list of addresses or CIDR ranges (comma-separated, or a JSON array)' }).check(
+    z.superRefine((list, ctx) => {
       try {
         proxyaddr.compile(list);
       } catch (e) {
         ctx.addIssue({ code: 'custom', message: e instanceof Error ? e.message : String(e) });
       }
     }),
+  ),
 );
 
-const filePath = z.string().min(1, 'must not be empty');
+const filePath = z.string().check(z.minLength(1, 'must not be empty'));
 
 /** `auto` (one per core) is kept as 0; N from 1. A 0 given is refused, not taken for `auto`: it would drop the one-process order unasked. */
-const workersSchema = z.union([z.literal('auto').transform(() => 0), intFrom(1, 256)], {
-  error: 'must be auto or an integer from 1 to 256',
-});
+const auto = z.pipe(
+  z.literal('auto'),
+  z.transform((): number => 0),
+);
+const workersSchema = z.union([auto, intFrom(1, 256)], { error: 'must be auto or an integer from 1 to 256' });
 
 /**
  * An on/off setting: `true`/`false` (also `1`/`0`, `yes`/`no`) from the environment or a
  * flag's value, a JSON boolean from the file; a flag given bare is `true` (cli/main.ts).
  */
-const switchSchema = z.preprocess(
+const switchSchema = preprocess(
   (v) => {
     if (typeof v !== 'string') return v;
     const t = v.trim().toLowerCase();
@@ -171,7 +188,7 @@ export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', '
 
 export const FIELDS = {
   host: {
-    schema: z.string().min(1, 'must not be empty'),
+    schema: z.string().check(z.minLength(1, 'must not be empty')),
     default: '127.0.0.1',
     env: 'SEQUOIA_HOST',
     flag: '--host',
@@ -179,21 +196,21 @@ export const FIELDS = {
   },
   port: { schema: intFrom(0, 65535), default: 8080, env: 'SEQUOIA_PORT', flag: '--port', doc: 'TCP port (0 picks a free one)' },
   store: {
-    schema: z.string().min(1, 'must not be empty'),
+    schema: z.string().check(z.minLength(1, 'must not be empty')),
     default: DEFAULT_STORE_URL,
     env: 'SEQUOIA_STORE',
     flag: '--store',
     doc: 'store URL: sqlite:PATH, postgres://…, mysql://…, redis://…, or several comma-separated',
   },
   stateDir: {
-    schema: z.string().min(1, 'must not be empty'),
+    schema: z.string().check(z.minLength(1, 'must not be empty')),
     default: DEFAULT_STATE_DIR,
     env: 'SEQUOIA_STATE_DIR',
     flag: '--state-dir',
     doc: 'local state directory (high-water marks)',
   },
   adminToken: {
-    schema: z.string().min(8, 'must be at least 8 characters').optional(),
+    schema: z.optional(z.string().check(z.minLength(8, 'must be at least 8 characters'))),
     default: undefined,
     env: 'SEQUOIA_ADMIN_TOKEN',
     flag: '--admin-token',
@@ -242,53 +259,53 @@ export const FIELDS = {
     doc: 'how long a request waits for the store when both segments are empty',
   },
   formats: {
-    schema: formatsSchema.optional(),
+    schema: z.optional(formatsSchema),
     default: undefined,
     env: 'SEQUOIA_FORMATS',
     flag: '--formats',
     doc: 'named business-number formats, JSON {"order":{"kind":"permuted-base32",…}}; holds keys: prefer the config file or env',
   },
   adminTokenFile: {
-    schema: filePath.optional(),
+    schema: z.optional(filePath),
     default: undefined,
     env: 'SEQUOIA_ADMIN_TOKEN_FILE',
     flag: '--admin-token-file',
     doc: 'read the admin token from this file instead',
   },
   clientTokens: {
-    schema: clientTokensSchema.optional(),
+    schema: z.optional(clientTokensSchema),
     default: undefined,
     env: 'SEQUOIA_CLIENT_TOKENS',
     flag: '--client-tokens',
     doc: 'per-tag client tokens, JSON [{"token":"…","tags":["order"]}]; when set, ID routes need a token',
   },
   clientTokensFile: {
-    schema: filePath.optional(),
+    schema: z.optional(filePath),
     default: undefined,
     env: 'SEQUOIA_CLIENT_TOKENS_FILE',
     flag: '--client-tokens-file',
     doc: 'read the client tokens (same JSON) from this file',
   },
   metricsToken: {
-    schema: z
-      .string()
-      .min(16, 'must be at least 16 characters')
-      .regex(/^[\x21-\x7e]+$/, 'tokens are printable ASCII without spaces')
-      .optional(),
+    schema: z.optional(
+      z
+        .string()
+        .check(z.minLength(16, 'must be at least 16 characters'), z.regex(/^[\x21-\x7e]+$/, 'tokens are printable ASCII without spaces')),
+    ),
     default: undefined,
     env: 'SEQUOIA_METRICS_TOKEN',
     flag: '--metrics-token',
     doc: 'bearer token that reads /metrics and tag-level /v1/status (as the admin token does), nothing else',
   },
   metricsTokenFile: {
-    schema: filePath.optional(),
+    schema: z.optional(filePath),
     default: undefined,
     env: 'SEQUOIA_METRICS_TOKEN_FILE',
     flag: '--metrics-token-file',
     doc: 'read the metrics token from this file instead',
   },
   trustedProxies: {
-    schema: proxyList.optional(),
+    schema: z.optional(proxyList),
     default: undefined,
     env: 'SEQUOIA_TRUSTED_PROXIES',
     flag: '--trusted-proxies',
@@ -302,20 +319,20 @@ export const FIELDS = {
     doc: 'requests per second per client (token or address); 0 turns the limit off',
   },
   rateLimitBurst: {
-    schema: intFrom(1, 10_000_000).optional(),
+    schema: z.optional(intFrom(1, 10_000_000)),
     default: undefined,
     env: 'SEQUOIA_RATE_LIMIT_BURST',
     flag: '--rate-limit-burst',
     doc: 'bucket size: requests a client may send at once (default 2 × rate-limit)',
   },
   tlsCert: {
-    schema: filePath.optional(),
+    schema: z.optional(filePath),
     default: undefined,
     env: 'SEQUOIA_TLS_CERT',
     flag: '--tls-cert',
     doc: 'PEM certificate file: serve HTTPS (with --tls-key)',
   },
-  tlsKey: { schema: filePath.optional(), default: undefined, env: 'SEQUOIA_TLS_KEY', flag: '--tls-key', doc: 'PEM private key file' },
+  tlsKey: { schema: z.optional(filePath), default: undefined, env: 'SEQUOIA_TLS_KEY', flag: '--tls-key', doc: 'PEM private key file' },
   requestTimeoutMs: {
     schema: intFrom(1000, 600_000),
     default: 30_000,
@@ -366,14 +383,14 @@ export const FIELDS = {
     doc: 'server processes sharing the port (node:cluster): 1 (one process: IDs of a tag increase), N, or auto (one per CPU core); N workers interleave like N servers',
   },
   strictTags: {
-    schema: tagList.optional(),
+    schema: z.optional(tagList),
     default: undefined,
     env: 'SEQUOIA_STRICT_TAGS',
     flag: '--strict-tags',
     doc: 'tags served strictly increasing across servers, one store write per batch of concurrent requests (comma-separated)',
   },
   fallbackTags: {
-    schema: tagList.optional(),
+    schema: z.optional(tagList),
     default: undefined,
     env: 'SEQUOIA_FALLBACK_TAGS',
     flag: '--fallback-tags',
@@ -387,14 +404,14 @@ export const FIELDS = {
     doc: 'fallback worker-id lease length: how long a client may fill the fallback space without a server',
   },
   snowflakeLayout: {
-    schema: z.string().regex(LAYOUT_NAME, `must be a layout name: ${[...PRESETS.keys()].join(', ')} or one from layouts`),
+    schema: z.string().check(z.regex(LAYOUT_NAME, `must be a layout name: ${[...PRESETS.keys()].join(', ')} or one from layouts`)),
     default: DEFAULT_LAYOUT,
     env: 'SEQUOIA_SNOWFLAKE_LAYOUT',
     flag: '--snowflake-layout',
     doc: 'default snowflake layout (of /api/snowflake/get and requests without layout)',
   },
   layouts: {
-    schema: layoutsSchema.optional(),
+    schema: z.optional(layoutsSchema),
     default: undefined,
     env: 'SEQUOIA_LAYOUTS',
     flag: '--layouts',
@@ -498,7 +515,7 @@ export function resolveConfigSources(
       source = f.flag;
     }
     if (source === 'default') defaulted.add(name);
-    const r = (f.schema as z.ZodType).safeParse(value);
+    const r = (f.schema as z.ZodMiniType).safeParse(value, inEnglish);
     if (r.success) out[name] = r.data;
     else {
       const shown =
@@ -518,49 +535,51 @@ export function resolveConfigSources(
  * The rules that span fields, checked once every field is valid on its own:
  * each issue's path is the field to change (the message names it).
  */
-const crossFieldRules = z.record(z.string(), z.unknown()).superRefine((c, ctx) => {
-  const problem = (field: FieldName, message: string): void => void ctx.addIssue({ code: 'custom', path: [field], message });
-  if (c.adminTokenFile !== undefined && c.adminToken !== undefined)
-    problem('adminTokenFile', 'give either adminToken or adminTokenFile, not both');
-  if (c.metricsTokenFile !== undefined && c.metricsToken !== undefined)
-    problem('metricsTokenFile', 'give either metricsToken or metricsTokenFile, not both');
-  if (c.clientTokensFile !== undefined && c.clientTokens !== undefined)
-    problem('clientTokensFile', 'give either clientTokens or clientTokensFile, not both');
-  const provider = typeof c.workerIdProvider === 'string' ? parsedOrUndefined(c.workerIdProvider) : undefined;
-  if (provider && c.workers !== 1) {
-    // One id per server, but N processes would each issue on it: the same (tick, id, sequence) N times.
-    if (provider.kind === 'static') {
-      problem(
-        'workerIdProvider',
-        'static:N would give every worker process the same snowflake worker id; use --workers 1, or the lease or zookeeper provider (one id per worker)',
-      );
-    } else if (provider.kind === 'zookeeper' && provider.zookeeper.leafName !== undefined) {
-      problem(
-        'workerIdProvider',
-        'zookeeper leaf=NAME names one Leaf node per {ip}:{port}, so every worker process of the port would share its worker id; use --workers 1',
-      );
-    } else if (provider.kind === 'k8s-ordinal') {
-      problem(
-        'workerIdProvider',
-        'k8s-ordinal would give every worker process of the pod the same snowflake worker id; use --workers 1 (scale with StatefulSet replicas), or the lease or zookeeper provider (one id per worker)',
-      );
+const crossFieldRules = z.record(z.string(), z.unknown()).check(
+  z.superRefine((c, ctx) => {
+    const problem = (field: FieldName, message: string): void => void ctx.addIssue({ code: 'custom', path: [field], message });
+    if (c.adminTokenFile !== undefined && c.adminToken !== undefined)
+      problem('adminTokenFile', 'give either adminToken or adminTokenFile, not both');
+    if (c.metricsTokenFile !== undefined && c.metricsToken !== undefined)
+      problem('metricsTokenFile', 'give either metricsToken or metricsTokenFile, not both');
+    if (c.clientTokensFile !== undefined && c.clientTokens !== undefined)
+      problem('clientTokensFile', 'give either clientTokens or clientTokensFile, not both');
+    const provider = typeof c.workerIdProvider === 'string' ? parsedOrUndefined(c.workerIdProvider) : undefined;
+    if (provider && c.workers !== 1) {
+      // One id per server, but N processes would each issue on it: the same (tick, id, sequence) N times.
+      if (provider.kind === 'static') {
+        problem(
+          'workerIdProvider',
+          'static:N would give every worker process the same snowflake worker id; use --workers 1, or the lease or zookeeper provider (one id per worker)',
+        );
+      } else if (provider.kind === 'zookeeper' && provider.zookeeper.leafName !== undefined) {
+        problem(
+          'workerIdProvider',
+          'zookeeper leaf=NAME names one Leaf node per {ip}:{port}, so every worker process of the port would share its worker id; use --workers 1',
+        );
+      } else if (provider.kind === 'k8s-ordinal') {
+        problem(
+          'workerIdProvider',
+          'k8s-ordinal would give every worker process of the pod the same snowflake worker id; use --workers 1 (scale with StatefulSet replicas), or the lease or zookeeper provider (one id per worker)',
+        );
+      }
     }
-  }
-  if (typeof c.snowflakeLayout === 'string' && !PRESETS.has(c.snowflakeLayout)) {
-    const custom = c.layouts as Record<string, unknown> | undefined;
-    if (!custom || !Object.hasOwn(custom, c.snowflakeLayout)) {
-      problem(
-        'snowflakeLayout',
-        `no layout ${JSON.stringify(c.snowflakeLayout)}; known: ${[...PRESETS.keys(), ...Object.keys(custom ?? {})].join(', ')}`,
-      );
+    if (typeof c.snowflakeLayout === 'string' && !PRESETS.has(c.snowflakeLayout)) {
+      const custom = c.layouts as Record<string, unknown> | undefined;
+      if (!custom || !Object.hasOwn(custom, c.snowflakeLayout)) {
+        problem(
+          'snowflakeLayout',
+          `no layout ${JSON.stringify(c.snowflakeLayout)}; known: ${[...PRESETS.keys(), ...Object.keys(custom ?? {})].join(', ')}`,
+        );
+      }
     }
-  }
-  if (c.tlsCert !== undefined && c.tlsKey === undefined) problem('tlsKey', 'tlsCert is set: give the key too (both or neither)');
-  if (c.tlsKey !== undefined && c.tlsCert === undefined) problem('tlsCert', 'tlsKey is set: give the certificate too (both or neither)');
-});
+    if (c.tlsCert !== undefined && c.tlsKey === undefined) problem('tlsKey', 'tlsCert is set: give the key too (both or neither)');
+    if (c.tlsKey !== undefined && c.tlsCert === undefined) problem('tlsCert', 'tlsKey is set: give the certificate too (both or neither)');
+  }),
+);
 
 function crossFieldProblems(out: Record<string, unknown>): string[] {
-  const r = crossFieldRules.safeParse(out);
+  const r = crossFieldRules.safeParse(out, inEnglish);
   return r.success ? [] : r.error.issues.map((i) => `${String(i.path[0])}: ${i.message}`);
 }
 
@@ -584,7 +603,7 @@ function readSecretFiles(out: Record<string, unknown>, problems: string[]): void
   if (typeof out.metricsTokenFile === 'string') {
     const text = read('metricsTokenFile', out.metricsTokenFile)?.trim();
     if (text !== undefined) {
-      const r = FIELDS.metricsToken.schema.safeParse(text);
+      const r = FIELDS.metricsToken.schema.safeParse(text, inEnglish);
       if (r.success) out.metricsToken = r.data;
       else problems.push(`metricsTokenFile: ${r.error.issues[0]?.message ?? 'invalid'}`);
     }
@@ -592,7 +611,7 @@ function readSecretFiles(out: Record<string, unknown>, problems: string[]): void
   if (typeof out.clientTokensFile === 'string') {
     const text = read('clientTokensFile', out.clientTokensFile);
     if (text !== undefined) {
-      const r = clientTokensSchema.safeParse(text);
+      const r = clientTokensSchema.safeParse(text, inEnglish);
       if (r.success) out.clientTokens = r.data;
       else problems.push(`clientTokensFile: ${r.error.issues[0]?.message ?? 'invalid'}`);
     }

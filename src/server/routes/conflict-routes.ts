@@ -13,7 +13,7 @@
  * 404 TAG_NOT_FOUND. Neither creates a metric series.
  */
 import type { FastifyInstance } from 'fastify';
-import { z } from 'zod';
+import * as z from 'zod/mini';
 import { assertTag } from '../../core/validate.js';
 import type { Access } from '../auth.js';
 import { parseBody } from '../body.js';
@@ -25,12 +25,13 @@ import type { IdService } from '../../service/id-service.js';
 import { describeLedgerEntry } from '../../service/ledger-view.js';
 import { answerText } from '../public-message.js';
 
-const conflictBody = z
-  .object({
-    id: z.union([z.string().min(1).max(128), z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER)]),
-    detail: z.string().max(1000).optional(),
-  })
-  .strict();
+const conflictBody = z.strictObject({
+  id: z.union([
+    z.string().check(z.minLength(1), z.maxLength(128)),
+    z.number().check(z.int(), z.nonnegative(), z.maximum(Number.MAX_SAFE_INTEGER)),
+  ]),
+  detail: z.optional(z.string().check(z.maxLength(1000))),
+});
 
 export async function conflictRoutes(
   app: FastifyInstance,

@@ -7,21 +7,19 @@
  * configured). A tag without a fallback space answers NOT_FOUND.
  */
 import type { FastifyInstance } from 'fastify';
-import { z } from 'zod';
+import * as z from 'zod/mini';
 import { assertTag } from '../../core/validate.js';
 import type { FallbackLeases } from '../../service/fallback-leases.js';
 import type { Access } from '../auth.js';
 import { parseBody } from '../body.js';
 import type { ClientGate } from '../client-gate.js';
 
-const leaseBody = z
-  .object({
-    owner: z.string().min(1).max(200).optional(),
-    workerId: z.number().int().min(0).max(1_000_000).optional(),
-    generation: z.number().int().min(0).optional(),
-    lastTick: z.number().int().min(-1).optional(),
-  })
-  .strict();
+const leaseBody = z.strictObject({
+  owner: z.optional(z.string().check(z.minLength(1), z.maxLength(200))),
+  workerId: z.optional(z.number().check(z.int(), z.minimum(0), z.maximum(1_000_000))),
+  generation: z.optional(z.number().check(z.int(), z.minimum(0))),
+  lastTick: z.optional(z.number().check(z.int(), z.minimum(-1))),
+});
 
 export async function fallbackRoutes(
   app: FastifyInstance,

@@ -1,6 +1,6 @@
 /** Tag administration: /v1/tags. Admin token required when configured. */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { z } from 'zod';
+import * as z from 'zod/mini';
 import type { TagInfo } from '../../ports/segment-store.js';
 import type { IdService } from '../../service/id-service.js';
 import { parseBody } from '../body.js';
@@ -12,16 +12,14 @@ import { rangesAnswer } from '../../service/ledger-view.js';
 const checkTag = (tag: string): string => assertTag(tag);
 
 const idValue = z.union([z.string(), z.number()]);
-const createBody = z
-  .object({
-    tag: z.string(),
-    step: z.number().optional(),
-    start: idValue.optional(),
-    description: z.string().optional(),
-  })
-  .strict();
-const updateBody = z.object({ step: z.number().optional(), description: z.string().optional() }).strict();
-const fenceBody = z.object({ to: idValue }).strict();
+const createBody = z.strictObject({
+  tag: z.string(),
+  step: z.optional(z.number()),
+  start: z.optional(idValue),
+  description: z.optional(z.string()),
+});
+const updateBody = z.strictObject({ step: z.optional(z.number()), description: z.optional(z.string()) });
+const fenceBody = z.strictObject({ to: idValue });
 
 export function tagJson(t: TagInfo): Record<string, unknown> {
   return {
