@@ -132,6 +132,25 @@ describePg('audit --db on PostgreSQL (COPY text)', () => {
       expect(b.stderr, bad).toContain('row 1: not an ID from 0 to 2^63-1');
     }
   });
+
+  it('a bad row early in a very long COPY stops the read there: the server is not read to the end', async () => {
+    // Two billion rows: read to the end, this would run for hours; stopped at row 2, it exits at once.
+    const endless = 'SELECT CASE WHEN g = 2 THEN NULL ELSE g END FROM (SELECT generate_series(1, 2000000000) AS g) s';
+    const r = sequoia(['audit', '--db', PG_URL, '--query', endless, ...auditArgs()]);
+    expect(r.status, r.stderr).toBe(2);
+    expect(r.stderr).toContain('row 2: not an ID from 0 to 2^63-1: NULL');
+    // The connection was dropped: its backend stops at its next send instead of producing the rest.
+    const running = async () =>
+      Number(
+        (
+          await admin.query(
+            `SELECT count(*) AS n FROM pg_stat_activity WHERE query LIKE '%generate_series(1, 2000000000)%' AND pid <> pg_backend_pid()`,
+          )
+        ).rows[0].n,
+      );
+    for (let i = 0; i < 200 && (await running()) > 0; i++) await new Promise((w) => setTimeout(w, 50));
+    expect(await running()).toBe(0);
+  });
 });
 
 const describeMy = await describeWithService('mariadb', async () => {

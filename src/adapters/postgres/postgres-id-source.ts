@@ -6,7 +6,6 @@
  * row object. With a time column the query runs under a server-side cursor
  * fetched in batches (stream), where the driver turns each time into a Date.
  */
-import type { Socket } from 'node:net';
 import pg from 'pg';
 import { to as copyTo } from 'pg-copy-streams';
 import type { IdSource } from '../../ports/id-source.js';
@@ -47,8 +46,9 @@ export class PostgresIdSource implements IdSource {
           } catch (e) {
             stopped = e;
             reject(e);
-            // The server keeps sending until the COPY ends: closing the socket stops it; the client is not used again.
-            (this.client as unknown as { connection: { stream: Socket } }).connection.stream.destroy();
+            // The server keeps sending until the COPY ends: ending the client while its query runs drops the
+            // connection (pg's end() does so for an active query), which stops it; the client is not used again.
+            void this.client.end().catch(() => undefined);
           }
         });
         copy.on('end', () => resolve());
