@@ -26,11 +26,19 @@ interface ErrorAnswer {
   readonly message: string;
 }
 
-/** The error handler and the not-found handler, both counting each answer in `onError`. */
-export function installErrorReplies(app: FastifyInstance, onError: (e: ErrorRecord) => void): void {
+/**
+ * The error handler and the not-found handler, both counting each answer in `onError`. `unrouted`
+ * answers what no route took when the path is known under other methods (405, build-app.ts).
+ */
+export function installErrorReplies(
+  app: FastifyInstance,
+  onError: (e: ErrorRecord) => void,
+  unrouted: (req: FastifyRequest, reply: FastifyReply) => SequoiaError | undefined = () => undefined,
+): void {
   app.setErrorHandler((err: FastifyError | SequoiaError | Error, req, reply) => sendError(err, req, reply, onError));
   app.setNotFoundHandler((req, reply) => {
-    void sendError(new SequoiaError('NOT_FOUND', `no route ${req.method} ${req.url.split('?')[0]}`), req, reply, onError);
+    const e = unrouted(req, reply) ?? new SequoiaError('NOT_FOUND', `no route ${req.method} ${req.url.split('?')[0]}`);
+    void sendError(e, req, reply, onError);
   });
 }
 
