@@ -22,9 +22,8 @@
  * PRF; anyone holding many (id, number) pairs may learn about the key. Never
  * use a permuted number as a secret or an authorization token.
  */
-import type { createHmac as CreateHmac } from 'node:crypto';
-import { createRequire } from 'node:module';
 import { InvalidArgumentError } from '../errors.js';
+import { roundKeyHmac } from './hmac-sha256.js';
 
 export interface FeistelOptions {
   /** Width of the output space in bits, 2..64. */
@@ -116,11 +115,11 @@ export class FeistelPermutation {
     this.sizeNumber = Number(size);
 
     const keys = new Int32Array(2 * rounds);
-    // node:crypto loads with the first permutation, not with `import 'sequoia-id'`.
-    const { createHmac } = createRequire(import.meta.url)('node:crypto') as { createHmac: typeof CreateHmac };
+    // node:crypto loads with the first permutation, not with `import 'sequoia-id'` (hmac-sha256.ts).
     for (let block = 0; 8 * block < keys.length; block++) {
-      const digest = createHmac('sha256', keyBytes).update(`sequoia/feistel/v1/w${width}/r${rounds}/b${block}`).digest();
-      for (let j = 0; j < 8 && 8 * block + j < keys.length; j++) keys[8 * block + j] = digest.readInt32BE(4 * j);
+      const digest = roundKeyHmac(keyBytes, `sequoia/feistel/v1/w${width}/r${rounds}/b${block}`);
+      const view = new DataView(digest.buffer, digest.byteOffset, digest.byteLength);
+      for (let j = 0; j < 8 && 8 * block + j < keys.length; j++) keys[8 * block + j] = view.getInt32(4 * j);
     }
     this.keys = keys;
   }

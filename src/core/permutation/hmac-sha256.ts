@@ -1,0 +1,94 @@
+/**
+ * HMAC-SHA-256 (RFC 2104, FIPS 180-4) for the permutation's round keys, synchronous and without node:crypto's
+ * module: on Node 20.16 and later `process.getBuiltinModule('node:crypto')` answers, and node:crypto loads with the
+ * first permutation; before that, a synchronous built-in needs `createRequire` of node:module, whose static import
+ * cost every `import('sequoia-id')` about 1 ms (BENCHMARKS.md, start-up). This is that older Node's path; the tests
+ * hold it to node:crypto's answers.
+ */
+import type { createHmac as CreateHmac } from 'node:crypto';
+
+const K = new Uint32Array([
+  0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5, 0xd807aa98, 0x12835b01, 0x243185be,
+  0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174, 0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa,
+  0x5cb0a9dc, 0x76f988da, 0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967, 0x27b70a85,
+  0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85, 0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3,
+  0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070, 0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f,
+  0x682e6ff3, 0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2,
+]);
+
+const rotr = (x: number, n: number) => (x >>> n) | (x << (32 - n));
+
+/** SHA-256 of `data`. */
+export function sha256(data: Uint8Array): Uint8Array {
+  const bitLength = data.length * 8;
+  const padded = new Uint8Array((((data.length + 8) >> 6) + 1) << 6);
+  padded.set(data);
+  padded[data.length] = 0x80;
+  const view = new DataView(padded.buffer);
+  view.setUint32(padded.length - 8, Math.floor(bitLength / 2 ** 32));
+  view.setUint32(padded.length - 4, bitLength >>> 0);
+  const h = new Uint32Array([0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19]);
+  const w = new Uint32Array(64);
+  for (let off = 0; off < padded.length; off += 64) {
+    for (let t = 0; t < 16; t++) w[t] = view.getUint32(off + 4 * t);
+    for (let t = 16; t < 64; t++) {
+      const a = w[t - 15]!;
+      const b = w[t - 2]!;
+      const s0 = rotr(a, 7) ^ rotr(a, 18) ^ (a >>> 3);
+      const s1 = rotr(b, 17) ^ rotr(b, 19) ^ (b >>> 10);
+      w[t] = w[t - 16]! + s0 + w[t - 7]! + s1;
+    }
+    let a = h[0]!;
+    let b = h[1]!;
+    let c = h[2]!;
+    let d = h[3]!;
+    let e = h[4]!;
+    let f = h[5]!;
+    let g = h[6]!;
+    let hh = h[7]!;
+    for (let t = 0; t < 64; t++) {
+      const t1 = (hh + (rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25)) + ((e & f) ^ (~e & g)) + K[t]! + w[t]!) >>> 0;
+      const t2 = ((rotr(a, 2) ^ rotr(a, 13) ^ rotr(a, 22)) + ((a & b) ^ (a & c) ^ (b & c))) >>> 0;
+      hh = g;
+      g = f;
+      f = e;
+      e = (d + t1) >>> 0;
+      d = c;
+      c = b;
+      b = a;
+      a = (t1 + t2) >>> 0;
+    }
+    h[0]! += a;
+    h[1]! += b;
+    h[2]! += c;
+    h[3]! += d;
+    h[4]! += e;
+    h[5]! += f;
+    h[6]! += g;
+    h[7]! += hh;
+  }
+  const out = new Uint8Array(32);
+  const outView = new DataView(out.buffer);
+  for (let i = 0; i < 8; i++) outView.setUint32(4 * i, h[i]!);
+  return out;
+}
+
+/** HMAC-SHA-256 of the UTF-8 text `message` under `key`. */
+export function hmacSha256(key: Uint8Array, message: string): Uint8Array {
+  const block = new Uint8Array(64);
+  block.set(key.length > 64 ? sha256(key) : key);
+  const text = new TextEncoder().encode(message);
+  const inner = new Uint8Array(64 + text.length);
+  for (let i = 0; i < 64; i++) inner[i] = block[i]! ^ 0x36;
+  inner.set(text, 64);
+  const outer = new Uint8Array(64 + 32);
+  for (let i = 0; i < 64; i++) outer[i] = block[i]! ^ 0x5c;
+  outer.set(sha256(inner), 64);
+  return sha256(outer);
+}
+
+/** The HMAC-SHA-256 of `message` under `key`: node:crypto's where Node can hand it over synchronously, else ours. */
+export function roundKeyHmac(key: Uint8Array, message: string): Uint8Array {
+  const crypto = process.getBuiltinModule?.('node:crypto') as { createHmac: typeof CreateHmac } | undefined;
+  return crypto ? crypto.createHmac('sha256', key).update(message).digest() : hmacSha256(key, message);
+}
