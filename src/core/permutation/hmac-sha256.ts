@@ -89,6 +89,6 @@ export function hmacSha256(key: Uint8Array, message: string): Uint8Array {
 
 /** The HMAC-SHA-256 of `message` under `key`: node:crypto's where Node can hand it over synchronously, else ours. */
 export function roundKeyHmac(key: Uint8Array, message: string): Uint8Array {
-  const crypto = process.getBuiltinModule?.('node:crypto') as { createHmac: typeof CreateHmac } | undefined;
+  const crypto = globalThis.process?.getBuiltinModule?.('node:crypto') as { createHmac: typeof CreateHmac } | undefined;
   return crypto ? crypto.createHmac('sha256', key).update(message).digest() : hmacSha256(key, message);
 }
