@@ -36,6 +36,16 @@ describe('what gets loaded', () => {
     expect(mods.filter((m) => m.includes('node_modules/') || SERVER_SIDE.test(m))).toEqual([]);
   });
 
+  // node:module (createRequire) cost `import('sequoia-id')` about 1 ms and its files never call require
+  // (BENCHMARKS.md, start-up); the load trace sees no built-ins, so the files it loads are read.
+  it("import('sequoia-id') imports no node:module: none of its files calls require", () => {
+    assertBuilt();
+    const files = [...new Set(loaded(['--input-type=module', '-e', "await import('sequoia-id');"]))];
+    expect(files.length).toBeGreaterThan(0);
+    const withModule = files.filter((f) => /from ["']node:module["']/.test(readFileSync(join(ROOT, f), 'utf8')));
+    expect(withModule).toEqual([]);
+  });
+
   it('sequoia gen uuid loads no store, driver, server or config schema', () => {
     assertBuilt();
     const mods = loaded([join(ROOT, 'dist', 'cli', 'main.js'), 'gen', 'uuid']);

@@ -16,8 +16,8 @@ export const CROCKFORD32_ALPHABET = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
 export const CROCKFORD32_CHECK_ALPHABET = '0123456789ABCDEFGHJKMNPQRSTVWXYZ*~$=U';
 const SYMBOLS: readonly string[] = CROCKFORD32_ALPHABET.split('');
 const CHECK_SYMBOLS: readonly string[] = CROCKFORD32_CHECK_ALPHABET.split('');
-/** `SYMBOL_PAIRS[v]` is the two symbols of a 10-bit value. */
-const SYMBOL_PAIRS: readonly string[] = Array.from({ length: 1024 }, (_, v) => SYMBOLS[v >>> 5]! + SYMBOLS[v & 31]!);
+/** `SYMBOL_PAIRS[v]` is the two symbols of a 10-bit value; built by the first encoding, not at import (1,024 strings). */
+let SYMBOL_PAIRS: readonly string[] | undefined;
 
 /** Symbol value for char codes < 128; -1 when not a data symbol. */
 const VALUE = new Int8Array(128).fill(-1);
@@ -72,9 +72,10 @@ export function encodeCrockford32Parts(hi: number, lo: number, width: number, ch
   // (hi·2^32 + lo) mod 37 from 16-bit pieces (2^16 ≡ 9, 2^32 ≡ 7, 2^48 ≡ 26 mod 37): small-integer arithmetic only.
   let s = check ? CHECK_SYMBOLS[((hi >>> 16) * 26 + (hi & 0xffff) * 7 + (lo >>> 16) * 9 + (lo & 0xffff)) % 37]! : '';
   let i = width;
+  const pairs = (SYMBOL_PAIRS ??= Array.from({ length: 1024 }, (_, v) => SYMBOLS[v >>> 5]! + SYMBOLS[v & 31]!));
   // Two symbols (10 bits) per step: half the string concatenations.
   for (; i >= 2; i -= 2) {
-    s = SYMBOL_PAIRS[lo & 1023]! + s;
+    s = pairs[lo & 1023]! + s;
     lo = ((lo >>> 10) | (hi << 22)) >>> 0;
     hi >>>= 10;
   }

@@ -1,7 +1,10 @@
+import { inspect } from 'node:util';
 import fc from 'fast-check';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import {
+  type Layout,
   PRESETS,
+  PRESET_SPECS,
   TWITTER_EPOCH_MS,
   compose,
   decompose,
@@ -70,6 +73,41 @@ describe('presets', () => {
 
   it('unknown names are INVALID_ARGUMENT naming the presets', () => {
     expect(() => getLayout('nope')).toThrow(/twitter, leaf, sonyflake/);
+  });
+});
+
+describe('PRESETS, validated at its first use', () => {
+  // A fresh module instance each time: the first call on it is the one that fills it.
+  const fresh = async () => {
+    vi.resetModules();
+    return (await import('./layout.js')).PRESETS;
+  };
+  const NAMES = ['twitter', 'leaf', 'sonyflake', 'uid-generator', 'instagram', 'customuuid', 'simpleflake'];
+
+  it.each([
+    ['size', (m: ReadonlyMap<string, Layout>) => m.size],
+    ['get', (m: ReadonlyMap<string, Layout>) => m.get('leaf')?.name],
+    ['has', (m: ReadonlyMap<string, Layout>) => m.has('sonyflake')],
+    ['keys', (m: ReadonlyMap<string, Layout>) => [...m.keys()]],
+    ['values', (m: ReadonlyMap<string, Layout>) => [...m.values()].map((l) => l.name)],
+    ['entries', (m: ReadonlyMap<string, Layout>) => [...m.entries()].map(([k]) => k)],
+    ['iteration', (m: ReadonlyMap<string, Layout>) => [...m].map(([k]) => k)],
+    [
+      'forEach',
+      (m: ReadonlyMap<string, Layout>) => {
+        const seen: string[] = [];
+        m.forEach((_, k) => seen.push(k));
+        return seen;
+      },
+    ],
+    ['new Map', (m: ReadonlyMap<string, Layout>) => [...new Map(m).keys()]],
+    ['inspect', (m: ReadonlyMap<string, Layout>) => inspect(m).startsWith('Map(7) {')],
+  ])('answers as the filled Map when %s is the first use', async (_, use) => {
+    const presets = await fresh();
+    const want = use(new Map(NAMES.map((n) => [n, defineLayout(PRESET_SPECS.find((s) => s.name === n)!)])));
+    expect(use(presets)).toEqual(want);
+    expect(presets).toBeInstanceOf(Map);
+    expect([...presets.keys()]).toEqual(NAMES);
   });
 });
 

@@ -7,8 +7,9 @@ import { InvalidArgumentError } from '../errors.js';
 import type { Random } from '../random.js';
 import { HEX_BYTES } from '../codecs/hex.js';
 
-const VERSION_BYTE: readonly string[] = Array.from({ length: 256 }, (_, i) => HEX_BYTES[0x40 | (i & 0x0f)]!);
-const VARIANT_BYTE: readonly string[] = Array.from({ length: 256 }, (_, i) => HEX_BYTES[0x80 | (i & 0x3f)]!);
+/** Bytes 6 and 8 with the version and variant bits: built by the first generator, not at `import('sequoia-id')`. */
+let VERSION_BYTE: readonly string[] | undefined;
+let VARIANT_BYTE: readonly string[] | undefined;
 
 export interface UuidV4Options {
   random: Random;
@@ -28,6 +29,8 @@ export class UuidV4Generator {
     }
     this.random = random;
     this.pool = new Uint8Array(poolSize);
+    VERSION_BYTE ??= Array.from({ length: 256 }, (_, i) => HEX_BYTES[0x40 | (i & 0x0f)]!);
+    VARIANT_BYTE ??= Array.from({ length: 256 }, (_, i) => HEX_BYTES[0x80 | (i & 0x3f)]!);
     this.pos = poolSize;
   }
 
@@ -56,10 +59,10 @@ export class UuidV4Generator {
       h[p[i + 4]!]! +
       h[p[i + 5]!]! +
       '-' +
-      VERSION_BYTE[p[i + 6]!]! +
+      VERSION_BYTE![p[i + 6]!]! +
       h[p[i + 7]!]! +
       '-' +
-      VARIANT_BYTE[p[i + 8]!]! +
+      VARIANT_BYTE![p[i + 8]!]! +
       h[p[i + 9]!]! +
       '-' +
       h[p[i + 10]!]! +

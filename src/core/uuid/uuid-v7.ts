@@ -40,8 +40,8 @@ export const UUID_V7_MAX_MS = 2 ** 48 - 1;
  * import: `import('sequoia-id')` need not pay for 4,096 strings before anyone asks for a UUIDv7 (BENCHMARKS.md, start-up).
  */
 let VERSION_COUNTER: readonly string[] | undefined;
-/** Byte 8 with the variant bits `10`: index by the random byte. */
-const VARIANT_BYTE: readonly string[] = Array.from({ length: 256 }, (_, i) => HEX_BYTES[0x80 | (i & 0x3f)]!);
+/** Byte 8 with the variant bits `10`: index by the random byte. Built by the first generator, as VERSION_COUNTER. */
+let VARIANT_BYTE: readonly string[] | undefined;
 
 export interface UuidV7Options {
   clock: Clock;
@@ -82,6 +82,7 @@ export class UuidV7Generator {
     this.random = random;
     this.seedMask = (1 << counterSeedBits) - 1;
     VERSION_COUNTER ??= Array.from({ length: 4096 }, (_, i) => '7' + i.toString(16).padStart(3, '0'));
+    VARIANT_BYTE ??= Array.from({ length: 256 }, (_, i) => HEX_BYTES[0x80 | (i & 0x3f)]!);
     this.pool = new Uint8Array(poolSize);
     this.pos = poolSize;
   }
@@ -133,7 +134,7 @@ export class UuidV7Generator {
       this.prefix +
       VERSION_COUNTER![this.counter]! +
       '-' +
-      VARIANT_BYTE[p[i]!]! +
+      VARIANT_BYTE![p[i]!]! +
       h[p[i + 1]!]! +
       '-' +
       h[p[i + 2]!]! +
