@@ -1,4 +1,4 @@
-// `npm run bundle`: the published entries (dist/pkg/) from tsc's output (dist/), in four esbuild runs, for start-up time.
+// `npm run bundle`: the published entries (dist/pkg/) from tsc's output (dist/), in five esbuild runs, for start-up time.
 // 1. The library entries, with shared chunks: `sequoia-id`, `/server` and `/client` share one copy of each class (a
 //    SequoiaError from one is `instanceof` in another), and the fewer entries share a build, the fewer chunks each
 //    loads (`import('sequoia-id')` loads 3 files, not 22: the modules every entry loads are one chunk, sharedCore).
@@ -6,7 +6,9 @@
 // 3. The worker entries, one file each: a worker thread or a cluster worker has module instances of its own (nothing
 //    to share with the library's classes), and a thread that loads one file boots sooner (serve: about 8% less CPU).
 //    They are started by path beside the chunk that starts them (off-loop.ts, cluster-primary.ts).
-// 4. The bin (cli.js) as one file: `sequoia gen uuid` loads it alone; './commands.js' stays an import of the file beside it.
+// 4. `serve`'s entry (serve-main.js) as one file, loaded by cli.js for `serve` instead of the command table.
+// 5. The bin (cli.js) as one file: `sequoia gen uuid` loads it alone; './commands.js' and './serve-main.js' stay
+//    imports of the files beside it.
 //
 // The pure-JavaScript dependencies (fastify, pino, prom-client, zod, commander, node-zookeeper-client …) are bundled
 // in: loaded from node_modules, most of their start-up cost is the loader's (a resolution, package.json reads and a
@@ -50,7 +52,11 @@ const runs = [
     ...common,
     entryPoints: { 'cluster-worker': 'dist/app/cluster-worker.js', 'off-loop-worker': 'dist/app/off-loop-worker.js' },
   }),
-  await build({ ...common, entryPoints: { cli: 'dist/cli/main.js' }, external: [...external, './commands.js'] }),
+  // serve's own entry as one file: its lazy imports inline, so a start links a handful of modules instead of the
+  // command table's ~60 chunks (each a resolution, a read and a link). The ZooKeeper client stays outside: only a
+  // zookeeper provider loads it (from node_modules), and every other start would compile it for nothing.
+  await build({ ...common, splitting: true, entryPoints: { 'serve-main': 'dist/cli/serve-main.js' } }),
+  await build({ ...common, entryPoints: { cli: 'dist/cli/main.js' }, external: [...external, './commands.js', './serve-main.js'] }),
 ];
 // A Set: two runs may write the same chunk (esbuild's runtime helpers, by content hash).
 const outputs = new Set(runs.flatMap((r) => Object.keys(r.metafile.outputs)).filter((f) => f.endsWith('.js')));

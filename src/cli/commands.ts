@@ -3,50 +3,21 @@
  * it). Bad input exits 2 with one message per problem; a store that cannot
  * be reached exits 1; success exits 0.
  */
-import { Command, CommanderError, Option } from 'commander';
-import { InvalidArgumentError, SequoiaError, exitStatusFor } from '../core/errors.js';
+import { type Command, Option } from 'commander';
+import { InvalidArgumentError } from '../core/errors.js';
 import { MAX_STORED_STEP, assertIdValue } from '../core/validate.js';
 import type { IdService } from '../service/id-service.js';
-import { VERSION } from '../version.js';
-import type { FieldName } from '../app/config.js';
 import { DEFAULT_STATE_DIR, DEFAULT_STORE_URL } from '../app/defaults.js';
 import { registerGenAndExplain } from './gen-explain.js';
 import { registerPlan } from './snowflake-commands.js';
 import { registerBenchPk } from './bench-pk-command.js';
 import { registerAudit } from './audit-command.js';
 import { registerMigrate } from './migrate-command.js';
+import { newProgram, runProgram } from './program.js';
+import { registerServe } from './serve-command.js';
 
-const program = new Command();
-program
-  .name('sequoia')
-  .description('Distributed unique-ID service: segments, snowflakes, UUIDv7')
-  .version(VERSION)
-  .exitOverride()
-  .configureOutput({ outputError: (str, write) => write(`sequoia: ${str.replace(/^error: /, '')}`) });
-
-const serve = program.command('serve').description('run the HTTP ID server');
-if (process.argv.slice(2).includes('serve')) {
-  // The field table (and its schema library) loads only for serve: every other command starts without it.
-  const { FIELDS } = await import('../app/config.js');
-  for (const f of Object.values(FIELDS)) {
-    // commander names the option's attribute after the flag: --state-dir → stateDir, matching FIELDS.
-    // A field whose doc names its own default (derived from another field) shows no "default none".
-    const dflt = f.default !== undefined ? `; default ${String(f.default)}` : /\(default /.test(f.doc) ? '' : '; default none';
-    // An on/off field (a boolean default) is a bare switch: `--allow-open-admin`, or `--allow-open-admin false`.
-    const arg = typeof f.default === 'boolean' ? '[true|false]' : '<value>';
-    serve.option(`${f.flag} ${arg}`, `${f.doc} (env ${f.env}${dflt})`);
-  }
-  serve.option('--config <file>', 'JSON config file (env SEQUOIA_CONFIG)');
-}
-serve.action(async (opts: Record<string, unknown>) => {
-  const { config: file, ...flags } = opts;
-  const { resolveConfig } = await import('../app/config.js');
-  const config = resolveConfig(flags as Partial<Record<FieldName, unknown>>, process.env, file as string | undefined);
-  // Loaded only here: the admin commands stay quick without fastify and pino.
-  // --workers 1 runs in this process; more fork a node:cluster primary (src/app/cluster.ts).
-  const { serve: runServe } = await import('../app/cluster.js');
-  await runServe(config);
-});
+const program = newProgram();
+await registerServe(program);
 
 interface StoreOpts {
   store?: string;
@@ -206,21 +177,4 @@ registerPlan(program);
 registerAudit(program);
 registerMigrate(program);
 
-try {
-  await program.parseAsync(process.argv);
-} catch (e) {
-  process.exitCode = exitCodeFor(e);
-}
-
-function exitCodeFor(e: unknown): number {
-  if (e instanceof CommanderError) {
-    if (e.code === 'commander.helpDisplayed' || e.code === 'commander.version' || e.exitCode === 0) return 0;
-    return 2;
-  }
-  if (e instanceof SequoiaError) {
-    console.error(`sequoia: ${e.code}: ${e.message}`);
-    return exitStatusFor(e);
-  }
-  console.error(`sequoia: ${e instanceof Error ? e.message : String(e)}`);
-  return 1;
-}
+await runProgram(program);

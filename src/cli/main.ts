@@ -3,8 +3,8 @@
  * The `sequoia` command. `sequoia gen uuid` (and `uuid4`, `ulid`), without
  * options, is what scripts call once per ID: it is answered here, from the
  * core's generator, before commander and the command table (commands.ts)
- * load. Anything else, options included, goes to the command table; `serve`
- * starts its storage threads first (app/off-loop-entry.ts).
+ * load. `serve` starts its storage threads (app/off-loop-entry.ts) and loads
+ * its own entry (serve-main.ts); anything else goes to the command table.
  */
 import { systemClock } from '../core/clock.js';
 import { systemRandom } from '../core/random.js';
@@ -28,7 +28,9 @@ try {
 }
 if (id !== undefined) console.log(id);
 else {
-  // The store's and the state dir's threads boot on the other core while the command table and the server load.
-  if (args[0] === 'serve') (await import('../app/off-loop-entry.js')).warmServeThreads(args, process.env);
-  await import('./commands.js');
+  if (args[0] === 'serve') {
+    // The store's and the state dir's threads boot on the other core while the server's modules load.
+    (await import('../app/off-loop-entry.js')).warmServeThreads(args, process.env);
+    await import('./serve-main.js');
+  } else await import('./commands.js');
 }
