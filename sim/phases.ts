@@ -7,6 +7,8 @@
  */
 import type { Prng } from './engine/prng.js';
 import type { Scheduler } from './engine/scheduler.js';
+import type { Checker } from './model/checker.js';
+import type { World, WorldResult } from './worlds.js';
 
 export interface Phases {
   readonly chaosMs: number;
@@ -63,4 +65,24 @@ export async function runPhases(sched: Scheduler, p: Phases): Promise<number> {
   await sched.run(chaosMs + healMs, () => {}, stop);
   if (!stop()) p.checkLiveness();
   return draws;
+}
+
+/** What a world after the cluster's reports (worlds.ts): its checker's verdict and count, its trace and coverage, its scheduler's totals. */
+export function worldResult(
+  world: World,
+  sched: Scheduler,
+  w: { readonly checker: Checker; readonly coverage: ReadonlyMap<string, number> },
+  faults: number,
+  answered = w.checker.answered,
+): WorldResult {
+  return {
+    world,
+    findings: w.checker.findings,
+    trace: sched.trace,
+    coverage: w.coverage,
+    events: sched.events,
+    simMs: sched.now,
+    answered,
+    faults,
+  };
 }

@@ -13,7 +13,7 @@ import { ClientWorld } from './model/client-world.js';
 import { Cluster } from './model/cluster.js';
 import { runMigrateWorld } from './model/migrate-world.js';
 import { runMultiWorld } from './model/multi-world.js';
-import { runPhases } from './phases.js';
+import { runPhases, worldResult } from './phases.js';
 
 export const WORLDS = ['client', 'multi', 'migrate'] as const;
 export type World = (typeof WORLDS)[number];
@@ -70,14 +70,5 @@ async function runClientWorld(sched: Scheduler, root: Prng): Promise<WorldResult
       world.checkLiveness(chaosMs + healMs - 3000);
     },
   });
-  return {
-    world: 'client',
-    findings: cluster.checker.findings,
-    trace: sched.trace,
-    coverage: cluster.coverage,
-    events: sched.events,
-    simMs: sched.now,
-    answered: cluster.checker.answered + world.handedOut,
-    faults: nFaults,
-  };
+  return worldResult('client', sched, cluster, nFaults, cluster.checker.answered + world.handedOut);
 }

@@ -12,6 +12,7 @@ import { HostClock } from '../engine/clock.js';
 import type { Prng } from '../engine/prng.js';
 import { Proc, type Scheduler } from '../engine/scheduler.js';
 import { Checker, REFUSALS } from './checker.js';
+import { Coverage } from './coverage.js';
 import { Lifecycle } from './lifecycle.js';
 import { StateDir } from './state-dir.js';
 import { StoreModel } from './store.js';
@@ -144,7 +145,7 @@ export class Cluster {
   readonly store: StoreModel;
   readonly checker: Checker;
   readonly servers: Server[] = [];
-  readonly coverage = new Map<string, number>();
+  readonly coverage = new Coverage<string>([...ACTIONS, ...SEQUENCES]);
   private healedAt: number | undefined;
   private fencedAt: number | undefined;
   /** Scratch lists of `request` (the workers it may pick from), kept to spare an allocation per request. */
@@ -166,7 +167,6 @@ export class Cluster {
       this.sched.log(`range ${d.proc.name} ${d.tag} [${d.start},${d.end}) L${d.lineage}`);
       this.checker.delivered(d, this.store.hasAllocation(d));
     };
-    for (const a of [...ACTIONS, ...SEQUENCES]) this.coverage.set(a, 0);
     this.life = new Lifecycle(
       sched,
       rng,
@@ -178,7 +178,7 @@ export class Cluster {
 
   /** Counts an action (or a named sequence of one, such as `recreate-then-deploy`) for the coverage report. */
   private count(a: Action | (typeof SEQUENCES)[number]): void {
-    this.coverage.set(a, (this.coverage.get(a) ?? 0) + 1);
+    this.coverage.count(a);
   }
 
   async setUp(): Promise<void> {

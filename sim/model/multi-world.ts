@@ -23,9 +23,10 @@ import { HostClock } from '../engine/clock.js';
 import type { Prng } from '../engine/prng.js';
 import { Proc, type Scheduler } from '../engine/scheduler.js';
 import { Checker, REFUSALS } from './checker.js';
+import { Coverage } from './coverage.js';
 import { StateDir } from './state-dir.js';
 import { StoreModel, type Delivered } from './store.js';
-import { runPhases } from '../phases.js';
+import { runPhases, worldResult } from '../phases.js';
 import type { WorldResult } from '../worlds.js';
 
 export const MULTI_ACTIONS = ['multi-member-freeze', 'multi-member-unavailable', 'multi-member-restore', 'multi-crash'] as const;
@@ -67,7 +68,7 @@ function gated(m: Member, link: SegmentStore): SegmentStore {
 
 class MultiWorld {
   readonly checker: Checker;
-  readonly coverage = new Map<string, number>();
+  readonly coverage = new Coverage<MultiAction>(MULTI_ACTIONS);
   readonly members: Member[] = [];
   readonly servers: MServer[] = [];
   /** Per member and tag: the units delivered to each process, with their lineage. */
@@ -81,7 +82,6 @@ class MultiWorld {
     private readonly rng: Prng,
   ) {
     this.checker = new Checker(() => sched.now);
-    for (const a of MULTI_ACTIONS) this.coverage.set(a, 0);
     const n = rng.int(2, 3);
     for (let i = 0; i < n; i++) {
       const model = new StoreModel(sched, rng.fork());
@@ -213,7 +213,7 @@ class MultiWorld {
   }
 
   private count(a: MultiAction): void {
-    this.coverage.set(a, (this.coverage.get(a) ?? 0) + 1);
+    this.coverage.count(a);
   }
 
   async chaos(): Promise<void> {
@@ -327,14 +327,5 @@ export async function runMultiWorld(sched: Scheduler, root: Prng): Promise<World
     failed: () => w.checker.findings.length > 0,
     checkLiveness: () => w.checkLiveness(),
   });
-  return {
-    world: 'multi',
-    findings: w.checker.findings,
-    trace: sched.trace,
-    coverage: w.coverage,
-    events: sched.events,
-    simMs: sched.now,
-    answered: w.checker.answered,
-    faults: draws,
-  };
+  return worldResult('multi', sched, w, draws);
 }

@@ -31,6 +31,7 @@ import { HostClock } from '../engine/clock.js';
 import type { Prng } from '../engine/prng.js';
 import { Proc, type Scheduler } from '../engine/scheduler.js';
 import { Checker } from './checker.js';
+import { Coverage } from './coverage.js';
 import { LeaseStoreModel } from './lease-store.js';
 import { Lifecycle } from './lifecycle.js';
 import { TickDir } from './tick-dir.js';
@@ -156,7 +157,7 @@ export class SnowflakeWorld {
   readonly leases: LeaseStoreModel;
   readonly checker: Checker;
   readonly servers: SfServer[] = [];
-  readonly coverage = new Map<string, number>();
+  readonly coverage = new Coverage(SF_COVERAGE);
   readonly ttlMs: number;
   private readonly layouts = layouts();
   private readonly random: Random;
@@ -185,7 +186,6 @@ export class SnowflakeWorld {
     for (const a of SF_ACTIONS) this.weights.set(a, mix.pick([0, 1, 1, 2, 4, 8]));
     this.gapMs = mix.pick([10, 25, 60]);
     this.ttlMs = mix.pick([1000, 2000, 5000]);
-    for (const k of SF_COVERAGE) this.coverage.set(k, 0);
     this.life = new Lifecycle(
       sched,
       rng,
@@ -203,7 +203,7 @@ export class SnowflakeWorld {
   }
 
   private count(k: string): void {
-    this.coverage.set(k, (this.coverage.get(k) ?? 0) + 1);
+    this.coverage.count(k);
   }
 
   /** Mean gap between request arrivals, ms. */
