@@ -14,6 +14,7 @@ import { Proc, type Scheduler } from '../engine/scheduler.js';
 import { Checker, REFUSALS } from './checker.js';
 import { Coverage } from './coverage.js';
 import { Lifecycle } from './lifecycle.js';
+import { healNetwork, networkFault } from './network.js';
 import { StateDir } from './state-dir.js';
 import { StoreModel } from './store.js';
 
@@ -354,15 +355,12 @@ export class Cluster {
         this.count(kind);
         const ms = r.int(300, 5000);
         this.sched.log(`FAULT ${kind} ${ms}ms`);
-        const f = this.store.faults;
-        if (kind === 'store-unavailable') f.unavailable = true;
-        else if (kind === 'store-lose-answers') f.loseAnswers = 0.3;
-        else f.delayAnswers = 0.3;
-        this.sched.after(ms, undefined, () => {
-          if (kind === 'store-unavailable') f.unavailable = false;
-          else if (kind === 'store-lose-answers') f.loseAnswers = 0;
-          else f.delayAnswers = 0;
-        });
+        networkFault(
+          this.sched,
+          this.store.faults,
+          kind === 'store-unavailable' ? 'unavailable' : kind === 'store-lose-answers' ? 'lose-answers' : 'delay-answers',
+          ms,
+        );
         return;
       }
       case 'store-restore': {
@@ -488,10 +486,7 @@ export class Cluster {
   heal(): void {
     this.healedAt = this.sched.now;
     this.sched.log('HEAL');
-    const f = this.store.faults;
-    f.unavailable = false;
-    f.loseAnswers = 0;
-    f.delayAnswers = 0;
+    healNetwork(this.store.faults);
     for (const s of this.servers) {
       s.clock.thaw();
       for (const w of s.workers) if (w.proc.paused) this.sched.resume(w.proc);

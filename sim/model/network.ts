@@ -19,6 +19,30 @@ export interface NetworkFaults {
   delayAnswers: number;
 }
 
+/** A fault of the network to a store, on for `ms`: the store unreachable, or three answers in ten lost or delayed. */
+export function networkFault(
+  sched: Scheduler,
+  f: NetworkFaults,
+  fault: 'unavailable' | 'lose-answers' | 'delay-answers',
+  ms: number,
+): void {
+  if (fault === 'unavailable') f.unavailable = true;
+  else if (fault === 'lose-answers') f.loseAnswers = 0.3;
+  else f.delayAnswers = 0.3;
+  sched.after(ms, undefined, () => {
+    if (fault === 'unavailable') f.unavailable = false;
+    else if (fault === 'lose-answers') f.loseAnswers = 0;
+    else f.delayAnswers = 0;
+  });
+}
+
+/** Every network fault to a store ended (the heal). */
+export function healNetwork(f: NetworkFaults): void {
+  f.unavailable = false;
+  f.loseAnswers = 0;
+  f.delayAnswers = 0;
+}
+
 /** One process's connection to a store: every call crosses the simulated network both ways. */
 export abstract class NetworkLink {
   constructor(

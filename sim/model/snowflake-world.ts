@@ -34,6 +34,7 @@ import { Checker } from './checker.js';
 import { Coverage } from './coverage.js';
 import { LeaseStoreModel } from './lease-store.js';
 import { Lifecycle } from './lifecycle.js';
+import { healNetwork, networkFault } from './network.js';
 import { TickDir } from './tick-dir.js';
 
 /** Fault kinds and operator actions of the snowflake world, for the coverage report. */
@@ -509,25 +510,19 @@ export class SnowflakeWorld {
     this.count(kind);
     const ms = this.rng.int(300, 2 * this.ttlMs);
     this.sched.log(`FAULT ${kind} ${ms}ms`);
-    const f = this.leases.faults;
-    if (kind === 'sf-lease-store-unavailable') f.unavailable = true;
-    else if (kind === 'sf-lease-store-lose-answers') f.loseAnswers = 0.3;
-    else f.delayAnswers = 0.3;
-    this.sched.after(ms, undefined, () => {
-      if (kind === 'sf-lease-store-unavailable') f.unavailable = false;
-      else if (kind === 'sf-lease-store-lose-answers') f.loseAnswers = 0;
-      else f.delayAnswers = 0;
-    });
+    networkFault(
+      this.sched,
+      this.leases.faults,
+      kind === 'sf-lease-store-unavailable' ? 'unavailable' : kind === 'sf-lease-store-lose-answers' ? 'lose-answers' : 'delay-answers',
+      ms,
+    );
   }
 
   /** Ends every fault: the lease store answers, clocks run and read true time again (NTP fixed), paused processes resume. */
   heal(): void {
     this.healedAt = this.sched.now;
     this.sched.log('HEAL');
-    const f = this.leases.faults;
-    f.unavailable = false;
-    f.loseAnswers = 0;
-    f.delayAnswers = 0;
+    healNetwork(this.leases.faults);
     for (const s of this.servers) {
       s.clock.thaw();
       s.clock.step(-s.clock.offsetMs);
