@@ -8,6 +8,7 @@ import { createHash } from 'node:crypto';
 import { Prng } from './engine/prng.js';
 import { Scheduler } from './engine/scheduler.js';
 import { SnowflakeWorld } from './model/snowflake-world.js';
+import { runPhases } from './phases.js';
 import { PLANTS } from './plants.js';
 import type { SeedOptions, SeedResult } from './run.js';
 
@@ -24,29 +25,18 @@ export async function runSnowflakeSeed(seed: number, o: SeedOptions = {}): Promi
     world.setUp();
     const traffic = root.fork();
     const faults = root.fork();
-    const arrive = (): void => {
-      const burst = traffic.chance(0.1) ? traffic.int(2, 8) : 1;
-      for (let i = 0; i < burst; i++) world.request();
-      if (sched.now < chaosMs + healMs) sched.after(traffic.float() * 2 * world.requestGapMs, undefined, arrive);
-    };
-    sched.after(0, undefined, arrive);
-    let nFaults = 0;
-    const chaos = (): void => {
-      nFaults++;
-      world.chaos();
-      const next = sched.now + 200 + faults.float() * 2600;
-      if (next < chaosMs) sched.at(next, undefined, chaos);
-    };
-    sched.after(500, undefined, chaos);
-    sched.at(chaosMs, undefined, () => world.heal());
-    const probe = (): void => {
-      world.probe();
-      if (sched.now < chaosMs + healMs - 500) sched.after(500, undefined, probe);
-    };
-    sched.at(chaosMs + 2000, undefined, probe);
-    const stop = (): boolean => world.checker.findings.length > 0;
-    await sched.run(chaosMs + healMs, () => {}, stop);
-    if (!stop()) world.checkLiveness();
+    const nFaults = await runPhases(sched, {
+      chaosMs,
+      healMs,
+      traffic: { rng: traffic, gapMs: world.requestGapMs, request: () => world.request() },
+      faults,
+      gapMs: [200, 2600],
+      chaos: () => world.chaos(),
+      heal: () => world.heal(),
+      probe: () => world.probe(),
+      failed: () => world.checker.findings.length > 0,
+      checkLiveness: () => world.checkLiveness(),
+    });
     const c = world.checker;
     for (const f of c.findings) sched.log(`FINDING ${f.kind}: ${f.message}`);
     const hash = createHash('sha256').update(sched.trace.join('\n')).digest('hex');

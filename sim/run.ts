@@ -9,6 +9,7 @@ import { Scheduler } from './engine/scheduler.js';
 import { Cluster } from './model/cluster.js';
 import type { Finding } from './model/checker.js';
 import { PLANTS } from './plants.js';
+import { runPhases } from './phases.js';
 import { runSnowflakeSeed } from './run-snowflake.js';
 import { runWorld, WORLDS, type World, type WorldResult } from './worlds.js';
 
@@ -74,35 +75,20 @@ async function oneSeed(seed: number, o: SeedOptions): Promise<SeedResult> {
   try {
     const traffic = root.fork();
     const faults = root.fork();
-    // Requests: a few dozen a second over the cluster, in bursts.
-    const arrive = (): void => {
-      const burst = traffic.chance(0.1) ? traffic.int(2, 8) : 1;
-      for (let i = 0; i < burst; i++) cluster.request();
-      if (sched.now < chaosMs + healMs) sched.after(traffic.float() * 2 * cluster.mix.gapMs, undefined, arrive);
-    };
-    sched.after(0, undefined, arrive);
-    let nFaults = 0;
-    const chaos = (): void => {
-      nFaults++;
-      void cluster.chaos();
-      const next = sched.now + 200 + faults.float() * 2600;
-      if (next < chaosMs) sched.at(next, undefined, chaos);
-    };
-    sched.after(500, undefined, chaos);
-    const snap = (): void => {
-      void cluster.store.snapshot();
-      if (sched.now < chaosMs) sched.after(1000, undefined, snap);
-    };
-    sched.after(0, undefined, snap);
-    sched.at(chaosMs, undefined, () => cluster.heal());
-    const probe = (): void => {
-      cluster.probe();
-      if (sched.now < chaosMs + healMs - 500) sched.after(500, undefined, probe);
-    };
-    sched.at(chaosMs + 2000, undefined, probe);
-    const stop = (): boolean => cluster.checker.findings.length > 0;
-    await sched.run(chaosMs + healMs, () => {}, stop);
-    if (!stop()) cluster.checkLiveness();
+    const nFaults = await runPhases(sched, {
+      chaosMs,
+      healMs,
+      // Requests: a few dozen a second over the cluster, in bursts.
+      traffic: { rng: traffic, gapMs: cluster.mix.gapMs, request: () => cluster.request() },
+      faults,
+      gapMs: [200, 2600],
+      chaos: () => void cluster.chaos(),
+      snapshot: () => void cluster.store.snapshot(),
+      heal: () => cluster.heal(),
+      probe: () => cluster.probe(),
+      failed: () => cluster.checker.findings.length > 0,
+      checkLiveness: () => cluster.checkLiveness(),
+    });
     const c = cluster.checker;
     for (const f of c.findings) sched.log(`FINDING ${f.kind}: ${f.message}`);
     const worlds: WorldResult[] = [];

@@ -13,6 +13,7 @@ import { ClientWorld } from './model/client-world.js';
 import { Cluster } from './model/cluster.js';
 import { runMigrateWorld } from './model/migrate-world.js';
 import { runMultiWorld } from './model/multi-world.js';
+import { runPhases, worldResult } from './phases.js';
 
 export const WORLDS = ['client', 'multi', 'migrate'] as const;
 export type World = (typeof WORLDS)[number];
@@ -48,43 +49,26 @@ async function runClientWorld(sched: Scheduler, root: Prng): Promise<WorldResult
   const world = new ClientWorld(sched, root.fork(), cluster);
   const faults = root.fork();
   world.start(chaosMs + healMs);
-  let nFaults = 0;
-  const chaos = (): void => {
-    nFaults++;
-    if (faults.chance(0.4)) void cluster.chaos();
-    else world.chaos();
-    const next = sched.now + 300 + faults.float() * 2000;
-    if (next < chaosMs) sched.at(next, undefined, chaos);
-  };
-  sched.after(500, undefined, chaos);
-  const snap = (): void => {
-    void cluster.store.snapshot();
-    if (sched.now < chaosMs) sched.after(1000, undefined, snap);
-  };
-  sched.after(0, undefined, snap);
-  sched.at(chaosMs, undefined, () => {
-    cluster.heal();
-    world.heal();
+  const nFaults = await runPhases(sched, {
+    chaosMs,
+    healMs,
+    faults,
+    gapMs: [300, 2000],
+    chaos: () => {
+      if (faults.chance(0.4)) void cluster.chaos();
+      else world.chaos();
+    },
+    snapshot: () => void cluster.store.snapshot(),
+    heal: () => {
+      cluster.heal();
+      world.heal();
+    },
+    probe: () => cluster.probe(),
+    failed: () => cluster.checker.findings.length > 0,
+    checkLiveness: () => {
+      cluster.checkLiveness();
+      world.checkLiveness(chaosMs + healMs - 3000);
+    },
   });
-  const probe = (): void => {
-    cluster.probe();
-    if (sched.now < chaosMs + healMs - 500) sched.after(500, undefined, probe);
-  };
-  sched.at(chaosMs + 2000, undefined, probe);
-  const stop = (): boolean => cluster.checker.findings.length > 0;
-  await sched.run(chaosMs + healMs, () => {}, stop);
-  if (!stop()) {
-    cluster.checkLiveness();
-    world.checkLiveness(chaosMs + healMs - 3000);
-  }
-  return {
-    world: 'client',
-    findings: cluster.checker.findings,
-    trace: sched.trace,
-    coverage: cluster.coverage,
-    events: sched.events,
-    simMs: sched.now,
-    answered: cluster.checker.answered + world.handedOut,
-    faults: nFaults,
-  };
+  return worldResult('client', sched, cluster, nFaults, cluster.checker.answered + world.handedOut);
 }

@@ -87,7 +87,7 @@ export class ClientWorld {
     const storeClock = new HostClock(sched, 0);
     this.leaseStore = new MemoryWorkerLeaseStore(() => storeClock.now());
     this.gapMs = rng.pick([30, 60, 120]);
-    for (const a of CLIENT_ACTIONS) cluster.coverage.set(a, 0);
+    cluster.coverage.expect(CLIENT_ACTIONS);
     const n = rng.int(2, 4);
     for (let i = 0; i < n; i++) {
       const clock = new HostClock(sched, rng.int(0, 1e6));
@@ -106,7 +106,7 @@ export class ClientWorld {
   }
 
   private count(a: ClientAction): void {
-    this.cluster.coverage.set(a, (this.cluster.coverage.get(a) ?? 0) + 1);
+    this.cluster.coverage.count(a);
   }
 
   private boot(c: SimClient): void {

@@ -12,6 +12,9 @@ import { HostClock } from '../engine/clock.js';
 import type { Prng } from '../engine/prng.js';
 import { Proc, type Scheduler } from '../engine/scheduler.js';
 import { Checker, REFUSALS } from './checker.js';
+import { Coverage } from './coverage.js';
+import { Lifecycle } from './lifecycle.js';
+import { healNetwork, networkFault } from './network.js';
 import { StateDir } from './state-dir.js';
 import { StoreModel } from './store.js';
 
@@ -143,12 +146,13 @@ export class Cluster {
   readonly store: StoreModel;
   readonly checker: Checker;
   readonly servers: Server[] = [];
-  readonly coverage = new Map<string, number>();
+  readonly coverage = new Coverage<string>([...ACTIONS, ...SEQUENCES]);
   private healedAt: number | undefined;
   private fencedAt: number | undefined;
   /** Scratch lists of `request` (the workers it may pick from), kept to spare an allocation per request. */
   private readonly upServers: Server[] = [];
   private readonly upWorkers: Worker[] = [];
+  private readonly life: Lifecycle<Server, Worker>;
 
   readonly mix: Mix;
 
@@ -164,12 +168,18 @@ export class Cluster {
       this.sched.log(`range ${d.proc.name} ${d.tag} [${d.start},${d.end}) L${d.lineage}`);
       this.checker.delivered(d, this.store.hasAllocation(d));
     };
-    for (const a of [...ACTIONS, ...SEQUENCES]) this.coverage.set(a, 0);
+    this.life = new Lifecycle(
+      sched,
+      rng,
+      this.servers,
+      (s, w) => this.boot(s, w),
+      (a) => this.count(a),
+    );
   }
 
   /** Counts an action (or a named sequence of one, such as `recreate-then-deploy`) for the coverage report. */
   private count(a: Action | (typeof SEQUENCES)[number]): void {
-    this.coverage.set(a, (this.coverage.get(a) ?? 0) + 1);
+    this.coverage.count(a);
   }
 
   async setUp(): Promise<void> {
@@ -318,35 +328,19 @@ export class Cluster {
         if (shared && kind === 'state-dir-lost') return;
         this.count(kind);
         this.sched.log(`FAULT ${kind} ${s.name}`);
-        for (const w of s.workers) {
-          w.proc.alive = false;
-          w.state = 'down';
-          w.service = undefined;
-        }
-        if (kind === 'state-dir-lost') s.dir.lose();
-        else if (!shared) s.dir.crash();
-        this.sched.after(r.int(200, 4000), undefined, () => {
-          this.sched.log(`restart ${s.name}`);
-          for (const w of s.workers) this.boot(s, w);
+        this.life.crash(s, () => {
+          if (kind === 'state-dir-lost') s.dir.lose();
+          else if (!shared) s.dir.crash();
         });
         return;
       }
-      case 'pause': {
-        const procs = s.workers.filter((w) => w.state !== 'down' && !w.proc.paused).map((w) => w.proc);
-        if (procs.length === 0) return;
-        this.count(kind);
-        this.sched.log(`FAULT pause ${s.name}`);
-        for (const p of procs) p.paused = true;
-        this.sched.after(r.int(500, 8000), undefined, () => {
-          this.sched.log(`resume ${s.name}`);
-          for (const p of procs) this.sched.resume(p);
-        });
+      case 'pause':
+        if (this.life.pause(s, () => r.int(500, 8000), `FAULT pause ${s.name}`)) this.count(kind);
         return;
-      }
       case 'clean-restart':
-        return this.cleanRestart(s);
+        return this.life.cleanRestart(s);
       case 'rolling-restart':
-        return this.rollingRestart();
+        return this.life.rollingRestart();
       case 'store-failover': {
         const lag = r.chance(0.2) ? r.int(50, 500) : r.int(1, 50);
         const did = await this.store.failover(lag);
@@ -361,15 +355,12 @@ export class Cluster {
         this.count(kind);
         const ms = r.int(300, 5000);
         this.sched.log(`FAULT ${kind} ${ms}ms`);
-        const f = this.store.faults;
-        if (kind === 'store-unavailable') f.unavailable = true;
-        else if (kind === 'store-lose-answers') f.loseAnswers = 0.3;
-        else f.delayAnswers = 0.3;
-        this.sched.after(ms, undefined, () => {
-          if (kind === 'store-unavailable') f.unavailable = false;
-          else if (kind === 'store-lose-answers') f.loseAnswers = 0;
-          else f.delayAnswers = 0;
-        });
+        networkFault(
+          this.sched,
+          this.store.faults,
+          kind === 'store-unavailable' ? 'unavailable' : kind === 'store-lose-answers' ? 'lose-answers' : 'delay-answers',
+          ms,
+        );
         return;
       }
       case 'store-restore': {
@@ -406,35 +397,6 @@ export class Cluster {
     }
   }
 
-  /** A rolling restart's step: one worker closes cleanly (giving its tails back) and starts again. */
-  private cleanRestart(s: Server, worker?: Worker): void {
-    const w = worker ?? this.rng.pick(s.workers);
-    if (w.state !== 'up' || w.proc.paused || !w.service) return;
-    if (!worker) this.count('clean-restart');
-    this.sched.log(`OP clean-restart ${w.proc.name}`);
-    w.state = 'closing';
-    const proc = w.proc;
-    const done = (): void => {
-      if (w.proc !== proc || !proc.alive) return;
-      proc.alive = false;
-      this.boot(s, w);
-    };
-    w.service.close().then(done, done);
-  }
-
-  /** Every worker of every server restarted cleanly, one after another. */
-  private rollingRestart(): void {
-    this.count('rolling-restart');
-    this.sched.log('OP rolling-restart');
-    let at = 0;
-    for (const s of this.servers) {
-      for (const w of s.workers) {
-        at += this.rng.int(100, 1500);
-        this.sched.after(at, undefined, () => this.cleanRestart(s, w));
-      }
-    }
-  }
-
   /**
    * The operator deletes a tag and creates it again: at the start the name's
    * history advises (`sequoia tag delete` prints it), or, by mistake, lower:
@@ -460,7 +422,7 @@ export class Cluster {
         if (start < safe) this.store.bump(tag);
         this.sched.log(`OP create ${tag} start ${start} (safe ${safe})`);
         // Rolling restarts often follow an operator's change: they are what gives old ranges back.
-        if (low && this.rng.chance(0.7)) this.sched.after(this.rng.int(100, 3000), undefined, () => this.rollingRestart());
+        if (low && this.rng.chance(0.7)) this.sched.after(this.rng.int(100, 3000), undefined, () => this.life.rollingRestart());
       });
     });
   }
@@ -484,7 +446,7 @@ export class Cluster {
       if (deployed) return;
       deployed = true;
       this.sched.log('OP deploy');
-      for (const s of this.servers) for (const w of s.workers) this.cleanRestart(s, w);
+      for (const s of this.servers) for (const w of s.workers) this.life.cleanRestart(s, w);
     };
     // The operator asks until the new creation answers (at most a few seconds), then deploys.
     let tries = 0;
@@ -524,10 +486,7 @@ export class Cluster {
   heal(): void {
     this.healedAt = this.sched.now;
     this.sched.log('HEAL');
-    const f = this.store.faults;
-    f.unavailable = false;
-    f.loseAnswers = 0;
-    f.delayAnswers = 0;
+    healNetwork(this.store.faults);
     for (const s of this.servers) {
       s.clock.thaw();
       for (const w of s.workers) if (w.proc.paused) this.sched.resume(w.proc);

@@ -15,18 +15,10 @@ import type { LeaseHolding, LeaseLedgerEntry } from '../../src/ports/lease-ledge
 import type { AcquireRequest, HeldLease, LeaseRecord, NodeClaim, WorkerLeaseStore } from '../../src/ports/worker-lease-store.js';
 import type { Prng } from '../engine/prng.js';
 import type { Proc, Scheduler } from '../engine/scheduler.js';
-import { sendAnswer } from './network.js';
+import { NetworkLink, type NetworkFaults } from './network.js';
 
 /** The store's clock: true simulated time from 2026-01-01 (the hosts' wall clocks start there too). */
 const STORE_ORIGIN = 1_767_225_600_000;
-
-export interface LeaseFaults {
-  unavailable: boolean;
-  /** Probability that an applied operation's answer never reaches the caller. */
-  loseAnswers: number;
-  /** Probability that an answer arrives 3-8 s late. */
-  delayAnswers: number;
-}
 
 /** What the store applied, as the checks need it. */
 export interface LeaseEvents {
@@ -36,7 +28,7 @@ export interface LeaseEvents {
 }
 
 export class LeaseStoreModel {
-  readonly faults: LeaseFaults = { unavailable: false, loseAnswers: 0, delayAnswers: 0 };
+  readonly faults: NetworkFaults = { unavailable: false, loseAnswers: 0, delayAnswers: 0 };
   readonly db: MemoryWorkerLeaseStore;
   events: LeaseEvents = { granted: () => {}, released: () => {} };
 
@@ -62,39 +54,15 @@ export class LeaseStoreModel {
 const unavailable = (what: string) => new UnavailableError('STORE_UNAVAILABLE', `sim lease store: ${what}`, { retryAfterMs: 1000 });
 
 /** One process's connection to the lease store: every call crosses the simulated network both ways. */
-export class LeaseLink implements WorkerLeaseStore {
+export class LeaseLink extends NetworkLink implements WorkerLeaseStore {
   readonly kind = 'sim';
   constructor(
     private readonly model: LeaseStoreModel,
-    private readonly proc: Proc,
-    private readonly sched: Scheduler,
-    private readonly rng: Prng,
-  ) {}
-
-  private latency(): number {
-    return this.rng.chance(0.05) ? this.rng.int(5, 60) : 0.2 + this.rng.float() * 2;
-  }
-
-  private call<T>(op: () => Promise<T>): Promise<T> {
-    return new Promise<T>((resolve, reject) => {
-      this.sched.after(this.latency(), undefined, () => {
-        const f = this.model.faults;
-        if (f.unavailable) {
-          this.sched.after(this.latency(), this.proc, () => reject(unavailable('unreachable')));
-          return;
-        }
-        op().then(
-          (v) => this.answer(() => resolve(v), reject),
-          (e: unknown) => this.answer(() => reject(e), reject),
-        );
-      });
-    });
-  }
-
-  private answer(deliver: () => void, reject: (e: unknown) => void): void {
-    sendAnswer({ sched: this.sched, proc: this.proc, rng: this.rng, latency: () => this.latency() }, this.model.faults, deliver, () =>
-      reject(unavailable('answer lost (applied)')),
-    );
+    proc: Proc,
+    sched: Scheduler,
+    rng: Prng,
+  ) {
+    super(proc, sched, rng, model.faults, unavailable);
   }
 
   async init(): Promise<void> {}

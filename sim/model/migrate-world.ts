@@ -28,8 +28,10 @@ import { HostClock } from '../engine/clock.js';
 import type { Prng } from '../engine/prng.js';
 import { Proc, type Scheduler } from '../engine/scheduler.js';
 import { Checker, REFUSALS } from './checker.js';
+import { Coverage } from './coverage.js';
 import { StateDir } from './state-dir.js';
 import { StoreModel } from './store.js';
+import { worldResult } from '../phases.js';
 import type { WorldResult } from '../worlds.js';
 
 export const MIGRATE_ACTIONS = ['migrate-run', 'migrate-interrupted', 'migrate-rerun', 'peer-load-refused'] as const;
@@ -124,7 +126,7 @@ interface LeafBuffer {
 
 class MigrateWorld {
   readonly checker: Checker;
-  readonly coverage = new Map<string, number>();
+  readonly coverage = new Coverage<MigrateAction>(MIGRATE_ACTIONS);
   readonly peer: PeerTable;
   readonly target: StoreModel;
   private readonly leafs: Array<{ name: string; tags: Map<string, LeafBuffer> }> = [];
@@ -140,7 +142,6 @@ class MigrateWorld {
     private readonly rng: Prng,
   ) {
     this.checker = new Checker(() => sched.now);
-    for (const a of MIGRATE_ACTIONS) this.coverage.set(a, 0);
     this.peer = new PeerTable(sched, rng.fork());
     this.target = new StoreModel(sched, rng.fork());
     for (const tag of TAGS) this.peer.rows.set(tag, { maxId: BigInt(rng.int(0, 5000)), step: Number(LEAF_STEP) });
@@ -148,7 +149,7 @@ class MigrateWorld {
   }
 
   count(a: MigrateAction): void {
-    this.coverage.set(a, (this.coverage.get(a) ?? 0) + 1);
+    this.coverage.count(a);
   }
 
   private record(tag: string, ids: readonly bigint[], who: string): void {
@@ -324,14 +325,5 @@ export async function runMigrateWorld(sched: Scheduler, root: Prng): Promise<Wor
   const stop = (): boolean => w.checker.findings.length > 0;
   await sched.run(END_MS, () => {}, stop);
   if (!stop()) w.checkLiveness(END_MS - 5000);
-  return {
-    world: 'migrate',
-    findings: w.checker.findings,
-    trace: sched.trace,
-    coverage: w.coverage,
-    events: sched.events,
-    simMs: sched.now,
-    answered: w.checker.answered,
-    faults: w.faults,
-  };
+  return worldResult('migrate', sched, w, w.faults);
 }

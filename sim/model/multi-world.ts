@@ -23,8 +23,10 @@ import { HostClock } from '../engine/clock.js';
 import type { Prng } from '../engine/prng.js';
 import { Proc, type Scheduler } from '../engine/scheduler.js';
 import { Checker, REFUSALS } from './checker.js';
+import { Coverage } from './coverage.js';
 import { StateDir } from './state-dir.js';
 import { StoreModel, type Delivered } from './store.js';
+import { runPhases, worldResult } from '../phases.js';
 import type { WorldResult } from '../worlds.js';
 
 export const MULTI_ACTIONS = ['multi-member-freeze', 'multi-member-unavailable', 'multi-member-restore', 'multi-crash'] as const;
@@ -66,7 +68,7 @@ function gated(m: Member, link: SegmentStore): SegmentStore {
 
 class MultiWorld {
   readonly checker: Checker;
-  readonly coverage = new Map<string, number>();
+  readonly coverage = new Coverage<MultiAction>(MULTI_ACTIONS);
   readonly members: Member[] = [];
   readonly servers: MServer[] = [];
   /** Per member and tag: the units delivered to each process, with their lineage. */
@@ -74,14 +76,12 @@ class MultiWorld {
   private readonly seen = new Map<string, Map<bigint, Array<{ server: string; lineage: number }>>>();
   private readonly lastOk = new Map<string, number>();
   fencedAt: number | undefined;
-  faults = 0;
 
   constructor(
     private readonly sched: Scheduler,
     private readonly rng: Prng,
   ) {
     this.checker = new Checker(() => sched.now);
-    for (const a of MULTI_ACTIONS) this.coverage.set(a, 0);
     const n = rng.int(2, 3);
     for (let i = 0; i < n; i++) {
       const model = new StoreModel(sched, rng.fork());
@@ -213,7 +213,7 @@ class MultiWorld {
   }
 
   private count(a: MultiAction): void {
-    this.coverage.set(a, (this.coverage.get(a) ?? 0) + 1);
+    this.coverage.count(a);
   }
 
   async chaos(): Promise<void> {
@@ -311,35 +311,21 @@ export async function runMultiWorld(sched: Scheduler, root: Prng): Promise<World
     if (sched.now < CHAOS_MS + HEAL_MS) sched.after(traffic.float() * 40, undefined, arrive);
   };
   sched.after(0, undefined, arrive);
-  const chaos = (): void => {
-    w.faults++;
-    void w.chaos();
-    const next = sched.now + 300 + faults.float() * 2000;
-    if (next < CHAOS_MS) sched.at(next, undefined, chaos);
-  };
-  sched.after(500, undefined, chaos);
-  const snap = (): void => {
-    for (const m of w.members) void m.model.snapshot();
-    if (sched.now < CHAOS_MS) sched.after(1000, undefined, snap);
-  };
-  sched.after(0, undefined, snap);
-  sched.at(CHAOS_MS, undefined, () => w.heal());
-  const probe = (): void => {
-    for (const s of w.servers) for (const tag of TAGS) w.ask(s, tag, 1);
-    if (sched.now < CHAOS_MS + HEAL_MS - 500) sched.after(500, undefined, probe);
-  };
-  sched.at(CHAOS_MS + 2000, undefined, probe);
-  const stop = (): boolean => w.checker.findings.length > 0;
-  await sched.run(CHAOS_MS + HEAL_MS, () => {}, stop);
-  if (!stop()) w.checkLiveness();
-  return {
-    world: 'multi',
-    findings: w.checker.findings,
-    trace: sched.trace,
-    coverage: w.coverage,
-    events: sched.events,
-    simMs: sched.now,
-    answered: w.checker.answered,
-    faults: w.faults,
-  };
+  const draws = await runPhases(sched, {
+    chaosMs: CHAOS_MS,
+    healMs: HEAL_MS,
+    faults,
+    gapMs: [300, 2000],
+    chaos: () => void w.chaos(),
+    snapshot: () => {
+      for (const m of w.members) void m.model.snapshot();
+    },
+    heal: () => w.heal(),
+    probe: () => {
+      for (const s of w.servers) for (const tag of TAGS) w.ask(s, tag, 1);
+    },
+    failed: () => w.checker.findings.length > 0,
+    checkLiveness: () => w.checkLiveness(),
+  });
+  return worldResult('multi', sched, w, draws);
 }

@@ -31,7 +31,10 @@ import { HostClock } from '../engine/clock.js';
 import type { Prng } from '../engine/prng.js';
 import { Proc, type Scheduler } from '../engine/scheduler.js';
 import { Checker } from './checker.js';
+import { Coverage } from './coverage.js';
 import { LeaseStoreModel } from './lease-store.js';
+import { Lifecycle } from './lifecycle.js';
+import { healNetwork, networkFault } from './network.js';
 import { TickDir } from './tick-dir.js';
 
 /** Fault kinds and operator actions of the snowflake world, for the coverage report. */
@@ -155,7 +158,7 @@ export class SnowflakeWorld {
   readonly leases: LeaseStoreModel;
   readonly checker: Checker;
   readonly servers: SfServer[] = [];
-  readonly coverage = new Map<string, number>();
+  readonly coverage = new Coverage(SF_COVERAGE);
   readonly ttlMs: number;
   private readonly layouts = layouts();
   private readonly random: Random;
@@ -170,6 +173,7 @@ export class SnowflakeWorld {
   private readonly lastErr = new Map<string, string>();
   private healedAt: number | undefined;
   private uninstall: (() => void) | undefined;
+  private readonly life: Lifecycle<SfServer, SfWorker>;
 
   constructor(
     private readonly sched: Scheduler,
@@ -183,7 +187,13 @@ export class SnowflakeWorld {
     for (const a of SF_ACTIONS) this.weights.set(a, mix.pick([0, 1, 1, 2, 4, 8]));
     this.gapMs = mix.pick([10, 25, 60]);
     this.ttlMs = mix.pick([1000, 2000, 5000]);
-    for (const k of SF_COVERAGE) this.coverage.set(k, 0);
+    this.life = new Lifecycle(
+      sched,
+      rng,
+      this.servers,
+      (s, w) => this.boot(s, w),
+      (a) => this.count(`sf-${a}`),
+    );
     this.leases.events = {
       granted: (owner, space, workerId, generation) => this.granted(owner, space, workerId, generation),
       released: (lease, held) => {
@@ -194,7 +204,7 @@ export class SnowflakeWorld {
   }
 
   private count(k: string): void {
-    this.coverage.set(k, (this.coverage.get(k) ?? 0) + 1);
+    this.coverage.count(k);
   }
 
   /** Mean gap between request arrivals, ms. */
@@ -451,9 +461,9 @@ export class SnowflakeWorld {
       case 'sf-pause-past-lease':
         return this.pause(s, kind === 'sf-pause' ? r.int(100, Math.floor(this.ttlMs / 2)) : this.ttlMs + r.int(200, 2 * this.ttlMs), kind);
       case 'sf-clean-restart':
-        return this.cleanRestart(s);
+        return this.life.cleanRestart(s);
       case 'sf-rolling-restart':
-        return this.rollingRestart();
+        return this.life.rollingRestart();
       case 'sf-lease-store-unavailable':
       case 'sf-lease-store-lose-answers':
       case 'sf-lease-store-delay-answers':
@@ -489,82 +499,30 @@ export class SnowflakeWorld {
     if (s.workers.some((w) => w.state === 'down')) return;
     this.count('sf-crash');
     this.sched.log(`FAULT sf-crash ${s.name}`);
-    const procs = s.workers.map((w) => w.proc);
-    for (const w of s.workers) {
-      w.proc.alive = false;
-      w.state = 'down';
-      w.service = undefined;
-    }
-    s.dir.crash(procs);
-    this.sched.after(this.rng.int(200, 4000), undefined, () => {
-      this.sched.log(`restart ${s.name}`);
-      for (const w of s.workers) this.boot(s, w);
-    });
+    this.life.crash(s, (procs) => s.dir.crash(procs));
   }
 
   private pause(s: SfServer, ms: number, kind: SfAction): void {
-    const procs = s.workers.filter((w) => w.state !== 'down' && !w.proc.paused).map((w) => w.proc);
-    if (procs.length === 0) return;
-    this.count(kind);
-    this.sched.log(`FAULT ${kind} ${s.name} ${ms}ms`);
-    for (const p of procs) p.paused = true;
-    this.sched.after(ms, undefined, () => {
-      this.sched.log(`resume ${s.name}`);
-      for (const p of procs) if (p.paused) this.sched.resume(p);
-    });
+    if (this.life.pause(s, () => ms, `FAULT ${kind} ${s.name} ${ms}ms`)) this.count(kind);
   }
 
   private storeFault(kind: SfAction): void {
     this.count(kind);
     const ms = this.rng.int(300, 2 * this.ttlMs);
     this.sched.log(`FAULT ${kind} ${ms}ms`);
-    const f = this.leases.faults;
-    if (kind === 'sf-lease-store-unavailable') f.unavailable = true;
-    else if (kind === 'sf-lease-store-lose-answers') f.loseAnswers = 0.3;
-    else f.delayAnswers = 0.3;
-    this.sched.after(ms, undefined, () => {
-      if (kind === 'sf-lease-store-unavailable') f.unavailable = false;
-      else if (kind === 'sf-lease-store-lose-answers') f.loseAnswers = 0;
-      else f.delayAnswers = 0;
-    });
-  }
-
-  /** One worker closes cleanly (giving its worker ids back with their last ticks) and starts again. */
-  private cleanRestart(s: SfServer, worker?: SfWorker): void {
-    const w = worker ?? this.rng.pick(s.workers);
-    if (w.state !== 'up' || w.proc.paused || !w.service) return;
-    if (!worker) this.count('sf-clean-restart');
-    this.sched.log(`OP clean-restart ${w.proc.name}`);
-    w.state = 'closing';
-    const proc = w.proc;
-    const done = (): void => {
-      if (w.proc !== proc || !proc.alive) return;
-      proc.alive = false;
-      this.boot(s, w);
-    };
-    w.service.close().then(done, done);
-  }
-
-  private rollingRestart(): void {
-    this.count('sf-rolling-restart');
-    this.sched.log('OP rolling-restart');
-    let at = 0;
-    for (const s of this.servers) {
-      for (const w of s.workers) {
-        at += this.rng.int(100, 1500);
-        this.sched.after(at, undefined, () => this.cleanRestart(s, w));
-      }
-    }
+    networkFault(
+      this.sched,
+      this.leases.faults,
+      kind === 'sf-lease-store-unavailable' ? 'unavailable' : kind === 'sf-lease-store-lose-answers' ? 'lose-answers' : 'delay-answers',
+      ms,
+    );
   }
 
   /** Ends every fault: the lease store answers, clocks run and read true time again (NTP fixed), paused processes resume. */
   heal(): void {
     this.healedAt = this.sched.now;
     this.sched.log('HEAL');
-    const f = this.leases.faults;
-    f.unavailable = false;
-    f.loseAnswers = 0;
-    f.delayAnswers = 0;
+    healNetwork(this.leases.faults);
     for (const s of this.servers) {
       s.clock.thaw();
       s.clock.step(-s.clock.offsetMs);

@@ -13,15 +13,7 @@ import type { Allocation, GiveBackExpectation, NewTag, SegmentStore, TagInfo, Ta
 import type { LedgerEntry, LedgerTop } from '../../src/ports/range-ledger.js';
 import type { Prng } from '../engine/prng.js';
 import type { Proc, Scheduler } from '../engine/scheduler.js';
-import { sendAnswer } from './network.js';
-
-export interface StoreFaults {
-  unavailable: boolean;
-  /** Probability that an applied operation's answer never reaches the caller. */
-  loseAnswers: number;
-  /** Probability that an answer arrives 3-8 s late. */
-  delayAnswers: number;
-}
+import { NetworkLink, type NetworkFaults } from './network.js';
 
 /** What a delivered allocation is judged by: the lineage of the tag when the store applied it. */
 export interface Delivered {
@@ -35,7 +27,7 @@ export interface Delivered {
 
 export class StoreModel {
   readonly db = new MemorySegmentStore({ identity: { host: 'sim-store', pid: 1, instance: 'sim', version: 'sim' } });
-  readonly faults: StoreFaults = { unavailable: false, loseAnswers: 0, delayAnswers: 0 };
+  readonly faults: NetworkFaults = { unavailable: false, loseAnswers: 0, delayAnswers: 0 };
   /**
    * Per tag: bumped by every event after which the store may hand out a range
    * again (a restore lowering max_id, a re-creation below the name's history).
@@ -158,43 +150,15 @@ export class StoreModel {
 const unavailable = (what: string) => new UnavailableError('STORE_UNAVAILABLE', `sim store: ${what}`, { retryAfterMs: 1000 });
 
 /** One process's connection: every call crosses the simulated network both ways. */
-export class StoreLink implements SegmentStore {
+export class StoreLink extends NetworkLink implements SegmentStore {
   readonly kind = 'sim';
   constructor(
     private readonly model: StoreModel,
-    private readonly proc: Proc,
-    private readonly sched: Scheduler,
-    private readonly rng: Prng,
-  ) {}
-
-  private latency(): number {
-    return this.rng.chance(0.05) ? this.rng.int(5, 60) : 0.2 + this.rng.float() * 2;
-  }
-
-  /** Sends `op` to the store: applied when it arrives, answered (or not) later. */
-  private call<T>(op: () => Promise<T>, after?: (v: T) => void): Promise<T> {
-    return new Promise<T>((resolve, reject) => {
-      this.sched.after(this.latency(), undefined, () => {
-        const f = this.model.faults;
-        if (f.unavailable) {
-          this.sched.after(this.latency(), this.proc, () => reject(unavailable('unreachable')));
-          return;
-        }
-        op().then(
-          (v) => {
-            after?.(v);
-            this.answer(() => resolve(v), reject);
-          },
-          (e: unknown) => this.answer(() => reject(e), reject),
-        );
-      });
-    });
-  }
-
-  private answer(deliver: () => void, reject: (e: unknown) => void): void {
-    sendAnswer({ sched: this.sched, proc: this.proc, rng: this.rng, latency: () => this.latency() }, this.model.faults, deliver, () =>
-      reject(unavailable('answer lost (applied)')),
-    );
+    proc: Proc,
+    sched: Scheduler,
+    rng: Prng,
+  ) {
+    super(proc, sched, rng, model.faults, unavailable);
   }
 
   async init(): Promise<void> {}
