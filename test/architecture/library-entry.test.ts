@@ -89,6 +89,8 @@ describe('the bundled command (package.json "bin")', () => {
     expect(mods.filter((m) => DRIVERS.test(m) || /node_modules\/(fastify|pino|prom-client|zod)\//.test(m))).toEqual([]);
     // Answered before the command table: one file, not commander and its chunks.
     expect(loaded(['--import', REQUIRES, PACKAGED_BIN, 'gen', 'uuid']).filter((m) => !m.startsWith('test/'))).toEqual(['dist/pkg/cli.js']);
+    // Nor a built-in the quick path does not use (the trace sees files only): no static import at all in the bin's file.
+    expect(readFileSync(PACKAGED_BIN, 'utf8').match(/^import .*$/gm) ?? []).toEqual([]);
     const r = run(['gen', 'uuid', '--count', '3']);
     expect(r.status).toBe(0);
     expect(r.stdout.trim().split('\n')).toHaveLength(3);

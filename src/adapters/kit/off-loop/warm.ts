@@ -12,7 +12,7 @@
  * A warm thread never keeps the process alive, and one nobody claims is
  * ended by `discardWarmThreads` (or by the process's exit).
  */
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
 
 interface WarmThread {
   readonly entry: string;
@@ -39,6 +39,8 @@ const WARM = { warm: true } as const;
 
 /** Starts `count` threads on `entry` (a module calling serveOffLoop), each waiting to be told what to host. */
 export function startWarmThreads(entry: URL, count: number): void {
+  // Asked for here, not imported: the bin carries this module, and `sequoia gen uuid` must not load worker_threads.
+  const { Worker } = process.getBuiltinModule('node:worker_threads');
   for (let i = 0; i < count; i++) {
     const worker = new Worker(entry, { workerData: WARM });
     worker.unref();
