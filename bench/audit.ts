@@ -16,6 +16,7 @@ import { fileURLToPath } from 'node:url';
 import type { Connection } from 'mysql2/promise';
 
 const BIN = fileURLToPath(new URL('../../dist/cli/main.js', import.meta.url));
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
 export interface AuditBenchResult {
   readonly ids: number;
@@ -67,6 +68,19 @@ export interface AuditDbBenchResult {
   readonly db: AuditBenchResult;
   /** `psql \copy (query) to /dev/null` (MySQL: the `mariadb` client to /dev/null): the database sending the rows, nothing parsed. */
   readonly copySeconds: number | undefined;
+  /**
+   * The Node driver alone receiving the same rows the audit reads, nothing done with them: pg with
+   * pg-copy-streams draining the COPY (MySQL: mysql2's row stream, rows as arrays of text, as the audit
+   * asks for them). What any reader in Node pays before its own parsing.
+   */
+  readonly driverSeconds: number | undefined;
+}
+
+/** Wall seconds of a node ES module script run from the project (its node_modules), undefined if it fails. */
+function timeNodeScript(code: string): number | undefined {
+  const t0 = performance.now();
+  const r = spawnSync(process.execPath, ['--input-type=module', '-e', code], { cwd: ROOT, stdio: ['ignore', 'ignore', 'pipe'] });
+  return r.status === 0 ? (performance.now() - t0) / 1000 : undefined;
 }
 
 const MY_URL = process.env.SEQUOIA_TEST_MYSQL ?? 'mysql://root@127.0.0.1:3306/test';
@@ -99,8 +113,12 @@ export async function benchAuditMysql(n = Number(process.env.BENCH_AUDIT_IDS ?? 
     const t0 = performance.now();
     const client = spawnSync('mariadb', [...cli, u.pathname.slice(1), '-e', query], { stdio: ['ignore', 'ignore', 'pipe'] });
     const copySeconds = client.status === 0 ? (performance.now() - t0) / 1000 : undefined;
+    const driverSeconds = timeNodeScript(
+      `import mysql from 'mysql2'; const c = mysql.createConnection({ uri: ${JSON.stringify(MY_URL)}, supportBigNumbers: true, bigNumberStrings: true, rowsAsArray: true });` +
+        ` let n = 0; await new Promise((ok, no) => c.query(${JSON.stringify(query)}).on('result', () => { n++; }).on('error', no).on('end', ok)); c.end();`,
+    );
     const db = runAudit(['audit', '--db', MY_URL, '--query', query, '--layout', 'twitter', '--json', '--tmp-dir', dir]);
-    return { db, copySeconds };
+    return { db, copySeconds, driverSeconds };
   } finally {
     await admin.query(`DROP TABLE IF EXISTS ${table}`);
     await admin.end();
@@ -135,8 +153,13 @@ export async function benchAuditDb(n = Number(process.env.BENCH_AUDIT_IDS ?? 10_
     const t0 = performance.now();
     const psql = spawnSync('psql', [PG_URL, '-q', '-c', `\\copy (${query}) to /dev/null`], { encoding: 'utf8' });
     const copySeconds = psql.status === 0 ? (performance.now() - t0) / 1000 : undefined;
+    const driverSeconds = timeNodeScript(
+      `import pg from 'pg'; import { to } from 'pg-copy-streams'; const c = new pg.Client({ connectionString: ${JSON.stringify(PG_URL)} }); await c.connect();` +
+        ` let n = 0; const s = c.query(to(${JSON.stringify(`COPY (${query}) TO STDOUT`)})); s.on('data', (b) => { n += b.length; });` +
+        ` await new Promise((ok, no) => { s.on('end', ok); s.on('error', no); }); await c.end();`,
+    );
     const db = runAudit(['audit', '--db', PG_URL, '--query', query, '--layout', 'twitter', '--json', '--tmp-dir', dir]);
-    return { db, copySeconds };
+    return { db, copySeconds, driverSeconds };
   } finally {
     await admin.query(`DROP TABLE IF EXISTS ${table}`);
     await admin.end();

@@ -335,11 +335,13 @@ if (want('audit')) {
   else {
     console.log(row("`--db postgres://… --query 'SELECT id FROM t'`", d.db, '≥ 1.5 M IDs/s, peak RSS ≤ 256 MiB'));
     printBound(bound('PostgreSQL alone: `psql -c "\\copy (SELECT id FROM t) to /dev/null"`', d.db.ids, d.copySeconds));
+    printBound(bound('the driver alone: pg and pg-copy-streams draining the same COPY in node', d.db.ids, d.driverSeconds));
   }
   if (my === undefined) console.log('| `--db mysql://… --query` | skipped: no MySQL answers | | | | | | | | |');
   else {
     console.log(row("`--db mysql://… --query 'SELECT id FROM t'`", my.db, "the file path's speed, peak RSS ≤ 256 MiB"));
     printBound(bound("MariaDB alone: `mariadb --batch --skip-column-names -e 'SELECT id FROM t' > /dev/null`", my.db.ids, my.copySeconds));
+    printBound(bound("the driver alone: mysql2's row stream in node, rows as arrays of text, counted", my.db.ids, my.driverSeconds));
   }
   for (const [name, x] of [
     ['PostgreSQL', d],

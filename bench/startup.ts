@@ -44,7 +44,7 @@ interface Sample {
 
 let preload: string | undefined;
 
-function runOnce(args: readonly string[]): Sample {
+function runOnce(args: readonly string[], cwd = ROOT): Sample {
   preload ??= (() => {
     const f = join(mkdtempSync(join(tmpdir(), 'sequoia-startup-')), 'cpu-at-exit.cjs');
     writeFileSync(
@@ -54,7 +54,7 @@ function runOnce(args: readonly string[]): Sample {
     return f;
   })();
   const t0 = performance.now();
-  const r = spawnSync(process.execPath, ['-r', preload, ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+  const r = spawnSync(process.execPath, ['-r', preload, ...args], { cwd, stdio: ['ignore', 'pipe', 'pipe'] });
   const wallMs = performance.now() - t0;
   if (r.status !== 0) throw new Error(`node ${args.join(' ')} exited ${r.status}: ${r.stderr.toString()}`);
   const cpu = /CPU_US (\d+)/.exec(r.stderr.toString())?.[1];
@@ -139,10 +139,16 @@ export async function benchStartup(runs = 21, serveRuns = 11): Promise<StartupRo
   const nodeZero = ['-e', '0'];
   // Resolved through the package's own "exports", as a user's `import 'sequoia-id'` is.
   const importLib = ['--input-type=module', '-e', "await import('sequoia-id')"];
-  const [lib, zero] = await interleave(
+  // The floor under it: an empty ES module imported the same way, by its package's name through "exports".
+  const emptyPkg = mkdtempSync(join(tmpdir(), 'sequoia-startup-empty-'));
+  writeFileSync(join(emptyPkg, 'package.json'), JSON.stringify({ name: 'empty-pkg', type: 'module', exports: './index.js' }));
+  writeFileSync(join(emptyPkg, 'index.js'), 'export {};\n');
+  const importEmpty = ['--input-type=module', '-e', "await import('empty-pkg')"];
+  const [lib, zero, empty] = await interleave(
     runs,
     () => runOnce(importLib),
     () => runOnce(nodeZero),
+    () => runOnce(importEmpty, emptyPkg),
   );
   // The command the package installs (package.json "bin").
   const cli = [BIN, 'gen', 'uuid'];
@@ -180,6 +186,7 @@ export async function benchStartup(runs = 21, serveRuns = 11): Promise<StartupRo
       serveRuns,
     ),
     row("`import('sequoia-id')`", '`node -e 0`', lib, zero, 1.15, runs),
+    row('an empty ES module imported by its package name, as `sequoia-id` is', '`node -e 0`', empty, zero, undefined, runs),
     row('`sequoia gen uuid`', 'node one-liner printing `crypto.randomUUID()`', gen, bareGen, 1.2, runs),
   ];
 }
