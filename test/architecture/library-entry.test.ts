@@ -118,31 +118,27 @@ describe('the bundled command (package.json "bin")', () => {
   });
 });
 
+/**
+ * The modules a `serve` on a fresh SQLite store and state dir loaded by the time `path` answered 200:
+ * `node [preloads] bin serve …` with the module-load trace, stopped with SIGTERM (it must drain and exit 0).
+ */
+async function serveLoads(preloads: readonly string[], bin: string, path: string): Promise<string[]> {
+  assertBuilt();
+  const dir = mkdtempSync(join(tmpdir(), 'sequoia-serve-loads-'));
+  const store = ['--store', `sqlite:${join(dir, 'ids.db')}`, '--state-dir', join(dir, 'state')];
+  const s = await launchServe(process.execPath, ['--import', REGISTER, ...preloads, bin, 'serve', '--port', '0', ...store]);
+  try {
+    expect((await fetch(`${s.url}${path}`)).status).toBe(200);
+  } finally {
+    s.child.kill('SIGTERM');
+    expect(await s.exited).toBe(0);
+  }
+  return [...s.output().matchAll(/^LOADED (\S+)$/gm)].map((m) => m[1] as string);
+}
+
 describe('what serve loads before it is ready', () => {
   it('no JSON-schema compiler (its routes take none) and no driver of a store it does not use', async () => {
-    assertBuilt();
-    const dir = mkdtempSync(join(tmpdir(), 'sequoia-serve-loads-'));
-    const s = await launchServe(process.execPath, [
-      '--import',
-      REGISTER,
-      '--import',
-      REQUIRES,
-      PACKAGED_BIN,
-      'serve',
-      '--port',
-      '0',
-      '--store',
-      `sqlite:${join(dir, 'ids.db')}`,
-      '--state-dir',
-      join(dir, 'state'),
-    ]);
-    try {
-      expect((await fetch(`${s.url}/readyz`)).status).toBe(200);
-    } finally {
-      s.child.kill('SIGTERM');
-      expect(await s.exited).toBe(0);
-    }
-    const mods = [...s.output().matchAll(/^LOADED (\S+)$/gm)].map((m) => m[1] as string);
+    const mods = await serveLoads(['--import', REQUIRES], PACKAGED_BIN, '/readyz');
     // The trace sees node_modules (the native SQLite driver stays outside the bundle) ...
     expect(mods.some((m) => m.includes('node_modules/better-sqlite3/'))).toBe(true);
     // ... and no pure-JavaScript dependency comes from there: they are bundled (scripts/bundle.mjs), one compile
@@ -153,31 +149,9 @@ describe('what serve loads before it is ready', () => {
     const compilers = /node_modules\/(ajv|@fastify\/ajv-compiler|@fastify\/fast-json-stringify-compiler)\/|fast-json-stringify\/index\.js/;
     expect(mods.filter((m) => compilers.test(m) || /node_modules\/(pg|mysql2|ioredis|etcd3)\//.test(m))).toEqual([]);
   });
-});
 
-describe('what serve loads before it is ready, from the compiled tree (dependencies from node_modules)', () => {
-  it('no ZooKeeper client unless the worker-id provider is zookeeper', async () => {
-    assertBuilt();
-    const dir = mkdtempSync(join(tmpdir(), 'sequoia-serve-loads-'));
-    const s = await launchServe(process.execPath, [
-      '--import',
-      REGISTER,
-      join(ROOT, 'dist', 'cli', 'main.js'),
-      'serve',
-      '--port',
-      '0',
-      '--store',
-      `sqlite:${join(dir, 'ids.db')}`,
-      '--state-dir',
-      join(dir, 'state'),
-    ]);
-    try {
-      expect((await fetch(`${s.url}/v1/snowflake`)).status).toBe(200);
-    } finally {
-      s.child.kill('SIGTERM');
-      expect(await s.exited).toBe(0);
-    }
-    const mods = [...s.output().matchAll(/^LOADED (\S+)$/gm)].map((m) => m[1] as string);
+  it('from the compiled tree (dependencies from node_modules): no ZooKeeper client unless the provider is zookeeper', async () => {
+    const mods = await serveLoads([], join(ROOT, 'dist', 'cli', 'main.js'), '/v1/snowflake');
     expect(mods.some((m) => m.includes('node_modules/fastify/'))).toBe(true);
     expect(
       mods.filter((m) => /node_modules\/node-zookeeper-client\/|dist\/adapters\/zookeeper\/zookeeper-(session|worker-id|leaf)/.test(m)),
