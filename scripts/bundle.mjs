@@ -5,7 +5,7 @@
 // 2. The command table (commands.js, loaded by cli.js for every command but the quick `gen uuid`), with its lazy chunks.
 // 3. The worker entries, one file each: a worker thread or a cluster worker has module instances of its own (nothing
 //    to share with the library's classes), and a thread that loads one file boots sooner (serve: about 8% less CPU).
-//    They are started by path beside the chunk that starts them (off-loop.ts, cluster-primary.ts).
+//    They are started by path beside the chunk that starts them (off-loop.ts, cluster-primary.ts, copy-receiver.ts).
 // 4. `serve`'s entry (serve-main.js) as one file, loaded by cli.js for `serve` instead of the command table.
 // 5. The bin (cli.js) as one file: `sequoia gen uuid` loads it alone; './commands.js' and './serve-main.js' stay
 //    imports of the files beside it.
@@ -50,7 +50,11 @@ const runs = [
   await build({ ...common, splitting: true, entryPoints: { commands: 'dist/cli/commands.js' } }),
   await build({
     ...common,
-    entryPoints: { 'cluster-worker': 'dist/app/cluster-worker.js', 'off-loop-worker': 'dist/app/off-loop-worker.js' },
+    entryPoints: {
+      'cluster-worker': 'dist/app/cluster-worker.js',
+      'off-loop-worker': 'dist/app/off-loop-worker.js',
+      'copy-receiver-worker': 'dist/adapters/postgres/copy-receiver-worker.js',
+    },
   }),
   // serve's own entry as one file: its lazy imports inline, so a start links a handful of modules instead of the
   // command table's ~60 chunks (each a resolution, a read and a link). The ZooKeeper client stays outside: only a

@@ -5,13 +5,14 @@
  * exactly what the same IDs say from a file: a planted duplicate, a gap, a foreign ID above the store, across
  * spilled runs. Real stores, the built command.
  */
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Connection } from 'mysql2/promise';
 import pg from 'pg';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { sequoia } from '../helpers/cli.js';
+import { PACKAGED_BIN, ROOT, sequoia } from '../helpers/cli.js';
 import { describeWithService } from '../helpers/services.js';
 
 const PG_URL = process.env.SEQUOIA_TEST_POSTGRES ?? 'postgres://postgres@127.0.0.1:5432/test';
@@ -86,6 +87,21 @@ describePg('audit --db on PostgreSQL (COPY text)', () => {
     expect(report(r)).toEqual(fromFile);
     const commented = sequoia(['audit', '--db', PG_URL, '--query', `SELECT id FROM ${TABLE} -- the orders`, ...auditArgs()]);
     expect(report(commented)).toEqual(fromFile);
+  });
+
+  // The driver's share of the read (socket reads, message frames) runs beside the parse and sort, not between them.
+  it('the COPY is received on a thread of its own: the main thread loads no PostgreSQL driver, and the report is the same', () => {
+    const trace = join(ROOT, 'test', 'helpers', 'load-trace', 'require-trace.mjs');
+    const query = `SELECT id FROM ${TABLE} ORDER BY pk`;
+    const r = spawnSync(process.execPath, ['--import', trace, PACKAGED_BIN, 'audit', '--db', PG_URL, '--query', query, ...auditArgs()], {
+      encoding: 'utf8',
+    });
+    expect(report({ ...r, stderr: r.stderr.replace(/^LOADED .*\n/gm, '') })).toEqual(fromFile);
+    const main = [...r.stderr.matchAll(/^LOADED (\S+)$/gm)].map((m) => m[1] as string);
+    const threads = [...r.stderr.matchAll(/^LOADED (\S+) thread \d+$/gm)].map((m) => m[1] as string);
+    const driver = /node_modules\/(pg|pg-copy-streams|pg-protocol)\//;
+    expect(threads.filter((m) => driver.test(m)).length).toBeGreaterThan(0);
+    expect(main.filter((m) => driver.test(m))).toEqual([]);
   });
 
   it('a notice between two rows, or an error after some, is read as the server meant it', async () => {

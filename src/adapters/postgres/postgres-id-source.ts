@@ -1,74 +1,52 @@
 /**
  * `sequoia audit --db postgres://…`, in a read-only transaction. The IDs
- * alone come as `COPY (query) TO STDOUT` text (streamText): the server sends
- * the rows as bytes the caller parses in place, read from the socket as the
- * caller consumes them, so the client holds a socket read at a time and no
- * row object. With a time column the query runs under a server-side cursor
- * fetched in batches (stream), where the driver turns each time into a Date.
+ * alone come as `COPY (query) TO STDOUT` text (streamText), received on a
+ * thread of its own (copy-receiver.ts): the server sends the rows as bytes
+ * the caller parses in place, and no row object is made. With a time column
+ * the query runs under a server-side cursor fetched in batches (stream),
+ * where the driver turns each time into a Date.
  */
-import pg from 'pg';
-import { to as copyTo } from 'pg-copy-streams';
+import type pg from 'pg';
 import type { IdSource } from '../../ports/id-source.js';
 import { ID_BATCH, IdBatcher, idSourceError, timeColumnIndex } from '../kit/pk-bench/id-batches.js';
+import { receiveCopy } from './copy-receiver.js';
 
 export class PostgresIdSource implements IdSource {
-  private readonly client: pg.Client;
+  private client: pg.Client | undefined;
   constructor(
-    connectionString: string,
+    private readonly connectionString: string,
     private readonly query: string,
     private readonly timeColumn?: string,
-  ) {
-    this.client = new pg.Client({ connectionString });
-    // A connection lost between two statements is also emitted here: the statement that waits on it fails with it.
-    this.client.on('error', () => undefined);
-  }
+  ) {}
 
-  private async begin(): Promise<void> {
+  /** The cursor's connection, on this thread: the COPY's is the receiver's, and this thread then loads no driver. */
+  private async begin(): Promise<pg.Client> {
+    const { default: pg } = await import('pg');
+    const client = new pg.Client({ connectionString: this.connectionString });
+    this.client = client;
+    // A connection lost between two statements is also emitted here: the statement that waits on it fails with it.
+    client.on('error', () => undefined);
     try {
-      await this.client.connect();
-      await this.client.query('BEGIN READ ONLY');
+      await client.connect();
+      await client.query('BEGIN READ ONLY');
     } catch (e) {
       throw idSourceError('PostgreSQL', e);
     }
+    return client;
   }
 
-  async streamText(onChunk: (chunk: Uint8Array) => void): Promise<void> {
-    await this.begin();
-    let stopped: unknown;
-    try {
-      // COPY takes a query without its closing semicolon (a cursor's DECLARE took one); the newline ends a closing -- comment.
-      const copy = this.client.query(copyTo(`COPY (${this.query.replace(/[\s;]+$/, '')}\n) TO STDOUT`));
-      await new Promise<void>((resolve, reject) => {
-        copy.on('data', (chunk: Buffer) => {
-          if (stopped !== undefined) return;
-          try {
-            onChunk(chunk);
-          } catch (e) {
-            stopped = e;
-            reject(e);
-            // The server keeps sending until the COPY ends: ending the client while its query runs drops the
-            // connection (pg's end() does so for an active query), which stops it; the client is not used again.
-            void this.client.end().catch(() => undefined);
-          }
-        });
-        copy.on('end', () => resolve());
-        copy.on('error', reject);
-      });
-    } catch (e) {
-      throw stopped !== undefined ? stopped : idSourceError('PostgreSQL', e);
-    } finally {
-      if (stopped === undefined) await this.client.query('ROLLBACK').catch(() => undefined);
-    }
+  streamText(onChunk: (chunk: Uint8Array) => void): Promise<void> {
+    return receiveCopy({ url: this.connectionString, query: this.query }, onChunk);
   }
 
   async stream(onBatch: (values: ReadonlyArray<string | null>, times?: ReadonlyArray<number | null>) => void): Promise<void> {
-    await this.begin();
+    const client = await this.begin();
     try {
-      await this.client.query(`DECLARE sequoia_audit NO SCROLL CURSOR FOR ${this.query}`);
+      await client.query(`DECLARE sequoia_audit NO SCROLL CURSOR FOR ${this.query}`);
       const batches = new IdBatcher(onBatch, this.timeColumn !== undefined);
       let at: number | undefined;
       for (;;) {
-        const r = await this.client.query({ text: `FETCH ${ID_BATCH} FROM sequoia_audit`, rowMode: 'array' });
+        const r = await client.query({ text: `FETCH ${ID_BATCH} FROM sequoia_audit`, rowMode: 'array' });
         if (this.timeColumn !== undefined && at === undefined)
           at = timeColumnIndex(
             this.timeColumn,
@@ -81,11 +59,11 @@ export class PostgresIdSource implements IdSource {
     } catch (e) {
       throw idSourceError('PostgreSQL', e);
     } finally {
-      await this.client.query('ROLLBACK').catch(() => undefined);
+      await client.query('ROLLBACK').catch(() => undefined);
     }
   }
 
   async close(): Promise<void> {
-    await this.client.end().catch(() => undefined);
+    await this.client?.end().catch(() => undefined);
   }
 }
