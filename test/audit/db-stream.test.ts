@@ -39,6 +39,22 @@ function report(r: { status: number | null; stdout: string; stderr: string }): u
 
 const auditArgs = (): string[] => ['--tag', 'streamed', '--store', store, '--chunk-ids', '64', '--json'];
 
+/**
+ * The packaged bin's audit of `query`, with the CommonJS load trace: its
+ * report, and the driver files loaded on the main thread and on other threads.
+ */
+function tracedAudit(url: string, query: string): { report: unknown; main: string[]; threads: string[] } {
+  const trace = join(ROOT, 'test', 'helpers', 'load-trace', 'require-trace.mjs');
+  const r = spawnSync(process.execPath, ['--import', trace, PACKAGED_BIN, 'audit', '--db', url, '--query', query, ...auditArgs()], {
+    encoding: 'utf8',
+  });
+  return {
+    report: report({ ...r, stderr: r.stderr.replace(/^LOADED .*\n/gm, '') }),
+    main: [...r.stderr.matchAll(/^LOADED (\S+)$/gm)].map((m) => m[1] as string),
+    threads: [...r.stderr.matchAll(/^LOADED (\S+) thread \d+$/gm)].map((m) => m[1] as string),
+  };
+}
+
 beforeAll(() => {
   dir = mkdtempSync(join(tmpdir(), 'sequoia-audit-stream-'));
   store = `sqlite:${join(dir, 'store.db')}`;
@@ -91,17 +107,11 @@ describePg('audit --db on PostgreSQL (COPY text)', () => {
 
   // The driver's share of the read (socket reads, message frames) runs beside the parse and sort, not between them.
   it('the COPY is received on a thread of its own: the main thread loads no PostgreSQL driver, and the report is the same', () => {
-    const trace = join(ROOT, 'test', 'helpers', 'load-trace', 'require-trace.mjs');
-    const query = `SELECT id FROM ${TABLE} ORDER BY pk`;
-    const r = spawnSync(process.execPath, ['--import', trace, PACKAGED_BIN, 'audit', '--db', PG_URL, '--query', query, ...auditArgs()], {
-      encoding: 'utf8',
-    });
-    expect(report({ ...r, stderr: r.stderr.replace(/^LOADED .*\n/gm, '') })).toEqual(fromFile);
-    const main = [...r.stderr.matchAll(/^LOADED (\S+)$/gm)].map((m) => m[1] as string);
-    const threads = [...r.stderr.matchAll(/^LOADED (\S+) thread \d+$/gm)].map((m) => m[1] as string);
+    const r = tracedAudit(PG_URL, `SELECT id FROM ${TABLE} ORDER BY pk`);
+    expect(r.report).toEqual(fromFile);
     const driver = /node_modules\/(pg|pg-copy-streams|pg-protocol)\//;
-    expect(threads.filter((m) => driver.test(m)).length).toBeGreaterThan(0);
-    expect(main.filter((m) => driver.test(m))).toEqual([]);
+    expect(r.threads.filter((m) => driver.test(m)).length).toBeGreaterThan(0);
+    expect(r.main.filter((m) => driver.test(m))).toEqual([]);
   });
 
   it('a notice between two rows, or an error after some, is read as the server meant it', async () => {
