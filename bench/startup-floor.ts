@@ -2,7 +2,7 @@
  * The floor under `sequoia serve`'s start: the parts it cannot do without,
  * and nothing of Sequoia's. fastify listening with the same schema-less
  * compilers, a pino logger, prom-client's default metrics (bundled in one
- * file by esbuild, as scripts/bundle.mjs bundles them), and two worker
+ * file by esbuild, as scripts/bundle.mjs bundles them, minified alike), and two worker
  * threads started first, each loading better-sqlite3 and opening a database
  * in WAL mode, as the state dir's and the store's threads do. `/readyz`
  * answers 200 once both threads have answered a query. Built into
@@ -10,6 +10,7 @@
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { build } from 'esbuild';
 
 const THREAD = `const Database = require('better-sqlite3');
@@ -52,7 +53,9 @@ export async function buildFloor(root: string): Promise<string> {
   writeFileSync(join(dir, 'thread.cjs'), THREAD);
   writeFileSync(join(dir, 'src.mjs'), SERVER);
   const outfile = join(dir, 'floor.js');
+  const { serveMinify } = (await import(pathToFileURL(join(root, 'scripts', 'bundle-options.mjs')).href)) as { serveMinify: object };
   await build({
+    ...serveMinify,
     entryPoints: [join(dir, 'src.mjs')],
     outfile,
     bundle: true,

@@ -6,7 +6,8 @@
 // 3. The worker entries, one file each: a worker thread or a cluster worker has module instances of its own (nothing
 //    to share with the library's classes), and a thread that loads one file boots sooner (serve: about 8% less CPU).
 //    They are started by path beside the chunk that starts them (off-loop.ts, cluster-primary.ts, copy-receiver.ts).
-// 4. `serve`'s entry (serve-main.js) as one file, loaded by cli.js for `serve` instead of the command table.
+// 4. `serve`'s entry (serve-main.js) as one file, loaded by cli.js for `serve` instead of the command table, minified
+//    (bundle-options.mjs).
 // 5. The bin (cli.js) as one file: `sequoia gen uuid` loads it alone; './commands.js' and './serve-main.js' stay
 //    imports of the files beside it.
 //
@@ -20,6 +21,7 @@
 import { chmodSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { build } from 'esbuild';
+import { serveMinify } from './bundle-options.mjs';
 
 const outdir = 'dist/pkg';
 const external = [
@@ -59,7 +61,7 @@ const runs = [
   // serve's own entry as one file: its lazy imports inline, so a start links a handful of modules instead of the
   // command table's ~60 chunks (each a resolution, a read and a link). The ZooKeeper client stays outside: only a
   // zookeeper provider loads it (from node_modules), and every other start would compile it for nothing.
-  await build({ ...common, splitting: true, entryPoints: { 'serve-main': 'dist/cli/serve-main.js' } }),
+  await build({ ...common, ...serveMinify, splitting: true, entryPoints: { 'serve-main': 'dist/cli/serve-main.js' } }),
   await build({ ...common, entryPoints: { cli: 'dist/cli/main.js' }, external: [...external, './commands.js', './serve-main.js'] }),
 ];
 // A Set: two runs may write the same chunk (esbuild's runtime helpers, by content hash).
@@ -128,7 +130,9 @@ function dropBareRuntimeImports(metafile) {
     .map(([f]) => f.slice(f.lastIndexOf('/') + 1));
   for (const file of Object.keys(metafile.outputs).filter((f) => f.endsWith('.js'))) {
     const text = readFileSync(file, 'utf8');
-    const kept = runtime.reduce((t, chunk) => t.replace(new RegExp(`^import "\\./${chunk.replaceAll('.', '\\.')}";\n`, 'm'), ''), text);
+    // `import "./chunk.js";` on a line of its own, or `import"./chunk.js";` inside a minified line.
+    const bare = (chunk) => new RegExp(`(^import "\\./${chunk.replaceAll('.', '\\.')}";\n)|(?<=^|;)import"\\./${chunk.replaceAll('.', '\\.')}";`, 'm');
+    const kept = runtime.reduce((t, chunk) => t.replace(bare(chunk), ''), text);
     if (kept !== text) writeFileSync(file, kept);
   }
 }
