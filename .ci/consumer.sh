@@ -53,13 +53,19 @@ JSON
   cat > check.ts <<'TS'
 import { UuidV7Generator, systemClock, systemRandom, getLayout } from 'sequoia-id';
 import { IdService, SqliteSegmentStore, FileHighWaterMarkStore } from 'sequoia-id/server';
-import { createClient, SequoiaError } from 'sequoia-id/client';
+import { createClient, SequoiaError, type Clock, type Random, type Timer, type Timers } from 'sequoia-id/client';
 
 const uuid: string = new UuidV7Generator({ clock: systemClock, random: systemRandom }).next();
 const service = new IdService({ store: new SqliteSegmentStore({ path: ':memory:' }), marks: new FileHighWaterMarkStore('./state') });
 const client = createClient({ url: 'http://127.0.0.1:8080' });
 const isError = (e: unknown): boolean => e instanceof SequoiaError;
-export { uuid, service, client, isError, getLayout };
+// A test drives the client with its own time, timers and randomness, named from the client's own entry.
+const clock: Clock = { now: () => 0 };
+const random: Random = { fill: (bytes) => void bytes.fill(1) };
+const never: Timer = { clear: () => undefined, unref: () => never };
+const timers: Timers = { after: () => never, every: () => never };
+const driven = createClient({ url: 'http://127.0.0.1:8080', clock, timers, random });
+export { uuid, service, client, driven, isError, getLayout };
 TS
   node "$tsc" -p tsconfig.json
   echo "tsc --strict (NodeNext, no skipLibCheck): ok"

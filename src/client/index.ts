@@ -25,6 +25,10 @@ export {
   type UuidOptions,
 } from './client.js';
 export type { RetryOptions } from './transport.js';
+// What ClientOptions' clock, timers and random take: a test or a simulator drives the client through them.
+export type { Clock } from '../core/clock.js';
+export type { Random } from '../core/random.js';
+export type { Timer, Timers } from '../core/timers.js';
 export { isUniqueViolation } from './unique-violation.js';
 export {
   ClockError,
