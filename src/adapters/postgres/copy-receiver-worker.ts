@@ -18,6 +18,8 @@ const free: ArrayBuffer[] = Array.from({ length: BATCHES }, () => new ArrayBuffe
 let batch: Uint8Array | undefined;
 let used = 0;
 let inFlight = 0;
+/** Buffers made past the pool for a chunk's tail while every batch was out: dropped, not kept, when they come back. */
+let extra = 0;
 let copy: Readable | undefined;
 
 function post(m: FromReceiver, transfer: ArrayBuffer[] = []): void {
@@ -34,8 +36,15 @@ function send(): void {
 
 function put(chunk: Buffer): void {
   for (let at = 0; at < chunk.length;) {
-    // Past the last free batch (a chunk's tail), one more: the stream pauses below until batches come back.
-    batch ??= new Uint8Array(free.pop() ?? new ArrayBuffer(BATCH_BYTES));
+    if (batch === undefined) {
+      let buffer = free.pop();
+      if (buffer === undefined) {
+        // Past the last free batch (a chunk's tail), one more: the stream pauses below until batches come back.
+        extra++;
+        buffer = new ArrayBuffer(BATCH_BYTES);
+      }
+      batch = new Uint8Array(buffer);
+    }
     const n = Math.min(chunk.length - at, batch.length - used);
     batch.set(chunk.subarray(at, at + n), used);
     used += n;
@@ -48,7 +57,8 @@ function put(chunk: Buffer): void {
 
 port.on('message', (buffer: ArrayBuffer) => {
   inFlight--;
-  free.push(buffer);
+  if (extra > 0) extra--;
+  else free.push(buffer);
   if (inFlight === 0) send();
   copy?.resume();
 });

@@ -2,9 +2,9 @@
  * `audit --db postgres://…` receives its COPY on a thread of its own
  * (copy-receiver-worker.ts): the driver's share of the read (socket reads,
  * the protocol's message frames, pg-copy-streams' buffers) runs beside the
- * main thread's parse and sort instead of between them (on one thread the
- * two took 1.6 s and 2.5 s of 10^7 IDs one after the other; BENCHMARKS.md,
- * "sequoia audit"). This module is both sides' agreement and the main side.
+ * main thread's parse and sort instead of between them (BENCHMARKS.md, "The
+ * COPY on a thread of its own"). This module is both sides' agreement and
+ * the main side.
  */
 import { Worker } from 'node:worker_threads';
 import { idSourceError } from '../kit/pk-bench/id-batches.js';
